@@ -1,0 +1,14 @@
+# common/: wire headers, checksums, log, assert, errors, buffers, config.
+noinst_LIBRARIES += libvs_common.a
+libvs_common_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+libvs_common_a_SOURCES = \
+	common/assert.c common/assert.h \
+	common/buf.c common/buf.h \
+	common/checksum.c common/checksum.h \
+	common/clock.h \
+	common/config.c common/config.h \
+	common/errors.c common/errors.h \
+	common/log.c common/log.h \
+	common/mem.c common/mem.h \
+	common/readyfile.c common/readyfile.h \
+	common/wire.c common/wire.h

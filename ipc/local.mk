@@ -1,0 +1,1 @@
+# ipc: sources of this module (see the root Makefile.am).

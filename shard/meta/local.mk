@@ -1,0 +1,1 @@
+# shard/meta: sources of this module (see the root Makefile.am).

@@ -1,0 +1,1 @@
+# shard/storage: sources of this module (see the root Makefile.am).

@@ -1,0 +1,23 @@
+# tests/: Check unit suites (tests/unit), integration tests (tests/integration).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_wire tests/unit/check_checksum \
+	tests/unit/check_config tests/unit/check_common
+check_PROGRAMS += tests/unit/check_wire tests/unit/check_checksum \
+	tests/unit/check_config tests/unit/check_common
+
+tests_unit_check_wire_SOURCES = tests/unit/check_wire.c
+tests_unit_check_wire_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_wire_LDADD = libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+
+tests_unit_check_checksum_SOURCES = tests/unit/check_checksum.c
+tests_unit_check_checksum_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_checksum_LDADD = libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+
+tests_unit_check_config_SOURCES = tests/unit/check_config.c
+tests_unit_check_config_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_config_LDADD = libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+
+tests_unit_check_common_SOURCES = tests/unit/check_common.c
+tests_unit_check_common_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_common_LDADD = libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif

@@ -1,0 +1,1 @@
+# tools/: vstream (CLI), vstream-inspect, vstream-bench, client library.
