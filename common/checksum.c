@@ -30,8 +30,7 @@ vs_xxh32(const void *data, size_t len)
 void
 vs_frame_seal(struct vs_header *h)
 {
-    h->f.checksum =
-        vs_checksum((const uint8_t *)h + 16, VS_HEADER_SIZE - 16);
+    h->f.checksum = vs_checksum((const uint8_t *)h + 16, VS_HEADER_SIZE - 16);
 }
 
 int

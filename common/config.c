@@ -21,7 +21,8 @@
 
 #include "common/config.h"
 
-#define F(field) offsetof(struct vs_config, field), sizeof(((struct vs_config *)0)->field)
+#define F(field)                                                               \
+    offsetof(struct vs_config, field), sizeof(((struct vs_config *)0)->field)
 #define KIB (UINT64_C(1) << 10)
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)
@@ -138,8 +139,7 @@ vs_config_keys(size_t *count)
     return config_keys;
 }
 
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static void
@@ -286,8 +286,8 @@ store_value(struct vs_config *c, const struct vs_config_key *k,
         }
         if (v < k->min || (k->max != 0 && v > k->max)) {
             set_err(err, errlen,
-                    "%s: %s: %" PRIu64 " is out of range [%" PRIu64
-                    ", %" PRIu64 "]",
+                    "%s: %s: %" PRIu64 " is out of range [%" PRIu64 ", %" PRIu64
+                    "]",
                     where, k->name, v, k->min, k->max);
             return -EINVAL;
         }
@@ -407,7 +407,7 @@ struct ini_ctx {
 
 static int
 config_ini_handler(void *user, const char *section, const char *name,
-            const char *value)
+                   const char *value)
 {
     (void)section; /* sections group keys; names are flat */
     struct ini_ctx *ctx = user;
@@ -417,8 +417,8 @@ config_ini_handler(void *user, const char *section, const char *name,
      * its return value; remember our message and fail. */
     char where[VS_CONFIG_PATH_MAX + 32];
     snprintf(where, sizeof(where), "%s", ctx->path);
-    if (vs_config_set(ctx->c, name, value, where, ctx->err,
-                      sizeof(ctx->err)) != 0) {
+    if (vs_config_set(ctx->c, name, value, where, ctx->err, sizeof(ctx->err)) !=
+        0) {
         ctx->failed = 1;
         return 0;
     }
@@ -477,8 +477,7 @@ vs_config_load_env(struct vs_config *c, char *const *envp, char *err,
         size_t nlen = (size_t)(eq - name);
         char key[64];
         char where[96];
-        snprintf(where, sizeof(where), "environment %.*s",
-                 (int)(eq - *e), *e);
+        snprintf(where, sizeof(where), "environment %.*s", (int)(eq - *e), *e);
         if (nlen == 0 || nlen >= sizeof(key)) {
             set_err(err, errlen, "%s: unknown variable", where);
             return -EINVAL;
@@ -702,8 +701,7 @@ vs_config_dump(const struct vs_config *c, int fd)
         const struct vs_config_key *k = &config_keys[i];
         char v[VS_CONFIG_ADDRS_MAX];
         if (strcmp(k->name, "root_password") == 0)
-            snprintf(v, sizeof(v), "%s",
-                     c->root_password[0] ? "(set)" : "");
+            snprintf(v, sizeof(v), "%s", c->root_password[0] ? "(set)" : "");
         else
             format_value(c, k, v, sizeof(v));
         dprintf(fd, "%s = %s\n", k->name, v);

@@ -28,8 +28,8 @@
 
 #include "common/log.h"
 
-#define VS_CONFIG_PATH_MAX 1024
-#define VS_CONFIG_STR_MAX  256
+#define VS_CONFIG_PATH_MAX  1024
+#define VS_CONFIG_STR_MAX   256
 #define VS_CONFIG_ADDRS_MAX 2048
 
 enum vs_profile {
@@ -92,11 +92,11 @@ struct vs_config {
 
     /* --- client limits --- */
     uint32_t max_connections;
-    uint32_t max_metadata_body;  /* bytes of a metadata request body */
-    uint32_t max_message_body;   /* bytes of a send/poll request body */
-    uint32_t unauth_timeout_ms;  /* close connections not logged in */
+    uint32_t max_metadata_body; /* bytes of a metadata request body */
+    uint32_t max_message_body;  /* bytes of a send/poll request body */
+    uint32_t unauth_timeout_ms; /* close connections not logged in */
     uint32_t login_attempts_per_sec;
-    uint32_t conn_output_max;    /* bytes queued to one client */
+    uint32_t conn_output_max; /* bytes queued to one client */
 
     /* --- data plane (shard/data) --- */
     uint64_t segment_size;

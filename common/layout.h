@@ -22,14 +22,14 @@
 #include <stdint.h>
 #include <string.h>
 
-#define VS_DATADIR_LOCK_FILE    "vstream.lock"
-#define VS_DATADIR_SHARDS_FILE  "shards"
-#define VS_METADATA_DIR         "metadata"
-#define VS_SUPERBLOCK_A         "superblock.a"
-#define VS_SUPERBLOCK_B         "superblock.b"
-#define VS_JOURNAL_FILE         "journal.wal"
-#define VS_SNAPSHOT_FILE        "snapshot.bin"
-#define VS_PARTITIONS_DIR       "partitions"
+#define VS_DATADIR_LOCK_FILE   "vstream.lock"
+#define VS_DATADIR_SHARDS_FILE "shards"
+#define VS_METADATA_DIR        "metadata"
+#define VS_SUPERBLOCK_A        "superblock.a"
+#define VS_SUPERBLOCK_B        "superblock.b"
+#define VS_JOURNAL_FILE        "journal.wal"
+#define VS_SNAPSHOT_FILE       "snapshot.bin"
+#define VS_PARTITIONS_DIR      "partitions"
 
 #define VS_SNAPSHOT_PREFIX_SIZE 12u
 

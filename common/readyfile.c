@@ -94,8 +94,8 @@ vs_ready_file_read(const char *path, struct vs_ready_info *info)
     if (p != NULL) {
         p += 10;
         while (*p && *p != ']' &&
-               info->n_shard_pids < sizeof(info->shard_pids) /
-                                        sizeof(info->shard_pids[0])) {
+               info->n_shard_pids <
+                   sizeof(info->shard_pids) / sizeof(info->shard_pids[0])) {
             char *end;
             long v = strtol(p, &end, 10);
             if (end == p)

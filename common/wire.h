@@ -31,10 +31,10 @@
 #error "vstream's wire structs assume a little-endian host"
 #endif
 
-#define VS_HEADER_SIZE        256u
-#define VS_FRAME_MAX          (64u * 1024u * 1024u) /* header + body */
-#define VS_METADATA_GROUP     (UINT64_C(1) << 63)
-#define VS_REPLICAS_MAX       32u
+#define VS_HEADER_SIZE    256u
+#define VS_FRAME_MAX      (64u * 1024u * 1024u) /* header + body */
+#define VS_METADATA_GROUP (UINT64_C(1) << 63)
+#define VS_REPLICAS_MAX   32u
 /* Format version of replica frames and WAL entries, in header.release.
  * A decoder accepts exactly the versions listed in vs_wire_format_known(). */
 #define VS_WIRE_FORMAT_VERSION 1u

@@ -29,19 +29,18 @@ extern char **environ;
 static void
 usage(int fd)
 {
-    dprintf(fd,
-            "usage: vstreamd [OPTIONS]\n"
-            "\n"
-            "vstream node: a supervisor with a metadata shard and data "
-            "shards.\n"
-            "Settings come from defaults < --config FILE (or "
-            "VSTREAMD_CONFIG) <\n"
-            "VSTREAMD_<KEY> environment variables < --key VALUE flags.\n"
-            "\n"
-            "  --help                           this help\n"
-            "  --version                        print the version\n"
-            "  --config FILE                    INI file of key = value "
-            "lines\n");
+    dprintf(fd, "usage: vstreamd [OPTIONS]\n"
+                "\n"
+                "vstream node: a supervisor with a metadata shard and data "
+                "shards.\n"
+                "Settings come from defaults < --config FILE (or "
+                "VSTREAMD_CONFIG) <\n"
+                "VSTREAMD_<KEY> environment variables < --key VALUE flags.\n"
+                "\n"
+                "  --help                           this help\n"
+                "  --version                        print the version\n"
+                "  --config FILE                    INI file of key = value "
+                "lines\n");
     vs_config_print_help(fd);
 }
 

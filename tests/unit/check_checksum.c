@@ -45,8 +45,7 @@ START_TEST(test_seal_detects_every_flip)
         for (int bit = 0; bit < 8; bit++) {
             struct vs_header t = h;
             ((uint8_t *)&t)[i] ^= (uint8_t)(1u << bit);
-            ck_assert_msg(!vs_frame_verify(&t), "flip byte %zu bit %d", i,
-                          bit);
+            ck_assert_msg(!vs_frame_verify(&t), "flip byte %zu bit %d", i, bit);
         }
     }
 }
@@ -61,8 +60,7 @@ START_TEST(test_prepare_identity)
     fill(body, sizeof(body), 9);
     vs_prepare_seal(&p, body, sizeof(body));
     ck_assert(vs_prepare_verify_identity(&p));
-    ck_assert(vs_body_verify((const struct vs_header *)&p, body,
-                             sizeof(body)));
+    ck_assert(vs_body_verify((const struct vs_header *)&p, body, sizeof(body)));
     struct vs_hdr_prepare t = p;
     t.f.view += 7;
     ck_assert(vs_prepare_verify_identity(&t));
@@ -78,8 +76,8 @@ START_TEST(test_prepare_identity)
     }
     for (size_t i = 0; i < sizeof(body); i++) {
         body[i] ^= 0x10;
-        ck_assert(!vs_body_verify((const struct vs_header *)&p, body,
-                                  sizeof(body)));
+        ck_assert(
+            !vs_body_verify((const struct vs_header *)&p, body, sizeof(body)));
         body[i] ^= 0x10;
     }
     /* an unsealed body (checksum_body 0) is accepted as is */

@@ -74,20 +74,20 @@ START_TEST(test_precedence)
                                             "log_level = debug\n");
     char cfgflag[600];
     snprintf(cfgflag, sizeof(cfgflag), "--config=%s", path);
-    char *argv[] = {"vstreamd", cfgflag, "--replica-id", "3",
+    char *argv[] = {"vstreamd",          cfgflag, "--replica-id", "3",
                     "--data-dir=/tmp/x", NULL};
     char *envp[] = {"VSTREAMD_REPLICA_ID=2", "VSTREAMD_CLUSTER_NAME=env-c",
                     "PATH=/bin", "VSTREAMDX=ignored", NULL};
     struct vs_config c;
     char err[512] = "";
     int pos = -1;
-    ck_assert_msg(vs_config_load(&c, 5, argv, envp, &pos, err,
-                                 sizeof(err)) == 0,
+    ck_assert_msg(vs_config_load(&c, 5, argv, envp, &pos, err, sizeof(err)) ==
+                      0,
                   "%s", err);
     ck_assert_int_eq(pos, 5);
-    ck_assert_str_eq(c.node_name, "from-file");     /* file only */
-    ck_assert_str_eq(c.cluster_name, "env-c");      /* env over file */
-    ck_assert_uint_eq(c.replica_id, 3);             /* flag over env */
+    ck_assert_str_eq(c.node_name, "from-file"); /* file only */
+    ck_assert_str_eq(c.cluster_name, "env-c");  /* env over file */
+    ck_assert_uint_eq(c.replica_id, 3);         /* flag over env */
     ck_assert_str_eq(c.data_dir, "/tmp/x");
     ck_assert_int_eq(c.log_level, VS_LOG_DEBUG);
     ck_assert_str_eq(c.config_file, path);
@@ -105,8 +105,8 @@ START_TEST(test_config_from_env_path)
     struct vs_config c;
     char err[512] = "";
     int pos = 0;
-    ck_assert_msg(vs_config_load(&c, 2, argv, envp, &pos, err,
-                                 sizeof(err)) == 0,
+    ck_assert_msg(vs_config_load(&c, 2, argv, envp, &pos, err, sizeof(err)) ==
+                      0,
                   "%s", err);
     ck_assert_str_eq(c.node_name, "via-env-path");
     ck_assert_int_eq(pos, 1); /* "format" is the first positional */
@@ -121,8 +121,7 @@ START_TEST(test_unknown_key_in_file_names_line)
     struct vs_config c;
     char err[512] = "";
     vs_config_init(&c);
-    ck_assert_int_eq(vs_config_load_file(&c, path, err, sizeof(err)),
-                     -EINVAL);
+    ck_assert_int_eq(vs_config_load_file(&c, path, err, sizeof(err)), -EINVAL);
     char want[600];
     snprintf(want, sizeof(want), "%s:3:", path);
     ck_assert_msg(strstr(err, want) != NULL, "%s", err);
@@ -136,8 +135,7 @@ START_TEST(test_bad_value_in_file_names_line)
     struct vs_config c;
     char err[512] = "";
     vs_config_init(&c);
-    ck_assert_int_eq(vs_config_load_file(&c, path, err, sizeof(err)),
-                     -EINVAL);
+    ck_assert_int_eq(vs_config_load_file(&c, path, err, sizeof(err)), -EINVAL);
     ck_assert_msg(strstr(err, ":3:") && strstr(err, "wal_slots"), "%s", err);
 }
 END_TEST
@@ -148,8 +146,7 @@ START_TEST(test_syntax_error_in_file)
     struct vs_config c;
     char err[512] = "";
     vs_config_init(&c);
-    ck_assert_int_eq(vs_config_load_file(&c, path, err, sizeof(err)),
-                     -EINVAL);
+    ck_assert_int_eq(vs_config_load_file(&c, path, err, sizeof(err)), -EINVAL);
     ck_assert_msg(strstr(err, ":2:") != NULL, "%s", err);
 }
 END_TEST
@@ -175,11 +172,9 @@ START_TEST(test_unknown_env_refused)
     ck_assert_int_eq(vs_config_load_env(&c, envp, err, sizeof(err)), -EINVAL);
     ck_assert_msg(strstr(err, "VSTREAMD_NOT_A_KEY") != NULL, "%s", err);
     char *envp2[] = {"VSTREAMD_=1", NULL};
-    ck_assert_int_eq(vs_config_load_env(&c, envp2, err, sizeof(err)),
-                     -EINVAL);
+    ck_assert_int_eq(vs_config_load_env(&c, envp2, err, sizeof(err)), -EINVAL);
     char *envp3[] = {"VSTREAMD_SHARDS=lots", NULL};
-    ck_assert_int_eq(vs_config_load_env(&c, envp3, err, sizeof(err)),
-                     -EINVAL);
+    ck_assert_int_eq(vs_config_load_env(&c, envp3, err, sizeof(err)), -EINVAL);
     ck_assert_msg(strstr(err, "VSTREAMD_SHARDS") != NULL, "%s", err);
 }
 END_TEST
@@ -200,9 +195,8 @@ START_TEST(test_flags)
     ck_assert_msg(strstr(err, "needs a value") != NULL, "%s", err);
     /* a bare boolean flag turns it on; = and separate values both work */
     char *a3[] = {"--cut-damaged-tail", "--shards=4", "--client-addr",
-                  "127.0.0.1:0", "--", "--not-a-flag"};
-    ck_assert_int_eq(vs_config_load_args(&c, 6, a3, &pos, err, sizeof(err)),
-                     0);
+                  "127.0.0.1:0",        "--",         "--not-a-flag"};
+    ck_assert_int_eq(vs_config_load_args(&c, 6, a3, &pos, err, sizeof(err)), 0);
     ck_assert_uint_eq(c.cut_damaged_tail, 1);
     ck_assert_uint_eq(c.shards, 4);
     ck_assert_str_eq(c.client_addr, "127.0.0.1:0");
@@ -218,24 +212,23 @@ START_TEST(test_value_ranges_and_sizes)
     struct vs_config c;
     char err[512] = "";
     vs_config_init(&c);
-    ck_assert_int_eq(vs_config_set(&c, "clients_table_max", "1", "t", err,
-                                   sizeof(err)),
-                     -EINVAL);
-    ck_assert_msg(strstr(err, "out of range") != NULL, "%s", err);
-    ck_assert_int_eq(vs_config_set(&c, "clients_table_max", "65537", "t", err,
-                                   sizeof(err)),
-                     -EINVAL);
-    ck_assert_int_eq(vs_config_set(&c, "clients_table_max", "65536", "t", err,
-                                   sizeof(err)),
-                     0);
     ck_assert_int_eq(
-        vs_config_set(&c, "wal_slots", "-5", "t", err, sizeof(err)),
+        vs_config_set(&c, "clients_table_max", "1", "t", err, sizeof(err)),
         -EINVAL);
+    ck_assert_msg(strstr(err, "out of range") != NULL, "%s", err);
+    ck_assert_int_eq(
+        vs_config_set(&c, "clients_table_max", "65537", "t", err, sizeof(err)),
+        -EINVAL);
+    ck_assert_int_eq(
+        vs_config_set(&c, "clients_table_max", "65536", "t", err, sizeof(err)),
+        0);
+    ck_assert_int_eq(
+        vs_config_set(&c, "wal_slots", "-5", "t", err, sizeof(err)), -EINVAL);
     ck_assert_int_eq(
         vs_config_set(&c, "wal_slots", "12abc", "t", err, sizeof(err)),
         -EINVAL);
-    ck_assert_int_eq(vs_config_set(&c, "wal_slots", "99999999999999999999",
-                                   "t", err, sizeof(err)),
+    ck_assert_int_eq(vs_config_set(&c, "wal_slots", "99999999999999999999", "t",
+                                   err, sizeof(err)),
                      -EINVAL);
     ck_assert_int_eq(
         vs_config_set(&c, "segment_size", "16M", "t", err, sizeof(err)), 0);
@@ -247,8 +240,7 @@ START_TEST(test_value_ranges_and_sizes)
         vs_config_set(&c, "segment_size", "5Q", "t", err, sizeof(err)),
         -EINVAL);
     ck_assert_int_eq(
-        vs_config_set(&c, "log_level", "loud", "t", err, sizeof(err)),
-        -EINVAL);
+        vs_config_set(&c, "log_level", "loud", "t", err, sizeof(err)), -EINVAL);
     ck_assert_int_eq(
         vs_config_set(&c, "profile", "fast", "t", err, sizeof(err)), -EINVAL);
     ck_assert_int_eq(
@@ -260,8 +252,7 @@ START_TEST(test_value_ranges_and_sizes)
     memset(longv, 'a', sizeof(longv) - 1);
     longv[sizeof(longv) - 1] = '\0';
     ck_assert_int_eq(
-        vs_config_set(&c, "node_name", longv, "t", err, sizeof(err)),
-        -EINVAL);
+        vs_config_set(&c, "node_name", longv, "t", err, sizeof(err)), -EINVAL);
     ck_assert_msg(strstr(err, "too long") != NULL, "%s", err);
 }
 END_TEST
@@ -296,8 +287,7 @@ START_TEST(test_cross_key_rules)
     ck_assert_int_eq(
         vs_config_set(&c, "wal_slots", "32", "t", err, sizeof(err)), 0);
     ck_assert_int_eq(
-        vs_config_set(&c, "checkpoint_margin", "32", "t", err, sizeof(err)),
-        0);
+        vs_config_set(&c, "checkpoint_margin", "32", "t", err, sizeof(err)), 0);
     ck_assert_int_eq(vs_config_finalize(&c, err, sizeof(err)), -EINVAL);
     ck_assert_msg(strstr(err, "checkpoint_margin") != NULL, "%s", err);
 
@@ -340,9 +330,8 @@ START_TEST(test_dump_and_help_list_every_key)
     struct vs_config c;
     vs_config_init(&c);
     char err[64];
-    ck_assert_int_eq(vs_config_set(&c, "root_password", "secret", "t", err,
-                                   sizeof(err)),
-                     0);
+    ck_assert_int_eq(
+        vs_config_set(&c, "root_password", "secret", "t", err, sizeof(err)), 0);
     vs_config_dump(&c, fileno(f));
     vs_config_print_help(fileno(f));
     fflush(f);
@@ -356,8 +345,7 @@ START_TEST(test_dump_and_help_list_every_key)
     for (size_t i = 0; i < count; i++) {
         char flag[80];
         snprintf(flag, sizeof(flag), "%s = ", keys[i].name);
-        ck_assert_msg(strstr(buf, flag) != NULL, "dump lacks %s",
-                      keys[i].name);
+        ck_assert_msg(strstr(buf, flag) != NULL, "dump lacks %s", keys[i].name);
     }
     ck_assert_msg(strstr(buf, "secret") == NULL, "password printed");
     ck_assert(strstr(buf, "--data-dir") != NULL);

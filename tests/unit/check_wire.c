@@ -22,8 +22,10 @@ struct field_row {
 };
 
 #define ROW(type, field, off, size)                                            \
-    {#type "." #field, offsetof(type, field), sizeof(((type *)0)->field),      \
-     off, size}
+    {                                                                          \
+#type "." #field, offsetof(type, field), sizeof(((type *)0)->field),   \
+            off, size                                                          \
+    }
 
 static const struct field_row rows[] = {
     ROW(struct vs_frame, checksum, 0, 16),
@@ -246,8 +248,7 @@ START_TEST(test_operation_classes)
         int framed = op == 1 || (op >= 64 && op <= 68) ||
                      (op >= 128 && op <= 137) || (op >= 139 && op <= 149) ||
                      op == 161 || op == 162;
-        ck_assert_msg(vs_operation_is_result_framed(op) == framed, "op %u",
-                      op);
+        ck_assert_msg(vs_operation_is_result_framed(op) == framed, "op %u", op);
     }
 }
 END_TEST
