@@ -23,10 +23,12 @@
  *    VS_WIRE_FORMAT_VERSION; group, cluster, replica stamped; user_id and
  *    request_checksum copied from the admitted request (the caller stamps
  *    them); body checksum then identity via vs_prepare_seal().
- *  - A replica accepts a prepare only after checking, in this order: frame
- *    structure and size, release, cluster, group, identity checksum, body
- *    checksum, then op == head + 1 with parent == checksum of head (the
- *    hash chain). Anything else is dropped with a typed reason.
+ *  - A replica trusts no field before its checksum. It checks, in this
+ *    order: frame length and structure; integrity (the seal of a sealed
+ *    frame; for a prepare its identity checksum, then its body checksum);
+ *    release; cluster; group; sender; then, for a prepare, status, view,
+ *    op == head + 1 and parent == checksum of head (the hash chain).
+ *    Anything else is dropped with a typed reason (enum vsr_verdict).
  *  - R3: PrepareOk for op N is sent only after the binding reported the
  *    journal append of N durable (vsr_on_journal_durable).
  *  - R1 persist before send: PrepareOk, Commit, StartViewChange,
