@@ -24,3 +24,9 @@ tests_unit_check_vsr_cluster_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_vsr_cluster_LDADD = libvs_vsr.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
+
+# Micro-benchmark of the engine alone (not run by make check).
+noinst_PROGRAMS += tests/sim/bench_vsr
+tests_sim_bench_vsr_SOURCES = tests/sim/bench_vsr.c $(VSR_SIM_SOURCES)
+tests_sim_bench_vsr_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_sim_bench_vsr_LDADD = libvs_vsr.a libvs_common.a $(VS_DEP_LIBS)
