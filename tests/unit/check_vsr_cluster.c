@@ -454,6 +454,77 @@ START_TEST(test_backup_restart_recovering)
 }
 END_TEST
 
+static int
+drop_commits_to_2(void *ctx, unsigned from, unsigned to,
+                  const struct vs_header *h)
+{
+    (void)ctx;
+    (void)from;
+    return to == 2 && h->f.command == VS_CMD_COMMIT;
+}
+
+static void
+forge_commit(uint8_t *frame, uint8_t sender, uint64_t commit,
+             struct vs_u128 checksum, uint64_t seq)
+{
+    struct vs_hdr_commit *c = (struct vs_hdr_commit *)frame;
+    memset(c, 0, sizeof(*c));
+    c->f.cluster.lo = 0x76737472u;
+    c->f.cluster.hi = 0x1;
+    c->f.size = VS_HEADER_SIZE;
+    c->f.release = VS_WIRE_FORMAT_VERSION;
+    c->f.command = VS_CMD_COMMIT;
+    c->f.replica = sender;
+    c->commit = commit;
+    c->commit_checksum = checksum;
+    c->timestamp_monotonic = seq;
+    c->group = VS_METADATA_GROUP;
+    vs_frame_seal((struct vs_header *)c);
+}
+
+/* Commit heartbeats: only the primary's, only newer ones, and a commit
+ * whose checksum disagrees with the backup's op is not applied. */
+START_TEST(test_commit_heartbeat_rules)
+{
+    struct sim *s = sim_new(3, 107);
+    s->filter = drop_commits_to_2;
+    ck_assert_int_eq(sim_request(s, 0, 1, 1, VS_OP_CREATE_TOPIC, "h", 1), 0);
+    ck_assert_int_eq(sim_run_until_applied(s, 1, 60), -ETIMEDOUT);
+    struct vs_vsr *b = s->r[2].eng;
+    ck_assert_uint_eq(vsr_op(b), 1);
+    ck_assert_uint_eq(s->r[2].applied, 0); /* commit 1 never reached it */
+    struct vs_hdr_prepare h1;
+    ck_assert(vsr_header(b, 1, &h1));
+    struct vs_u128 wrong = h1.f.checksum;
+    wrong.lo ^= 0x100;
+    uint8_t f[VS_HEADER_SIZE];
+
+    forge_commit(f, 1, 1, h1.f.checksum, 1000); /* from a backup */
+    ck_assert_int_eq(vsr_on_message(b, f, sizeof(f)), VSR_DROP_NOT_PRIMARY);
+    forge_commit(f, 0, 1, wrong, 1000);
+    ck_assert_int_eq(vsr_on_message(b, f, sizeof(f)), VSR_ACCEPTED);
+    sim_drain(s);
+    ck_assert_uint_eq(s->r[2].applied, 0); /* diverged: not applied */
+    ck_assert_uint_eq(vsr_stats(b)->divergences, 1);
+    forge_commit(f, 0, 1, h1.f.checksum, 1000); /* not newer */
+    ck_assert_int_eq(vsr_on_message(b, f, sizeof(f)), VSR_DROP_STALE);
+    forge_commit(f, 0, 1, h1.f.checksum, 1001);
+    f[200] ^= 1; /* tampered after sealing */
+    ck_assert_int_eq(vsr_on_message(b, f, sizeof(f)), VSR_DROP_SEAL);
+    forge_commit(f, 0, 1, h1.f.checksum, 1001);
+    ((struct vs_hdr_commit *)f)->f.view = 3;
+    vs_frame_seal((struct vs_header *)f);
+    ck_assert_int_eq(vsr_on_message(b, f, sizeof(f)), VSR_DROP_VIEW_NEW);
+    forge_commit(f, 0, 1, h1.f.checksum, 1001);
+    ck_assert_int_eq(vsr_on_message(b, f, sizeof(f)), VSR_ACCEPTED);
+    sim_drain(s);
+    ck_assert_uint_eq(s->r[2].applied, 1);
+    ck_assert_uint_eq(s->r[2].sm_hash, s->r[0].sm_hash);
+    ck_assert_clean(s);
+    sim_free(s);
+}
+END_TEST
+
 static Suite *
 vsr_cluster_suite(void)
 {
@@ -468,6 +539,7 @@ vsr_cluster_suite(void)
     tcase_add_test(tc, test_random_faults);
     tcase_add_test(tc, test_deterministic_replay);
     tcase_add_test(tc, test_backup_restart_recovering);
+    tcase_add_test(tc, test_commit_heartbeat_rules);
     suite_add_tcase(s, tc);
     return s;
 }
