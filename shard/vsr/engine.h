@@ -85,7 +85,9 @@ struct vs_vsr_persist {
 struct vs_vsr_timeouts {
     uint32_t prepare;          /* primary: retransmit unacked prepares, 25 */
     uint32_t commit;           /* primary: Commit heartbeat interval, 50 */
-    uint32_t normal_heartbeat; /* backup: primary presumed dead, 500 */
+    uint32_t normal_heartbeat; /* backup: primary presumed dead, 500;
+                                  kept for the view change (not yet
+                                  acted on: backups only count silence) */
 };
 
 /* Everything the engine needs at construction: identity and durable state
@@ -115,7 +117,9 @@ struct vs_vsr_options {
     uint64_t commit_min;
     /* 1 if this replica of a multi-replica group had a prior life
      * (superblock written by a run, or a non-empty journal): it starts
-     * Recovering. Must be 0 when replica_count == 1. */
+     * Recovering. Must be 0 when replica_count == 1; a multi-replica
+     * replica started with 0 must be freshly formatted (empty journal,
+     * state op 0, view 0), else vsr_create refuses. */
     int recovering;
     uint32_t journal_slots; /* WAL capacity in ops, 1..VSR_JOURNAL_SLOTS_MAX */
     uint32_t pipeline_max;  /* 1..VSR_PIPELINE_MAX; also bounds op-commit_min */
@@ -182,7 +186,9 @@ enum vsr_verdict {
     VSR_DROP_IDENTITY,     /* prepare: identity checksum mismatch */
     VSR_DROP_BODY,         /* prepare: body checksum mismatch */
     VSR_DROP_CHAIN,        /* prepare: parent != checksum of op - 1 */
-    VSR_DROP_GAP,          /* prepare: op > head + 1 (await retransmit) */
+    VSR_DROP_GAP,          /* prepare: op > head + 1; the primary
+                              retransmits what it retains, journal
+                              repair is not in this version */
     VSR_DROP_CONFLICT,     /* prepare: op held with another checksum */
     VSR_DROP_JOURNAL_FULL, /* prepare: op beyond checkpoint + slots */
     VSR_DROP_BODY_MAX,     /* prepare: body larger than body_max */
