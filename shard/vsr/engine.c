@@ -1,0 +1,1295 @@
+/*
+ * shard/vsr/engine.c - the I/O-free VSR engine: normal path, n = 1..32.
+ *
+ * Role: implements shard/vsr/engine.h. State is one struct vs_vsr: the
+ * durable values (view, log_view, checkpoint) as last confirmed, the
+ * in-memory ones, a ring of prepare headers indexed op % journal_slots
+ * (the journal's window, also what a DoViewChange suffix will be cut
+ * from), the pipeline (ops commit_max+1..head on the primary, with one
+ * PrepareOk bitset per op), and the action queue.
+ *
+ * Normal path, numbered once here:
+ *  1. Primary: vsr_on_request builds the prepare (op = head + 1, chained
+ *     to head), queues JOURNAL_APPEND for itself and SEND to each backup.
+ *  2. Backup: vsr_on_message(Prepare) verifies integrity and the chain,
+ *     queues JOURNAL_APPEND; on vsr_on_journal_durable it sends PrepareOk
+ *     (withheld until its view is durable in the superblock).
+ *  3. Primary: its own durable append and each matching PrepareOk set a
+ *     bit; the pipeline head with a replication quorum is committed
+ *     (commit_max advances strictly in op order).
+ *  4. Every replica walks commit_min+1..commit_max, one COMMIT action at a
+ *     time, each only over a durable, chain-verified op; the primary
+ *     answers the client after vsr_on_commit_applied (REPLY action).
+ *  5. Primary ticks: retransmit prepares a backup has not acknowledged
+ *     (backoff with seeded jitter); send a Commit heartbeat carrying
+ *     commit_max. Backups raise commit_max from prepares and heartbeats.
+ *
+ * Memory: message buffers (header + body, contiguous) are reference
+ * counted; the ring, the action queue, the withheld queue and the last
+ * popped action each hold references. The primary retains the bodies of
+ * the last max(8 * pipeline_max, 64) ops (at most journal_slots) and
+ * retransmits them to a backup that has not acknowledged them; a backup
+ * further behind needs journal repair (RequestPrepares, not yet here).
+ *
+ * Invariants: see engine.h. Callers: one thread; no globals, no I/O.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/assert.h"
+#include "common/checksum.h"
+#include "common/mem.h"
+#include "shard/vsr/engine.h"
+
+#define VSR_DEFAULT_PREPARE_TICKS   25u
+#define VSR_DEFAULT_COMMIT_TICKS    50u
+#define VSR_DEFAULT_HEARTBEAT_TICKS 500u
+#define VSR_BACKOFF_SHIFT_MAX       4u
+#define VSR_RETAIN_MIN              64u
+
+/* A frame held by the engine: header followed by the body bytes held. */
+struct vsr_msg {
+    uint32_t refs;
+    uint32_t size; /* bytes at hdr: 256 + body held */
+    uint64_t pad_;
+    struct vs_header hdr;
+    uint8_t body[];
+};
+_Static_assert(offsetof(struct vsr_msg, hdr) % 16 == 0, "msg header align");
+_Static_assert(offsetof(struct vsr_msg, body) ==
+                   offsetof(struct vsr_msg, hdr) + VS_HEADER_SIZE,
+               "body follows header");
+
+struct vsr_slot {
+    struct vs_hdr_prepare h; /* valid iff present */
+    struct vsr_msg *msg;     /* held frame (with body) or NULL */
+    uint64_t deadline;       /* primary: next retransmit tick */
+    uint32_t ok;             /* primary: PrepareOk bits by replica */
+    uint8_t present;
+    uint8_t durable;   /* our journal append completed */
+    uint8_t appending; /* JOURNAL_APPEND issued, not yet durable */
+    uint8_t reply;     /* we prepared it as primary: answer the client */
+    uint8_t attempts;  /* retransmit rounds */
+};
+
+struct vsr_act {
+    enum vsr_action_kind kind;
+    uint8_t replica;
+    uint64_t op;
+    struct vs_u128 client;
+    struct vsr_msg *msg;
+    struct vs_vsr_persist persist;
+};
+
+struct vsr_withheld {
+    struct vsr_msg *msg;
+    uint8_t replica;
+};
+
+struct vs_vsr {
+    /* identity and tunables */
+    struct vs_u128 cluster;
+    uint64_t group;
+    uint8_t replica;
+    uint8_t n;
+    uint32_t slots_n;
+    uint32_t pipeline_max;
+    uint32_t body_max;
+    uint32_t retain; /* primary keeps bodies of (head - retain, head] */
+    struct vs_vsr_timeouts to;
+
+    /* view state */
+    enum vsr_status status;
+    uint32_t view;
+    uint32_t log_view;
+    struct vs_vsr_persist durable; /* last confirmed by the superblock */
+    int sb_inflight;
+    struct vs_vsr_persist sb_writing;
+    int ckpt_pending;
+    uint64_t ckpt_op;
+    struct vs_u128 ckpt_checksum;
+
+    /* log state */
+    uint64_t head;
+    struct vs_u128 head_checksum;
+    uint64_t head_timestamp;
+    uint64_t commit_min;
+    struct vs_u128 commit_min_checksum;
+    uint64_t commit_max;
+    int commit_outstanding; /* a COMMIT of commit_min + 1 is queued */
+    uint64_t recovery_barrier;
+    struct vsr_slot *slots;
+
+    /* timers */
+    uint64_t now; /* ticks since construction */
+    uint64_t heartbeat_deadline;
+    uint64_t heartbeat_seq;   /* primary: Commit timestamp_monotonic */
+    uint64_t heartbeat_seen;  /* backup: last accepted */
+    uint64_t primary_silence; /* backup: ticks since the primary spoke */
+    uint64_t hb_commit_op;    /* backup: commit op + checksum announced */
+    struct vs_u128 hb_commit_checksum;
+
+    uint64_t rng[4];
+
+    /* actions */
+    struct vsr_act *q;
+    size_t q_cap, q_head, q_len;
+    struct vsr_msg *popped;
+
+    struct vsr_withheld withheld[VSR_WITHHELD_MAX];
+    size_t withheld_len;
+
+    struct vs_vsr_stats stats;
+};
+
+/* ---------------------------------------------------------------- */
+/* Quorums                                                          */
+/* ---------------------------------------------------------------- */
+
+unsigned
+vsr_quorum_replication(unsigned n)
+{
+    VS_ASSERT(n >= 1 && n <= VS_REPLICAS_MAX);
+    if (n == 2)
+        return 2;
+    unsigned half = (n + 1) / 2;
+    return half < 3 ? half : 3;
+}
+
+unsigned
+vsr_quorum_view_change(unsigned n)
+{
+    VS_ASSERT(n >= 1 && n <= VS_REPLICAS_MAX);
+    if (n == 2)
+        return 2;
+    return n - vsr_quorum_replication(n) + 1;
+}
+
+unsigned
+vsr_quorum_nack(unsigned n)
+{
+    VS_ASSERT(n >= 1 && n <= VS_REPLICAS_MAX);
+    return n - vsr_quorum_replication(n) + 1;
+}
+
+unsigned
+vsr_primary_index(uint32_t view, unsigned n)
+{
+    VS_ASSERT(n >= 1);
+    return view % n;
+}
+
+static const char *const verdict_names[VSR_VERDICT_COUNT] = {
+    [VSR_ACCEPTED] = "accepted",
+    [VSR_DROP_SHORT] = "short frame",
+    [VSR_DROP_STRUCTURE] = "bad structure",
+    [VSR_DROP_RELEASE] = "unknown release",
+    [VSR_DROP_CLUSTER] = "other cluster",
+    [VSR_DROP_SEAL] = "bad seal",
+    [VSR_DROP_GROUP] = "other group",
+    [VSR_DROP_REPLICA] = "bad sender",
+    [VSR_DROP_IDENTITY] = "bad identity checksum",
+    [VSR_DROP_BODY] = "bad body checksum",
+    [VSR_DROP_CHAIN] = "broken parent chain",
+    [VSR_DROP_GAP] = "gap before op",
+    [VSR_DROP_CONFLICT] = "conflicting prepare",
+    [VSR_DROP_JOURNAL_FULL] = "journal full",
+    [VSR_DROP_BODY_MAX] = "body too large",
+    [VSR_DROP_STATUS] = "not normal",
+    [VSR_DROP_VIEW_OLD] = "older view",
+    [VSR_DROP_VIEW_NEW] = "newer view",
+    [VSR_DROP_NOT_PRIMARY] = "role mismatch",
+    [VSR_DROP_DUPLICATE] = "duplicate",
+    [VSR_DROP_LATE] = "late",
+    [VSR_DROP_MISMATCH] = "checksum mismatch",
+    [VSR_DROP_STALE] = "stale heartbeat",
+    [VSR_DROP_UNSUPPORTED] = "unsupported command",
+};
+
+const char *
+vsr_verdict_name(enum vsr_verdict v)
+{
+    if ((unsigned)v >= VSR_VERDICT_COUNT)
+        return "unknown";
+    return verdict_names[v];
+}
+
+/* ---------------------------------------------------------------- */
+/* Messages, randomness, queue                                      */
+/* ---------------------------------------------------------------- */
+
+static struct vsr_msg *
+msg_new(const void *frame, uint32_t size)
+{
+    VS_ASSERT(size >= VS_HEADER_SIZE);
+    struct vsr_msg *m = vs_xmalloc(sizeof(*m) + (size - VS_HEADER_SIZE));
+    m->refs = 1;
+    m->size = size;
+    m->pad_ = 0;
+    memcpy(&m->hdr, frame, size);
+    return m;
+}
+
+static struct vsr_msg *
+msg_ref(struct vsr_msg *m)
+{
+    m->refs++;
+    return m;
+}
+
+static void
+msg_unref(struct vsr_msg *m)
+{
+    if (m == NULL)
+        return;
+    VS_ASSERT(m->refs > 0);
+    if (--m->refs == 0)
+        free(m);
+}
+
+static uint64_t
+rotl64(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256** seeded through splitmix64. */
+static void
+rng_seed(struct vs_vsr *v, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++) {
+        uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        v->rng[i] = z ^ (z >> 31);
+    }
+}
+
+static uint64_t
+rng_next(struct vs_vsr *v)
+{
+    uint64_t *s = v->rng;
+    uint64_t r = rotl64(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl64(s[3], 45);
+    return r;
+}
+
+static void
+queue_push(struct vs_vsr *v, const struct vsr_act *a)
+{
+    if (v->q_len == v->q_cap) {
+        size_t cap = v->q_cap ? v->q_cap * 2 : 64;
+        struct vsr_act *q = vs_xmalloc(cap * sizeof(*q));
+        for (size_t i = 0; i < v->q_len; i++)
+            q[i] = v->q[(v->q_head + i) % v->q_cap];
+        free(v->q);
+        v->q = q;
+        v->q_cap = cap;
+        v->q_head = 0;
+    }
+    v->q[(v->q_head + v->q_len) % v->q_cap] = *a;
+    v->q_len++;
+}
+
+static void
+queue_msg(struct vs_vsr *v, enum vsr_action_kind kind, uint8_t replica,
+          uint64_t op, struct vsr_msg *m)
+{
+    struct vsr_act a;
+    memset(&a, 0, sizeof(a));
+    a.kind = kind;
+    a.replica = replica;
+    a.op = op;
+    a.msg = msg_ref(m);
+    queue_push(v, &a);
+}
+
+int
+vsr_pop(struct vs_vsr *v, struct vs_vsr_action *out)
+{
+    msg_unref(v->popped);
+    v->popped = NULL;
+    if (v->q_len == 0)
+        return 0;
+    struct vsr_act a = v->q[v->q_head];
+    v->q_head = (v->q_head + 1) % v->q_cap;
+    v->q_len--;
+
+    memset(out, 0, sizeof(*out));
+    out->kind = a.kind;
+    out->replica = a.replica;
+    out->op = a.op;
+    out->client = a.client;
+    out->persist = a.persist;
+    if (a.msg != NULL) {
+        v->popped = a.msg; /* our reference, released at the next pop */
+        out->frame = &a.msg->hdr;
+        out->size = a.msg->size;
+        out->body_len = a.msg->hdr.f.size - VS_HEADER_SIZE;
+        /* Held (even if empty) when the whole frame is here. */
+        out->body = a.msg->size == a.msg->hdr.f.size ? a.msg->body : NULL;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- */
+/* Helpers                                                          */
+/* ---------------------------------------------------------------- */
+
+static struct vsr_slot *
+slot_of(struct vs_vsr *v, uint64_t op)
+{
+    return &v->slots[op % v->slots_n];
+}
+
+/* The slot holding op, or NULL when op is not in the window. */
+static struct vsr_slot *
+slot_get(struct vs_vsr *v, uint64_t op)
+{
+    struct vsr_slot *s = slot_of(v, op);
+    if (!s->present || s->h.op != op)
+        return NULL;
+    return s;
+}
+
+static int
+is_primary(const struct vs_vsr *v)
+{
+    return v->status == VSR_STATUS_NORMAL &&
+           vsr_primary_index(v->view, v->n) == v->replica;
+}
+
+static unsigned
+popcount32(uint32_t x)
+{
+    return (unsigned)__builtin_popcount(x);
+}
+
+static void
+frame_init(const struct vs_vsr *v, struct vs_header *h, uint8_t command,
+           uint32_t size)
+{
+    memset(h, 0, sizeof(*h));
+    h->f.cluster = v->cluster;
+    h->f.size = size;
+    h->f.view = v->view;
+    h->f.release = VS_WIRE_FORMAT_VERSION;
+    h->f.command = command;
+    h->f.replica = v->replica;
+}
+
+/* Persist before send (R1): PrepareOk, Commit, SVC, DVC and SV leave only
+ * when the view they carry (and, in Normal status, the log_view they
+ * imply) is durable; otherwise they wait in the withheld queue. */
+static int
+needs_durable_view(uint8_t command)
+{
+    return command == VS_CMD_PREPARE_OK || command == VS_CMD_COMMIT ||
+           command == VS_CMD_START_VIEW_CHANGE ||
+           command == VS_CMD_DO_VIEW_CHANGE || command == VS_CMD_START_VIEW;
+}
+
+static int
+send_allowed(const struct vs_vsr *v, const struct vs_header *h)
+{
+    if (!needs_durable_view(h->f.command))
+        return 1;
+    if (h->f.view > v->durable.view)
+        return 0;
+    /* Every message but SVC implies the sender's log_view. */
+    if (h->f.command != VS_CMD_START_VIEW_CHANGE &&
+        v->log_view > v->durable.log_view)
+        return 0;
+    return 1;
+}
+
+static void
+send_msg(struct vs_vsr *v, uint8_t replica, struct vsr_msg *m)
+{
+    VS_ASSERT(replica < v->n && replica != v->replica);
+    if (send_allowed(v, &m->hdr)) {
+        queue_msg(v, VSR_ACT_SEND, replica, 0, m);
+        return;
+    }
+    v->stats.withheld++;
+    if (v->withheld_len == VSR_WITHHELD_MAX) {
+        /* Oldest first out: every withheld message is retransmitted by
+         * its protocol, so losing one costs time, never safety. */
+        msg_unref(v->withheld[0].msg);
+        memmove(&v->withheld[0], &v->withheld[1],
+                (VSR_WITHHELD_MAX - 1) * sizeof(v->withheld[0]));
+        v->withheld_len--;
+    }
+    v->withheld[v->withheld_len].msg = msg_ref(m);
+    v->withheld[v->withheld_len].replica = replica;
+    v->withheld_len++;
+}
+
+static void
+withheld_flush(struct vs_vsr *v)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < v->withheld_len; i++) {
+        struct vsr_withheld w = v->withheld[i];
+        if (w.msg->hdr.f.view != v->view) {
+            msg_unref(w.msg); /* superseded by a view change */
+        } else if (send_allowed(v, &w.msg->hdr)) {
+            queue_msg(v, VSR_ACT_SEND, w.replica, 0, w.msg);
+            msg_unref(w.msg);
+        } else {
+            v->withheld[keep++] = w;
+        }
+    }
+    v->withheld_len = keep;
+}
+
+static void
+superblock_maybe_write(struct vs_vsr *v)
+{
+    if (v->sb_inflight)
+        return;
+    if (v->view == v->durable.view && v->log_view == v->durable.log_view &&
+        !v->ckpt_pending)
+        return;
+    struct vs_vsr_persist p;
+    memset(&p, 0, sizeof(p));
+    p.view = v->view;
+    p.log_view = v->log_view;
+    p.commit_max = v->commit_max > v->durable.commit_max
+                       ? v->commit_max
+                       : v->durable.commit_max;
+    p.checkpoint_op = v->ckpt_pending ? v->ckpt_op : v->durable.checkpoint_op;
+    p.checkpoint_checksum =
+        v->ckpt_pending ? v->ckpt_checksum : v->durable.checkpoint_checksum;
+    struct vsr_act a;
+    memset(&a, 0, sizeof(a));
+    a.kind = VSR_ACT_SUPERBLOCK_WRITE;
+    a.persist = p;
+    queue_push(v, &a);
+    v->sb_inflight = 1;
+    v->sb_writing = p;
+}
+
+/* ---------------------------------------------------------------- */
+/* Commit walk and replies                                          */
+/* ---------------------------------------------------------------- */
+
+/* Queues COMMIT of commit_min + 1 when it is known committed, durable
+ * here and chained to commit_min. One outstanding at a time. */
+static void
+commit_walk(struct vs_vsr *v)
+{
+    if (v->commit_outstanding || v->commit_min >= v->commit_max)
+        return;
+    uint64_t op = v->commit_min + 1;
+    struct vsr_slot *s = slot_get(v, op);
+    if (s == NULL || !s->durable)
+        return; /* wait: append pending, or a gap (repair refills) */
+    /* Every slot was chain-checked on insert; a break here is a bug. */
+    VS_ASSERT(vs_u128_eq(s->h.parent, v->commit_min_checksum));
+    if (v->hb_commit_op == op &&
+        !vs_u128_eq(v->hb_commit_checksum, s->h.f.checksum)) {
+        v->stats.divergences++;
+        return; /* our op differs from the committed one: needs repair */
+    }
+    struct vsr_msg *m = s->msg;
+    int own = 0;
+    if (m == NULL) {
+        m = msg_new(&s->h, VS_HEADER_SIZE); /* header only: replay */
+        own = 1;
+    }
+    queue_msg(v, VSR_ACT_COMMIT, 0, op, m);
+    if (own)
+        msg_unref(m);
+    v->commit_outstanding = 1;
+}
+
+static void
+release_body(struct vsr_slot *s)
+{
+    msg_unref(s->msg);
+    s->msg = NULL;
+}
+
+int
+vsr_on_commit_applied(struct vs_vsr *v, uint64_t op, const void *output,
+                      uint32_t output_len)
+{
+    if (!v->commit_outstanding || op != v->commit_min + 1)
+        return -EINVAL;
+    if (output_len > VS_FRAME_MAX - VS_HEADER_SIZE ||
+        (output_len > 0 && output == NULL))
+        return -EINVAL;
+    struct vsr_slot *s = slot_get(v, op);
+    VS_ASSERT(s != NULL);
+    v->commit_outstanding = 0;
+    v->commit_min = op;
+    v->commit_min_checksum = s->h.f.checksum;
+    v->stats.commits++;
+
+    if (s->reply && is_primary(v) && !vs_u128_is_zero(s->h.client)) {
+        uint32_t size = VS_HEADER_SIZE + output_len;
+        struct vsr_msg *m = vs_xmalloc(sizeof(*m) + (size_t)output_len);
+        m->refs = 1;
+        m->size = size;
+        m->pad_ = 0;
+        struct vs_hdr_reply *r = (struct vs_hdr_reply *)&m->hdr;
+        memset(r, 0, sizeof(*r));
+        r->f.cluster = v->cluster;
+        r->f.size = size;
+        r->f.view = v->view;
+        r->f.release = 0; /* Iggy client framing */
+        r->f.command = VS_CMD_REPLY;
+        r->f.replica = v->replica;
+        r->request_checksum = s->h.request_checksum;
+        r->client = s->h.client;
+        r->op = op;
+        r->commit = op;
+        r->timestamp = s->h.timestamp;
+        r->request = s->h.request;
+        r->operation = s->h.operation;
+        if (output_len > 0)
+            memcpy(m->body, output, output_len);
+        struct vsr_act a;
+        memset(&a, 0, sizeof(a));
+        a.kind = VSR_ACT_REPLY;
+        a.op = op;
+        a.client = s->h.client;
+        a.msg = m; /* the queue takes our reference */
+        queue_push(v, &a);
+    }
+    s->reply = 0;
+    /* Backups drop the body once applied; the primary keeps it while a
+     * lagging backup may still need a retransmit (see slot_insert). */
+    if (!is_primary(v))
+        release_body(s);
+    commit_walk(v);
+    return 0;
+}
+
+/* Primary: commit pipeline heads that reached a replication quorum. */
+static void
+pipeline_commit(struct vs_vsr *v)
+{
+    unsigned q = vsr_quorum_replication(v->n);
+    while (v->commit_max < v->head) {
+        struct vsr_slot *s = slot_get(v, v->commit_max + 1);
+        VS_ASSERT(s != NULL);
+        if (popcount32(s->ok) < q)
+            break;
+        v->commit_max++;
+    }
+    commit_walk(v);
+}
+
+/* ---------------------------------------------------------------- */
+/* Journal window                                                   */
+/* ---------------------------------------------------------------- */
+
+/* Puts a verified prepare at op = head + 1 and advances the head. */
+static struct vsr_slot *
+slot_insert(struct vs_vsr *v, struct vsr_msg *m)
+{
+    const struct vs_hdr_prepare *p = (const struct vs_hdr_prepare *)&m->hdr;
+    VS_ASSERT(p->op == v->head + 1);
+    VS_ASSERT(vs_u128_eq(p->parent, v->head_checksum));
+    struct vsr_slot *s = slot_of(v, p->op);
+    /* The op leaving the window must be applied and checkpointed. */
+    VS_ASSERT(!s->present || s->h.op <= v->commit_min);
+    VS_ASSERT(p->op <= v->durable.checkpoint_op + v->slots_n);
+    release_body(s);
+    memset(s, 0, sizeof(*s));
+    s->h = *p;
+    s->msg = msg_ref(m);
+    s->present = 1;
+    v->head = p->op;
+    v->head_checksum = p->f.checksum;
+    v->head_timestamp = p->timestamp;
+    /* Retention: the primary drops the body of an applied op once it is
+     * retain ops behind the head. */
+    if (p->op > v->retain) {
+        struct vsr_slot *old = slot_get(v, p->op - v->retain);
+        if (old != NULL && old->h.op <= v->commit_min)
+            release_body(old);
+    }
+    return s;
+}
+
+int
+vsr_on_request(struct vs_vsr *v, const struct vs_hdr_request *req,
+               const void *body, uint32_t body_len, uint64_t wall)
+{
+    if (req->f.size != VS_HEADER_SIZE + (uint64_t)body_len)
+        return -EMSGSIZE;
+    if (body_len > v->body_max || (body_len > 0 && body == NULL) ||
+        req->operation == VS_OP_RESERVED)
+        return -EINVAL;
+    if (!is_primary(v) || v->commit_min < v->recovery_barrier)
+        return -EAGAIN;
+    if (!vs_u128_is_zero(req->client)) {
+        for (uint64_t op = v->commit_min + 1; op <= v->head; op++) {
+            struct vsr_slot *s = slot_get(v, op);
+            if (s != NULL && vs_u128_eq(s->h.client, req->client))
+                return -EALREADY;
+        }
+    }
+    if (v->head - v->commit_min >= v->pipeline_max)
+        return -EBUSY;
+    if (v->head + 1 > v->durable.checkpoint_op + v->slots_n)
+        return -ENOSPC;
+
+    uint32_t size = VS_HEADER_SIZE + body_len;
+    struct vsr_msg *m = vs_xmalloc(sizeof(*m) + (size_t)body_len);
+    m->refs = 1;
+    m->size = size;
+    m->pad_ = 0;
+    struct vs_hdr_prepare *p = (struct vs_hdr_prepare *)&m->hdr;
+    frame_init(v, &m->hdr, VS_CMD_PREPARE, size);
+    p->client = req->client;
+    p->parent = v->head_checksum;
+    p->request_checksum = req->request_checksum;
+    p->op = v->head + 1;
+    p->commit = v->commit_max;
+    p->timestamp = wall > v->head_timestamp ? wall : v->head_timestamp + 1;
+    p->request = req->request;
+    p->operation = req->operation;
+    p->group = v->group;
+    p->user_id = req->user_id;
+    if (body_len > 0)
+        memcpy(m->body, body, body_len);
+    vs_prepare_seal(p, m->body, body_len);
+
+    struct vsr_slot *s = slot_insert(v, m);
+    s->reply = 1;
+    s->appending = 1;
+    s->deadline = v->now + v->to.prepare;
+    v->stats.prepares++;
+    queue_msg(v, VSR_ACT_JOURNAL_APPEND, 0, p->op, m);
+    for (uint8_t r = 0; r < v->n; r++)
+        if (r != v->replica)
+            queue_msg(v, VSR_ACT_SEND, r, 0, m);
+    msg_unref(m);
+    return 0;
+}
+
+static void
+send_prepare_ok(struct vs_vsr *v, const struct vsr_slot *s)
+{
+    struct vsr_msg *m = vs_xmalloc(sizeof(*m));
+    m->refs = 1;
+    m->size = VS_HEADER_SIZE;
+    m->pad_ = 0;
+    struct vs_hdr_prepare_ok *ok = (struct vs_hdr_prepare_ok *)&m->hdr;
+    frame_init(v, &m->hdr, VS_CMD_PREPARE_OK, VS_HEADER_SIZE);
+    ok->parent = s->h.parent;
+    ok->prepare_checksum = s->h.f.checksum;
+    ok->op = s->h.op;
+    ok->commit = v->commit_max;
+    ok->timestamp = s->h.timestamp;
+    ok->request = s->h.request;
+    ok->operation = s->h.operation;
+    ok->group = v->group;
+    vs_frame_seal(&m->hdr);
+    send_msg(v, (uint8_t)vsr_primary_index(v->view, v->n), m);
+    msg_unref(m);
+}
+
+int
+vsr_on_journal_durable(struct vs_vsr *v, uint64_t op, struct vs_u128 checksum)
+{
+    struct vsr_slot *s = slot_get(v, op);
+    if (s == NULL || !s->appending || !vs_u128_eq(s->h.f.checksum, checksum))
+        return -EINVAL;
+    s->appending = 0;
+    s->durable = 1;
+    if (is_primary(v)) {
+        if (op > v->commit_max) {
+            s->ok |= UINT32_C(1) << v->replica;
+            pipeline_commit(v);
+        }
+    } else if (v->status == VSR_STATUS_NORMAL && s->h.f.view == v->view) {
+        send_prepare_ok(v, s);
+    }
+    commit_walk(v);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Replica messages                                                 */
+/* ---------------------------------------------------------------- */
+
+static enum vsr_verdict
+on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
+           const uint8_t *frame)
+{
+    uint32_t body_len = p->f.size - VS_HEADER_SIZE;
+    if (v->status != VSR_STATUS_NORMAL)
+        return VSR_DROP_STATUS;
+    if (p->f.view < v->view)
+        return VSR_DROP_VIEW_OLD;
+    if (p->f.view > v->view)
+        return VSR_DROP_VIEW_NEW;
+    if (is_primary(v) || p->f.replica != vsr_primary_index(v->view, v->n))
+        return VSR_DROP_NOT_PRIMARY;
+    v->primary_silence = 0;
+    if (body_len > v->body_max)
+        return VSR_DROP_BODY_MAX;
+    if (p->op <= v->head) {
+        struct vsr_slot *s = slot_get(v, p->op);
+        if (s == NULL)
+            return VSR_DROP_LATE;
+        if (!vs_u128_eq(s->h.f.checksum, p->f.checksum))
+            return VSR_DROP_CONFLICT;
+        /* A retransmit: our first PrepareOk may have been lost. */
+        if (s->durable)
+            send_prepare_ok(v, s);
+        return VSR_DROP_DUPLICATE;
+    }
+    if (p->op > v->head + 1)
+        return VSR_DROP_GAP;
+    if (!vs_u128_eq(p->parent, v->head_checksum))
+        return VSR_DROP_CHAIN;
+    if (p->op > v->durable.checkpoint_op + v->slots_n)
+        return VSR_DROP_JOURNAL_FULL;
+
+    struct vsr_msg *m = msg_new(frame, p->f.size);
+    struct vsr_slot *s = slot_insert(v, m);
+    s->appending = 1;
+    v->stats.prepares++;
+    queue_msg(v, VSR_ACT_JOURNAL_APPEND, 0, p->op, m);
+    msg_unref(m);
+    if (p->commit > v->commit_max)
+        v->commit_max = p->commit;
+    commit_walk(v);
+    return VSR_ACCEPTED;
+}
+
+static enum vsr_verdict
+on_prepare_ok(struct vs_vsr *v, const struct vs_hdr_prepare_ok *ok)
+{
+    if (v->status != VSR_STATUS_NORMAL)
+        return VSR_DROP_STATUS;
+    if (ok->f.view < v->view)
+        return VSR_DROP_VIEW_OLD;
+    if (ok->f.view > v->view)
+        return VSR_DROP_VIEW_NEW;
+    if (!is_primary(v))
+        return VSR_DROP_NOT_PRIMARY;
+    struct vsr_slot *s = slot_get(v, ok->op);
+    if (s == NULL || ok->op > v->head)
+        return VSR_DROP_LATE;
+    if (!vs_u128_eq(s->h.f.checksum, ok->prepare_checksum))
+        return VSR_DROP_MISMATCH;
+    uint32_t bit = UINT32_C(1) << ok->f.replica;
+    if (s->ok & bit)
+        return VSR_DROP_DUPLICATE;
+    s->ok |= bit; /* also after commit: stops retransmits to it */
+    if (ok->op <= v->commit_max)
+        return VSR_DROP_LATE;
+    pipeline_commit(v);
+    return VSR_ACCEPTED;
+}
+
+static enum vsr_verdict
+on_commit(struct vs_vsr *v, const struct vs_hdr_commit *c)
+{
+    if (v->status != VSR_STATUS_NORMAL)
+        return VSR_DROP_STATUS;
+    if (c->f.view < v->view)
+        return VSR_DROP_VIEW_OLD;
+    if (c->f.view > v->view)
+        return VSR_DROP_VIEW_NEW;
+    if (is_primary(v) || c->f.replica != vsr_primary_index(v->view, v->n))
+        return VSR_DROP_NOT_PRIMARY;
+    if (c->timestamp_monotonic <= v->heartbeat_seen)
+        return VSR_DROP_STALE;
+    v->heartbeat_seen = c->timestamp_monotonic;
+    v->primary_silence = 0;
+    if (c->commit > v->commit_max)
+        v->commit_max = c->commit;
+    if (c->commit > v->commit_min) {
+        v->hb_commit_op = c->commit;
+        v->hb_commit_checksum = c->commit_checksum;
+    }
+    commit_walk(v);
+    return VSR_ACCEPTED;
+}
+
+/* The group field of the commands this version reads, or 0 if none. */
+static int
+frame_group(const struct vs_header *h, uint64_t *group)
+{
+    switch (h->f.command) {
+    case VS_CMD_PREPARE:
+    case VS_CMD_REPAIR_PREPARE:
+        *group = ((const struct vs_hdr_prepare *)h)->group;
+        return 1;
+    case VS_CMD_PREPARE_OK:
+        *group = ((const struct vs_hdr_prepare_ok *)h)->group;
+        return 1;
+    case VS_CMD_COMMIT:
+        *group = ((const struct vs_hdr_commit *)h)->group;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int
+command_is_unsealed(uint8_t command)
+{
+    return command == VS_CMD_REQUEST || command == VS_CMD_REPLY ||
+           command == VS_CMD_EVICTION || command == VS_CMD_PING_CLIENT ||
+           command == VS_CMD_PONG_CLIENT || command == VS_CMD_RESERVED;
+}
+
+static enum vsr_verdict
+classify(struct vs_vsr *v, const void *frame, size_t len)
+{
+    struct vs_header h;
+    if (len < VS_HEADER_SIZE)
+        return VSR_DROP_SHORT;
+    memcpy(&h, frame, sizeof(h)); /* the frame may be unaligned */
+    if (h.f.size != len)
+        return VSR_DROP_SHORT;
+    if (vs_header_check_structure(&h, VS_FRAME_MAX) != 0)
+        return VSR_DROP_STRUCTURE;
+    const uint8_t *body = (const uint8_t *)frame + VS_HEADER_SIZE;
+    size_t body_len = len - VS_HEADER_SIZE;
+
+    if (h.f.command == VS_CMD_PREPARE) {
+        const struct vs_hdr_prepare *p = (const struct vs_hdr_prepare *)&h;
+        if (!vs_prepare_verify_identity(p))
+            return VSR_DROP_IDENTITY;
+        /* A zero body checksum is "unsealed": our own primaries always
+         * seal, and release 1 is the only known format, so refuse it. */
+        if (vs_u128_is_zero(h.f.checksum_body) ||
+            !vs_body_verify(&h, body, body_len))
+            return VSR_DROP_BODY;
+    } else if (command_is_unsealed(h.f.command) ||
+               h.f.command == VS_CMD_REPAIR_PREPARE) {
+        return VSR_DROP_UNSUPPORTED;
+    } else if (!vs_frame_verify(&h)) {
+        return VSR_DROP_SEAL;
+    }
+    if (!vs_wire_format_known(h.f.release))
+        return VSR_DROP_RELEASE;
+    if (!vs_u128_eq(h.f.cluster, v->cluster))
+        return VSR_DROP_CLUSTER;
+    uint64_t group;
+    if (!frame_group(&h, &group))
+        return VSR_DROP_UNSUPPORTED;
+    if (group != v->group)
+        return VSR_DROP_GROUP;
+    if (h.f.replica >= v->n || h.f.replica == v->replica)
+        return VSR_DROP_REPLICA;
+
+    switch (h.f.command) {
+    case VS_CMD_PREPARE:
+        return on_prepare(v, (const struct vs_hdr_prepare *)&h, frame);
+    case VS_CMD_PREPARE_OK:
+        return on_prepare_ok(v, (const struct vs_hdr_prepare_ok *)&h);
+    case VS_CMD_COMMIT:
+        return on_commit(v, (const struct vs_hdr_commit *)&h);
+    default:
+        return VSR_DROP_UNSUPPORTED;
+    }
+}
+
+enum vsr_verdict
+vsr_on_message(struct vs_vsr *v, const void *frame, size_t len)
+{
+    enum vsr_verdict r = classify(v, frame, len);
+    v->stats.verdicts[r]++;
+    return r;
+}
+
+/* ---------------------------------------------------------------- */
+/* Ticks                                                            */
+/* ---------------------------------------------------------------- */
+
+static uint64_t
+retransmit_delay(struct vs_vsr *v, unsigned attempts)
+{
+    unsigned k =
+        attempts < VSR_BACKOFF_SHIFT_MAX ? attempts : VSR_BACKOFF_SHIFT_MAX;
+    uint64_t backoff = (uint64_t)v->to.prepare << k;
+    return backoff + rng_next(v) % v->to.prepare;
+}
+
+static void
+send_heartbeat(struct vs_vsr *v)
+{
+    struct vsr_msg *m = vs_xmalloc(sizeof(*m));
+    m->refs = 1;
+    m->size = VS_HEADER_SIZE;
+    m->pad_ = 0;
+    struct vs_hdr_commit *c = (struct vs_hdr_commit *)&m->hdr;
+    frame_init(v, &m->hdr, VS_CMD_COMMIT, VS_HEADER_SIZE);
+    struct vsr_slot *s = slot_get(v, v->commit_max);
+    if (s != NULL)
+        c->commit_checksum = s->h.f.checksum;
+    else if (v->commit_max == v->commit_min)
+        c->commit_checksum = v->commit_min_checksum;
+    c->timestamp_monotonic = ++v->heartbeat_seq;
+    c->commit = v->commit_max;
+    c->checkpoint_op = v->durable.checkpoint_op;
+    c->group = v->group;
+    vs_frame_seal(&m->hdr);
+    for (uint8_t r = 0; r < v->n; r++)
+        if (r != v->replica)
+            send_msg(v, r, m);
+    msg_unref(m);
+    v->stats.heartbeats++;
+}
+
+void
+vsr_tick(struct vs_vsr *v)
+{
+    v->now++;
+    if (v->n == 1)
+        return;
+    if (!is_primary(v)) {
+        v->primary_silence++;
+        return;
+    }
+    uint32_t all = v->n == 32 ? UINT32_MAX : (UINT32_C(1) << v->n) - 1;
+    uint64_t lo = v->head > v->retain ? v->head - v->retain + 1 : 1;
+    for (uint64_t op = lo; op <= v->head; op++) {
+        struct vsr_slot *s = slot_get(v, op);
+        if (s == NULL || s->msg == NULL || v->now < s->deadline)
+            continue;
+        uint32_t missing = all & ~s->ok & ~(UINT32_C(1) << v->replica);
+        if (missing == 0)
+            continue;
+        for (uint8_t r = 0; r < v->n; r++)
+            if (missing & (UINT32_C(1) << r))
+                queue_msg(v, VSR_ACT_SEND, r, 0, s->msg);
+        v->stats.retransmits++;
+        s->deadline = v->now + retransmit_delay(v, s->attempts);
+        if (s->attempts < 255)
+            s->attempts++;
+    }
+    if (v->now >= v->heartbeat_deadline) {
+        send_heartbeat(v);
+        v->heartbeat_deadline = v->now + v->to.commit;
+    }
+}
+
+/* ---------------------------------------------------------------- */
+/* Superblock and checkpoint                                        */
+/* ---------------------------------------------------------------- */
+
+static int
+persist_eq(const struct vs_vsr_persist *a, const struct vs_vsr_persist *b)
+{
+    return a->view == b->view && a->log_view == b->log_view &&
+           a->commit_max == b->commit_max &&
+           a->checkpoint_op == b->checkpoint_op &&
+           vs_u128_eq(a->checkpoint_checksum, b->checkpoint_checksum);
+}
+
+int
+vsr_on_superblock_durable(struct vs_vsr *v,
+                          const struct vs_vsr_persist *written)
+{
+    if (!v->sb_inflight || !persist_eq(written, &v->sb_writing))
+        return -EINVAL;
+    v->sb_inflight = 0;
+    VS_ASSERT(written->view >= v->durable.view);
+    VS_ASSERT(written->log_view >= v->durable.log_view);
+    VS_ASSERT(written->checkpoint_op >= v->durable.checkpoint_op);
+    v->durable = *written;
+    if (v->ckpt_pending && v->ckpt_op == written->checkpoint_op)
+        v->ckpt_pending = 0;
+    withheld_flush(v);
+    superblock_maybe_write(v);
+    return 0;
+}
+
+int
+vsr_checkpoint(struct vs_vsr *v, uint64_t op, struct vs_u128 checksum)
+{
+    if (v->ckpt_pending)
+        return -EBUSY;
+    if (op > v->commit_min || op <= v->durable.checkpoint_op)
+        return -EINVAL;
+    v->ckpt_pending = 1;
+    v->ckpt_op = op;
+    v->ckpt_checksum = checksum;
+    superblock_maybe_write(v);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* Construction                                                     */
+/* ---------------------------------------------------------------- */
+
+#define FAIL(...)                                                              \
+    do {                                                                       \
+        if (reason != NULL && reason_len > 0)                                  \
+            snprintf(reason, reason_len, __VA_ARGS__);                         \
+        goto fail;                                                             \
+    } while (0)
+
+static int
+check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
+{
+    const struct vs_vsr_persist *d = &o->durable;
+    if (o->replica_count < 1 || o->replica_count > VS_REPLICAS_MAX)
+        FAIL("replica_count %u out of 1..%u", o->replica_count,
+             VS_REPLICAS_MAX);
+    if (o->replica >= o->replica_count)
+        FAIL("replica %u >= replica_count %u", o->replica, o->replica_count);
+    if (o->journal_slots < 1 || o->journal_slots > VSR_JOURNAL_SLOTS_MAX)
+        FAIL("journal_slots %u out of 1..%u", o->journal_slots,
+             VSR_JOURNAL_SLOTS_MAX);
+    if (o->pipeline_max < 1 || o->pipeline_max > VSR_PIPELINE_MAX ||
+        o->pipeline_max > o->journal_slots)
+        FAIL("pipeline_max %u out of 1..min(%u, journal_slots)",
+             o->pipeline_max, VSR_PIPELINE_MAX);
+    if (o->body_max > VS_FRAME_MAX - VS_HEADER_SIZE)
+        FAIL("body_max %u above the frame limit", o->body_max);
+    if (d->log_view > d->view)
+        FAIL("log_view %u > view %u", d->log_view, d->view);
+    if (o->replica_count == 1 && o->recovering)
+        FAIL("a one-replica group never starts recovering");
+    if (o->replica_count > 1 && !o->recovering &&
+        (o->header_count > 0 || o->commit_min > 0 || d->view > 0))
+        FAIL("a replica with a prior life must start recovering");
+    if (o->commit_min < d->checkpoint_op)
+        FAIL("state op %llu behind checkpoint op %llu",
+             (unsigned long long)o->commit_min,
+             (unsigned long long)d->checkpoint_op);
+    if (o->header_count == 0) {
+        if (d->checkpoint_op > 0 || o->commit_min > 0)
+            FAIL("empty journal beside checkpoint op %llu / state op %llu",
+                 (unsigned long long)d->checkpoint_op,
+                 (unsigned long long)o->commit_min);
+        if (o->replica_count == 1 && d->commit_max > 0)
+            FAIL("superblock commit_max %llu beside an empty journal",
+                 (unsigned long long)d->commit_max);
+        return 0;
+    }
+    if (o->headers == NULL)
+        FAIL("header_count without headers");
+    if (o->header_count > o->journal_slots)
+        FAIL("%zu recovered headers exceed %u journal slots", o->header_count,
+             o->journal_slots);
+    for (size_t i = 0; i < o->header_count; i++) {
+        const struct vs_hdr_prepare *h = &o->headers[i];
+        unsigned long long op = (unsigned long long)h->op;
+        if (h->f.command != VS_CMD_PREPARE)
+            FAIL("recovered entry %zu is not a prepare", i);
+        if (!vs_prepare_verify_identity(h))
+            FAIL("recovered op %llu: bad identity checksum", op);
+        if (!vs_wire_format_known(h->f.release))
+            FAIL("recovered op %llu: unknown release %u", op, h->f.release);
+        if (!vs_u128_eq(h->f.cluster, o->cluster))
+            FAIL("recovered op %llu: another cluster", op);
+        if (h->group != o->group)
+            FAIL("recovered op %llu: another group", op);
+        if (h->f.size < VS_HEADER_SIZE)
+            FAIL("recovered op %llu: size %u", op, h->f.size);
+        if (i == 0) {
+            if (h->op == 0)
+                FAIL("recovered op 0: op 0 is the empty log");
+            if (h->op > o->commit_min + 1)
+                FAIL("gap: journal starts at op %llu, state is at %llu", op,
+                     (unsigned long long)o->commit_min);
+            if (h->op == 1 && !vs_u128_is_zero(h->parent))
+                FAIL("recovered op 1: parent is not the empty log");
+        } else {
+            const struct vs_hdr_prepare *prev = &o->headers[i - 1];
+            if (h->op != prev->op + 1)
+                FAIL("recovered op %llu follows op %llu", op,
+                     (unsigned long long)prev->op);
+            if (!vs_u128_eq(h->parent, prev->f.checksum))
+                FAIL("recovered op %llu: broken parent chain", op);
+            if (h->timestamp <= prev->timestamp)
+                FAIL("recovered op %llu: timestamp not increasing", op);
+        }
+    }
+    uint64_t head = o->headers[o->header_count - 1].op;
+    if (head < o->commit_min)
+        FAIL("journal head %llu behind state op %llu", (unsigned long long)head,
+             (unsigned long long)o->commit_min);
+    if (head > d->checkpoint_op + o->journal_slots)
+        FAIL("journal head %llu beyond checkpoint %llu + %u slots",
+             (unsigned long long)head, (unsigned long long)d->checkpoint_op,
+             o->journal_slots);
+    if (o->replica_count == 1 && d->commit_max > head)
+        FAIL("superblock commit_max %llu ahead of journal head %llu",
+             (unsigned long long)d->commit_max, (unsigned long long)head);
+    return 0;
+fail:
+    return -EINVAL;
+}
+
+int
+vsr_create(const struct vs_vsr_options *o, struct vs_vsr **out, char *reason,
+           size_t reason_len)
+{
+    *out = NULL;
+    if (reason != NULL && reason_len > 0)
+        reason[0] = '\0';
+    int rc = check_options(o, reason, reason_len);
+    if (rc != 0)
+        return rc;
+
+    struct vs_vsr *v = vs_xcalloc(1, sizeof(*v));
+    v->cluster = o->cluster;
+    v->group = o->group;
+    v->replica = o->replica;
+    v->n = o->replica_count;
+    v->slots_n = o->journal_slots;
+    v->pipeline_max = o->pipeline_max;
+    v->body_max = o->body_max;
+    /* Bodies a lagging backup may still need without journal repair. */
+    v->retain = 8 * o->pipeline_max < VSR_RETAIN_MIN ? VSR_RETAIN_MIN
+                                                     : 8 * o->pipeline_max;
+    if (v->retain > v->slots_n)
+        v->retain = v->slots_n;
+    v->to = o->timeouts;
+    if (v->to.prepare == 0)
+        v->to.prepare = VSR_DEFAULT_PREPARE_TICKS;
+    if (v->to.commit == 0)
+        v->to.commit = VSR_DEFAULT_COMMIT_TICKS;
+    if (v->to.normal_heartbeat == 0)
+        v->to.normal_heartbeat = VSR_DEFAULT_HEARTBEAT_TICKS;
+    rng_seed(v, o->seed ^ ((uint64_t)o->replica << 56));
+
+    v->status = o->recovering ? VSR_STATUS_RECOVERING : VSR_STATUS_NORMAL;
+    v->view = o->durable.view;
+    v->log_view = o->durable.log_view;
+    v->durable = o->durable;
+    v->slots = vs_xcalloc(v->slots_n, sizeof(*v->slots));
+
+    v->commit_min = o->commit_min;
+    v->commit_max = o->durable.commit_max;
+    for (size_t i = 0; i < o->header_count; i++) {
+        const struct vs_hdr_prepare *h = &o->headers[i];
+        struct vsr_slot *s = slot_of(v, h->op);
+        s->h = *h;
+        s->present = 1;
+        s->durable = 1;
+        if (h->commit > v->commit_max)
+            v->commit_max = h->commit;
+        if (h->op == o->commit_min)
+            v->commit_min_checksum = h->f.checksum;
+        if (i == 0 && h->op == o->commit_min + 1)
+            v->commit_min_checksum = h->parent; /* first kept entry */
+    }
+    if (o->header_count > 0) {
+        const struct vs_hdr_prepare *h = &o->headers[o->header_count - 1];
+        v->head = h->op;
+        v->head_checksum = h->f.checksum;
+        v->head_timestamp = h->timestamp;
+        /* One replica: every durable prepare was a quorum, so the whole
+         * journal is committed. */
+        if (v->n == 1)
+            v->commit_max = v->head;
+    }
+    if (v->commit_max < v->commit_min)
+        v->commit_max = v->commit_min;
+    v->recovery_barrier = v->commit_max < v->head ? v->commit_max : v->head;
+    v->heartbeat_deadline = v->to.commit;
+    commit_walk(v);
+    *out = v;
+    return 0;
+}
+
+void
+vsr_destroy(struct vs_vsr *v)
+{
+    if (v == NULL)
+        return;
+    for (uint32_t i = 0; i < v->slots_n; i++)
+        msg_unref(v->slots[i].msg);
+    free(v->slots);
+    for (size_t i = 0; i < v->q_len; i++)
+        msg_unref(v->q[(v->q_head + i) % v->q_cap].msg);
+    free(v->q);
+    msg_unref(v->popped);
+    for (size_t i = 0; i < v->withheld_len; i++)
+        msg_unref(v->withheld[i].msg);
+    free(v);
+}
+
+/* ---------------------------------------------------------------- */
+/* Introspection                                                    */
+/* ---------------------------------------------------------------- */
+
+enum vsr_status
+vsr_status(const struct vs_vsr *v)
+{
+    return v->status;
+}
+
+int
+vsr_is_primary(const struct vs_vsr *v)
+{
+    return is_primary(v);
+}
+
+uint32_t
+vsr_view(const struct vs_vsr *v)
+{
+    return v->view;
+}
+
+uint32_t
+vsr_log_view(const struct vs_vsr *v)
+{
+    return v->log_view;
+}
+
+uint64_t
+vsr_op(const struct vs_vsr *v)
+{
+    return v->head;
+}
+
+uint64_t
+vsr_commit_min(const struct vs_vsr *v)
+{
+    return v->commit_min;
+}
+
+uint64_t
+vsr_commit_max(const struct vs_vsr *v)
+{
+    return v->commit_max;
+}
+
+void
+vsr_durable(const struct vs_vsr *v, struct vs_vsr_persist *out)
+{
+    *out = v->durable;
+}
+
+int
+vsr_header(const struct vs_vsr *v, uint64_t op, struct vs_hdr_prepare *out)
+{
+    const struct vsr_slot *s = &v->slots[op % v->slots_n];
+    if (!s->present || s->h.op != op)
+        return 0;
+    *out = s->h;
+    return 1;
+}
+
+const struct vs_vsr_stats *
+vsr_stats(const struct vs_vsr *v)
+{
+    return &v->stats;
+}

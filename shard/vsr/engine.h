@@ -1,0 +1,305 @@
+/*
+ * shard/vsr/engine.h - the I/O-free, deterministic VSR engine (DESIGN §3).
+ *
+ * Role: one Viewstamped Replication replica of ONE consensus group (the
+ * 256-byte header's `group` field; metadata is VS_METADATA_GROUP, each
+ * partition will be its own group). The engine consumes inputs (client
+ * requests already admitted by the caller, replica messages, 10 ms ticks,
+ * storage completions) and produces actions in a FIFO queue that the
+ * binding drains with vsr_pop(). Shard 0 binds it to libevent sockets and
+ * real files; tests/sim binds the same code to an in-memory network and
+ * disk. Facts: shared/reference/iggy-server-ng.md §2, vsr-safety.md §0/§5.
+ *
+ * What the engine never does: read a clock (time = ticks; the wall time of
+ * a prepare comes with the request), touch a file or a socket, or draw
+ * randomness from anywhere but the seed in its options. Equal inputs in
+ * equal order give equal actions, byte for byte.
+ *
+ * Invariants (asserted or enforced; the tests check each):
+ *  - Prepare construction (primary): op = head + 1; parent = identity
+ *    checksum of op head (op 0 is the empty log, checksum zero, so op 1's
+ *    parent is zero); commit = commit_max; timestamp = max(previous + 1,
+ *    the wall time passed with the request); release =
+ *    VS_WIRE_FORMAT_VERSION; group, cluster, replica stamped; user_id and
+ *    request_checksum copied from the admitted request (the caller stamps
+ *    them); body checksum then identity via vs_prepare_seal().
+ *  - A replica trusts no field before its checksum. It checks, in this
+ *    order: frame length and structure; integrity (the seal of a sealed
+ *    frame; for a prepare its identity checksum, then its body checksum);
+ *    release; cluster; group; sender; then, for a prepare, status, view,
+ *    op == head + 1 and parent == checksum of head (the hash chain).
+ *    Anything else is dropped with a typed reason (enum vsr_verdict).
+ *  - R3: PrepareOk for op N is sent only after the binding reported the
+ *    journal append of N durable (vsr_on_journal_durable).
+ *  - R1 persist before send: PrepareOk, Commit, StartViewChange,
+ *    DoViewChange and StartView are withheld (queued inside the engine)
+ *    until the view and log_view they carry are durable in the superblock,
+ *    i.e. <= the values last confirmed by vsr_on_superblock_durable() (or
+ *    given at construction, which came from the superblock).
+ *  - Commits are emitted strictly in op order, one at a time: COMMIT op N
+ *    is emitted only after op N-1 was reported applied, only for an op
+ *    whose journal append is durable locally, and only over a verified
+ *    hash chain.
+ *  - view, log_view, commit_max never decrease; checkpoint_op only rises.
+ *  - An op never overwrites a journal slot whose op is above the durable
+ *    checkpoint: op <= checkpoint_op + journal_slots.
+ *
+ * Callers: one thread of one process (shard 0 for the metadata group; a
+ * data shard for a partition group later). Not thread-safe; no globals.
+ */
+#ifndef VS_SHARD_VSR_ENGINE_H
+#define VS_SHARD_VSR_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/wire.h"
+
+/* Compile-time ceilings (the options choose values at or below them). */
+#define VSR_PIPELINE_MAX      32u /* prepares in flight, iggy prepare queue */
+#define VSR_JOURNAL_SLOTS_MAX 65536u
+#define VSR_WITHHELD_MAX      256u /* messages waiting for a durable view */
+
+/* Replica status. Only Normal is driven in this version; ViewChange and
+ * Recovering exist so the view change slots in without reshaping state.
+ * Recovering: a restarted replica of a multi-replica group (it must learn
+ * the view from a StartView before it acknowledges anything). */
+enum vsr_status {
+    VSR_STATUS_NORMAL = 0,
+    VSR_STATUS_VIEW_CHANGE = 1,
+    VSR_STATUS_RECOVERING = 2,
+};
+
+/* The VsrState values the engine owns (what the superblock persists,
+ * beside cluster/replica identity which the binding writes unchanged). */
+struct vs_vsr_persist {
+    uint32_t view;
+    uint32_t log_view;
+    uint64_t commit_max;
+    uint64_t checkpoint_op;
+    struct vs_u128 checkpoint_checksum; /* of the snapshot payload */
+};
+
+/* Timeouts, in ticks of 10 ms. Zero fields take the defaults below (from
+ * iggy-server-ng.md §2). */
+struct vs_vsr_timeouts {
+    uint32_t prepare;          /* primary: retransmit unacked prepares, 25 */
+    uint32_t commit;           /* primary: Commit heartbeat interval, 50 */
+    uint32_t normal_heartbeat; /* backup: primary presumed dead, 500;
+                                  kept for the view change (not yet
+                                  acted on: backups only count silence) */
+};
+
+/* Everything the engine needs at construction: identity and durable state
+ * from the superblock, the recovered journal, and tunables. */
+struct vs_vsr_options {
+    struct vs_u128 cluster;
+    uint64_t group;
+    uint8_t replica;       /* this replica's index, < replica_count */
+    uint8_t replica_count; /* 1..VS_REPLICAS_MAX */
+    /* Superblock values (view, log_view, commit_max, checkpoint). */
+    struct vs_vsr_persist durable;
+    /* Recovered journal: the headers of ops first..head, ascending,
+     * contiguous, each with a valid identity and chained by parent
+     * (headers[i].parent == headers[i-1].checksum). The engine copies
+     * them. Empty (count 0) means an empty log: head 0, which is only
+     * valid with checkpoint_op 0 (the journal keeps the checkpoint op's
+     * entry when it drains, so the chain can continue). At most
+     * journal_slots headers; headers[0].op <= commit_min + 1 (no gap
+     * between the applied state and the journal). */
+    const struct vs_hdr_prepare *headers;
+    size_t header_count;
+    /* Op the binding's state machine already holds (the snapshot op;
+     * 0 for an empty state). The engine replays commit_min+1.. through
+     * COMMIT actions (n=1: up to the journal head, since every durable
+     * prepare of a one-replica group is committed; n>1: up to
+     * max(durable.commit_max, the highest header.commit recovered)). */
+    uint64_t commit_min;
+    /* 1 if this replica of a multi-replica group had a prior life
+     * (superblock written by a run, or a non-empty journal): it starts
+     * Recovering. Must be 0 when replica_count == 1; a multi-replica
+     * replica started with 0 must be freshly formatted (empty journal,
+     * state op 0, view 0), else vsr_create refuses. */
+    int recovering;
+    uint32_t journal_slots; /* WAL capacity in ops, 1..VSR_JOURNAL_SLOTS_MAX */
+    uint32_t pipeline_max;  /* 1..VSR_PIPELINE_MAX; also bounds op-commit_min */
+    uint32_t body_max;      /* largest prepare body accepted, bytes */
+    uint64_t seed;          /* the only source of randomness (jitter) */
+    struct vs_vsr_timeouts timeouts;
+};
+
+/* Actions the binding performs, in queue order. */
+enum vsr_action_kind {
+    /* Send `frame` (header + body, header->f.size bytes) to replica
+     * `replica`. Best effort: the engine retransmits what matters. */
+    VSR_ACT_SEND = 1,
+    /* Append the prepare `frame` (header + body) to the journal and make
+     * it durable (fsync), then call vsr_on_journal_durable(op, checksum).
+     * Appends are issued in op order. */
+    VSR_ACT_JOURNAL_APPEND = 2,
+    /* Write `persist` (with the unchanged identity fields) to the
+     * superblock, make it durable, then call vsr_on_superblock_durable()
+     * with exactly the values written. One write is in flight at a time. */
+    VSR_ACT_SUPERBLOCK_WRITE = 3,
+    /* Apply op `op` (prepare header in `frame`) to the state machine and
+     * the client table, then call vsr_on_commit_applied(op, output). The
+     * body is `body` when the engine holds it; `body` is NULL for ops
+     * recovered at construction: the binding reads op's body from its
+     * journal (it passed that header). One COMMIT is outstanding at a
+     * time. */
+    VSR_ACT_COMMIT = 4,
+    /* Send the reply `frame` (a struct vs_hdr_reply + the apply output) to
+     * the client `client`. Only the primary that prepared the op in this
+     * life replies; recovered ops never reply (a retried request gets the
+     * client table's cached reply). The reply header's checksum fields are
+     * zero and release is 0 (Iggy client framing); the binding may seal. */
+    VSR_ACT_REPLY = 5,
+};
+
+/* One popped action. Pointers stay valid until the next vsr_pop() or
+ * vsr_destroy() (inputs called meanwhile do not invalidate them), so a
+ * binding that finishes an action asynchronously copies what it needs. */
+struct vs_vsr_action {
+    enum vsr_action_kind kind;
+    uint8_t replica;               /* SEND: destination replica index */
+    uint64_t op;                   /* JOURNAL_APPEND, COMMIT, REPLY */
+    struct vs_u128 client;         /* REPLY */
+    const struct vs_header *frame; /* header; the body follows it when
+                                      held (SEND, JOURNAL_APPEND, REPLY,
+                                      COMMIT with body != NULL) */
+    uint32_t size;                 /* bytes at frame: 256 + held body */
+    const uint8_t *body;           /* NULL if not held (COMMIT replay) */
+    uint32_t body_len;             /* header->f.size - 256 (even if NULL) */
+    struct vs_vsr_persist persist; /* SUPERBLOCK_WRITE */
+};
+
+/* Why a replica message was not taken (vsr_on_message's return value). */
+enum vsr_verdict {
+    VSR_ACCEPTED = 0,
+    VSR_DROP_SHORT,        /* fewer than 256 bytes, or size != length */
+    VSR_DROP_STRUCTURE,    /* size out of range, unknown command */
+    VSR_DROP_RELEASE,      /* unknown wire/WAL format version */
+    VSR_DROP_CLUSTER,      /* another cluster */
+    VSR_DROP_SEAL,         /* sealed frame: checksum mismatch */
+    VSR_DROP_GROUP,        /* another consensus group */
+    VSR_DROP_REPLICA,      /* sender index out of range or self */
+    VSR_DROP_IDENTITY,     /* prepare: identity checksum mismatch */
+    VSR_DROP_BODY,         /* prepare: body checksum mismatch */
+    VSR_DROP_CHAIN,        /* prepare: parent != checksum of op - 1 */
+    VSR_DROP_GAP,          /* prepare: op > head + 1; the primary
+                              retransmits what it retains, journal
+                              repair is not in this version */
+    VSR_DROP_CONFLICT,     /* prepare: op held with another checksum */
+    VSR_DROP_JOURNAL_FULL, /* prepare: op beyond checkpoint + slots */
+    VSR_DROP_BODY_MAX,     /* prepare: body larger than body_max */
+    VSR_DROP_STATUS,       /* not in Normal status */
+    VSR_DROP_VIEW_OLD,     /* message from an older view */
+    VSR_DROP_VIEW_NEW,     /* newer view: needs the view change */
+    VSR_DROP_NOT_PRIMARY,  /* sender/receiver role does not fit */
+    VSR_DROP_DUPLICATE,    /* already counted (PrepareOk) / held */
+    VSR_DROP_LATE,         /* op already committed or not in pipeline */
+    VSR_DROP_MISMATCH,     /* PrepareOk for another prepare checksum */
+    VSR_DROP_STALE,        /* Commit heartbeat not newer */
+    VSR_DROP_UNSUPPORTED,  /* command this version does not handle */
+    VSR_VERDICT_COUNT
+};
+const char *vsr_verdict_name(enum vsr_verdict v);
+
+/* Result codes of vsr_on_request (a refused request is the caller's to
+ * answer; nothing was queued):
+ *   0          accepted: a prepare was built and its actions queued
+ *   -EAGAIN    not ready: not the primary, not Normal, or recovered ops
+ *              are still being replayed (transient; iggy NotReady)
+ *   -EALREADY  this client already has a request prepared and not yet
+ *              applied (one in flight per client)
+ *   -EBUSY     the pipeline is full (op - commit_min == pipeline_max)
+ *   -ENOSPC    the journal is full until the next checkpoint is durable
+ *   -EINVAL    body larger than body_max, or a malformed request header
+ *   -EMSGSIZE  body_len does not match the header's size */
+
+struct vs_vsr;
+
+/* Quorums (iggy-server-ng.md §2): replication = 2 if n == 2 else
+ * min(ceil(n/2), 3); view change = 2 if n == 2 else n - repl + 1;
+ * nack = n - repl + 1. n in 1..VS_REPLICAS_MAX. */
+unsigned vsr_quorum_replication(unsigned n);
+unsigned vsr_quorum_view_change(unsigned n);
+unsigned vsr_quorum_nack(unsigned n);
+/* Primary of a view: view % n. */
+unsigned vsr_primary_index(uint32_t view, unsigned n);
+
+/* Builds an engine from its options. Checks every recovered header
+ * (identity, cluster, group, release, contiguity, parent chain) and the
+ * options' ranges. Returns 0 and *out, or -EINVAL with one line in
+ * `reason` (may be NULL). The engine queues the replay COMMITs at once. */
+int vsr_create(const struct vs_vsr_options *o, struct vs_vsr **out,
+               char *reason, size_t reason_len);
+/* Frees the engine and every message it holds. NULL is accepted. */
+void vsr_destroy(struct vs_vsr *v);
+
+/* ---- inputs ---- */
+
+/* A client request the caller already admitted (session valid, request
+ * new per its client table, user_id and request_checksum stamped in
+ * `req`). `wall` is the binding's wall clock for the prepare timestamp
+ * (the engine makes it monotonic). Returns 0 or a code listed above. */
+int vsr_on_request(struct vs_vsr *v, const struct vs_hdr_request *req,
+                   const void *body, uint32_t body_len, uint64_t wall);
+/* A frame from a replica link (header + body, `len` bytes). Never trusts
+ * a field before its checksum; returns the verdict (also counted). */
+enum vsr_verdict vsr_on_message(struct vs_vsr *v, const void *frame,
+                                size_t len);
+/* One 10 ms tick: retransmits, heartbeats, timeouts. */
+void vsr_tick(struct vs_vsr *v);
+/* The journal append of `op` with identity `checksum` is durable.
+ * Returns 0, or -EINVAL if no such append was issued (binding bug). */
+int vsr_on_journal_durable(struct vs_vsr *v, uint64_t op,
+                           struct vs_u128 checksum);
+/* The superblock write issued with these values is durable. Returns 0,
+ * or -EINVAL if they are not the values of the write in flight. */
+int vsr_on_superblock_durable(struct vs_vsr *v,
+                              const struct vs_vsr_persist *written);
+/* The outstanding COMMIT of `op` was applied; `output` (the apply result,
+ * copied) becomes the reply body when this replica replies. Returns 0, or
+ * -EINVAL if op is not the outstanding commit. */
+int vsr_on_commit_applied(struct vs_vsr *v, uint64_t op, const void *output,
+                          uint32_t output_len);
+/* The binding wrote a snapshot of the state at `op` (<= commit_min, >
+ * checkpoint_op) whose payload checksum is `checksum`: the engine queues
+ * the superblock pairing write. Once it is durable the binding may drain
+ * the journal below op, and the journal window moves. Returns 0, -EINVAL
+ * (op out of range) or -EBUSY (a checkpoint is already pending). */
+int vsr_checkpoint(struct vs_vsr *v, uint64_t op, struct vs_u128 checksum);
+
+/* ---- outputs ---- */
+
+/* Pops the oldest action into *a. Returns 1, or 0 when the queue is
+ * empty. Releases the previously popped action's references. */
+int vsr_pop(struct vs_vsr *v, struct vs_vsr_action *a);
+
+/* ---- introspection (tests, logs, the binding's gates) ---- */
+
+struct vs_vsr_stats {
+    uint64_t prepares;    /* built (primary) or accepted (backup) */
+    uint64_t commits;     /* applied */
+    uint64_t retransmits; /* prepare resends */
+    uint64_t heartbeats;  /* Commit messages sent */
+    uint64_t withheld;    /* messages queued for a durable view */
+    uint64_t divergences; /* commit checksum disagreed with our log */
+    uint64_t verdicts[VSR_VERDICT_COUNT];
+};
+
+enum vsr_status vsr_status(const struct vs_vsr *v);
+int vsr_is_primary(const struct vs_vsr *v);
+uint32_t vsr_view(const struct vs_vsr *v);
+uint32_t vsr_log_view(const struct vs_vsr *v);
+uint64_t vsr_op(const struct vs_vsr *v);         /* journal head */
+uint64_t vsr_commit_min(const struct vs_vsr *v); /* applied */
+uint64_t vsr_commit_max(const struct vs_vsr *v); /* known committed */
+/* The persisted values as last confirmed durable. */
+void vsr_durable(const struct vs_vsr *v, struct vs_vsr_persist *out);
+/* The header of op if it is in the engine's window; 1 found, 0 not. */
+int vsr_header(const struct vs_vsr *v, uint64_t op, struct vs_hdr_prepare *out);
+const struct vs_vsr_stats *vsr_stats(const struct vs_vsr *v);
+
+#endif /* VS_SHARD_VSR_ENGINE_H */

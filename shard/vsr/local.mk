@@ -1,0 +1,32 @@
+# shard/vsr: the I/O-free VSR engine (DESIGN §3), its deterministic test
+# harness (tests/sim) and its Check suites (tests/unit/check_vsr_*).
+noinst_LIBRARIES += libvs_vsr.a
+libvs_vsr_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+libvs_vsr_a_SOURCES = \
+	shard/vsr/engine.c shard/vsr/engine.h
+
+# The deterministic harness is compiled into each suite that drives it.
+VSR_SIM_SOURCES = tests/sim/sim_net.c tests/sim/sim_net.h
+
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_vsr_engine tests/unit/check_vsr_cluster
+check_PROGRAMS += tests/unit/check_vsr_engine tests/unit/check_vsr_cluster
+
+tests_unit_check_vsr_engine_SOURCES = tests/unit/check_vsr_engine.c \
+	$(VSR_SIM_SOURCES)
+tests_unit_check_vsr_engine_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_vsr_engine_LDADD = libvs_vsr.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
+
+tests_unit_check_vsr_cluster_SOURCES = tests/unit/check_vsr_cluster.c \
+	$(VSR_SIM_SOURCES)
+tests_unit_check_vsr_cluster_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_vsr_cluster_LDADD = libvs_vsr.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
+# Micro-benchmark of the engine alone (not run by make check).
+noinst_PROGRAMS += tests/sim/bench_vsr
+tests_sim_bench_vsr_SOURCES = tests/sim/bench_vsr.c $(VSR_SIM_SOURCES)
+tests_sim_bench_vsr_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_sim_bench_vsr_LDADD = libvs_vsr.a libvs_common.a $(VS_DEP_LIBS)
