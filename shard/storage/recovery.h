@@ -80,7 +80,7 @@ struct recovery_expect {
 
 struct recovery_result {
     enum recovery_verdict verdict;
-    char reason[320]; /* one line: the refusal, or a summary */
+    char reason[480]; /* one line: the refusal, or a summary */
 
     /* what was read (for vstream-inspect; filled as far as it got) */
     int sb_read_done;

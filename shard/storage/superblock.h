@@ -19,11 +19,14 @@
  * Reading (sb_read_latest), exactly one of:
  *  - SB_EMPTY: both slots absent (no file). Fresh node only if nothing
  *    else exists in the data dir (the recovery verdict decides).
- *  - SB_PRESENT: the newest valid record; a valid slot beside an absent
- *    one is fine.
+ *  - SB_PRESENT: the newest valid record (a valid superblock.a at
+ *    sequence 1 beside an absent superblock.b is fine).
  *  - SB_UNREADABLE: any corrupt slot or unknown version -- ALSO beside a
  *    valid one, since the corrupt one may hold the newer sequence (seed
- *    review blocker); two valid slots with the same sequence (a fork).
+ *    review blocker); two valid slots with the same sequence (a fork)
+ *    or non-adjacent sequences (a lost write); one valid slot beside an
+ *    absent one unless it is superblock.a at sequence 1 (the state after
+ *    the very first write: any other is a lost slot file).
  * A zero-length slot file counts as corrupt, not absent: slots are only
  * ever created by rename of an fsynced .tmp, so an empty one is damage.
  *
@@ -74,7 +77,7 @@ struct sb_slot {
     uint64_t sequence; /* VALID */
     uint32_t payload_len;
     uint8_t payload[SB_PAYLOAD_MAX];
-    char reason[160]; /* CORRUPT / UNKNOWN_VERSION: why */
+    char reason[96]; /* CORRUPT / UNKNOWN_VERSION: why */
 };
 
 struct sb_read {
@@ -86,7 +89,7 @@ struct sb_read {
     uint64_t sequence;
     uint32_t payload_len;
     const uint8_t *payload; /* points into slot[newest].payload */
-    char reason[256];       /* UNREADABLE: one line naming slot and why */
+    char reason[320];       /* UNREADABLE: one line naming slot and why */
 };
 
 struct sb_store {
@@ -116,9 +119,10 @@ int sb_read_latest(struct vs_sio *io, const char *dir, struct sb_read *out);
 int sb_open(struct sb_store *s, struct vs_sio *io, const char *dir,
             struct sb_read *out);
 int sb_store_writable(const struct sb_store *s);
-/* Writes a record of version SB_VERSION. 0, -EROFS (degraded or
- * poisoned), -EINVAL (too long), -ENOSPC (nothing changed), -errno
- * (the .tmp could not be created; nothing changed) or -VS_EFATAL. */
+/* Writes a record of version SB_VERSION. 0, -EROFS (degraded),
+ * -VS_EFATAL (poisoned by an earlier fatal error), -EINVAL (too long), -ENOSPC
+ * (nothing changed), -errno (the .tmp could not be created; nothing changed) or
+ * -VS_EFATAL. */
 int sb_write(struct sb_store *s, const void *payload, size_t len);
 
 const char *sb_verdict_name(enum sb_verdict v);
