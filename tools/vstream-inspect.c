@@ -64,8 +64,8 @@ slot_state(const struct sb_slot *sl, struct vs_vsr_state *st, char *why,
 {
     if (sl->state != SB_SLOT_VALID)
         return 0;
-    return vsr_state_decode(sl->version, sl->payload, sl->payload_len, st,
-                            why, whylen) == VSR_STATE_OK;
+    return vsr_state_decode(sl->version, sl->payload, sl->payload_len, st, why,
+                            whylen) == VSR_STATE_OK;
 }
 
 static void
@@ -104,8 +104,7 @@ print_text(const char *dir, enum datadir_lock_state lock, pid_t pid,
                            st.view, st.log_view,
                            (unsigned long long)st.commit_max,
                            (unsigned long long)st.checkpoint_op, cs,
-                           (unsigned)st.replica_id,
-                           (unsigned)st.replica_count);
+                           (unsigned)st.replica_id, (unsigned)st.replica_count);
                 } else {
                     printf(" undecodable: %s", why);
                 }
@@ -130,8 +129,8 @@ print_text(const char *dir, enum datadir_lock_state lock, pid_t pid,
         printf("snapshot: not read\n");
     if (r->wal_scanned) {
         const struct wal_scan *w = &r->wal_scan;
-        printf("wal: %s, %llu bytes, %llu entries", wal_verdict_name(w->verdict),
-               (unsigned long long)w->file_size,
+        printf("wal: %s, %llu bytes, %llu entries",
+               wal_verdict_name(w->verdict), (unsigned long long)w->file_size,
                (unsigned long long)w->entries);
         if (w->entries)
             printf(" (ops %llu..%llu)", (unsigned long long)w->first_op,
@@ -188,8 +187,7 @@ print_json(const char *dir, enum datadir_lock_state lock, pid_t pid,
                            st.view, st.log_view,
                            (unsigned long long)st.commit_max,
                            (unsigned long long)st.checkpoint_op, cs,
-                           (unsigned)st.replica_id,
-                           (unsigned)st.replica_count);
+                           (unsigned)st.replica_id, (unsigned)st.replica_count);
                 } else {
                     printf(",\"undecodable\":");
                     json_str(why);
@@ -203,7 +201,8 @@ print_json(const char *dir, enum datadir_lock_state lock, pid_t pid,
         printf("]}");
     }
     const struct snapfile *sn = &r->snap;
-    printf(",\"snapshot\":{\"status\":\"%s\"", snapfile_status_name(sn->status));
+    printf(",\"snapshot\":{\"status\":\"%s\"",
+           snapfile_status_name(sn->status));
     if (sn->status == SNAPFILE_OK || sn->status == SNAPFILE_UNKNOWN_FORMAT)
         printf(",\"size\":%zu,\"format_version\":%u,\"op\":%llu", sn->file_len,
                sn->prefix.format_version, (unsigned long long)sn->prefix.op);
@@ -257,8 +256,7 @@ main(int argc, char **argv)
             json = 1;
         else if (strcmp(argv[i], "--cut-damaged-tail") == 0)
             cut = 1;
-        else if (strcmp(argv[i], "-h") == 0 ||
-                 strcmp(argv[i], "--help") == 0) {
+        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;
         } else if (argv[i][0] == '-' || dir) {

@@ -49,8 +49,7 @@ mk(struct vs_hdr_prepare *h, uint8_t *body, size_t len, uint64_t op,
 
 /* Appends `count` entries of body_len; returns seconds. */
 static double
-run_appends(struct vs_sio *io, const char *dir, size_t body_len,
-            uint64_t count)
+run_appends(struct vs_sio *io, const char *dir, size_t body_len, uint64_t count)
 {
     struct wal w;
     struct wal_options opt = {0};

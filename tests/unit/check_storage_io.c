@@ -124,8 +124,7 @@ START_TEST(test_afile_faults_fatal)
         else
             assert_content(dir, "old-record", 10);
         /* a later replacement is refused: never carry on */
-        ck_assert_int_eq(afile_replace(&f.io, dir, "rec", "x", 1),
-                         -VS_EFATAL);
+        ck_assert_int_eq(afile_replace(&f.io, dir, "rec", "x", 1), -VS_EFATAL);
         tu_rm_rf(dir);
     }
 }

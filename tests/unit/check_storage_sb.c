@@ -37,8 +37,8 @@ START_TEST(test_vsr_state_golden)
 {
     static const uint8_t want[VSR_STATE_SIZE] = {
         /* 0 cluster */
-        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b,
-        0x0c, 0x0d, 0x0e, 0x0f, 0x10,
+        0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c,
+        0x0d, 0x0e, 0x0f, 0x10,
         /* 16 replica_id, 17 replica_count */
         0x02, 0x03,
         /* 18 view */
@@ -50,8 +50,8 @@ START_TEST(test_vsr_state_golden)
         /* 34 checkpoint_op */
         0x17, 0x18, 0x19, 0x20, 0x21, 0x22, 0x23, 0x24,
         /* 42 checkpoint_checksum */
-        0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x30, 0x31, 0x32, 0x33, 0x34,
-        0x35, 0x36, 0x37, 0x38, 0x39,
+        0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x30, 0x31, 0x32, 0x33, 0x34, 0x35,
+        0x36, 0x37, 0x38, 0x39,
         /* 58 offset_frontier */
         0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x40, 0x41};
     struct vs_vsr_state s = golden_state();
@@ -59,8 +59,8 @@ START_TEST(test_vsr_state_golden)
     vsr_state_encode(&s, out);
     ck_assert_int_eq(memcmp(out, want, sizeof(want)), 0);
     struct vs_vsr_state d;
-    ck_assert_int_eq(
-        vsr_state_decode(1, want, sizeof(want), &d, NULL, 0), VSR_STATE_OK);
+    ck_assert_int_eq(vsr_state_decode(1, want, sizeof(want), &d, NULL, 0),
+                     VSR_STATE_OK);
     ck_assert(memcmp(&d.cluster, &s.cluster, 16) == 0);
     ck_assert_uint_eq(d.replica_id, 2);
     ck_assert_uint_eq(d.replica_count, 3);
@@ -79,9 +79,9 @@ START_TEST(test_vsr_state_refusals)
     uint8_t buf[VSR_STATE_SIZE + 1];
     char why[160];
     vsr_state_encode(&s, buf);
-    ck_assert_int_eq(vsr_state_decode(2, buf, VSR_STATE_SIZE, &d, why,
-                                      sizeof(why)),
-                     VSR_STATE_UNKNOWN_VERSION);
+    ck_assert_int_eq(
+        vsr_state_decode(2, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        VSR_STATE_UNKNOWN_VERSION);
     ck_assert_ptr_nonnull(strstr(why, "version 2"));
     ck_assert_int_eq(vsr_state_decode(1, buf, 58, &d, why, sizeof(why)),
                      VSR_STATE_BAD_LENGTH);
@@ -108,7 +108,7 @@ START_TEST(test_record_golden)
     size_t n = sb_record_encode(1, 0x0102030405060708ull, "abc", 3, rec);
     ck_assert_uint_eq(n, 39);
     static const uint8_t head[31] = {
-        'S', 'B', 'L', 'K', 1, 0, 0, 0, 8, 7, 6, 5, 4, 3, 2, 1,
+        'S', 'B', 'L', 'K', 1, 0, 0, 0, 8, 7, 6, 5, 4,   3,   2,  1,
         0,   0,   0,   0,   0, 0, 0, 0, 3, 0, 0, 0, 'a', 'b', 'c'};
     ck_assert_int_eq(memcmp(rec, head, sizeof(head)), 0);
     uint64_t want = vs_xxh3_64(rec, 31), got = 0;
@@ -213,8 +213,8 @@ START_TEST(test_every_bit_flip)
                 orig[byte] ^= (uint8_t)(1u << bit);
                 ck_assert_int_eq(sb_read_latest(&io, dir, &r), 0);
                 if (r.verdict != SB_UNREADABLE)
-                    ck_abort_msg("scenario %zu byte %zu bit %d: verdict %s",
-                                 k, byte, bit, sb_verdict_name(r.verdict));
+                    ck_abort_msg("scenario %zu byte %zu bit %d: verdict %s", k,
+                                 byte, bit, sb_verdict_name(r.verdict));
                 ck_assert(r.slot[sc[k].flip_slot].state == SB_SLOT_CORRUPT ||
                           r.slot[sc[k].flip_slot].state ==
                               SB_SLOT_UNKNOWN_VERSION);

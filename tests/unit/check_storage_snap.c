@@ -169,8 +169,7 @@ START_TEST(test_write_faults)
                              -VS_EFATAL);
         } else {
             sio_fault_arm(&f, SIO_WRITE, 2, ENOSPC, 5); /* in the trailer */
-            ck_assert_int_eq(snapfile_write(&f.io, dir, p, n2, NULL),
-                             -ENOSPC);
+            ck_assert_int_eq(snapfile_write(&f.io, dir, p, n2, NULL), -ENOSPC);
             ck_assert(!tu_exists(dir, "snapshot.bin.tmp"));
         }
         struct vs_sio real;

@@ -152,8 +152,7 @@ START_TEST(test_truncate_every_length)
         ck_assert_int_eq(wal_scan_file(&f.io, fx.meta, &ro, &s), 0);
         if (s.entries != complete || s.valid_end != fx.offset[complete])
             ck_abort_msg("len %llu: %llu entries, want %llu (%s)",
-                         (unsigned long long)len,
-                         (unsigned long long)s.entries,
+                         (unsigned long long)len, (unsigned long long)s.entries,
                          (unsigned long long)complete, s.reason);
         ck_assert_int_eq(s.verdict, boundary ? WAL_CLEAN : WAL_TORN_TAIL);
         if (!boundary) {
