@@ -115,18 +115,18 @@ print_text(const char *dir, enum datadir_lock_state lock, pid_t pid,
         }
     }
     const struct snapfile *sn = &r->snap;
-    if (sn->status == SNAPFILE_OK || sn->status == SNAPFILE_UNKNOWN_FORMAT)
+    if (!sn->reason[0])
+        printf("snapshot: not read\n");
+    else if (sn->status == SNAPFILE_OK || sn->status == SNAPFILE_UNKNOWN_FORMAT)
         printf("snapshot: %s (size %zu bytes, format version %u, op %llu)%s%s"
                "\n",
                snapfile_status_name(sn->status), sn->file_len,
                sn->prefix.format_version, (unsigned long long)sn->prefix.op,
                sn->status == SNAPFILE_OK ? "" : ": ",
                sn->status == SNAPFILE_OK ? "" : sn->reason);
-    else if (sn->reason[0])
+    else
         printf("snapshot: %s: %s\n", snapfile_status_name(sn->status),
                sn->reason);
-    else
-        printf("snapshot: not read\n");
     if (r->wal_scanned) {
         const struct wal_scan *w = &r->wal_scan;
         printf("wal: %s, %llu bytes, %llu entries",
@@ -201,14 +201,19 @@ print_json(const char *dir, enum datadir_lock_state lock, pid_t pid,
         printf("]}");
     }
     const struct snapfile *sn = &r->snap;
-    printf(",\"snapshot\":{\"status\":\"%s\"",
-           snapfile_status_name(sn->status));
-    if (sn->status == SNAPFILE_OK || sn->status == SNAPFILE_UNKNOWN_FORMAT)
-        printf(",\"size\":%zu,\"format_version\":%u,\"op\":%llu", sn->file_len,
-               sn->prefix.format_version, (unsigned long long)sn->prefix.op);
-    printf(",\"reason\":");
-    json_str(sn->reason);
-    printf("}");
+    if (!sn->reason[0]) {
+        printf(",\"snapshot\":null");
+    } else {
+        printf(",\"snapshot\":{\"status\":\"%s\"",
+               snapfile_status_name(sn->status));
+        if (sn->status == SNAPFILE_OK || sn->status == SNAPFILE_UNKNOWN_FORMAT)
+            printf(",\"size\":%zu,\"format_version\":%u,\"op\":%llu",
+                   sn->file_len, sn->prefix.format_version,
+                   (unsigned long long)sn->prefix.op);
+        printf(",\"reason\":");
+        json_str(sn->reason);
+        printf("}");
+    }
     printf(",\"wal\":");
     if (!r->wal_scanned) {
         printf("null");
