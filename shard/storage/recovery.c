@@ -235,6 +235,16 @@ recovery_open(struct vs_sio *io, const char *data_dir,
         return verdict(r, RECOVERY_REFUSE_IO, "cannot stat files in %s: %s",
                        meta, strerror(-(has_wal < 0 ? has_wal : has_snap)));
 
+    /* Leftovers of replacements that crashed before their rename: the
+     * old files win; remove the .tmp files (never in read-only mode). */
+    if (!e->read_only) {
+        const char *names[] = {VS_SUPERBLOCK_A, VS_SUPERBLOCK_B,
+                               VS_SNAPSHOT_FILE};
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if (has_wal || has_snap || r->sb.verdict != SB_EMPTY)
+                (void)afile_cleanup_tmp(io, meta, names[i]);
+    }
+
     /* 1. superblock */
     if (r->sb.verdict == SB_EMPTY) {
         if (has_wal || has_snap)

@@ -28,6 +28,20 @@
  *     first WAL op -> refuse.
  *  7. replay range: (snapshot op, WAL last op].
  *
+ * Use at boot (shard 0):
+ *   recovery_open -> RECOVERY_FRESH: recovery_format_fresh, then
+ *   recovery_open again (-> BOOT with an empty journal);
+ *   BOOT: take the snapshot payload (snapfile_take_payload(&r.snap, ..),
+ *   owned by the caller), decode it, replay journal ops replay_from ..
+ *   replay_to (wal_header / wal_read_body on r.journal, which the caller
+ *   then owns: move the struct, do not call recovery_result_fini on an
+ *   open journal you keep -- set r.journal_open = 0 first), and sb_open
+ *   the superblock store for later writes;
+ *   a refusal: print r.reason on one line, exit 2.
+ * A -VS_EFATAL return: print sio_fatal_msg(io), exit 2.
+ * In writable mode leftover superblock/snapshot .tmp files are removed
+ * (their replacement crashed before the rename: the old files win).
+ *
  * Callers: shard 0 at boot, vstream-inspect, tests.
  */
 #ifndef VS_SHARD_STORAGE_RECOVERY_H

@@ -236,6 +236,23 @@ START_TEST(test_snapshot_pairing)
     ck_assert_uint_eq(res.snap.payload_len, 40);
     recovery_result_fini(&res);
 
+    /* a crashed snapshot replacement: the .tmp is ignored and removed */
+    tu_write_file(d.meta, "snapshot.bin.tmp", "partial", 7);
+    struct recovery_expect ro = e;
+    ro.read_only = 1;
+    ck_assert_int_eq(run(&d, &ro, &res), RECOVERY_BOOT);
+    recovery_result_fini(&res);
+    ck_assert(tu_exists(d.meta, "snapshot.bin.tmp"));
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_uint_eq(res.snapshot_op, 5);
+    size_t plen;
+    uint8_t *payload = snapfile_take_payload(&res.snap, &plen);
+    ck_assert_uint_eq(plen, 40);
+    ck_assert_uint_eq(payload[12], 5);
+    free(payload);
+    recovery_result_fini(&res);
+    ck_assert(!tu_exists(d.meta, "snapshot.bin.tmp"));
+
     /* checkpoint checksum mismatch at the same op */
     s.checkpoint_checksum.lo ^= 1;
     dd_superblock(&d, &s);
