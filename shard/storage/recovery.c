@@ -1,0 +1,402 @@
+/*
+ * shard/storage/recovery.c - the boot verdict (steps in recovery.h).
+ *
+ * Invariants: every input is verified before it is decoded or trusted;
+ * in read-only mode nothing on disk is modified (a torn tail is reported
+ * as "would cut"); each refusal is one typed verdict with a one-line
+ * reason. Callers: shard 0 at boot, vstream-inspect, tests.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/layout.h"
+#include "shard/storage/datadir.h"
+#include "shard/storage/recovery.h"
+
+static int verdict(struct recovery_result *r, enum recovery_verdict v,
+                   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int
+verdict(struct recovery_result *r, enum recovery_verdict v, const char *fmt,
+        ...)
+{
+    r->verdict = v;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->reason, sizeof(r->reason), fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+/* 1 if DIR/NAME exists (any type), 0 if not, -errno if unknown. */
+static int
+file_exists(const char *dir, const char *name)
+{
+    char path[AFILE_PATH_MAX];
+    int rc = afile_join(path, sizeof(path), dir, name);
+    if (rc < 0)
+        return rc;
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return 1;
+    return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+}
+
+static unsigned long long
+ull(uint64_t v)
+{
+    return (unsigned long long)v;
+}
+
+static int
+check_identity(const struct recovery_expect *e, struct recovery_result *r)
+{
+    const struct vs_vsr_state *s = &r->state;
+    if (!vs_u128_eq(s->cluster, e->cluster))
+        return verdict(r, RECOVERY_REFUSE_IDENTITY_CLUSTER,
+                       "identity mismatch: superblock cluster %016llx%016llx, "
+                       "config "
+                       "%016llx%016llx",
+                       ull(s->cluster.hi), ull(s->cluster.lo),
+                       ull(e->cluster.hi), ull(e->cluster.lo)),
+               1;
+    if (s->replica_id != e->replica_id)
+        return verdict(r, RECOVERY_REFUSE_IDENTITY_REPLICA_ID,
+                       "identity mismatch: superblock replica id %u, config "
+                       "%u",
+                       (unsigned)s->replica_id, (unsigned)e->replica_id),
+               1;
+    if (s->replica_count != e->replica_count)
+        return verdict(r, RECOVERY_REFUSE_IDENTITY_REPLICA_COUNT,
+                       "identity mismatch: superblock replica count %u, "
+                       "config %u",
+                       (unsigned)s->replica_count, (unsigned)e->replica_count),
+               1;
+    return 0;
+}
+
+/* Step 4-5. 1 if a refusal was set. */
+static int
+check_snapshot(struct vs_sio *io, const char *meta, struct recovery_result *r)
+{
+    struct snapfile *sn = &r->snap;
+    int rc = snapfile_read(io, meta, sn);
+    const struct vs_vsr_state *s = &r->state;
+    int cp_none =
+        s->checkpoint_op == 0 && vs_u128_is_zero(s->checkpoint_checksum);
+    switch (sn->status) {
+    case SNAPFILE_OK:
+        break;
+    case SNAPFILE_ABSENT:
+        if (!cp_none)
+            return verdict(r, RECOVERY_REFUSE_CHECKPOINT_AHEAD,
+                           "superblock checkpoint at op %llu but "
+                           "snapshot.bin is absent",
+                           ull(s->checkpoint_op)),
+                   1;
+        return 0;
+    case SNAPFILE_IO:
+        return verdict(r, RECOVERY_REFUSE_IO, "%s (%d)", sn->reason, rc), 1;
+    case SNAPFILE_UNKNOWN_FORMAT:
+        return verdict(r, RECOVERY_REFUSE_SNAPSHOT_FORMAT, "%s", sn->reason), 1;
+    case SNAPFILE_NO_TRAILER:
+    case SNAPFILE_BAD_CHECKSUM:
+    case SNAPFILE_SHORT_PREFIX:
+    case SNAPFILE_TOO_BIG:
+        return verdict(r, RECOVERY_REFUSE_SNAPSHOT_TRAILER,
+                       "snapshot refused: %s", sn->reason),
+               1;
+    }
+    r->have_snapshot = 1;
+    r->snapshot_op = sn->prefix.op;
+    r->snapshot_checksum = sn->checksum;
+    if (cp_none)
+        return 0; /* no checkpoint recorded yet: the snapshot is newer */
+    if (s->checkpoint_op > sn->prefix.op)
+        return verdict(r, RECOVERY_REFUSE_CHECKPOINT_AHEAD,
+                       "superblock checkpoint op %llu is ahead of the "
+                       "snapshot's op %llu",
+                       ull(s->checkpoint_op), ull(sn->prefix.op)),
+               1;
+    if (s->checkpoint_op == sn->prefix.op &&
+        !vs_u128_eq(s->checkpoint_checksum, sn->checksum))
+        return verdict(r, RECOVERY_REFUSE_CHECKPOINT_CHECKSUM,
+                       "checkpoint checksum mismatch at op %llu: superblock "
+                       "%016llx%016llx, snapshot %016llx%016llx",
+                       ull(sn->prefix.op), ull(s->checkpoint_checksum.hi),
+                       ull(s->checkpoint_checksum.lo), ull(sn->checksum.hi),
+                       ull(sn->checksum.lo)),
+               1;
+    return 0; /* same pairing, or a superblock lagging a newer snapshot */
+}
+
+/* Step 6-7. Returns 0, or -VS_EFATAL. */
+static int
+check_wal(struct vs_sio *io, const char *meta, const struct recovery_expect *e,
+          struct recovery_result *r)
+{
+    int cut_damaged = e->is_cluster || e->cut_damaged_tail;
+    struct wal_options opt = {
+        .format_known = e->wal_format_known,
+        .read_only = e->read_only,
+        .cut_damaged_tail = cut_damaged,
+    };
+    struct wal_scan *s = &r->wal_scan;
+    int rc;
+    if (e->read_only) {
+        rc = wal_scan_file(io, meta, &opt, s);
+    } else {
+        rc = wal_open(&r->journal, io, meta, &opt, s);
+        if (rc == 0)
+            r->journal_open = 1;
+        else if (rc == -EBADMSG)
+            rc = 0; /* refusal: the scan says which */
+    }
+    if (rc == -VS_EFATAL)
+        return rc;
+    if (rc < 0)
+        return verdict(r, RECOVERY_REFUSE_IO, "cannot read %s/%s: %s", meta,
+                       VS_JOURNAL_FILE, sio_strerror(rc));
+    r->wal_scanned = 1;
+    switch (s->verdict) {
+    case WAL_CLEAN:
+        break;
+    case WAL_TORN_TAIL:
+        r->wal_tail_cut = 1;
+        break;
+    case WAL_DAMAGED_TAIL:
+        if (!cut_damaged)
+            return verdict(r, RECOVERY_REFUSE_WAL_DAMAGED_TAIL,
+                           "%s (one-replica node: start vstreamd with "
+                           "--cut-damaged-tail to cut it)",
+                           s->reason);
+        r->wal_tail_cut = 1;
+        break;
+    case WAL_INTERIOR_CORRUPT:
+        return verdict(r, RECOVERY_REFUSE_WAL_INTERIOR, "%s", s->reason);
+    case WAL_CHAIN_BREAK:
+        return verdict(r, RECOVERY_REFUSE_WAL_CHAIN, "%s", s->reason);
+    case WAL_UNKNOWN_FORMAT:
+        return verdict(r, RECOVERY_REFUSE_WAL_FORMAT, "%s", s->reason);
+    }
+    uint64_t base = r->have_snapshot ? r->snapshot_op : 0;
+    if (s->entries > 0 && s->first_op > base + 1)
+        return verdict(r, RECOVERY_REFUSE_WAL_GAP,
+                       "WAL gap: the %s ends at op %llu but the WAL starts "
+                       "at op %llu",
+                       r->have_snapshot ? "snapshot" : "empty state", ull(base),
+                       ull(s->first_op));
+    if (r->have_snapshot)
+        r->replay_from = base + 1;
+    else
+        r->replay_from = s->entries > 0 ? s->first_op : 1;
+    r->replay_to = s->entries > 0 && s->last_op >= r->replay_from
+                       ? s->last_op
+                       : r->replay_from - 1;
+    /* Entries all covered by the snapshot: finish the drain so the next
+     * append (snapshot op + 1) starts a fresh chain. */
+    if (r->journal_open && r->have_snapshot && !wal_empty(&r->journal) &&
+        wal_last_op(&r->journal) < r->snapshot_op) {
+        rc = wal_drain(&r->journal, r->snapshot_op);
+        if (rc == -VS_EFATAL)
+            return rc;
+        if (rc < 0)
+            return verdict(r, RECOVERY_REFUSE_IO,
+                           "cannot drain the WAL behind the snapshot: %s",
+                           sio_strerror(rc));
+    }
+    return 0;
+}
+
+int
+recovery_open(struct vs_sio *io, const char *data_dir,
+              const struct recovery_expect *e, struct recovery_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->journal.fd = -1;
+    char meta[AFILE_PATH_MAX];
+    if (afile_join(meta, sizeof(meta), data_dir, VS_METADATA_DIR) < 0)
+        return verdict(r, RECOVERY_REFUSE_IO, "data dir path too long");
+
+    int rc = sb_read_latest(io, meta, &r->sb);
+    if (rc < 0)
+        return verdict(r, RECOVERY_REFUSE_IO,
+                       "cannot read the superblock in %s: %s", meta,
+                       sio_strerror(rc));
+    r->sb_read_done = 1;
+    int has_wal = file_exists(meta, VS_JOURNAL_FILE);
+    int has_snap = file_exists(meta, VS_SNAPSHOT_FILE);
+    if (has_wal < 0 || has_snap < 0)
+        return verdict(r, RECOVERY_REFUSE_IO, "cannot stat files in %s: %s",
+                       meta, strerror(-(has_wal < 0 ? has_wal : has_snap)));
+
+    /* Leftovers of replacements that crashed before their rename: the
+     * old files win; remove the .tmp files (never in read-only mode). */
+    if (!e->read_only) {
+        const char *names[] = {VS_SUPERBLOCK_A, VS_SUPERBLOCK_B,
+                               VS_SNAPSHOT_FILE};
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if (has_wal || has_snap || r->sb.verdict != SB_EMPTY)
+                (void)afile_cleanup_tmp(io, meta, names[i]);
+    }
+
+    /* 1. superblock */
+    if (r->sb.verdict == SB_EMPTY) {
+        if (has_wal || has_snap)
+            return verdict(r, RECOVERY_REFUSE_SUPERBLOCK_MISSING,
+                           "both superblock slots are absent beside an "
+                           "existing %s%s%s: the superblock was lost",
+                           has_wal ? VS_JOURNAL_FILE : "",
+                           has_wal && has_snap ? " and " : "",
+                           has_snap ? VS_SNAPSHOT_FILE : "");
+        if (e->is_cluster && !e->format_requested)
+            return verdict(r, RECOVERY_REFUSE_CLUSTER_UNFORMATTED,
+                           "empty data dir for a cluster replica: it may be "
+                           "a lost disk; run 'vstreamd format' for a new "
+                           "cluster or 'vstreamd recover' to rejoin");
+        return verdict(r, RECOVERY_FRESH,
+                       "fresh node: empty data dir (the superblock is "
+                       "written first)");
+    }
+    if (r->sb.verdict == SB_UNREADABLE)
+        return verdict(r, RECOVERY_REFUSE_SUPERBLOCK_UNREADABLE,
+                       "superblock unreadable: %s", r->sb.reason);
+
+    /* 2. decode */
+    char why[160];
+    if (vsr_state_decode(r->sb.version, r->sb.payload, r->sb.payload_len,
+                         &r->state, why, sizeof(why)) != VSR_STATE_OK)
+        return verdict(r, RECOVERY_REFUSE_SUPERBLOCK_UNDECODABLE,
+                       "superblock undecodable (%s, sequence %llu): %s",
+                       sb_slot_name(r->sb.newest), ull(r->sb.sequence), why);
+
+    /* 3. identity */
+    if (e->check_identity && check_identity(e, r))
+        return 0;
+
+    /* 4-5. snapshot and pairing */
+    if (check_snapshot(io, meta, r))
+        return 0;
+
+    /* 6-7. WAL */
+    rc = check_wal(io, meta, e, r);
+    if (rc < 0)
+        return rc;
+    if (r->verdict != RECOVERY_BOOT)
+        return 0;
+    return verdict(r, RECOVERY_BOOT,
+                   "boot: superblock sequence %llu, view %u, log_view %u, "
+                   "commit_max %llu, checkpoint op %llu; snapshot %s%llu; "
+                   "replay ops %llu..%llu%s",
+                   ull(r->sb.sequence), r->state.view, r->state.log_view,
+                   ull(r->state.commit_max), ull(r->state.checkpoint_op),
+                   r->have_snapshot ? "op " : "none/",
+                   ull(r->have_snapshot ? r->snapshot_op : 0),
+                   ull(r->replay_from), ull(r->replay_to),
+                   r->wal_tail_cut ? (e->read_only ? " (would cut WAL tail)"
+                                                   : " (WAL tail cut)")
+                                   : "");
+}
+
+void
+recovery_result_fini(struct recovery_result *r)
+{
+    snapfile_fini(&r->snap);
+    if (r->journal_open)
+        wal_close(&r->journal);
+    r->journal_open = 0;
+}
+
+int
+recovery_verdict_boots(enum recovery_verdict v)
+{
+    return v == RECOVERY_BOOT || v == RECOVERY_FRESH;
+}
+
+const char *
+recovery_verdict_name(enum recovery_verdict v)
+{
+    switch (v) {
+    case RECOVERY_BOOT:
+        return "boot";
+    case RECOVERY_FRESH:
+        return "fresh";
+    case RECOVERY_REFUSE_IO:
+        return "refuse-io";
+    case RECOVERY_REFUSE_CLUSTER_UNFORMATTED:
+        return "refuse-cluster-unformatted";
+    case RECOVERY_REFUSE_SUPERBLOCK_MISSING:
+        return "refuse-superblock-missing";
+    case RECOVERY_REFUSE_SUPERBLOCK_UNREADABLE:
+        return "refuse-superblock-unreadable";
+    case RECOVERY_REFUSE_SUPERBLOCK_UNDECODABLE:
+        return "refuse-superblock-undecodable";
+    case RECOVERY_REFUSE_IDENTITY_CLUSTER:
+        return "refuse-identity-cluster";
+    case RECOVERY_REFUSE_IDENTITY_REPLICA_ID:
+        return "refuse-identity-replica-id";
+    case RECOVERY_REFUSE_IDENTITY_REPLICA_COUNT:
+        return "refuse-identity-replica-count";
+    case RECOVERY_REFUSE_SNAPSHOT_TRAILER:
+        return "refuse-snapshot-trailer";
+    case RECOVERY_REFUSE_SNAPSHOT_FORMAT:
+        return "refuse-snapshot-format";
+    case RECOVERY_REFUSE_CHECKPOINT_AHEAD:
+        return "refuse-checkpoint-ahead";
+    case RECOVERY_REFUSE_CHECKPOINT_CHECKSUM:
+        return "refuse-checkpoint-checksum";
+    case RECOVERY_REFUSE_WAL_INTERIOR:
+        return "refuse-wal-interior-corruption";
+    case RECOVERY_REFUSE_WAL_CHAIN:
+        return "refuse-wal-chain-break";
+    case RECOVERY_REFUSE_WAL_FORMAT:
+        return "refuse-wal-unknown-format";
+    case RECOVERY_REFUSE_WAL_DAMAGED_TAIL:
+        return "refuse-wal-damaged-tail";
+    case RECOVERY_REFUSE_WAL_GAP:
+        return "refuse-wal-gap";
+    }
+    return "unknown";
+}
+
+int
+recovery_format_fresh(struct vs_sio *io, const char *data_dir,
+                      const struct vs_vsr_state *initial)
+{
+    char meta[AFILE_PATH_MAX];
+    int rc = afile_join(meta, sizeof(meta), data_dir, VS_METADATA_DIR);
+    if (rc < 0)
+        return rc;
+    uint8_t payload[VSR_STATE_SIZE];
+    vsr_state_encode(initial, payload);
+    struct vs_vsr_state check;
+    if (vsr_state_decode(VSR_STATE_VERSION, payload, sizeof(payload), &check,
+                         NULL, 0) != VSR_STATE_OK)
+        return -EINVAL;
+    rc = datadir_mkdir_p(data_dir, 0700);
+    if (rc == 0)
+        rc = datadir_mkdir_p(meta, 0700);
+    if (rc < 0)
+        return rc;
+    const char *names[] = {VS_SUPERBLOCK_A, VS_SUPERBLOCK_B, VS_JOURNAL_FILE,
+                           VS_SNAPSHOT_FILE};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        rc = file_exists(meta, names[i]);
+        if (rc < 0)
+            return rc;
+        if (rc)
+            return -EEXIST;
+    }
+    struct sb_store sb;
+    rc = sb_open(&sb, io, meta, NULL);
+    if (rc < 0)
+        return rc;
+    if (!sb_store_writable(&sb))
+        return -EROFS;
+    return sb_write(&sb, payload, sizeof(payload));
+}

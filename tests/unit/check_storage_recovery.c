@@ -1,0 +1,459 @@
+/*
+ * tests/unit/check_storage_recovery.c - the boot verdict: fresh and
+ * unformatted dirs, every typed refusal, the accepted lagging superblock,
+ * WAL tails, read-only mode, recovery_format_fresh.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shard/storage/recovery.h"
+#include "storage_testutil.h"
+
+struct dd {
+    char dir[256];
+    char meta[300];
+    struct vs_sio io;
+    struct vs_u128 last; /* checksum of the last WAL entry written */
+    uint64_t last_op;
+};
+
+static void
+dd_init(struct dd *d)
+{
+    tu_mkdtemp(d->dir, sizeof(d->dir), d->meta, sizeof(d->meta));
+    sio_init_real(&d->io);
+    d->last = (struct vs_u128){0, 0};
+    d->last_op = 0;
+}
+
+static void
+dd_superblock(struct dd *d, const struct vs_vsr_state *s)
+{
+    struct sb_store st;
+    ck_assert_int_eq(sb_open(&st, &d->io, d->meta, NULL), 0);
+    uint8_t p[VSR_STATE_SIZE];
+    vsr_state_encode(s, p);
+    ck_assert_int_eq(sb_write(&st, p, sizeof(p)), 0);
+}
+
+/* Writes a snapshot at `op`; returns its payload checksum. */
+static struct vs_u128
+dd_snapshot(struct dd *d, uint32_t version, uint64_t op)
+{
+    uint8_t p[40];
+    struct vs_snapshot_prefix pre = {.format_version = version, .op = op};
+    vs_snapshot_prefix_write(p, &pre);
+    memset(p + 12, (int)op, sizeof(p) - 12);
+    struct vs_u128 cs;
+    ck_assert_int_eq(snapfile_write(&d->io, d->meta, p, sizeof(p), &cs), 0);
+    return cs;
+}
+
+/* Appends ops from..to to the WAL (chained). */
+static void
+dd_wal(struct dd *d, uint64_t from, uint64_t to)
+{
+    struct wal w;
+    ck_assert_int_eq(wal_open(&w, &d->io, d->meta, NULL, NULL), 0);
+    uint8_t body[64];
+    for (uint64_t op = from; op <= to; op++) {
+        struct vs_hdr_prepare h;
+        tu_prepare(&h, body, 20 + op % 7, op, d->last, 1);
+        ck_assert_int_eq(wal_append(&w, &h, body, 20 + op % 7), 0);
+        d->last = h.f.checksum;
+        d->last_op = op;
+    }
+    wal_close(&w);
+}
+
+static struct recovery_expect
+expect_one(void)
+{
+    struct recovery_expect e = {
+        .check_identity = 1,
+        .cluster = tu_cluster(),
+        .replica_id = 0,
+        .replica_count = 1,
+    };
+    return e;
+}
+
+static enum recovery_verdict
+run(struct dd *d, const struct recovery_expect *e, struct recovery_result *r)
+{
+    ck_assert_int_eq(recovery_open(&d->io, d->dir, e, r), 0);
+    return r->verdict;
+}
+
+static struct recovery_result res;
+
+START_TEST(test_fresh_and_unformatted)
+{
+    struct dd d;
+    dd_init(&d);
+    struct recovery_expect e = expect_one();
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_FRESH);
+    ck_assert(recovery_verdict_boots(res.verdict));
+    recovery_result_fini(&res);
+    /* a cluster replica refuses an empty dir unless formatting */
+    e.replica_count = 3;
+    e.is_cluster = 1;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_CLUSTER_UNFORMATTED);
+    ck_assert(!recovery_verdict_boots(res.verdict));
+    ck_assert_ptr_nonnull(strstr(res.reason, "format"));
+    recovery_result_fini(&res);
+    e.format_requested = 1;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_FRESH);
+    recovery_result_fini(&res);
+    /* a dir that does not exist at all is empty too */
+    tu_rm_rf(d.dir);
+    e = expect_one();
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_FRESH);
+    recovery_result_fini(&res);
+
+    /* format: the superblock first, then a boot with nothing to replay */
+    struct vs_vsr_state s = tu_state(0, 0, (struct vs_u128){0, 0});
+    ck_assert_int_eq(recovery_format_fresh(&d.io, d.dir, &s), 0);
+    ck_assert(tu_exists(d.meta, VS_SUPERBLOCK_A));
+    ck_assert(!tu_exists(d.meta, VS_JOURNAL_FILE));
+    ck_assert_int_eq(recovery_format_fresh(&d.io, d.dir, &s), -EEXIST);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert(!res.have_snapshot);
+    ck_assert_uint_gt(res.replay_from, res.replay_to);
+    ck_assert(res.journal_open);
+    ck_assert(wal_empty(&res.journal));
+    recovery_result_fini(&res);
+    s.log_view = 5; /* invalid initial state */
+    tu_rm_rf(d.dir);
+    ck_assert_int_eq(recovery_format_fresh(&d.io, d.dir, &s), -EINVAL);
+    tu_rm_rf(d.dir);
+}
+END_TEST
+
+START_TEST(test_superblock_missing_beside_data)
+{
+    struct dd d;
+    dd_init(&d);
+    struct recovery_expect e = expect_one();
+    dd_wal(&d, 1, 2);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_SUPERBLOCK_MISSING);
+    ck_assert_ptr_nonnull(strstr(res.reason, "journal.wal"));
+    recovery_result_fini(&res);
+    tu_rm_rf(d.dir);
+    dd_init(&d);
+    dd_snapshot(&d, 1, 4);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_SUPERBLOCK_MISSING);
+    ck_assert_ptr_nonnull(strstr(res.reason, "snapshot.bin"));
+    recovery_result_fini(&res);
+    tu_rm_rf(d.dir);
+}
+END_TEST
+
+START_TEST(test_superblock_refusals)
+{
+    struct dd d;
+    dd_init(&d);
+    struct recovery_expect e = expect_one();
+    struct vs_vsr_state s = tu_state(2, 0, (struct vs_u128){0, 0});
+    dd_superblock(&d, &s);
+    dd_superblock(&d, &s);
+    /* corrupt slot b (the newest) beside a valid a */
+    size_t len;
+    uint8_t *b = tu_read_file(d.meta, VS_SUPERBLOCK_B, &len);
+    b[30] ^= 1;
+    tu_write_file(d.meta, VS_SUPERBLOCK_B, b, len);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_SUPERBLOCK_UNREADABLE);
+    ck_assert_ptr_nonnull(strstr(res.reason, "superblock.b"));
+    recovery_result_fini(&res);
+    free(b);
+    tu_rm_rf(d.dir);
+
+    /* undecodable: a clean record whose payload is not a VsrState */
+    dd_init(&d);
+    struct sb_store st;
+    ck_assert_int_eq(sb_open(&st, &d.io, d.meta, NULL), 0);
+    ck_assert_int_eq(sb_write(&st, "short", 5), 0);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_SUPERBLOCK_UNDECODABLE);
+    recovery_result_fini(&res);
+    s.log_view = s.view + 1;
+    uint8_t p[VSR_STATE_SIZE];
+    vsr_state_encode(&s, p);
+    ck_assert_int_eq(sb_write(&st, p, sizeof(p)), 0);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_SUPERBLOCK_UNDECODABLE);
+    ck_assert_ptr_nonnull(strstr(res.reason, "log_view"));
+    recovery_result_fini(&res);
+    tu_rm_rf(d.dir);
+}
+END_TEST
+
+START_TEST(test_identity)
+{
+    struct dd d;
+    dd_init(&d);
+    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
+    dd_superblock(&d, &s);
+    struct recovery_expect e = expect_one();
+    e.cluster.lo ^= 1;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_IDENTITY_CLUSTER);
+    recovery_result_fini(&res);
+    e = expect_one();
+    e.replica_id = 1;
+    e.replica_count = 3;
+    e.is_cluster = 1;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_IDENTITY_REPLICA_ID);
+    recovery_result_fini(&res);
+    e.replica_id = 0;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_IDENTITY_REPLICA_COUNT);
+    recovery_result_fini(&res);
+    e.check_identity = 0;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    recovery_result_fini(&res);
+    tu_rm_rf(d.dir);
+}
+END_TEST
+
+START_TEST(test_snapshot_pairing)
+{
+    struct recovery_expect e = expect_one();
+    struct dd d;
+    /* same op, same checksum: boot, replay after the snapshot */
+    dd_init(&d);
+    struct vs_u128 cs = dd_snapshot(&d, 1, 5);
+    struct vs_vsr_state s = tu_state(1, 5, cs);
+    dd_superblock(&d, &s);
+    dd_wal(&d, 5, 9);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert(res.have_snapshot);
+    ck_assert_uint_eq(res.snapshot_op, 5);
+    ck_assert_uint_eq(res.replay_from, 6);
+    ck_assert_uint_eq(res.replay_to, 9);
+    ck_assert_ptr_nonnull(wal_header(&res.journal, 9));
+    ck_assert_uint_eq(res.snap.payload_len, 40);
+    recovery_result_fini(&res);
+
+    /* a crashed snapshot replacement: the .tmp is ignored and removed */
+    tu_write_file(d.meta, "snapshot.bin.tmp", "partial", 7);
+    struct recovery_expect ro = e;
+    ro.read_only = 1;
+    ck_assert_int_eq(run(&d, &ro, &res), RECOVERY_BOOT);
+    recovery_result_fini(&res);
+    ck_assert(tu_exists(d.meta, "snapshot.bin.tmp"));
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_uint_eq(res.snapshot_op, 5);
+    size_t plen;
+    uint8_t *payload = snapfile_take_payload(&res.snap, &plen);
+    ck_assert_uint_eq(plen, 40);
+    ck_assert_uint_eq(payload[12], 5);
+    free(payload);
+    recovery_result_fini(&res);
+    ck_assert(!tu_exists(d.meta, "snapshot.bin.tmp"));
+
+    /* checkpoint checksum mismatch at the same op */
+    s.checkpoint_checksum.lo ^= 1;
+    dd_superblock(&d, &s);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_CHECKPOINT_CHECKSUM);
+    ck_assert_ptr_nonnull(strstr(res.reason, "op 5"));
+    recovery_result_fini(&res);
+
+    /* checkpoint ahead of the snapshot */
+    s = tu_state(1, 7, cs);
+    dd_superblock(&d, &s);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_CHECKPOINT_AHEAD);
+    recovery_result_fini(&res);
+
+    /* superblock lagging a newer complete snapshot: accepted */
+    s = tu_state(1, 5, cs);
+    dd_superblock(&d, &s);
+    dd_snapshot(&d, 1, 8);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_uint_eq(res.snapshot_op, 8);
+    ck_assert_uint_eq(res.replay_from, 9);
+    ck_assert_uint_eq(res.replay_to, 9);
+    recovery_result_fini(&res);
+
+    /* bad trailer, unknown payload format */
+    size_t len;
+    uint8_t *b = tu_read_file(d.meta, VS_SNAPSHOT_FILE, &len);
+    b[20] ^= 8;
+    tu_write_file(d.meta, VS_SNAPSHOT_FILE, b, len);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_SNAPSHOT_TRAILER);
+    recovery_result_fini(&res);
+    tu_write_file(d.meta, VS_SNAPSHOT_FILE, b, 10);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_SNAPSHOT_TRAILER);
+    recovery_result_fini(&res);
+    free(b);
+    dd_snapshot(&d, 4, 8);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_SNAPSHOT_FORMAT);
+    ck_assert_ptr_nonnull(strstr(res.reason, "version 4"));
+    recovery_result_fini(&res);
+
+    /* checkpoint recorded but the snapshot is gone */
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", d.meta, VS_SNAPSHOT_FILE);
+    remove(path);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_CHECKPOINT_AHEAD);
+    recovery_result_fini(&res);
+    tu_rm_rf(d.dir);
+}
+END_TEST
+
+START_TEST(test_wal_verdicts)
+{
+    struct recovery_expect e = expect_one();
+    struct dd d;
+    dd_init(&d);
+    struct vs_u128 cs = dd_snapshot(&d, 1, 3);
+    struct vs_vsr_state s = tu_state(1, 3, cs);
+    dd_superblock(&d, &s);
+    dd_wal(&d, 3, 8);
+    size_t len;
+    uint8_t *orig = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
+
+    /* interior corruption: refused with op and offset */
+    uint8_t *b = vs_xmalloc(len);
+    memcpy(b, orig, len);
+    b[300] ^= 1; /* inside op 4's header (op 3 is ~279 bytes) */
+    tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_INTERIOR);
+    ck_assert_ptr_nonnull(strstr(res.reason, "op 4"));
+    ck_assert_ptr_nonnull(strstr(res.reason, "offset"));
+    recovery_result_fini(&res);
+
+    /* damaged tail: one replica refuses, the flag cuts, a cluster cuts */
+    memcpy(b, orig, len);
+    b[len - 2] ^= 1;
+    tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_DAMAGED_TAIL);
+    ck_assert_ptr_nonnull(strstr(res.reason, "--cut-damaged-tail"));
+    recovery_result_fini(&res);
+    struct recovery_expect ro = e;
+    ro.read_only = 1;
+    ro.cut_damaged_tail = 1;
+    ck_assert_int_eq(run(&d, &ro, &res), RECOVERY_BOOT);
+    ck_assert(res.wal_tail_cut);
+    ck_assert(!res.journal_open);
+    ck_assert_ptr_nonnull(strstr(res.reason, "would cut"));
+    recovery_result_fini(&res);
+    size_t now;
+    free(tu_read_file(d.meta, VS_JOURNAL_FILE, &now));
+    ck_assert_uint_eq(now, len); /* read-only: untouched */
+    e.cut_damaged_tail = 1;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_uint_eq(res.replay_to, 7);
+    recovery_result_fini(&res);
+    e.cut_damaged_tail = 0;
+
+    /* torn tail: cut, boot */
+    tu_write_file(d.meta, VS_JOURNAL_FILE, orig, len - 5);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert(res.wal_tail_cut);
+    ck_assert_uint_eq(res.replay_to, 7);
+    recovery_result_fini(&res);
+
+    /* chain break, unknown format */
+    memcpy(b, orig, len);
+    tu_write_file(d.meta, VS_JOURNAL_FILE, orig, len);
+    struct wal w;
+    ck_assert_int_eq(wal_open(&w, &d.io, d.meta, NULL, NULL), 0);
+    uint8_t body[64];
+    struct vs_hdr_prepare h;
+    tu_prepare(&h, body, 10, 9, d.last, 1);
+    ck_assert_int_eq(wal_append(&w, &h, body, 10), 0);
+    wal_close(&w);
+    size_t l2;
+    uint8_t *c = tu_read_file(d.meta, VS_JOURNAL_FILE, &l2);
+    struct vs_u128 bad = {1, 2};
+    tu_prepare(&h, body, 10, 9, bad, 1);
+    memcpy(c + len, &h, sizeof(h));
+    memcpy(c + len + VS_HEADER_SIZE, body, 10);
+    tu_write_file(d.meta, VS_JOURNAL_FILE, c, l2);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_CHAIN);
+    recovery_result_fini(&res);
+    tu_prepare(&h, body, 10, 9, d.last, 2);
+    memcpy(c + len, &h, sizeof(h));
+    memcpy(c + len + VS_HEADER_SIZE, body, 10);
+    tu_write_file(d.meta, VS_JOURNAL_FILE, c, l2);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_FORMAT);
+    recovery_result_fini(&res);
+    free(c);
+
+    /* gap between the snapshot and the WAL */
+    tu_write_file(d.meta, VS_JOURNAL_FILE, "", 0);
+    d.last = (struct vs_u128){0, 0};
+    dd_wal(&d, 6, 7);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_GAP);
+    recovery_result_fini(&res);
+
+    /* a WAL wholly behind the snapshot: boot, drained, nothing to replay */
+    tu_write_file(d.meta, VS_JOURNAL_FILE, "", 0);
+    d.last = (struct vs_u128){0, 0};
+    dd_wal(&d, 1, 2);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_uint_gt(res.replay_from, res.replay_to);
+    ck_assert(wal_empty(&res.journal));
+    recovery_result_fini(&res);
+    free(b);
+    free(orig);
+    tu_rm_rf(d.dir);
+}
+END_TEST
+
+START_TEST(test_cluster_damaged_tail_cut)
+{
+    struct dd d;
+    dd_init(&d);
+    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
+    s.replica_count = 3;
+    s.replica_id = 2;
+    dd_superblock(&d, &s);
+    dd_wal(&d, 1, 4);
+    size_t len;
+    uint8_t *b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
+    b[len - 1] ^= 0x80;
+    tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
+    free(b);
+    struct recovery_expect e = expect_one();
+    e.replica_count = 3;
+    e.replica_id = 2;
+    e.is_cluster = 1;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert(res.wal_tail_cut);
+    ck_assert_int_eq(res.wal_scan.verdict, WAL_DAMAGED_TAIL);
+    ck_assert_uint_eq(wal_last_op(&res.journal), 3);
+    ck_assert_uint_eq(res.replay_from, 1);
+    ck_assert_uint_eq(res.replay_to, 3);
+    recovery_result_fini(&res);
+    tu_rm_rf(d.dir);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("storage_recovery");
+    TCase *tc = tcase_create("recovery");
+    tcase_add_test(tc, test_fresh_and_unformatted);
+    tcase_add_test(tc, test_superblock_missing_beside_data);
+    tcase_add_test(tc, test_superblock_refusals);
+    tcase_add_test(tc, test_identity);
+    tcase_add_test(tc, test_snapshot_pairing);
+    tcase_add_test(tc, test_wal_verdicts);
+    tcase_add_test(tc, test_cluster_damaged_tail_cut);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
