@@ -120,6 +120,10 @@ const struct meta_ct_reply *meta_ct_latest(const struct meta_client_table *ct,
 void meta_ct_install_latest(struct meta_client_table *ct, const void *state,
                             uint32_t slot, const uint8_t *reply, size_t len);
 
+/* 1 if bytes look like a reply frame: 256 <= len <= VS_FRAME_MAX,
+ * header size == len, command == VS_CMD_REPLY. */
+int meta_ct_reply_valid(const uint8_t *reply, size_t len);
+
 /* Transfer form. A decoded image, installable into each left-right
  * instance (sessions) and into the private table (rings). */
 struct meta_ct_image_entry {
@@ -136,6 +140,8 @@ struct meta_ct_image {
     struct meta_ct_image_entry *e;
 };
 
+/* -ENODATA if a live session has no cached reply (cannot be encoded:
+ * rings are never empty in ICT2). */
 int meta_ct_transfer_encode(const struct meta_client_table *ct,
                             const void *state, struct vs_wbuf *w);
 /* 0, or -EPROTO (malformed), -EINVAL (bad values: duplicate ids, ring
@@ -145,7 +151,8 @@ int meta_ct_transfer_decode(const uint8_t *p, size_t len,
 void meta_ct_image_fini(struct meta_ct_image *img);
 /* Replaces the sessions of `state` with the image (slot i = entry i);
  * capacity := max(configured caps.clients, count). -ENOSPC if count >
- * session_slots. latest_commit := epoch, created_op := epoch. */
+ * session_slots. created_op := epoch; latest_commit := max(epoch, op of
+ * the newest cached reply) so the eviction order survives. */
 int meta_ct_install_sessions(void *state, const struct meta_ct_image *img);
 /* Replaces the rings of the private table with the image's. Call after
  * meta_ct_install_sessions on the instance passed. */
