@@ -24,4 +24,12 @@ tests_unit_check_meta_apply_SOURCES = tests/unit/check_meta_apply.c \
 	tests/unit/meta_helpers.h
 tests_unit_check_meta_apply_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_meta_apply_LDADD = $(META_TEST_LIBS)
+
+UNIT_TESTS += tests/unit/check_meta_snapshot
+check_PROGRAMS += tests/unit/check_meta_snapshot
+tests_unit_check_meta_snapshot_SOURCES = tests/unit/check_meta_snapshot.c \
+	tests/unit/meta_helpers.h tests/unit/meta_fixture.h
+tests_unit_check_meta_snapshot_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_meta_snapshot_LDADD = $(META_TEST_LIBS)
 endif
+EXTRA_DIST += tests/fixtures/meta_snapshot_v1.bin
