@@ -31,5 +31,13 @@ tests_unit_check_meta_snapshot_SOURCES = tests/unit/check_meta_snapshot.c \
 	tests/unit/meta_helpers.h tests/unit/meta_fixture.h
 tests_unit_check_meta_snapshot_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_meta_snapshot_LDADD = $(META_TEST_LIBS)
+
+UNIT_TESTS += tests/unit/check_meta_client_table
+check_PROGRAMS += tests/unit/check_meta_client_table
+tests_unit_check_meta_client_table_SOURCES = \
+	tests/unit/check_meta_client_table.c tests/unit/meta_helpers.h \
+	tests/unit/meta_fixture.h
+tests_unit_check_meta_client_table_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_meta_client_table_LDADD = $(META_TEST_LIBS)
 endif
 EXTRA_DIST += tests/fixtures/meta_snapshot_v1.bin
