@@ -39,5 +39,12 @@ tests_unit_check_meta_client_table_SOURCES = \
 	tests/unit/meta_fixture.h
 tests_unit_check_meta_client_table_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_meta_client_table_LDADD = $(META_TEST_LIBS)
+
+UNIT_TESTS += tests/unit/check_meta_model
+check_PROGRAMS += tests/unit/check_meta_model
+tests_unit_check_meta_model_SOURCES = tests/unit/check_meta_model.c \
+	tests/unit/meta_helpers.h
+tests_unit_check_meta_model_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_meta_model_LDADD = $(META_TEST_LIBS)
 endif
 EXTRA_DIST += tests/fixtures/meta_snapshot_v1.bin
