@@ -48,3 +48,9 @@ tests_unit_check_meta_model_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_meta_model_LDADD = $(META_TEST_LIBS)
 endif
 EXTRA_DIST += tests/fixtures/meta_snapshot_v1.bin
+
+# Micro-benchmark, not run by make check (results in the report).
+noinst_PROGRAMS += tests/bench/bench_meta
+tests_bench_bench_meta_SOURCES = tests/bench/bench_meta.c
+tests_bench_bench_meta_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_meta_LDADD = libvs_meta.a libvs_common.a $(VS_DEP_LIBS)
