@@ -12,6 +12,8 @@
  * partitions, users, member slots) or monotonic (groups).
  * Callers: shard 0 only.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

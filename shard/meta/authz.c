@@ -3,6 +3,8 @@
  * one function for apply and the data shards (see authz.h).
  * Invariants: pure read of the instance. Callers: any process.
  */
+#include "config.h"
+
 #include "shard/meta/authz.h"
 #include "shard/meta/lookup.h"
 

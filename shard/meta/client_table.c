@@ -9,6 +9,8 @@
  * session in its slot of the instance passed.
  * Callers: shard 0 only.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,10 +73,8 @@ meta_ct_reply_valid(const uint8_t *reply, size_t len)
 {
     if (len < VS_HEADER_SIZE || len > VS_FRAME_MAX)
         return 0;
-    const struct vs_frame *f = (const void *)reply;
     uint32_t size;
     memcpy(&size, reply + offsetof(struct vs_frame, size), 4);
-    (void)f;
     return size == len &&
            reply[offsetof(struct vs_frame, command)] == VS_CMD_REPLY;
 }

@@ -3,17 +3,18 @@
  * (see grants.h). Invariants: removal keeps the dangling counter equal to
  * the number of grants with dangling = 1. Callers: shard/meta only.
  */
+#include "config.h"
+
 #include <stdlib.h>
 
 #include "common/mem.h"
 #include "shard/meta/grants.h"
 #include "shard/meta/index.h"
 
-static const void *cmp_state;
-
 static int
-cmp_sgrant(const void *x, const void *y)
+cmp_sgrant(const void *x, const void *y, void *ctx)
 {
+    const void *cmp_state = ctx;
     const struct meta_sgrant *a =
         meta_rec_c(cmp_state, META_TAB_SGRANT, *(const uint32_t *)x);
     const struct meta_sgrant *b =
@@ -26,8 +27,9 @@ cmp_sgrant(const void *x, const void *y)
 }
 
 static int
-cmp_tgrant(const void *x, const void *y)
+cmp_tgrant(const void *x, const void *y, void *ctx)
 {
+    const void *cmp_state = ctx;
     const struct meta_tgrant *a =
         meta_rec_c(cmp_state, META_TAB_TGRANT, *(const uint32_t *)x);
     const struct meta_tgrant *b =
@@ -60,11 +62,8 @@ meta_grants_collect(const void *st, uint32_t user, struct meta_grant_view *v)
         if (g->in_use && (user == META_NONE || g->user_id == user))
             v->t[v->nt++] = i;
     }
-    /* qsort is not reentrant with a context; apply is single-threaded */
-    cmp_state = st;
-    qsort(v->s, v->ns, sizeof(uint32_t), cmp_sgrant);
-    qsort(v->t, v->nt, sizeof(uint32_t), cmp_tgrant);
-    cmp_state = NULL;
+    qsort_r(v->s, v->ns, sizeof(uint32_t), cmp_sgrant, (void *)st);
+    qsort_r(v->t, v->nt, sizeof(uint32_t), cmp_tgrant, (void *)st);
 }
 
 void

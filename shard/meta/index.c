@@ -3,6 +3,8 @@
  * state instance (see index.h for the invariants).
  * Callers: shard/meta only.
  */
+#include "config.h"
+
 #include <string.h>
 
 #include "common/assert.h"

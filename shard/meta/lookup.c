@@ -3,6 +3,8 @@
  * Invariants: never writes the instance. Callers: any process holding a
  * read section on the instance.
  */
+#include "config.h"
+
 #include <string.h>
 
 #include "shard/meta/index.h"

@@ -3,6 +3,8 @@
  * mpack.h). Invariants: no read outside the input; sticky typed errors.
  * Callers: shard/meta only.
  */
+#include "config.h"
+
 #include <string.h>
 
 #include "shard/meta/mpack.h"

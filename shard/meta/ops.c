@@ -6,6 +6,8 @@
  * refuses trailing bytes and validates every length against the fixed
  * buffers of struct meta_op. Callers: any process.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <string.h>
 

@@ -3,6 +3,8 @@
  * Invariants: byte layouts follow iggy-client-protocol*.md exactly.
  * Callers: any process holding a read section.
  */
+#include "config.h"
+
 #include <string.h>
 
 #include "shard/meta/grants.h"

@@ -4,6 +4,8 @@
  * Invariants: plaintext secrets are never stored or logged here.
  * Callers: any process, never from meta_apply.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <string.h>
 

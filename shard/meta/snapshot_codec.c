@@ -11,6 +11,8 @@
  * is max(configured, highest slot + 1), applied before entries install.
  * Callers: shard 0, tools.
  */
+#include "config.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,11 +59,10 @@ meta_snap_status_str(enum meta_snap_status s)
 
 /* ---------------------------------------------------------------- encode */
 
-static const void *pat_cmp_state;
-
 static int
-cmp_pat(const void *x, const void *y)
+cmp_pat(const void *x, const void *y, void *ctx)
 {
+    const void *pat_cmp_state = ctx;
     const struct meta_pat *a =
         meta_rec_c(pat_cmp_state, META_TAB_PAT, *(const uint32_t *)x);
     const struct meta_pat *b =
@@ -149,9 +150,7 @@ enc_pats(msgpack_packer *pk, const void *st)
     for (uint32_t i = 0; i < cap && n < h->count[META_TAB_PAT]; i++)
         if (meta_rec_live(st, META_TAB_PAT, i))
             idx[n++] = i;
-    pat_cmp_state = st;
-    qsort(idx, n, sizeof(uint32_t), cmp_pat);
-    pat_cmp_state = NULL;
+    qsort_r(idx, n, sizeof(uint32_t), cmp_pat, (void *)st);
     msgpack_pack_array(pk, n);
     for (uint32_t i = 0; i < n; i++) {
         const struct meta_pat *p = meta_rec_c(st, META_TAB_PAT, idx[i]);

@@ -6,6 +6,8 @@
  * header is the only part meta_state_init writes (tables all-zero =
  * empty). Callers: shard 0 (init, copy); any process (accessors).
  */
+#include "config.h"
+
 #include <errno.h>
 #include <string.h>
 

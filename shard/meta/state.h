@@ -290,9 +290,9 @@ struct meta_user { /* users[id] */
 
 struct meta_sgrant {
     uint8_t in_use;
-    uint8_t bits;     /* enum meta_sperm */
-    uint8_t dangling; /* stream did not exist when granted */
-    uint8_t has_topics;
+    uint8_t bits;       /* enum meta_sperm */
+    uint8_t dangling;   /* stream did not exist when granted */
+    uint8_t has_topics; /* unused (0): derived from the topic grants */
     uint32_t user_id;
     uint32_t stream_id;
 };

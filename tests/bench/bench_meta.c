@@ -6,6 +6,8 @@
  * capacities.
  * Usage: bench_meta [streams topics partitions]   (default 10000 10 10)
  */
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,16 +140,16 @@ main(int argc, char **argv)
     meta_snapshot_encode(st, NULL, &snap);
     t1 = now();
     double mb = (double)snap.len / 1e6;
-    printf("snapshot of %u x %u x %u: %.1f MB; encode %.3f s = %.0f MB/s\n",
-           ns, nt, np, mb, t1 - t0, mb / (t1 - t0));
+    printf("snapshot of %u x %u x %u: %.1f MB; encode %.3f s = %.0f MB/s\n", ns,
+           nt, np, mb, t1 - t0, mb / (t1 - t0));
     void *st2 = vs_xcalloc(1, sz);
     meta_state_init(st2, &caps);
     t0 = now();
-    enum meta_snap_status s = meta_snapshot_decode(snap.data, snap.len, st2,
-                                                   NULL);
+    enum meta_snap_status s =
+        meta_snapshot_decode(snap.data, snap.len, st2, NULL);
     t1 = now();
-    printf("decode: %s, %.3f s = %.0f MB/s\n", meta_snap_status_str(s),
-           t1 - t0, mb / (t1 - t0));
+    printf("decode: %s, %.3f s = %.0f MB/s\n", meta_snap_status_str(s), t1 - t0,
+           mb / (t1 - t0));
     struct vs_wbuf snap2;
     vs_wbuf_init(&snap2);
     meta_snapshot_encode(st2, NULL, &snap2);

@@ -4,6 +4,8 @@
  * stream/topic, users, PATs, consumer groups and the permission model
  * (each permission allows exactly what it names).
  */
+#include "config.h"
+
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

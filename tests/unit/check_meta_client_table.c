@@ -6,6 +6,8 @@
  * across checkpoint/restore, and the capacity knob applied before a full
  * table is restored.
  */
+#include "config.h"
+
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

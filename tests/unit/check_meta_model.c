@@ -11,6 +11,8 @@
  * same bytes, and every group with members has each partition owned by
  * exactly one member. After every sequence: equal observable state.
  */
+#include "config.h"
+
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

@@ -6,6 +6,8 @@
  * flips of a snapshot and of an ICT2 blob give a typed error or a valid
  * state, never a crash).
  */
+#include "config.h"
+
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
