@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@
 #include "shard/meta/authz.h"
 #include "shard/meta/index.h"
 #include "shard/meta/lookup.h"
+#include "shard/meta/secrets.h"
 #include "meta_helpers.h"
 
 static void *st;
@@ -573,6 +575,32 @@ START_TEST(test_authz_each_permission_exactly)
 }
 END_TEST
 
+START_TEST(test_secrets)
+{
+    char phc[META_PWHASH_MAX];
+    ck_assert_int_eq(meta_secrets_init(), 0);
+    ck_assert_int_eq(meta_password_hash("s3cret", 6, 1, 8192, phc), 0);
+    ck_assert_int_eq(strncmp(phc, "$argon2id$", 10), 0);
+    ck_assert_int_eq(meta_password_verify(phc, "s3cret", 6), 0);
+    ck_assert_int_eq(meta_password_verify(phc, "s3creT", 6), -EACCES);
+    ck_assert_int_eq(meta_password_verify("garbage", "s3cret", 6), -EACCES);
+    char other[META_PWHASH_MAX];
+    ck_assert_int_eq(meta_password_hash("s3cret", 6, 1, 8192, other), 0);
+    ck_assert_str_ne(phc, other); /* random salt */
+    char tok[META_PAT_TOKEN_LEN + 1], tok2[META_PAT_TOKEN_LEN + 1];
+    uint8_t dg[META_DIGEST_LEN], dg2[META_DIGEST_LEN];
+    meta_pat_make(tok, dg);
+    meta_pat_make(tok2, dg2);
+    ck_assert_uint_eq(strlen(tok), 68);
+    ck_assert_int_eq(tok[67], '=');
+    ck_assert_str_ne(tok, tok2);
+    uint8_t again[META_DIGEST_LEN];
+    meta_pat_digest(tok, strlen(tok), again);
+    ck_assert(meta_secret_eq(dg, again, META_DIGEST_LEN));
+    ck_assert(!meta_secret_eq(dg, dg2, META_DIGEST_LEN));
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -589,6 +617,7 @@ suite(void)
     tcase_add_test(tc, test_groups_cooperative);
     tcase_add_test(tc, test_bad_body_is_invalid_command);
     tcase_add_test(tc, test_authz_each_permission_exactly);
+    tcase_add_test(tc, test_secrets);
     suite_add_tcase(s, tc);
     return s;
 }
