@@ -104,8 +104,7 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "lock-free 64-bit atomics");
 /* Called by the writer when a drain passes its deadline: `slot` (owner
  * `pid`) is still inside the old instance after `missed` consecutive
  * deadlines. Runs inside lr_publish/lr_restore; must not re-enter them. */
-typedef void lr_slow_fn(void *ctx, uint32_t slot, int32_t pid,
-                        uint32_t missed);
+typedef void lr_slow_fn(void *ctx, uint32_t slot, int32_t pid, uint32_t missed);
 
 /* Writes one instance. `instance` is the standby (no reader inside). */
 typedef void lr_apply_fn(void *instance, size_t size, void *ctx);

@@ -59,8 +59,7 @@ void port_destroy(struct vs_port *p);
 /* Sends one frame to slot `dst`. 0 = sent or queued below the high
  * water mark, 1 = queued above it (stop feeding dst), -EMSGSIZE (too big
  * for the ring), -EINVAL (bad dst). Never blocks, never drops. */
-int port_send(struct vs_port *p, uint32_t dst, const void *frame,
-              uint32_t len);
+int port_send(struct vs_port *p, uint32_t dst, const void *frame, uint32_t len);
 /* Publishes pending frames and rings doorbells now (port_send schedules
  * this automatically). */
 void port_flush(struct vs_port *p);

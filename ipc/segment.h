@@ -70,7 +70,7 @@ struct vs_seg_hdr_shm {
     _Atomic uint32_t log_level;
     /* 1 once the supervisor began stopping the node (relaxed). */
     _Atomic uint32_t stopping;
-    uint8_t pad[36];
+    uint8_t pad[20];
 };
 
 /* Per process slot, one cache line plus the exit reason. */
@@ -89,7 +89,7 @@ struct vs_proc_shm {
 };
 
 _Static_assert(sizeof(struct vs_seg_hdr_shm) == 128, "segment header");
-_Static_assert(offsetof(struct vs_seg_hdr_shm, log_level) == 88,
+_Static_assert(offsetof(struct vs_seg_hdr_shm, log_level) == 100,
                "segment header layout");
 _Static_assert(sizeof(struct vs_proc_shm) == 256, "proc slot layout");
 _Static_assert(offsetof(struct vs_proc_shm, reason) == 64, "proc reason");
@@ -107,8 +107,8 @@ struct vs_seg {
     uint8_t *base;
     size_t size;
     int memfd;
-    int sup_doorbell;                     /* the supervisor's eventfd */
-    int doorbell[VS_SEG_MAX_PROCS];       /* one eventfd per slot */
+    int sup_doorbell;               /* the supervisor's eventfd */
+    int doorbell[VS_SEG_MAX_PROCS]; /* one eventfd per slot */
     uint32_t n_procs;
     struct vs_seg_hdr_shm *hdr;
 };

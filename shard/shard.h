@@ -28,10 +28,10 @@
 struct vs_shard_ctx {
     const struct vs_config *cfg;
     const struct vs_seg *seg;
-    uint32_t slot;     /* 0 = shard 0, 1..K data shards */
-    uint32_t k;        /* number of data shards */
-    int client_fd;     /* inherited client listener (data shards), -1 */
-    int replica_fd;    /* inherited replica listener (shard 0), -1 */
+    uint32_t slot;  /* 0 = shard 0, 1..K data shards */
+    uint32_t k;     /* number of data shards */
+    int client_fd;  /* inherited client listener (data shards), -1 */
+    int replica_fd; /* inherited replica listener (shard 0), -1 */
     uint64_t incarnation;
 };
 
@@ -50,7 +50,7 @@ int worker_main(const struct vs_shard_ctx *ctx);
 
 /* Records `reason` (printf format) in the slot, logs it, writes it to
  * stderr and exits 2. */
-_Noreturn void shard_fatal(const struct vs_shard_ctx *ctx, const char *fmt,
-                           ...) __attribute__((format(printf, 2, 3)));
+_Noreturn void shard_fatal(const struct vs_shard_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #endif /* VS_SHARD_SHARD_H */
