@@ -29,16 +29,12 @@ tests_unit_check_server_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_server_LDADD = libvs_server.a libvs_ipc.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
 
-# The integration harness: a small library every integration test links.
-check_LIBRARIES = tests/integration/libvs_harness.a
-tests_integration_libvs_harness_a_CFLAGS = $(TEST_CFLAGS)
-tests_integration_libvs_harness_a_SOURCES = \
-	tests/integration/harness.c tests/integration/harness.h
-
+# The integration harness (tests/integration/harness.h): every
+# integration test lists harness.c and harness.h in its own _SOURCES.
 tests_integration_check_supervisor_SOURCES = \
-	tests/integration/check_supervisor.c
+	tests/integration/check_supervisor.c \
+	tests/integration/harness.c tests/integration/harness.h
 tests_integration_check_supervisor_CFLAGS = $(TEST_CFLAGS)
-tests_integration_check_supervisor_LDADD = \
-	tests/integration/libvs_harness.a libvs_common.a $(VS_DEP_LIBS) \
+tests_integration_check_supervisor_LDADD = libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)
 endif
