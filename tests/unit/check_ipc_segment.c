@@ -155,7 +155,8 @@ START_TEST(test_slot_clear)
     ck_assert_int_eq(seg_create(&s, &p), 0);
     size_t len;
     struct vs_lr l;
-    ck_assert_int_eq(lr_attach(&l, seg_lr_region(&s, &len), len), 0);
+    void *reg = seg_lr_region(&s, &len);
+    ck_assert_int_eq(lr_attach(&l, reg, len), 0);
     ck_assert_int_eq(lr_reader_start(&l, 2), 0);
     (void)lr_read_begin(&l, NULL); /* "dies" inside */
     struct vs_proc_shm *pr = seg_proc(&s, 2);
