@@ -539,6 +539,104 @@ START_TEST(test_port_errors)
 }
 END_TEST
 
+/* ---- request / reply on the reverse ring ---- */
+
+struct rr {
+    struct event_base *base;
+    struct vs_port *port;
+    uint32_t self;
+    uint64_t next, total, replies;
+    int bad;
+};
+
+static void
+rr_server_frame(void *ctx, uint32_t src, const void *f, uint32_t len)
+{
+    struct rr *r = ctx;
+    /* answer on the reverse ring, same bytes */
+    if (port_send(r->port, src, f, len) < 0)
+        _exit(8);
+}
+
+static void
+rr_client_frame(void *ctx, uint32_t src, const void *f, uint32_t len)
+{
+    struct rr *r = ctx;
+    uint64_t seq;
+    uint32_t gen;
+    if (src != 1 || frame_check(f, len, &seq, &gen) != 0 || seq != r->replies)
+        r->bad = 1;
+    r->replies++;
+    atomic_store(&sh->got, r->replies);
+    if (r->replies == r->total)
+        event_base_loopbreak(r->base);
+}
+
+static void
+rr_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct rr *r = arg;
+    uint8_t buf[600];
+    /* at most 32 requests in flight */
+    while (r->next < r->total && r->next - r->replies < 32) {
+        uint32_t len = frame_make(buf, r->next, 0, (uint32_t)(r->next % 500));
+        if (port_send(r->port, 1, buf, len) < 0)
+            _exit(9);
+        r->next++;
+    }
+}
+
+_Noreturn static void
+rr_main(uint32_t self, uint64_t total)
+{
+    struct rr r = {.self = self, .total = total};
+    r.base = event_base_new();
+    struct vs_port_ops ops = {.on_frame =
+                                  self == 0 ? rr_client_frame : rr_server_frame,
+                              .ctx = &r,
+                              .queue_high = 1 << 20};
+    r.port = port_create(r.base, &seg, self, &ops);
+    if (r.port == NULL)
+        _exit(3);
+    if (self == 1)
+        atomic_store(&sh->go, 1); /* rings reset: requests may come */
+    struct event *t = event_new(r.base, -1, EV_PERSIST, rr_tick, &r);
+    struct timeval tv = {0, 500};
+    if (self == 0)
+        event_add(t, &tv);
+    event_base_dispatch(r.base);
+    _exit(r.bad ? 10 : 0);
+}
+
+START_TEST(test_request_reply)
+{
+    two_setup();
+    const uint64_t total = 20000;
+    pid_t srv = fork();
+    ck_assert_int_ne(srv, -1);
+    if (srv == 0)
+        rr_main(1, total);
+    /* the server's port resets its incoming rings before any request */
+    uint64_t end = now_ms() + WAIT_MS;
+    while (!atomic_load(&sh->go)) {
+        ck_assert_msg(now_ms() < end, "server did not start");
+        sleep_us(200);
+    }
+    pid_t cli = fork();
+    ck_assert_int_ne(cli, -1);
+    if (cli == 0)
+        rr_main(0, total);
+    int st = wait_exit(cli);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %d", st);
+    ck_assert_uint_eq(atomic_load(&sh->got), total);
+    kill(srv, SIGKILL);
+    wait_exit(srv);
+    seg_destroy(&seg);
+}
+END_TEST
+
 static Suite *
 ring_suite(void)
 {
@@ -552,6 +650,7 @@ ring_suite(void)
     tcase_add_test(tc, test_port_errors);
     tcase_add_test(tc, test_two_processes_backpressure);
     tcase_add_test(tc, test_killed_peer);
+    tcase_add_test(tc, test_request_reply);
     suite_add_tcase(s, tc);
     return s;
 }
