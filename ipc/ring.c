@@ -42,7 +42,7 @@ ring_shm_size(uint32_t data_bytes)
 int
 ring_shm_init(void *mem, size_t len, uint32_t data_bytes)
 {
-    if (mem == NULL || data_bytes < 64 ||
+    if (mem == NULL || ((uintptr_t)mem % 64) != 0 || data_bytes < 64 ||
         (data_bytes & (data_bytes - 1)) != 0 || len < ring_shm_size(data_bytes))
         return -EINVAL;
     struct vs_ring_shm *s = mem;
@@ -60,7 +60,8 @@ int
 ring_attach(struct vs_ring *r, void *mem, size_t len)
 {
     memset(r, 0, sizeof(*r));
-    if (mem == NULL || len < sizeof(struct vs_ring_shm))
+    if (mem == NULL || ((uintptr_t)mem % 64) != 0 ||
+        len < sizeof(struct vs_ring_shm))
         return -EINVAL;
     struct vs_ring_shm *s = mem;
     if (s->magic != VS_RING_MAGIC || s->data_bytes < 64 ||

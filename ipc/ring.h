@@ -90,11 +90,11 @@ struct vs_ring {
 
 /* Bytes of a ring with `data_bytes` of data (header + data). */
 size_t ring_shm_size(uint32_t data_bytes);
-/* Formats a ring in zeroed memory. data_bytes must be a power of two
- * >= 64. 0 or -EINVAL. */
+/* Formats a ring in memory aligned to 64 bytes. data_bytes must be a
+ * power of two >= 64. 0 or -EINVAL. */
 int ring_shm_init(void *mem, size_t len, uint32_t data_bytes);
 /* Validates and fills the handle; starts at the shared head/tail.
- * 0, -EPROTO (bad magic or size) or -EINVAL. */
+ * 0, -EPROTO (bad magic or size) or -EINVAL (NULL, misaligned, short). */
 int ring_attach(struct vs_ring *r, void *mem, size_t len);
 
 /* Largest payload one frame may carry. */

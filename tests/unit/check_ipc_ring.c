@@ -92,7 +92,9 @@ static void
 mem_ring_init(struct mem_ring *m, uint32_t bytes)
 {
     m->len = ring_shm_size(bytes);
-    m->mem = calloc(1, m->len);
+    m->mem = aligned_alloc(64, (m->len + 63) / 64 * 64);
+    ck_assert_ptr_nonnull(m->mem);
+    memset(m->mem, 0, m->len);
     ck_assert_int_eq(ring_shm_init(m->mem, m->len, bytes), 0);
     ck_assert_int_eq(ring_attach(&m->prod, m->mem, m->len), 0);
     ck_assert_int_eq(ring_attach(&m->cons, m->mem, m->len), 0);
@@ -100,8 +102,9 @@ mem_ring_init(struct mem_ring *m, uint32_t bytes)
 
 START_TEST(test_init_errors)
 {
-    uint8_t buf[512] = {0};
+    _Alignas(64) uint8_t buf[512] = {0};
     ck_assert_int_eq(ring_shm_init(buf, sizeof(buf), 100), -EINVAL);
+    ck_assert_int_eq(ring_shm_init(buf + 8, sizeof(buf) - 8, 64), -EINVAL);
     ck_assert_int_eq(ring_shm_init(buf, sizeof(buf), 32), -EINVAL);
     ck_assert_int_eq(ring_shm_init(buf, 320, 64), 0);
     ck_assert_int_eq(ring_shm_init(buf, 256 + 63, 64), -EINVAL);
@@ -112,6 +115,7 @@ START_TEST(test_init_errors)
     ((struct vs_ring_shm *)buf)->magic = 0;
     ck_assert_int_eq(ring_attach(&r, buf, 320), -EPROTO);
     ck_assert_int_eq(ring_attach(&r, buf, 10), -EINVAL);
+    ck_assert_int_eq(ring_attach(&r, buf + 8, 300), -EINVAL);
 }
 END_TEST
 
