@@ -9,7 +9,8 @@
  * in private memory (struct sup_child), never in the segment.
  *
  * Child start, in order (sup_child_start):
- *   1. unblock signals, default dispositions (SIGPIPE ignored);
+ *   1. unblock signals, default dispositions (SIGPIPE and, until the
+ *      shard's loop takes it, SIGHUP ignored);
  *   2. PR_SET_PDEATHSIG(SIGKILL), then getppid() == supervisor, else exit:
  *      the parent may have died between fork and prctl;
  *   3. close the supervisor's private fds (signalfd, the listener the
@@ -124,7 +125,9 @@ sup_child_start(struct sup *s, uint32_t slot)
     signal(SIGCHLD, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
+    /* A SIGHUP forwarded before the shard's loop owns it is ignored
+     * rather than fatal; libevent installs its handler later. */
+    signal(SIGHUP, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != s->pid)
         _exit(VS_EXIT_RESTART);
