@@ -6,23 +6,21 @@
  * Exit codes (DESIGN §1): 0 clean stop, 1 unexpected failure, 2 do not
  * restart (bad flag or config, refused boot).
  *
- * Foundation stage: the supervisor (server/supervisor.c, node-runtime
- * issue) is not built yet, so this binds the client address, writes the
- * ready file and waits for SIGINT/SIGTERM.
+ * Everything after the configuration is the supervisor's
+ * (server/supervisor.c): data-dir lock, shard count, segment,
+ * listeners, shards. vstreamd runs in the foreground (systemd Type=exec).
  */
 #include "config.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/config.h"
 #include "common/errors.h"
 #include "common/log.h"
-#include "common/readyfile.h"
+#include "server/supervisor.h"
 
 extern char **environ;
 
@@ -80,30 +78,5 @@ main(int argc, char **argv)
             return VS_EXIT_FATAL;
         }
     }
-    if (mkdir(cfg.data_dir, 0700) == -1 && errno != EEXIST) {
-        vs_log_error("data_dir %s: %s", cfg.data_dir, strerror(errno));
-        return VS_EXIT_FATAL;
-    }
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigprocmask(SIG_BLOCK, &set, NULL);
-    vs_log_info("vstreamd %s started, data_dir %s", PACKAGE_VERSION,
-                cfg.data_dir);
-    if (cfg.ready_file[0] != '\0') {
-        struct vs_ready_info info;
-        memset(&info, 0, sizeof(info));
-        snprintf(info.client, sizeof(info.client), "%s", cfg.client_addr);
-        info.pid = getpid();
-        int rc = vs_ready_file_write(cfg.ready_file, &info);
-        if (rc != 0) {
-            vs_log_error("ready_file %s: %s", cfg.ready_file, strerror(-rc));
-            return VS_EXIT_FATAL;
-        }
-    }
-    int sig = 0;
-    sigwait(&set, &sig);
-    vs_log_info("signal %d: stopping", sig);
-    return VS_EXIT_OK;
+    return sup_run(&cfg, argc, argv, environ);
 }

@@ -1,0 +1,151 @@
+/*
+ * ipc/segment.h - the node's shared-memory segment (one memfd).
+ *
+ * Role: the supervisor creates the segment before forking (memfd +
+ * ftruncate + mmap MAP_SHARED) together with one eventfd doorbell per
+ * process slot and one for itself; children inherit the mapping (same
+ * address) and the fds. Process slots: 0 = shard 0 (metadata), 1..K =
+ * data shards; n_procs = K + 1.
+ *
+ * Layout (offsets from the segment start; every region page-aligned):
+ *   [struct vs_seg_hdr_shm]                         page 0
+ *   [n_procs x struct vs_proc_shm]                  procs_off
+ *   [left-right region: lr.h]                       lr_off (page-aligned;
+ *                                                   instances inside it
+ *                                                   page-aligned too)
+ *   [n_procs x n_procs rings (src, dst), src != dst] rings_off, stride
+ * The header holds offsets and the sizes of every shared struct; a
+ * mismatch refuses to attach (-EPROTO). Nothing shared holds a pointer.
+ *
+ * Invariants: a process writes only what its role owns: its vs_proc_shm
+ * (pid, ready, reason), its left-right reader slot, the producer side of
+ * the rings it sends on and the consumer side of those it receives on;
+ * shard 0 writes the left-right instances and control words; the
+ * supervisor writes the header's log_level and clears a reaped
+ * process's vs_proc_shm and reader slot before respawning into it.
+ *
+ * Callers: seg_create/seg_destroy by the supervisor (and tests); the
+ * accessors by any process that inherited or attached the segment;
+ * seg_attach_fd by tools and tests that got the memfd another way.
+ */
+#ifndef VS_IPC_SEGMENT_H
+#define VS_IPC_SEGMENT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ipc/lr.h"
+#include "ipc/ring.h"
+
+#define VS_SEG_MAGIC          0x31544d4753535656ull /* "VVSSGMT1" */
+#define VS_SEG_LAYOUT_VERSION 1u
+#define VS_SEG_MAX_PROCS      257u /* shard 0 + 256 data shards */
+#define VS_SEG_REASON_MAX     192u
+
+/* Segment header, at offset 0. Written once by seg_create except the
+ * atomics, whose writers are named. */
+struct vs_seg_hdr_shm {
+    uint64_t magic;
+    uint32_t layout_version;
+    uint32_t page_size;
+    /* sizes of every shared struct, checked on attach */
+    uint32_t hdr_size;      /* struct vs_seg_hdr_shm */
+    uint32_t proc_size;     /* struct vs_proc_shm */
+    uint32_t lr_hdr_size;   /* struct vs_lr_hdr_shm */
+    uint32_t lr_slot_size;  /* struct vs_lr_slot_shm */
+    uint32_t ring_hdr_size; /* struct vs_ring_shm */
+    uint32_t n_procs;
+    uint64_t total_size;
+    uint64_t procs_off;
+    uint64_t lr_off;
+    uint64_t lr_size;
+    uint64_t lr_instance_size;
+    uint64_t rings_off;
+    uint64_t ring_stride; /* bytes per ring (header + data) */
+    uint32_t ring_bytes;  /* data bytes per ring */
+    /* Log level for children after SIGHUP; supervisor stores (relaxed:
+     * the SIGHUP it forwards afterwards orders it). */
+    _Atomic uint32_t log_level;
+    /* 1 once the supervisor began stopping the node (relaxed). */
+    _Atomic uint32_t stopping;
+    uint8_t pad[20];
+};
+
+/* Per process slot, one cache line plus the exit reason. */
+struct vs_proc_shm {
+    /* Pid of the process in the slot (child stores at start; the
+     * supervisor clears after reaping). */
+    _Alignas(64) _Atomic int32_t pid;
+    /* Child stores 1 (release) once it serves; supervisor clears. */
+    _Atomic uint32_t ready;
+    /* Spawn count of the slot; supervisor stores before fork. */
+    _Atomic uint64_t incarnation;
+    uint8_t pad[48];
+    /* One-line reason a child writes before exiting 2 (plain bytes:
+     * read by the supervisor after waitpid, which orders them). */
+    char reason[VS_SEG_REASON_MAX];
+};
+
+_Static_assert(sizeof(struct vs_seg_hdr_shm) == 128, "segment header");
+_Static_assert(offsetof(struct vs_seg_hdr_shm, log_level) == 100,
+               "segment header layout");
+_Static_assert(sizeof(struct vs_proc_shm) == 256, "proc slot layout");
+_Static_assert(offsetof(struct vs_proc_shm, reason) == 64, "proc reason");
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "lock-free 32-bit atomics");
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "lock-free 64-bit atomics");
+
+struct vs_seg_params {
+    uint32_t n_procs;          /* 2..VS_SEG_MAX_PROCS */
+    uint64_t lr_instance_size; /* bytes of one left-right instance */
+    uint32_t ring_bytes;       /* rounded up to a power of two */
+};
+
+/* Process-private handle (inherited across fork as a plain struct). */
+struct vs_seg {
+    uint8_t *base;
+    size_t size;
+    int memfd;
+    int sup_doorbell;               /* the supervisor's eventfd */
+    int doorbell[VS_SEG_MAX_PROCS]; /* one eventfd per slot */
+    uint32_t n_procs;
+    struct vs_seg_hdr_shm *hdr;
+};
+
+/* Total bytes for `p` (page multiple), 0 if out of range. */
+size_t seg_size_for(const struct vs_seg_params *p);
+
+/* Creates and formats the segment and the doorbells. 0 or -errno
+ * (-EINVAL for bad params, -ENOMEM/-EFBIG... from the kernel). */
+int seg_create(struct vs_seg *s, const struct vs_seg_params *p);
+
+/* Maps the memfd `fd` (not taken over: dup'ed) and validates the header
+ * against this build: magic, version, struct sizes, offsets inside the
+ * file. 0, -EPROTO (mismatch: refuse) or -errno. Doorbells are -1. */
+int seg_attach_fd(struct vs_seg *s, int fd);
+
+/* Checks a header against this build and a mapping of `size` bytes.
+ * 0 or -EPROTO. */
+int seg_validate(const struct vs_seg_hdr_shm *h, size_t size);
+
+/* Unmaps and closes everything the handle owns. Safe on a zeroed or
+ * already destroyed handle. */
+void seg_destroy(struct vs_seg *s);
+
+/* offset <-> pointer */
+void *seg_ptr(const struct vs_seg *s, uint64_t off);
+uint64_t seg_off(const struct vs_seg *s, const void *p);
+
+struct vs_proc_shm *seg_proc(const struct vs_seg *s, uint32_t slot);
+/* The left-right region and its length. */
+void *seg_lr_region(const struct vs_seg *s, size_t *len);
+/* The ring from process slot src to dst (src != dst), and its length. */
+void *seg_ring_region(const struct vs_seg *s, uint32_t src, uint32_t dst,
+                      size_t *len);
+
+/* Clears a reaped process's slot state: proc pid/ready/reason and the
+ * left-right reader slot. Supervisor only, after waitpid. */
+void seg_slot_clear(struct vs_seg *s, uint32_t slot);
+
+#endif /* VS_IPC_SEGMENT_H */
