@@ -97,7 +97,14 @@ lr_region_init(void *region, size_t len, uint32_t n_slots, size_t instance_size)
         ((uintptr_t)region % page) != 0)
         return -EINVAL;
     struct vs_lr_hdr_shm *h = region;
-    memset(region, 0, need);
+    /* The region is zero already (a fresh memfd or anonymous mapping):
+     * clear only the control part, so the instances' pages stay untouched
+     * (a large metadata capacity costs no memory until used). */
+    memset(region, 0,
+           (size_t)lr_round_up(sizeof(struct vs_lr_hdr_shm) +
+                                   (uint64_t)n_slots *
+                                       sizeof(struct vs_lr_slot_shm),
+                               page));
     h->magic = VS_LR_MAGIC;
     h->layout_version = VS_LR_LAYOUT_VERSION;
     h->hdr_size = sizeof(struct vs_lr_hdr_shm);
@@ -386,4 +393,16 @@ lr_slot_status(const struct vs_lr *lr, uint32_t slot, int32_t *pid,
         *pid = atomic_load(&lr->slots[slot].pid);
     if (missed != NULL)
         *missed = atomic_load(&lr->slots[slot].missed);
+}
+
+void
+lr_instance_zero(void *instance, size_t size)
+{
+    uint64_t page = lr_page_size();
+    size_t len = (size_t)lr_round_up(size, page);
+    /* Shared memory (memfd/shmem): drop the pages, which read back as
+     * zeros and cost nothing until written again. Elsewhere: memset. */
+    if (((uintptr_t)instance % page) != 0 ||
+        madvise(instance, len, MADV_REMOVE) != 0)
+        memset(instance, 0, size);
 }

@@ -138,8 +138,10 @@ struct vs_lr {
  * instance_size 1..2^40). */
 size_t lr_region_size(uint32_t n_slots, size_t instance_size);
 
-/* Formats a zeroed, page-aligned region of `len` bytes. Both instances
- * are zero, published op 0. 0 or -EINVAL. Creator only, before fork. */
+/* Formats a zeroed, page-aligned region of `len` bytes (it MUST be zero
+ * already: only the control part is written, so the instances' pages are
+ * not touched). Both instances are zero, published op 0. 0 or -EINVAL.
+ * Creator only, before fork. */
 int lr_region_init(void *region, size_t len, uint32_t n_slots,
                    size_t instance_size);
 
@@ -163,6 +165,11 @@ int lr_publish(struct vs_lr *lr, uint64_t op, lr_apply_fn *apply, void *ctx);
  * 0, or -ESTALE if op < published op. Writer only (recovery, state
  * transfer: replay everything into the standby inside `fill`). */
 int lr_restore(struct vs_lr *lr, uint64_t op, lr_apply_fn *fill, void *ctx);
+
+/* Zeroes an instance (the standby, inside a fill or apply callback) by
+ * dropping its shared pages (MADV_REMOVE), so a large empty instance
+ * costs no memory; falls back to memset. Writer only. */
+void lr_instance_zero(void *instance, size_t size);
 
 /* The live instance, for the writer's own reads (no read section: only
  * the writer changes instances). */

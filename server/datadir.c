@@ -15,6 +15,9 @@
 
 #include "common/layout.h"
 #include "server/datadir.h"
+#include "shard/storage/atomic_file.h"
+#include "shard/storage/datadir.h"
+#include "shard/storage/io.h"
 
 static int
 dd_path(char *out, size_t len, const char *dir, const char *name)
@@ -27,103 +30,32 @@ dd_path(char *out, size_t len, const char *dir, const char *name)
 int
 sup_datadir_lock(const char *dir, char *err, size_t errlen)
 {
-    char path[4096];
-    int rc;
-    if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
-        rc = -errno;
-        snprintf(err, errlen, "cannot create data dir %s: %s", dir,
-                 strerror(-rc));
-        return rc;
-    }
-    rc = dd_path(path, sizeof(path), dir, VS_DATADIR_LOCK_FILE);
-    if (rc != 0) {
-        snprintf(err, errlen, "data dir path too long: %s", dir);
-        return rc;
-    }
-    /* No O_CLOEXEC needed (no exec), and the children inherit the fd on
-     * purpose: the lock lives until the last process of the node is
-     * gone. */
-    int fd = open(path, O_RDWR | O_CREAT, 0600);
-    if (fd == -1) {
-        rc = -errno;
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(-rc));
-        return rc;
-    }
-    for (;;) {
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-            break;
-        if (errno == EINTR)
-            continue;
-        rc = -errno;
-        if (rc == -EWOULDBLOCK) {
-            char buf[32] = {0};
-            ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-            long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
-            snprintf(err, errlen, "data dir %s is locked by vstreamd pid %ld",
-                     dir, pid);
-        } else {
-            snprintf(err, errlen, "cannot lock %s: %s", path, strerror(-rc));
-        }
-        close(fd);
-        return rc;
-    }
-    char buf[32];
-    int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-    if (ftruncate(fd, 0) == -1 || pwrite(fd, buf, (size_t)n, 0) != n) {
-        rc = errno ? -errno : -EIO;
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(-rc));
-        close(fd);
-        return rc;
-    }
-    return fd;
+    /* The children inherit the lock fd across fork (no exec), so the lock
+     * lives until the last process of the node is gone. */
+    int fd = -1;
+    int rc = datadir_open_locked(dir, &fd, err, errlen);
+    return rc != 0 ? rc : fd;
 }
 
-/* Writes "K\n" to dir/shards: tmp, fsync, rename, fsync dir. */
+/* Writes "K\n" to dir/shards through the storage layer's atomic
+ * replacement (tmp, fsync, rename, fsync dir). */
 static int
 dd_record_shards(const char *dir, uint32_t k, char *err, size_t errlen)
 {
-    char path[4096], tmp[4200];
-    int rc = dd_path(path, sizeof(path), dir, VS_DATADIR_SHARDS_FILE);
-    if (rc != 0)
-        return rc;
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int dfd = -1;
-    if (fd == -1) {
-        rc = -errno;
-        goto fail;
-    }
+    struct vs_sio io;
+    sio_init_real(&io);
     char buf[32];
     int n = snprintf(buf, sizeof(buf), "%u\n", k);
-    if (write(fd, buf, (size_t)n) != n) {
-        rc = errno ? -errno : -EIO;
-        goto fail;
+    int rc = afile_replace(&io, dir, VS_DATADIR_SHARDS_FILE, buf, (size_t)n);
+    if (rc != 0) {
+        char why[512];
+        if (sio_is_fatal(&io))
+            sio_fatal_msg(&io, why, sizeof(why));
+        else
+            snprintf(why, sizeof(why), "%s", strerror(-rc));
+        snprintf(err, errlen, "cannot record the shard count in %s/%s: %s", dir,
+                 VS_DATADIR_SHARDS_FILE, why);
     }
-    if (fsync(fd) == -1 || close(fd) == -1) {
-        fd = -1;
-        rc = -errno;
-        goto fail;
-    }
-    fd = -1;
-    if (rename(tmp, path) == -1) {
-        rc = -errno;
-        goto fail;
-    }
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd == -1 || fsync(dfd) == -1) {
-        rc = -errno;
-        goto fail;
-    }
-    close(dfd);
-    return 0;
-fail:
-    snprintf(err, errlen, "cannot record the shard count in %s: %s", path,
-             strerror(-rc));
-    if (fd >= 0)
-        close(fd);
-    if (dfd >= 0)
-        close(dfd);
-    unlink(tmp);
     return rc;
 }
 

@@ -6,6 +6,11 @@
  * Exit codes (DESIGN §1): 0 clean stop, 1 unexpected failure, 2 do not
  * restart (bad flag or config, refused boot).
  *
+ * `vstreamd [OPTIONS] format` formats an empty data dir for a replica
+ * of a multi-node cluster (which otherwise refuses an empty dir: it may
+ * be a lost disk, DESIGN §4) and exits; a one-replica node formats
+ * itself at first boot.
+ *
  * Everything after the configuration is the supervisor's
  * (server/supervisor.c): data-dir lock, shard count, segment,
  * listeners, shards. vstreamd runs in the foreground (systemd Type=exec).
@@ -14,20 +19,26 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/config.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/mem.h"
+#include "server/datadir.h"
 #include "server/supervisor.h"
+#include "shard/shard0_boot.h"
 
 extern char **environ;
 
 static void
 usage(int fd)
 {
-    dprintf(fd, "usage: vstreamd [OPTIONS]\n"
+    dprintf(fd, "usage: vstreamd [OPTIONS]         run a node\n"
+                "       vstreamd [OPTIONS] format  format an empty data dir "
+                "for a cluster replica\n"
                 "\n"
                 "vstream node: a supervisor with a metadata shard and data "
                 "shards.\n"
@@ -64,7 +75,27 @@ main(int argc, char **argv)
         fprintf(stderr, "vstreamd: %s\n", err);
         return VS_EXIT_FATAL;
     }
-    if (pos < argc) {
+    int format = 0;
+    char **rest = NULL;
+    if (pos < argc && strcmp(argv[pos], "format") == 0) {
+        /* options may also follow the subcommand: parse again without it */
+        rest = vs_xcalloc((size_t)argc + 1, sizeof(*rest));
+        int n = 0;
+        for (int i = 0; i < argc; i++)
+            if (i != pos)
+                rest[n++] = argv[i];
+        rest[n] = NULL;
+        format = 1;
+        int rc = vs_config_load(&cfg, n, rest, environ, &pos, err, sizeof(err));
+        if (rc == 0 && pos < n)
+            snprintf(err, sizeof(err), "unexpected argument '%s' (see --help)",
+                     rest[pos]);
+        free(rest);
+        if (rc != 0 || pos < n) {
+            fprintf(stderr, "vstreamd: %s\n", err);
+            return VS_EXIT_FATAL;
+        }
+    } else if (pos < argc) {
         fprintf(stderr, "vstreamd: unexpected argument '%s' (see --help)\n",
                 argv[pos]);
         return VS_EXIT_FATAL;
@@ -77,6 +108,21 @@ main(int argc, char **argv)
                     strerror(-rc));
             return VS_EXIT_FATAL;
         }
+    }
+    if (format) {
+        int fd = sup_datadir_lock(cfg.data_dir, err, sizeof(err));
+        if (fd < 0) {
+            fprintf(stderr, "vstreamd: %s\n", err);
+            return VS_EXIT_FATAL;
+        }
+        int rc = shard0_format(&cfg, err, sizeof(err));
+        close(fd);
+        if (rc != 0) {
+            fprintf(stderr, "vstreamd: %s\n", err);
+            return VS_EXIT_FATAL;
+        }
+        printf("vstreamd: %s\n", err);
+        return VS_EXIT_OK;
     }
     return sup_run(&cfg, argc, argv, environ);
 }

@@ -35,14 +35,10 @@ struct vs_shard_ctx {
     uint64_t incarnation;
 };
 
-/* Bytes of one left-right metadata instance for this configuration.
- * Called by the supervisor before it creates the segment. */
+/* Bytes of one left-right metadata instance for this configuration
+ * (meta_state_size of its capacities; 0 if they are invalid). Called by
+ * the supervisor before it creates the segment. */
 size_t shard0_instance_size(const struct vs_config *cfg);
-
-/* Shard 0's boot step: makes sure DATA/metadata exists (mode 0700).
- * This is where the storage recovery verdict goes; today it only creates
- * the directory. 0, or -errno with a one-line reason in err. */
-int shard0_boot(const struct vs_config *cfg, char *err, size_t errlen);
 
 /* Process mains: return the exit code. */
 int shard0_main(const struct vs_shard_ctx *ctx);

@@ -106,8 +106,7 @@ datadir_open_locked(const char *path, int *fd_out, char *err, size_t errlen)
         rc = -errno;
         if (rc == -EWOULDBLOCK) {
             pid_t holder = read_pid(fd);
-            snprintf(err, errlen,
-                     "data dir %s is locked by another vstreamd (pid %ld)",
+            snprintf(err, errlen, "data dir %s is locked by vstreamd pid %ld",
                      path, (long)holder);
         } else {
             snprintf(err, errlen, "cannot lock %s: %s", lock, strerror(-rc));

@@ -4,7 +4,7 @@
  * Role: DATA is created (mkdir -p; the last component mode 0700) and
  * locked with flock(LOCK_EX | LOCK_NB) on DATA/vstream.lock for the
  * node's life; the holder's pid is written into the lock file so a second
- * vstreamd refuses with "data dir X is locked by another vstreamd (pid N)".
+ * vstreamd refuses with "data dir X is locked by vstreamd pid N".
  * The lock fd is O_CLOEXEC; forked children share the open file
  * description (and so the lock) until the last one closes it.
  * datadir_probe_lock is the read-only probe vstream-inspect uses

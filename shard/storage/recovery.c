@@ -290,7 +290,7 @@ recovery_open(struct vs_sio *io, const char *data_dir,
     if (r->verdict != RECOVERY_BOOT)
         return 0;
     return verdict(r, RECOVERY_BOOT,
-                   "boot: superblock sequence %llu, view %u, log_view %u, "
+                   "superblock sequence %llu, view %u, log_view %u, "
                    "commit_max %llu, checkpoint op %llu; snapshot %s%llu; "
                    "replay ops %llu..%llu%s",
                    ull(r->sb.sequence), r->state.view, r->state.log_view,

@@ -148,15 +148,20 @@ START_TEST(test_kill_each_shard)
 }
 END_TEST
 
-/* Shard 0 refuses to boot (DATA/metadata is a file): exit 2 from the
- * child stops the whole node with its reason and code 2. */
+/* Shard 0 refuses to boot (the storage verdict: a corrupt superblock
+ * beside an absent one): exit 2 from the child stops the whole node with
+ * its reason and code 2, and nothing on disk is touched. */
 START_TEST(test_child_exit_2_stops_node)
 {
     ck_assert_int_eq(mkdir(node.data_dir, 0700), 0);
     char p[400];
     snprintf(p, sizeof(p), "%s/metadata", node.data_dir);
+    ck_assert_int_eq(mkdir(p, 0700), 0);
+    snprintf(p, sizeof(p), "%s/metadata/superblock.a", node.data_dir);
     int fd = open(p, O_WRONLY | O_CREAT, 0600);
     ck_assert_int_ge(fd, 0);
+    static const char junk[100] = "not a superblock record";
+    ck_assert_int_eq(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
     close(fd);
     const char *args[] = {"--shards", "1", NULL};
     int rc = vs_node_start(&node, args, START_MS);
@@ -165,7 +170,13 @@ START_TEST(test_child_exit_2_stops_node)
     ck_assert_int_eq(WEXITSTATUS(node.status), 2);
     ck_assert(vs_file_contains(node.stderr_file, "shard 0 refused to run: "));
     ck_assert(vs_file_contains(node.stderr_file,
-                               "metadata exists and is not a directory"));
+                               "refusing to boot: superblock unreadable: "
+                               "superblock.a"));
+    struct stat st;
+    ck_assert_int_eq(stat(p, &st), 0);
+    ck_assert_int_eq(st.st_size, (off_t)sizeof(junk)); /* evidence kept */
+    snprintf(p, sizeof(p), "%s/metadata/superblock.b", node.data_dir);
+    ck_assert_int_eq(access(p, F_OK), -1); /* nothing written over it */
     ck_assert(vs_file_contains(node.log_file, "shard 0 refused to run"));
     /* no restart was attempted and nobody is left */
     ck_assert(!vs_file_contains(node.log_file, "shard 0 restarts"));
@@ -295,6 +306,18 @@ START_TEST(test_replica_listener)
 {
     const char *args[] = {"--shards", "1", "--replica-addrs",
                           "127.0.0.1:0,127.0.0.1:1", NULL};
+    /* a cluster replica refuses an empty data dir (it may be a lost
+     * disk) until `vstreamd format` formats it */
+    ck_assert_int_eq(vs_node_start(&node, args, START_MS), -ECHILD);
+    ck_assert_int_eq(WEXITSTATUS(node.status), 2);
+    ck_assert(vs_file_contains(node.stderr_file, "format"));
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd),
+             "'%s' --data-dir '%s' --replica-addrs "
+             "127.0.0.1:0,127.0.0.1:1 format >/dev/null",
+             getenv("VSTREAMD"), node.data_dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_ne(system(cmd), 0); /* never formats over a superblock */
     start_ok(&node, args);
     ck_assert_int_eq(strncmp(node.ready.replica, "127.0.0.1:", 10), 0);
     ck_assert_int_ne(atoi(node.ready.replica + 10), 0);
