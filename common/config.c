@@ -101,7 +101,7 @@ static const struct vs_config_key config_keys[] = {
      "first delay before restarting a crashed shard"},
     {"restart_backoff_max_ms", VS_CFG_U32, F(restart_backoff_max_ms), 1, 3600000, "30000", "1000",
      "longest delay before restarting a crashed shard"},
-    {"ring_bytes", VS_CFG_SIZE, F(ring_bytes), 4096, 1 * GIB, "1M", "64K",
+    {"ring_bytes", VS_CFG_SIZE, F(ring_bytes), 4096, 1 * GIB, "1M", NULL,
      "data area of each inter-shard IPC ring"},
     /* clients */
     {"max_connections", VS_CFG_U32, F(max_connections), 1, 1000000, "10000", "256",

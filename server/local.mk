@@ -8,6 +8,7 @@ libvs_server_a_SOURCES = \
 	server/listen.c server/listen.h \
 	server/supervisor.c server/supervisor.h \
 	shard/loop.c shard/loop.h \
+	shard/fwd.h \
 	shard/shard.h \
 	shard/shard0.c \
 	shard/shard0_boot.c shard/shard0_boot.h \

@@ -1,0 +1,91 @@
+/*
+ * shard/fwd.h - frames between the data shards and shard 0 on the IPC
+ * rings (ipc/port.h): how a client's replicated request reaches the
+ * metadata shard and how its answer comes back.
+ *
+ * Flow (DESIGN §1, §5):
+ *  1. A data shard owns the client connection. It answers every request
+ *     it can itself (Ping, reads from the published left-right state,
+ *     pre-consensus refusals in the header status). For a replicated
+ *     request (Register, Logout, metadata ops 128..149) it checks the
+ *     body, resolves options, hashes secrets off its event loop (argon2
+ *     is slow by design), encodes the metadata op (shard/meta/ops.h) and
+ *     sends FWD_PROPOSE to slot 0.
+ *  2. Shard 0 runs the client table check (shard/meta/client_table.h),
+ *     then the VSR commit path: prepare, WAL append + fsync, commit,
+ *     apply, left-right publish; only then it sends FWD_REPLY with the
+ *     complete frame for the client (read your writes). A duplicate gets
+ *     the cached frame; an eviction outcome gets the Eviction frame.
+ *  3. The data shard writes the frame to the connection `conn_id` if it
+ *     still exists in the same incarnation; else drops it.
+ *
+ * Layout: struct fwd_hdr (32 bytes), then `payload_len` bytes.
+ *  FWD_PROPOSE  payload = the client's 256-byte request header, exactly as
+ *               received except: user_id = the session's user (for a
+ *               Register: the user whose credentials were verified),
+ *               request_checksum = XXH3(client body) widened (computed by
+ *               the data shard when the client sent 0; verified when it
+ *               did not: a mismatch is answered status 4 without
+ *               forwarding), followed by the metadata op body
+ *               (meta_op_encode). The client's own body is not forwarded.
+ *  FWD_REPLY    payload = one whole frame to write to the client: a Reply
+ *               (256-byte header + body) or an Eviction (256 bytes).
+ *               flags FWD_F_BIND: the connection is now bound to session
+ *               `session` of user `user_id` (Register committed);
+ *               FWD_F_UNBIND: the session ended (Logout committed, or
+ *               an eviction): the connection is logged out.
+ *  FWD_CLOSED   payload = empty; a connection with a bound session
+ *               closed (client id in `client`), so shard 0 may end
+ *               consumer-group memberships (data-plane issue).
+ *
+ * Invariants: frames are never dropped by the rings (ipc/port.h queues
+ * under back-pressure); a data shard never sends FWD_PROPOSE for a
+ * connection with a request still in flight (one request in flight per
+ * connection, as Iggy's SDKs do); shard 0 answers every FWD_PROPOSE with
+ * exactly one FWD_REPLY unless the destination's incarnation changed.
+ * Callers: data shards (propose, closed), shard 0 (reply).
+ */
+#ifndef VS_SHARD_FWD_H
+#define VS_SHARD_FWD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/wire.h"
+
+enum fwd_kind {
+    FWD_PROPOSE = 1,
+    FWD_REPLY = 2,
+    FWD_CLOSED = 3,
+};
+
+enum fwd_flags {
+    FWD_F_BIND = 1u << 0,
+    FWD_F_UNBIND = 1u << 1,
+};
+
+struct fwd_hdr {
+    uint32_t kind;               /* enum fwd_kind */
+    uint32_t worker_slot;        /* the data shard's process slot */
+    uint64_t worker_incarnation; /* replies to an older one are dropped */
+    uint64_t conn_id;            /* the data shard's connection id */
+    uint32_t payload_len;
+    uint32_t flags; /* enum fwd_flags (FWD_REPLY) */
+    /* FWD_REPLY with FWD_F_BIND: the bound session */
+    uint64_t session;
+    uint32_t user_id;
+    uint32_t reserved;
+    struct vs_u128 client; /* FWD_CLOSED, FWD_REPLY: the client id */
+};
+_Static_assert(sizeof(struct fwd_hdr) == 64, "fwd_hdr layout");
+_Static_assert(offsetof(struct fwd_hdr, kind) == 0, "fwd_hdr.kind");
+_Static_assert(offsetof(struct fwd_hdr, worker_incarnation) == 8,
+               "fwd_hdr.worker_incarnation");
+_Static_assert(offsetof(struct fwd_hdr, conn_id) == 16, "fwd_hdr.conn_id");
+_Static_assert(offsetof(struct fwd_hdr, payload_len) == 24,
+               "fwd_hdr.payload_len");
+_Static_assert(offsetof(struct fwd_hdr, session) == 32, "fwd_hdr.session");
+_Static_assert(offsetof(struct fwd_hdr, user_id) == 40, "fwd_hdr.user_id");
+_Static_assert(offsetof(struct fwd_hdr, client) == 48, "fwd_hdr.client");
+
+#endif /* VS_SHARD_FWD_H */
