@@ -630,6 +630,23 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
         commit_send_status(c, fh, &req, VS_E_INVALID_COMMAND);
         return 0;
     }
+    if (req.operation != VS_OP_REGISTER && req.request == 0) {
+        /* Only Register carries request 0 (the data shard drops these;
+         * an answer is still owed for every FWD_PROPOSE). */
+        commit_send_status(c, fh, &req, VS_E_INVALID_COMMAND);
+        return 0;
+    }
+    if (req.operation != VS_OP_REGISTER && req.session == 0) {
+        /* No session presented: as the table would say for no session. */
+        c->stats.evictions++;
+        struct vs_hdr_eviction e;
+        commit_eviction(&e, c->cluster, vsr_view(c->engine), c->replica,
+                        req.client, VS_EVICT_NO_SESSION);
+        commit_send_reply(c, fh->worker_slot, fh->worker_incarnation,
+                          fh->conn_id, req.client, FWD_F_UNBIND, 0, 0, &e,
+                          sizeof(e));
+        return 0;
+    }
     if (req.operation != VS_OP_REGISTER) {
         const uint8_t *cached;
         size_t cached_len;

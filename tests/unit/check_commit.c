@@ -356,6 +356,7 @@ START_TEST(test_evictions)
     ck_assert_uint_eq(reply_of(fx_last(&f))->request, 2);
     ck_assert_uint_eq(vsr_op(commit_engine(f.c)), head); /* nothing ran */
     ck_assert_uint_eq(commit_stats(f.c)->evictions, 5);
+    ck_assert_uint_eq(commit_stats(f.c)->duplicates, 1);
 
     /* A forwarded non-replicated operation or client 0 -> status 3 */
     fx_clear_sent(&f);
@@ -385,6 +386,15 @@ START_TEST(test_evictions)
     ck_assert_uint_eq(fx_last(&f)->len, VS_HEADER_SIZE + 12);
     ck_assert_uint_eq(vs_load_u32(fx_last(&f)->frame + VS_HEADER_SIZE + 8),
                       VS_E_INVALID_COMMAND);
+    /* session 0 on a non-Register -> Eviction 1; request 0 -> status 3 */
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, 0, 8, "s0"), 0);
+    assert_eviction(&f, CLIENT_A, VS_EVICT_NO_SESSION);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s2, 0, "r0"), 0);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->status, VS_E_INVALID_COMMAND);
+    ck_assert_ptr_null(meta_stream_by_name(commit_state(f.c), "s0", 2));
+    ck_assert_ptr_null(meta_stream_by_name(commit_state(f.c), "r0", 2));
     /* malformed IPC frames are dropped, not answered */
     uint64_t dropped = commit_stats(f.c)->dropped;
     fx_clear_sent(&f);
@@ -700,6 +710,79 @@ START_TEST(test_refuses_published_ahead)
 }
 END_TEST
 
+/* A CreatePAT success is answered live but cached as the refusal
+ * [1][0][51]: the token never sits in the client table. */
+START_TEST(test_create_pat_not_cached)
+{
+    struct fx f;
+    boot_genesis(&f, NULL);
+    uint64_t s = register_root(&f, CLIENT_A);
+    struct meta_op *op = vs_xcalloc(1, sizeof(*op));
+    meta_op_init(op, VS_OP_CREATE_PAT);
+    meta_op_set_name(op, "tok", 3);
+    uint8_t digest[META_DIGEST_LEN];
+    memset(digest, 0x5a, sizeof(digest));
+    meta_op_set_secret(op, digest, sizeof(digest));
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_propose(&f, CLIENT_A, s, 1, 0, op), 0);
+    ck_assert_uint_eq(f.nsent, 1);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->operation, VS_OP_CREATE_PAT);
+    ck_assert_uint_eq(fx_last(&f)->len, VS_HEADER_SIZE + 4);
+    ck_assert_uint_eq(vs_load_u32(fx_last(&f)->frame + VS_HEADER_SIZE), 0);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_propose(&f, CLIENT_A, s, 1, 0, op), 0);
+    ck_assert_uint_eq(f.nsent, 1);
+    const uint8_t *b = fx_last(&f)->frame + VS_HEADER_SIZE;
+    ck_assert_uint_eq(fx_last(&f)->len, VS_HEADER_SIZE + 12);
+    ck_assert_uint_eq(vs_load_u32(b), 1);
+    ck_assert_uint_eq(vs_load_u32(b + 8), VS_E_PAT_ALREADY_EXISTS);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->request, 1);
+    free(op);
+    fx_fini(&f);
+}
+END_TEST
+
+/* A replica of a (not yet connected) 3-node cluster prepares but cannot
+ * commit: the same client again, or a full pipeline, gets status 57. */
+START_TEST(test_transient_not_committed)
+{
+    struct fx f;
+    char err[512];
+    fx_init(&f);
+    fx_config(&f, "replica_addrs", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3");
+    fx_region(&f);
+    ck_assert_int_eq(shard0_format(&f.cfg, err, sizeof(err)), 0);
+    ck_assert_msg(fx_boot(&f, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_int_eq(commit_genesis_needed(f.c), 0);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_register(&f, CLIENT_A, 0), 0);
+    ck_assert_uint_eq(f.nsent, 0); /* prepared, awaiting a quorum */
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), 1);
+    ck_assert_int_eq(fx_register(&f, CLIENT_A, 0), 0);
+    ck_assert_uint_eq(f.nsent, 1);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->status,
+                      VS_E_TRANSIENT_NOT_COMMITTED);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->operation, VS_OP_REGISTER);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), 1);
+    /* other clients fill the pipeline (32), then 57 */
+    unsigned transient = 0;
+    for (uint64_t i = 0; i < 40; i++) {
+        struct vs_u128 c = {100 + i, 7};
+        fx_clear_sent(&f);
+        ck_assert_int_eq(fx_register(&f, c, 0), 0);
+        if (f.nsent == 1) {
+            ck_assert_uint_eq(reply_of(fx_last(&f))->status,
+                              VS_E_TRANSIENT_NOT_COMMITTED);
+            transient++;
+        }
+    }
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), VSR_PIPELINE_MAX);
+    ck_assert_uint_eq(transient, 40 - (VSR_PIPELINE_MAX - 1));
+    ck_assert_uint_eq(commit_stats(f.c)->transient, transient + 1);
+    fx_fini(&f);
+}
+END_TEST
+
 static Suite *
 commit_suite(void)
 {
@@ -713,6 +796,8 @@ commit_suite(void)
     tcase_add_test(tc, test_duplicate_cached);
     tcase_add_test(tc, test_evictions);
     tcase_add_test(tc, test_logout);
+    tcase_add_test(tc, test_create_pat_not_cached);
+    tcase_add_test(tc, test_transient_not_committed);
     tcase_add_test(tc, test_restart_continues);
     tcase_add_test(tc, test_checkpoint_and_restart);
     tcase_add_test(tc, test_checkpoint_phase_failure);
