@@ -115,11 +115,12 @@ struct part_opts {
     uint64_t fsync_bytes;       /* interval policy */
     uint64_t frontier_step;     /* offsets reserved per floor write */
     int cut_damaged_tail;       /* operator flag: cut a bad last batch */
+    int purge_keep_offsets;     /* 0: a purge restarts offsets at 0 (Iggy) */
     struct batch_limits limits;
 };
 
 /* segment_size 1 GiB, index_interval 4 KiB, every-batch, 100 ms, 4 MiB,
- * frontier_step 1,000,000, batch_limits_default. */
+ * frontier_step 1,000,000, batch_limits_default, purge restarts at 0. */
 void part_opts_default(struct part_opts *o);
 
 /* Why an open refused. */
@@ -241,8 +242,10 @@ struct part_stats {
 };
 void part_stats(const struct vs_part *p, struct part_stats *out);
 const struct part_id *part_ident(const struct vs_part *p);
-/* Absolute path of the partition directory. */
+/* Path of the partition directory. */
 const char *part_dir(const struct vs_part *p);
+/* The I/O layer the partition was opened with. */
+struct vs_sio *part_io(struct vs_part *p);
 
 /* ---- retention, DeleteSegments, purge ---- */
 
@@ -274,13 +277,14 @@ int part_apply_watermark(struct vs_part *p, uint64_t watermark,
 
 /* Purge (iggy-client-protocol-2 §1.2): every segment and every consumer
  * offset is removed and the partition restarts as one empty segment.
- * keep_offsets = 0 (the reference's semantics): the offset counter restarts
- * at 0. keep_offsets = 1: it continues from the next offset.
+ * opts.purge_keep_offsets = 0 (the reference's semantics, the default): the
+ * offset counter restarts at 0. 1: it continues from the next offset (the
+ * floor is persisted first, so no offset is ever reused).
  * Idempotent by generation: does nothing if `purge_generation` is not
  * above the stored one; the generation is written to `state` LAST, so a
  * crash mid-purge is completed by the next part_open (which is given the
  * metadata's generation). 0, -ENOSPC, -VS_EFATAL. */
-int part_purge(struct vs_part *p, uint64_t purge_generation, int keep_offsets);
+int part_purge(struct vs_part *p, uint64_t purge_generation);
 
 /* ---- consumer offsets (implemented in offsets.c) ---- */
 

@@ -42,6 +42,10 @@ int pdir_parse(const char *name, struct part_id *id);
 int pdir_remove(struct vs_sio *io, const char *partitions_dir,
                 const struct part_id *id);
 
+/* Removes `path` and everything under it (files through sio_unlink).
+ * 0 (also if absent) or -errno / -VS_EFATAL. */
+int pdir_rmtree(struct vs_sio *io, const char *path);
+
 enum pdir_reason {
     PDIR_R_NONE = 0,
     PDIR_R_EMPTY_METADATA, /* metadata lists nothing, directories exist */
