@@ -754,6 +754,7 @@ emit_trimmed(struct vs_wbuf *out, const uint8_t *b, uint64_t lo, uint32_t want,
         if (off >= first && off < endx) {
             uint8_t *nf = vs_wbuf_reserve(out, flen);
             memcpy(nf, f, flen);
+            out->len += flen;
             vs_store_u32(nf + BATCH_FOFF_OFFSET_D, kept);
             vs_store_u64(nf + BATCH_FOFF_CHECKSUM,
                          batch_frame_checksum(nf, flen));
