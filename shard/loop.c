@@ -79,8 +79,29 @@ shard_loop_on_frame(void *ctx, uint32_t src, const void *frame, uint32_t len)
     (void)frame;
     struct shard_loop *l = ctx;
     l->frames_in++;
+    if (l->frame_fn != NULL) {
+        l->frame_fn(l->handler_ctx, src, frame, len);
+        return;
+    }
     vs_log_debug("IPC frame of %u bytes from shard %u (no handler yet)", len,
                  src);
+}
+
+static void
+shard_loop_on_drain(void *ctx, uint32_t dst)
+{
+    struct shard_loop *l = ctx;
+    if (l->drain_fn != NULL)
+        l->drain_fn(l->handler_ctx, dst);
+}
+
+void
+shard_loop_set_port_handlers(struct shard_loop *l, port_frame_fn *frame,
+                             port_drain_fn *drain, void *ctx)
+{
+    l->frame_fn = frame;
+    l->drain_fn = drain;
+    l->handler_ctx = ctx;
 }
 
 int
@@ -101,6 +122,7 @@ shard_loop_init(struct shard_loop *l, const struct vs_shard_ctx *ctx,
             goto fail;
     }
     struct vs_port_ops ops = {.on_frame = shard_loop_on_frame,
+                              .on_drain = shard_loop_on_drain,
                               .ctx = l,
                               .queue_high = ctx->cfg->ring_bytes};
     l->port = port_create(l->base, ctx->seg, ctx->slot, &ops);

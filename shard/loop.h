@@ -31,12 +31,20 @@ struct shard_loop {
     struct vs_port *port;
     uint64_t accepted;  /* connections accepted (and closed) */
     uint64_t frames_in; /* IPC frames received */
+    /* optional handlers the port's frames and drains are passed to
+     * (shard_loop_set_port_handlers); NULL = count and log only */
+    port_frame_fn *frame_fn;
+    port_drain_fn *drain_fn;
+    void *handler_ctx;
 };
 
 /* Creates the base, the signal events, the port and (listen_fd >= 0)
  * the accept event. 0 or -errno. */
 int shard_loop_init(struct shard_loop *l, const struct vs_shard_ctx *ctx,
                     int listen_fd);
+/* Routes the port's frames and drains to fn(ctx, ...) from now on. */
+void shard_loop_set_port_handlers(struct shard_loop *l, port_frame_fn *frame,
+                                  port_drain_fn *drain, void *ctx);
 /* Stores ready = 1 in the slot and rings the supervisor's doorbell. */
 void shard_loop_ready(struct shard_loop *l);
 /* Runs until SIGTERM/SIGINT. 0 or -1 if the loop failed. */
