@@ -10,3 +10,13 @@ libvs_server_a_SOURCES += \
 	shard/serve/reads.c shard/serve/reads.h \
 	shard/serve/serve.c shard/serve/serve.h \
 	shard/serve/server.h
+
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_serve_golden
+check_PROGRAMS += tests/unit/check_serve_golden
+tests_unit_check_serve_golden_SOURCES = tests/unit/check_serve_golden.c \
+	tests/unit/meta_helpers.h
+tests_unit_check_serve_golden_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_serve_golden_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
+	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
