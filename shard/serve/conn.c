@@ -243,7 +243,9 @@ static void
 conn_process(struct serve_conn *c)
 {
     struct evbuffer *in = bufferevent_get_input(c->bev);
-    while (!c->in_flight && !c->closing) {
+    /* stop at the output bound too: the rest waits for the drain */
+    while (!c->in_flight && !c->closing &&
+           out_len(c) <= c->srv->cfg->conn_output_max) {
         uint32_t size = 0;
         int rc = frame_check(c, in, &size);
         if (rc == -1)

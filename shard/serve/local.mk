@@ -20,3 +20,16 @@ tests_unit_check_serve_golden_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_serve_golden_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
 	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
+
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_serve_basic
+INTEG_TESTS += tests/integration/check_serve_basic
+INTEG_FAST_TESTS += tests/integration/check_serve_basic
+tests_integration_check_serve_basic_SOURCES = \
+	tests/integration/check_serve_basic.c \
+	tests/integration/rawclient.c tests/integration/rawclient.h \
+	tests/integration/harness.c tests/integration/harness.h
+tests_integration_check_serve_basic_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_serve_basic_LDADD = libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
+endif
