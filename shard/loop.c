@@ -80,7 +80,7 @@ shard_loop_on_frame(void *ctx, uint32_t src, const void *frame, uint32_t len)
     struct shard_loop *l = ctx;
     l->frames_in++;
     if (l->frame_fn != NULL) {
-        l->frame_fn(l->handler_ctx, src, frame, len);
+        l->frame_fn(l->frame_ctx, src, frame, len);
         return;
     }
     vs_log_debug("IPC frame of %u bytes from shard %u (no handler yet)", len,
@@ -92,16 +92,7 @@ shard_loop_on_drain(void *ctx, uint32_t dst)
 {
     struct shard_loop *l = ctx;
     if (l->drain_fn != NULL)
-        l->drain_fn(l->handler_ctx, dst);
-}
-
-void
-shard_loop_set_port_handlers(struct shard_loop *l, port_frame_fn *frame,
-                             port_drain_fn *drain, void *ctx)
-{
-    l->frame_fn = frame;
-    l->drain_fn = drain;
-    l->handler_ctx = ctx;
+        l->drain_fn(l->drain_ctx, dst);
 }
 
 int
@@ -140,6 +131,20 @@ shard_loop_init(struct shard_loop *l, const struct vs_shard_ctx *ctx,
 fail:
     shard_loop_fini(l);
     return rc;
+}
+
+void
+shard_loop_set_drain_handler(struct shard_loop *l, port_drain_fn *fn, void *ctx)
+{
+    l->drain_fn = fn;
+    l->drain_ctx = ctx;
+}
+
+void
+shard_loop_set_frame_handler(struct shard_loop *l, port_frame_fn *fn, void *ctx)
+{
+    l->frame_fn = fn;
+    l->frame_ctx = ctx;
 }
 
 void

@@ -29,22 +29,24 @@ struct shard_loop {
     struct event *listen_ev;
     int listen_fd;
     struct vs_port *port;
+    port_frame_fn *frame_fn; /* IPC frames go here once set */
+    void *frame_ctx;
+    port_drain_fn *drain_fn; /* port drains go here once set */
+    void *drain_ctx;
     uint64_t accepted;  /* connections accepted (and closed) */
     uint64_t frames_in; /* IPC frames received */
-    /* optional handlers the port's frames and drains are passed to
-     * (shard_loop_set_port_handlers); NULL = count and log only */
-    port_frame_fn *frame_fn;
-    port_drain_fn *drain_fn;
-    void *handler_ctx;
 };
 
 /* Creates the base, the signal events, the port and (listen_fd >= 0)
  * the accept event. 0 or -errno. */
 int shard_loop_init(struct shard_loop *l, const struct vs_shard_ctx *ctx,
                     int listen_fd);
-/* Routes the port's frames and drains to fn(ctx, ...) from now on. */
-void shard_loop_set_port_handlers(struct shard_loop *l, port_frame_fn *frame,
-                                  port_drain_fn *drain, void *ctx);
+/* Routes every IPC frame received from now on to fn(ctx, ...). */
+void shard_loop_set_frame_handler(struct shard_loop *l, port_frame_fn *fn,
+                                  void *ctx);
+/* Routes every "queue towards dst emptied" of the port to fn(ctx, dst). */
+void shard_loop_set_drain_handler(struct shard_loop *l, port_drain_fn *fn,
+                                  void *ctx);
 /* Stores ready = 1 in the slot and rings the supervisor's doorbell. */
 void shard_loop_ready(struct shard_loop *l);
 /* Runs until SIGTERM/SIGINT. 0 or -1 if the loop failed. */

@@ -53,7 +53,8 @@ worker_main(const struct vs_shard_ctx *ctx)
         shard_loop_fini(&loop);
         return VS_EXIT_RESTART;
     }
-    shard_loop_set_port_handlers(&loop, serve_on_frame, serve_on_drain, srv);
+    shard_loop_set_frame_handler(&loop, serve_on_frame, srv);
+    shard_loop_set_drain_handler(&loop, serve_on_drain, srv);
     vs_log_info("serving: data shard %u of %u, metadata op %llu", ctx->slot,
                 ctx->k, (unsigned long long)op);
     shard_loop_ready(&loop);
