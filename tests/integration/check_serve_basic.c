@@ -7,7 +7,10 @@
  * framing errors (oversized -> Eviction 6 + close, size < 256 and
  * garbage -> close) with the node serving others, the unauthenticated
  * timeout, max_connections, and replies under output back-pressure
- * (every pipelined request answered exactly once, in order).
+ * (every pipelined request answered exactly once, in order); with shard
+ * 0's commit path: login (password and PAT), GetClusterMetadata, reads
+ * of one's own writes, pre-consensus refusals, permissions (H/R 41),
+ * ChangePassword, Logout.
  * Every wait is bounded; nodes are stopped by pid (harness).
  * Callers: make check (INTEG_TESTS, INTEG_FAST_TESTS).
  */
@@ -355,6 +358,342 @@ START_TEST(test_output_backpressure)
 }
 END_TEST
 
+/* ---- with shard 0's commit path: login, reads, proposals ---- */
+
+static const char *const root_args[] = {
+    "--shards", "2", "--with-default-root-credentials=true", NULL};
+
+struct sess {
+    int fd;
+    uint64_t client;
+    uint64_t session;
+    uint64_t request; /* last metadata request number used */
+};
+
+static uint8_t *
+pat_body(const uint8_t *token, uint8_t tlen, size_t *len)
+{
+    size_t n;
+    uint8_t *b = rc_login_body(11264, "xx", "", &n);
+    n = 4 + 1 + 8 + 1 + 13; /* keep the ClientVersionInfo prefix */
+    b = realloc(b, n + 1 + tlen + 4);
+    b[n++] = tlen;
+    memcpy(b + n, token, tlen);
+    n += tlen;
+    memset(b + n, 0, 4);
+    *len = n + 4;
+    return b;
+}
+
+/* Register; returns the reply (asserted a Reply) */
+static void
+login_frame(struct sess *s, const uint8_t *body, size_t n, struct rc_frame *f)
+{
+    ck_assert_int_eq(rc_send(s->fd, 1, 0, body, (uint32_t)n, s->client, 0, 0),
+                     0);
+    ck_assert_int_eq(rc_read(s->fd, f, READ_MS), 1);
+}
+
+static void
+login_ok(struct sess *s, const char *user, const char *pw, uint32_t expect_user)
+{
+    size_t n;
+    uint8_t *b = rc_login_body(11264, user, pw, &n);
+    struct rc_frame f;
+    login_frame(s, b, n, &f);
+    free(b);
+    ck_assert_uint_eq(f.command, 8);
+    ck_assert_uint_eq(f.operation, 1);
+    ck_assert_uint_eq(f.status, 0);
+    /* [count 0][user_id][session][protocol][version string] */
+    ck_assert_uint_ge(f.body_len, 4 + 4 + 8 + 4 + 1);
+    uint32_t v;
+    memcpy(&v, f.body, 4);
+    ck_assert_uint_eq(v, 0);
+    memcpy(&v, f.body + 4, 4);
+    ck_assert_uint_eq(v, expect_user);
+    memcpy(&s->session, f.body + 8, 8);
+    ck_assert_uint_gt(s->session, 0);
+    memcpy(&v, f.body + 16, 4);
+    ck_assert_uint_eq(v, 11264);
+    rc_frame_fini(&f);
+    s->request = 0;
+}
+
+static void
+nr(struct sess *s, uint32_t code, const void *body, uint32_t blen,
+   struct rc_frame *f)
+{
+    ck_assert_int_eq(rc_send(s->fd, 2, code, body, blen, s->client,
+                             s->request + 1, s->session),
+                     0);
+    ck_assert_int_eq(rc_read(s->fd, f, READ_MS), 1);
+    ck_assert_uint_eq(f->command, 8);
+    ck_assert_uint_eq(f->operation, 2);
+}
+
+static void
+meta(struct sess *s, uint8_t op, const void *body, uint32_t blen,
+     struct rc_frame *f)
+{
+    s->request++;
+    ck_assert_int_eq(
+        rc_send(s->fd, op, 0, body, blen, s->client, s->request, s->session),
+        0);
+    ck_assert_int_eq(rc_read(s->fd, f, READ_MS), 1);
+}
+
+static uint32_t
+result_code(const struct rc_frame *f)
+{
+    uint32_t count, code = 0;
+    ck_assert_uint_ge(f->body_len, 4);
+    memcpy(&count, f->body, 4);
+    if (count > 0) {
+        ck_assert_uint_ge(f->body_len, 12);
+        memcpy(&code, f->body + 8, 4);
+    }
+    return code;
+}
+
+START_TEST(test_login_and_reads)
+{
+    start(root_args);
+    struct sess s = {.fd = conn(), .client = 0x1234};
+    login_ok(&s, "iggy", "iggy", 0);
+    struct rc_frame f;
+    /* GetClusterMetadata: config names, the address really served */
+    nr(&s, 12, NULL, 0, &f);
+    ck_assert_uint_eq(f.status, 0);
+    {
+        const uint8_t *p = f.body;
+        uint32_t l;
+        memcpy(&l, p, 4);
+        ck_assert_uint_eq(l, 7);
+        ck_assert(memcmp(p + 4, "vstream", 7) == 0);
+        p += 4 + 7;
+        memcpy(&l, p, 4);
+        ck_assert_uint_eq(l, 1); /* nodes */
+        p += 4;
+        memcpy(&l, p, 4);
+        ck_assert(memcmp(p + 4, "vstream-node", l) == 0);
+        p += 4 + l;
+        memcpy(&l, p, 4);
+        ck_assert(memcmp(p + 4, "127.0.0.1", l) == 0);
+        p += 4 + l;
+        uint16_t ports[4];
+        memcpy(ports, p, 8);
+        const char *colon = strrchr(node.ready.client, ':');
+        ck_assert_uint_eq(ports[0], (uint16_t)atoi(colon + 1));
+        ck_assert_uint_eq(ports[1], 0);
+        ck_assert_uint_eq(ports[2], 0);
+        ck_assert_uint_eq(ports[3], 0);
+        ck_assert_uint_eq(p[8], 0); /* Leader */
+        ck_assert_uint_eq(p[9], 0); /* Healthy */
+        ck_assert_uint_eq(f.body_len, (uint32_t)(p + 10 - f.body));
+    }
+    rc_frame_fini(&f);
+    /* after login: unknown code H 3 and the connection stays; a
+     * replicated code as NR H 5; 39 as NR status 0 empty */
+    nr(&s, 60001, NULL, 0, &f);
+    ck_assert_uint_eq(f.status, 3);
+    rc_frame_fini(&f);
+    nr(&s, 1, NULL, 0, &f);
+    ck_assert_uint_eq(f.status, 0);
+    rc_frame_fini(&f);
+    nr(&s, 202, "\x01x", 2, &f);
+    ck_assert_uint_eq(f.status, 5);
+    rc_frame_fini(&f);
+    nr(&s, 39, NULL, 0, &f);
+    ck_assert_uint_eq(f.status, 0);
+    ck_assert_uint_eq(f.body_len, 0);
+    rc_frame_fini(&f);
+    /* GetMe: user 0 */
+    nr(&s, 20, NULL, 0, &f);
+    ck_assert_uint_eq(f.status, 0);
+    uint32_t v;
+    memcpy(&v, f.body + 4, 4);
+    ck_assert_uint_eq(v, 0);
+    rc_frame_fini(&f);
+    /* CreateStream "orders": result section + StreamRecord id 0 */
+    meta(&s, 128, "\x06orders", 7, &f);
+    ck_assert_uint_eq(f.operation, 128);
+    ck_assert_uint_eq(f.status, 0);
+    ck_assert_uint_eq(result_code(&f), 0);
+    memcpy(&v, f.body + 4, 4);
+    ck_assert_uint_eq(v, 0);
+    rc_frame_fini(&f);
+    /* read your writes, by name, on the same connection */
+    nr(&s, 200, "\x02\x06orders", 8, &f);
+    ck_assert_uint_eq(f.status, 0);
+    ck_assert_uint_gt(f.body_len, 33);
+    ck_assert(memcmp(f.body + 33, "orders", 6) == 0);
+    rc_frame_fini(&f);
+    /* duplicate name: R 1012; not found read: status 0, empty */
+    meta(&s, 128, "\x06orders", 7, &f);
+    ck_assert_uint_eq(result_code(&f), 1012);
+    rc_frame_fini(&f);
+    nr(&s, 200, "\x01\x04\x09\x00\x00\x00", 6, &f);
+    ck_assert_uint_eq(f.status, 0);
+    ck_assert_uint_eq(f.body_len, 0);
+    rc_frame_fini(&f);
+    /* pre-consensus checks in the header: bad name H 3, option 4041 */
+    meta(&s, 128, "\x00", 1, &f);
+    ck_assert_uint_eq(f.status, 3);
+    ck_assert_uint_eq(f.body_len, 0);
+    rc_frame_fini(&f);
+    meta(&s, 132,
+         "\x01\x04\x00\x00\x00\x00\x01\x00\x00\x00\x01t"
+         "\x02\x03\x00\x00\x00"
+         "foo\x02\x01\x00\x00\x00x",
+         12 + 8 + 6, &f);
+    ck_assert_uint_eq(f.status, 4041);
+    rc_frame_fini(&f);
+    /* DescribeOptions(topic): 8 entries */
+    nr(&s, 13, "\x01", 1, &f);
+    ck_assert_uint_eq(f.status, 0);
+    memcpy(&v, f.body, 4);
+    ck_assert_uint_eq(v, 8);
+    rc_frame_fini(&f);
+    /* a second connection sees the stream (another data shard, maybe) */
+    struct sess s2 = {.fd = conn(), .client = 0x5678};
+    login_ok(&s2, "iggy", "iggy", 0);
+    nr(&s2, 201, NULL, 0, &f);
+    ck_assert_uint_eq(f.status, 0);
+    ck_assert_uint_eq(f.body_len, 33 + 6 + 4);
+    rc_frame_fini(&f);
+    close(s2.fd);
+    /* Logout: status 0, empty body; then reads are H 40 */
+    meta(&s, 3, NULL, 0, &f);
+    ck_assert_uint_eq(f.command, 8);
+    ck_assert_uint_eq(f.operation, 3);
+    ck_assert_uint_eq(f.status, 0);
+    ck_assert_uint_eq(f.body_len, 0);
+    rc_frame_fini(&f);
+    nr(&s, 201, NULL, 0, &f);
+    ck_assert_uint_eq(f.status, 40);
+    rc_frame_fini(&f);
+    close(s.fd);
+}
+END_TEST
+
+START_TEST(test_users_and_tokens)
+{
+    start(root_args);
+    struct sess root = {.fd = conn(), .client = 0x1111};
+    login_ok(&root, "iggy", "iggy", 0);
+    struct rc_frame f;
+    /* CreatePAT: 00000000 + [68][token] */
+    meta(&root, 146, "\x03tok\x00\x00\x00\x00\x00\x00\x00\x00", 12, &f);
+    ck_assert_uint_eq(f.status, 0);
+    ck_assert_uint_eq(f.body_len, 4 + 1 + 68);
+    ck_assert_uint_eq(result_code(&f), 0);
+    ck_assert_uint_eq(f.body[4], 68);
+    uint8_t token[68];
+    memcpy(token, f.body + 5, 68);
+    ck_assert_uint_eq(token[67], '=');
+    rc_frame_fini(&f);
+    /* CreateUser alice (no permissions), and an inactive bob */
+    meta(&root, 141,
+         "\x05"
+         "alice"
+         "\x07"
+         "secret1"
+         "\x01\x00",
+         16, &f);
+    ck_assert_uint_eq(result_code(&f), 0);
+    rc_frame_fini(&f);
+    meta(&root, 141,
+         "\x03"
+         "bob"
+         "\x07"
+         "secret1"
+         "\x02\x00",
+         14, &f);
+    ck_assert_uint_eq(result_code(&f), 0);
+    rc_frame_fini(&f);
+
+    /* PAT login on a new connection: root's user id */
+    struct sess p = {.fd = conn(), .client = 0x2222};
+    size_t n;
+    uint8_t *b = pat_body(token, 68, &n);
+    login_frame(&p, b, n, &f);
+    ck_assert_uint_eq(f.command, 8);
+    ck_assert_uint_eq(f.status, 0);
+    uint32_t v;
+    memcpy(&v, f.body + 4, 4);
+    ck_assert_uint_eq(v, 0);
+    rc_frame_fini(&f);
+    /* a wrong token: Eviction 10 */
+    b[4 + 1 + 8 + 1 + 13 + 1] ^= 1;
+    p.client = 0x2223;
+    login_frame(&p, b, n, &f);
+    ck_assert_uint_eq(f.command, 13);
+    ck_assert_uint_eq(f.reason, 10);
+    rc_frame_fini(&f);
+    free(b);
+    close(p.fd);
+
+    /* alice: logs in, reads are denied (H 41), metadata ops R 41 */
+    struct sess a = {.fd = conn(), .client = 0x3333};
+    login_ok(&a, "alice", "secret1", 1);
+    nr(&a, 201, NULL, 0, &f);
+    ck_assert_uint_eq(f.status, 41);
+    rc_frame_fini(&f);
+    meta(&a, 128,
+         "\x03"
+         "abc",
+         4, &f);
+    ck_assert_uint_eq(f.status, 0);
+    ck_assert_uint_eq(result_code(&f), 41);
+    rc_frame_fini(&f);
+    /* her own password: wrong current H 42, right one accepted */
+    meta(&a, 144,
+         "\x02\x05"
+         "alice"
+         "\x05"
+         "wrong"
+         "\x07"
+         "secret2",
+         22, &f);
+    ck_assert_uint_eq(f.status, 42);
+    rc_frame_fini(&f);
+    meta(&a, 144,
+         "\x02\x05"
+         "alice"
+         "\x07"
+         "secret1"
+         "\x07"
+         "secret2",
+         24, &f);
+    ck_assert_uint_eq(f.status, 0);
+    ck_assert_uint_eq(result_code(&f), 0);
+    rc_frame_fini(&f);
+    close(a.fd);
+    /* the old password no longer works (Eviction 9), the new one does */
+    struct sess a2 = {.fd = conn(), .client = 0x4444};
+    b = rc_login_body(11264, "alice", "secret1", &n);
+    login_frame(&a2, b, n, &f);
+    free(b);
+    ck_assert_uint_eq(f.command, 13);
+    ck_assert_uint_eq(f.reason, 9);
+    rc_frame_fini(&f);
+    a2.client = 0x4445;
+    login_ok(&a2, "alice", "secret2", 1);
+    close(a2.fd);
+    /* an inactive user: Eviction 9 (password shape) */
+    struct sess bb = {.fd = conn(), .client = 0x5555};
+    b = rc_login_body(11264, "bob", "secret1", &n);
+    login_frame(&bb, b, n, &f);
+    free(b);
+    ck_assert_uint_eq(f.command, 13);
+    ck_assert_uint_eq(f.reason, 9);
+    rc_frame_fini(&f);
+    close(bb.fd);
+    close(root.fd);
+}
+END_TEST
+
 static Suite *
 serve_basic_suite(void)
 {
@@ -370,6 +709,8 @@ serve_basic_suite(void)
     tcase_add_test(t, test_unauth_timeout);
     tcase_add_test(t, test_max_connections);
     tcase_add_test(t, test_output_backpressure);
+    tcase_add_test(t, test_login_and_reads);
+    tcase_add_test(t, test_users_and_tokens);
     suite_add_tcase(s, t);
     return s;
 }
