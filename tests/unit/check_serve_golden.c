@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <event2/event.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@
 #include "meta_helpers.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/state.h"
+#include "shard/meta/secrets.h"
+#include "shard/serve/hasher.h"
 #include "shard/serve/options.h"
 #include "shard/serve/proto.h"
 #include "shard/serve/reads.h"
@@ -1066,6 +1069,92 @@ START_TEST(test_random_bytes)
 }
 END_TEST
 
+/* ------------------------------------------------------------ hasher */
+
+struct hdone {
+    int n;
+    uint64_t order[8];
+    int result[8];
+    char out[8][META_PWHASH_MAX];
+    struct event_base *base;
+};
+
+static void
+hasher_done(void *ctx, struct serve_hash_job *j)
+{
+    struct hdone *d = ctx;
+    ck_assert_int_lt(d->n, 8);
+    d->order[d->n] = j->conn_id;
+    d->result[d->n] = j->result;
+    memcpy(d->out[d->n], j->out, META_PWHASH_MAX);
+    /* the plaintext was wiped by the worker */
+    for (size_t i = 0; i < sizeof(j->pw); i++)
+        ck_assert_uint_eq((uint8_t)j->pw[i], 0);
+    d->n++;
+    serve_hash_job_free(j);
+    if (d->n == 4)
+        event_base_loopbreak(d->base);
+}
+
+START_TEST(test_hasher)
+{
+    ck_assert_int_eq(meta_secrets_init(), 0);
+    char phc[META_PWHASH_MAX];
+    ck_assert_int_eq(meta_password_hash("pw-1", 4, 1, 8192, phc), 0);
+    struct event_base *base = event_base_new();
+    struct hdone d = {.base = base};
+    struct serve_hasher *h =
+        serve_hasher_create(base, 1, 8192, hasher_done, &d);
+    ck_assert_ptr_nonnull(h);
+    struct serve_hash_job *j = serve_hash_job_new(SERVE_HASH_VERIFY);
+    j->conn_id = 1;
+    strcpy(j->phc, phc);
+    memcpy(j->pw, "pw-1", 4);
+    j->pw_len = 4;
+    serve_hasher_submit(h, j);
+    j = serve_hash_job_new(SERVE_HASH_VERIFY);
+    j->conn_id = 2;
+    strcpy(j->phc, phc);
+    memcpy(j->pw, "pw-2", 4);
+    j->pw_len = 4;
+    serve_hasher_submit(h, j);
+    j = serve_hash_job_new(SERVE_HASH_MAKE);
+    j->conn_id = 3;
+    memcpy(j->pw, "new", 3);
+    j->pw_len = 3;
+    serve_hasher_submit(h, j);
+    j = serve_hash_job_new(SERVE_HASH_VERIFY_MAKE);
+    j->conn_id = 4;
+    strcpy(j->phc, phc);
+    memcpy(j->pw, "pw-1", 4);
+    j->pw_len = 4;
+    memcpy(j->pw2, "pw-3", 4);
+    j->pw2_len = 4;
+    serve_hasher_submit(h, j);
+    /* bounded: the loop breaks after 4 completions or 60 s */
+    struct timeval tv = {60, 0};
+    event_base_loopexit(base, &tv);
+    event_base_dispatch(base);
+    ck_assert_int_eq(d.n, 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(d.order[i], (uint64_t)i + 1); /* FIFO */
+    ck_assert_int_eq(d.result[0], 0);
+    ck_assert_int_eq(d.result[1], -EACCES);
+    ck_assert_int_eq(d.result[2], 0);
+    ck_assert_int_eq(meta_password_verify(d.out[2], "new", 3), 0);
+    ck_assert_int_eq(d.result[3], 0);
+    ck_assert_int_eq(meta_password_verify(d.out[3], "pw-3", 4), 0);
+    ck_assert_uint_eq(serve_hasher_pending(h), 0);
+    /* destroy with work still queued: freed, no callback */
+    j = serve_hash_job_new(SERVE_HASH_MAKE);
+    j->conn_id = 5;
+    serve_hasher_submit(h, j);
+    serve_hasher_destroy(h);
+    ck_assert_int_eq(d.n, 4);
+    event_base_free(base);
+}
+END_TEST
+
 static Suite *
 serve_suite(void)
 {
@@ -1097,6 +1186,10 @@ serve_suite(void)
     tcase_add_test(e, test_read_decode_errors);
     tcase_add_test(e, test_random_bytes);
     suite_add_tcase(s, e);
+    TCase *h = tcase_create("hasher");
+    tcase_set_timeout(h, 120);
+    tcase_add_test(h, test_hasher);
+    suite_add_tcase(s, h);
     return s;
 }
 
