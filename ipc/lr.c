@@ -286,10 +286,7 @@ lr_switch(struct vs_lr *lr, uint64_t op, lr_apply_fn *fn, void *ctx,
     atomic_store(&lr->hdr->left_right, sb);
     atomic_store(&lr->hdr->published_op, op);
     lr_toggle_and_wait(lr);
-    if (restore)
-        memcpy(lr->inst[live], lr->inst[sb], size);
-    else
-        fn(lr->inst[live], size, ctx);
+    fn(lr->inst[live], size, ctx);
     atomic_store(&lr->hdr->inst_op[live], op);
     atomic_fetch_add_explicit(&lr->hdr->flips, 1, memory_order_relaxed);
     return 0;

@@ -160,10 +160,12 @@ int lr_writer_start(struct vs_lr *lr, const struct vs_lr_writer_opts *opts);
  * (nothing changed). Writer only. */
 int lr_publish(struct vs_lr *lr, uint64_t op, lr_apply_fn *apply, void *ctx);
 
-/* Replaces the whole state: fill(standby); flip; drain; then copies the
- * new live instance into the other one (instances are position-free).
- * 0, or -ESTALE if op < published op. Writer only (recovery, state
- * transfer: replay everything into the standby inside `fill`). */
+/* Replaces the whole state: fill(standby); flip; drain; fill(other).
+ * `fill` is called once per instance and must build the same state both
+ * times (a deterministic replay, or a copy from a private source); no
+ * instance is copied onto the other, so pages a large, mostly empty
+ * state never writes stay unallocated. 0, or -ESTALE if op < published
+ * op. Writer only (recovery, state transfer). */
 int lr_restore(struct vs_lr *lr, uint64_t op, lr_apply_fn *fill, void *ctx);
 
 /* Zeroes an instance (the standby, inside a fill or apply callback) by

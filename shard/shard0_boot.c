@@ -146,7 +146,9 @@ shard0_rebuild_state(void *instance, const struct meta_caps *caps,
                      struct shard0_recovered *rec, shard0_replay_fn *hook,
                      void *hook_ctx, uint64_t *op_out, char *err, size_t errlen)
 {
-    int rc = meta_state_reset(instance, caps);
+    /* The instance is zero (lr_instance_zero): write the header only, so
+     * capacity that is not used costs no memory. */
+    int rc = meta_state_init(instance, caps);
     if (rc != 0) {
         snprintf(err, errlen, "metadata capacities are invalid");
         return rc;

@@ -61,7 +61,8 @@ int shard0_format(const struct vs_config *cfg, char *msg, size_t msglen);
 typedef void shard0_replay_fn(void *ctx, const struct vs_hdr_prepare *h,
                               const struct meta_result *res);
 
-/* Builds `instance` (meta_state_size(caps) bytes) from rec: reset, decode
+/* Builds `instance` (meta_state_size(caps) bytes, ALL ZERO on entry, e.g.
+ * after lr_instance_zero) from rec: init the header, decode
  * the snapshot, replay the journal range. *op_out gets the op the state
  * reflects (0 for an empty node). 0, or -EBADMSG (undecodable snapshot or
  * journal body) / -EIO with one line in err. */
