@@ -15,3 +15,8 @@ tests_unit_check_client_golden_LDFLAGS = -pthread
 tests_unit_check_client_golden_LDADD = libvs_client.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
+
+bin_PROGRAMS += vstream
+vstream_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+vstream_SOURCES = tools/vstream.c
+vstream_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS)
