@@ -20,3 +20,9 @@ bin_PROGRAMS += vstream
 vstream_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 vstream_SOURCES = tools/vstream.c
 vstream_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS)
+
+bin_PROGRAMS += vstream-bench
+vstream_bench_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS) -pthread
+vstream_bench_LDFLAGS = -pthread
+vstream_bench_SOURCES = tools/vstream-bench.c
+vstream_bench_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS)
