@@ -1,2 +1,23 @@
 # shard/commit: shard 0's commit path (issue 6): VSR engine binding,
 # client table, replies, checkpoints. Sources append to libvs_server.a.
+libvs_server_a_SOURCES += \
+	shard/commit.c shard/commit.h \
+	shard/commit_frames.c shard/commit_frames.h
+
+# In-process bench of the commit path (not run by make check).
+noinst_PROGRAMS += tests/bench/bench_commit
+tests_bench_bench_commit_SOURCES = tests/bench/bench_commit.c \
+	tests/unit/commit_fixture.h
+tests_bench_bench_commit_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_commit_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
+	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
+
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_commit
+check_PROGRAMS += tests/unit/check_commit
+tests_unit_check_commit_SOURCES = tests/unit/check_commit.c \
+	tests/unit/commit_fixture.h
+tests_unit_check_commit_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_commit_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
+	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif

@@ -79,6 +79,10 @@ shard_loop_on_frame(void *ctx, uint32_t src, const void *frame, uint32_t len)
     (void)frame;
     struct shard_loop *l = ctx;
     l->frames_in++;
+    if (l->frame_fn != NULL) {
+        l->frame_fn(l->frame_ctx, src, frame, len);
+        return;
+    }
     vs_log_debug("IPC frame of %u bytes from shard %u (no handler yet)", len,
                  src);
 }
@@ -118,6 +122,13 @@ shard_loop_init(struct shard_loop *l, const struct vs_shard_ctx *ctx,
 fail:
     shard_loop_fini(l);
     return rc;
+}
+
+void
+shard_loop_set_frame_handler(struct shard_loop *l, port_frame_fn *fn, void *ctx)
+{
+    l->frame_fn = fn;
+    l->frame_ctx = ctx;
 }
 
 void

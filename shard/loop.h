@@ -29,6 +29,8 @@ struct shard_loop {
     struct event *listen_ev;
     int listen_fd;
     struct vs_port *port;
+    port_frame_fn *frame_fn; /* IPC frames go here once set */
+    void *frame_ctx;
     uint64_t accepted;  /* connections accepted (and closed) */
     uint64_t frames_in; /* IPC frames received */
 };
@@ -37,6 +39,9 @@ struct shard_loop {
  * the accept event. 0 or -errno. */
 int shard_loop_init(struct shard_loop *l, const struct vs_shard_ctx *ctx,
                     int listen_fd);
+/* Routes every IPC frame received from now on to fn(ctx, ...). */
+void shard_loop_set_frame_handler(struct shard_loop *l, port_frame_fn *fn,
+                                  void *ctx);
 /* Stores ready = 1 in the slot and rings the supervisor's doorbell. */
 void shard_loop_ready(struct shard_loop *l);
 /* Runs until SIGTERM/SIGINT. 0 or -1 if the loop failed. */

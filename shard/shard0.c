@@ -14,10 +14,16 @@
  * below the op already published by an earlier shard 0 of this node means
  * acknowledged metadata is missing from disk: refuse (exit 2).
  *
- * Serving today: IPC frames are counted and logged at debug level,
- * connections on the replica listener (clustered nodes) are accepted and
- * closed; the VSR commit path is not bound here yet. A slow left-right
- * reader rings the supervisor's doorbell (the supervisor kills it after
+ * Serving: the commit path (shard/commit.h) owns the VSR engine, the
+ * journal, the superblock and the client table; IPC frames from the data
+ * shards (FWD_PROPOSE, FWD_CLOSED) go to it and its FWD_REPLY frames go
+ * out through the port; a 10 ms libevent timer ticks it. On a node whose
+ * genesis op has not committed (a freshly formatted one) the root user
+ * is created before the slot is marked ready. A fatal storage error ends
+ * the process with exit 2 and the file and errno on one line. Connections
+ * on the replica listener (clustered nodes) are accepted and closed until
+ * the cluster issue binds them. A slow left-right reader rings the
+ * supervisor's doorbell (the supervisor kills it after
  * lr_missed_deadlines_kill reports).
  * Process: shard 0 only.
  */
@@ -28,11 +34,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <event2/event.h>
+
 #include "common/assert.h"
 #include "common/errors.h"
 #include "common/layout.h"
 #include "common/log.h"
 #include "ipc/lr.h"
+#include "shard/commit.h"
 #include "shard/loop.h"
 #include "shard/meta/state.h"
 #include "shard/shard.h"
@@ -56,26 +65,46 @@ shard0_on_slow(void *ctx, uint32_t slot, int32_t pid, uint32_t missed)
     ring_doorbell_ring(c->seg->sup_doorbell);
 }
 
-struct shard0_fill {
-    struct shard0_recovered *rec;
-    struct meta_caps caps;
-    uint64_t op; /* op the rebuilt state reflects */
-    int rc;
-    char err[512];
+struct shard0_serve {
+    const struct vs_shard_ctx *ctx;
+    struct shard_loop loop;
+    struct commit *commit;
 };
 
-/* Builds one instance from the recovered snapshot and journal. Called
- * for the standby, then (after the flip and drain) for the other one:
- * the same deterministic replay gives equal instances. */
-static void
-shard0_fill_recovered(void *instance, size_t size, void *ctx)
+static _Noreturn void
+shard0_storage_fatal(struct shard0_serve *s)
 {
-    struct shard0_fill *f = ctx;
-    if (f->rc != 0)
-        return;
-    lr_instance_zero(instance, size);
-    f->rc = shard0_rebuild_state(instance, &f->caps, f->rec, NULL, NULL, &f->op,
-                                 f->err, sizeof(f->err));
+    char msg[512];
+    commit_fatal_msg(s->commit, msg, sizeof(msg));
+    shard_fatal(s->ctx, "fatal storage error: %s", msg);
+}
+
+static void
+shard0_send(void *arg, uint32_t dst, const void *frame, uint32_t len)
+{
+    struct shard0_serve *s = arg;
+    int rc = port_send(s->loop.port, dst, frame, len);
+    if (rc < 0)
+        vs_log_error("reply of %u bytes to shard %u not sent: %s", len, dst,
+                     strerror(-rc));
+}
+
+static void
+shard0_on_frame(void *arg, uint32_t src, const void *frame, uint32_t len)
+{
+    struct shard0_serve *s = arg;
+    if (commit_on_frame(s->commit, src, frame, len) != 0)
+        shard0_storage_fatal(s);
+}
+
+static void
+shard0_on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct shard0_serve *s = arg;
+    if (commit_tick(s->commit) != 0)
+        shard0_storage_fatal(s);
 }
 
 int
@@ -101,42 +130,48 @@ shard0_main(const struct vs_shard_ctx *ctx)
     };
     lr_writer_start(&lr, &opts);
 
-    struct shard0_fill fill = {.rec = &rec};
-    meta_caps_from_config(&fill.caps, ctx->cfg);
-    /* The op the rebuilt state will reflect, known before building it:
-     * the end of the replay range, else the snapshot's op, else 0. */
-    uint64_t op = 0;
-    if (rec.r.have_snapshot)
-        op = rec.r.snapshot_op;
-    if (rec.r.journal_open && rec.r.replay_from <= rec.r.replay_to)
-        op = rec.r.replay_to;
-    if (op < lr_published_op(&lr))
-        shard_fatal(ctx,
-                    "refusing to boot: the data dir holds metadata up to op "
-                    "%llu but op %llu was already published by this node",
-                    (unsigned long long)op,
-                    (unsigned long long)lr_published_op(&lr));
-    rc = lr_restore(&lr, op, shard0_fill_recovered, &fill);
-    if (rc == 0 && fill.rc != 0)
-        shard_fatal(ctx, "refusing to boot: %s", fill.err);
-    if (rc != 0) {
-        vs_log_error("left-right restore at op %llu: %s",
-                     (unsigned long long)op, strerror(-rc));
-        return VS_EXIT_RESTART;
-    }
-    VS_ASSERT(fill.op == op);
-
-    struct shard_loop loop;
-    rc = shard_loop_init(&loop, ctx, ctx->replica_fd);
+    static struct shard0_serve s;
+    memset(&s, 0, sizeof(s));
+    s.ctx = ctx;
+    rc = shard_loop_init(&s.loop, ctx, ctx->replica_fd);
     if (rc != 0) {
         vs_log_error("event loop: %s", strerror(-rc));
         return VS_EXIT_RESTART;
     }
-    vs_log_info("serving: metadata published at op %llu",
-                (unsigned long long)op);
-    shard_loop_ready(&loop);
-    rc = shard_loop_run(&loop);
-    shard_loop_fini(&loop);
+
+    /* The state rebuilt from snapshot + journal is published (both
+     * instances) before the engine takes over; a refusal is exit 2. */
+    struct commit_options co = {
+        .cfg = ctx->cfg,
+        .lr = &lr,
+        .send = shard0_send,
+        .send_ctx = &s,
+    };
+    rc = commit_create(&co, &rec, &s.commit, err, sizeof(err));
     shard0_recovered_fini(&rec);
+    if (rc != 0)
+        shard_fatal(ctx, "refusing to boot: %s", err);
+
+    if (commit_genesis_needed(s.commit)) {
+        rc = commit_genesis(s.commit, err, sizeof(err));
+        if (rc != 0)
+            shard_fatal(ctx, "genesis (root user) failed: %s", err);
+    }
+
+    struct timeval tick = {0, 10000};
+    struct event *tick_ev =
+        event_new(s.loop.base, -1, EV_PERSIST, shard0_on_tick, &s);
+    if (tick_ev == NULL || event_add(tick_ev, &tick) != 0) {
+        vs_log_error("tick timer: cannot create it");
+        return VS_EXIT_RESTART;
+    }
+    shard_loop_set_frame_handler(&s.loop, shard0_on_frame, &s);
+    vs_log_info("serving: metadata published at op %llu",
+                (unsigned long long)lr_published_op(&lr));
+    shard_loop_ready(&s.loop);
+    rc = shard_loop_run(&s.loop);
+    event_free(tick_ev);
+    shard_loop_fini(&s.loop);
+    commit_destroy(s.commit);
     return rc == 0 ? VS_EXIT_OK : VS_EXIT_RESTART;
 }

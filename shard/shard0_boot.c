@@ -143,8 +143,9 @@ shard0_recovered_fini(struct shard0_recovered *rec)
 
 int
 shard0_rebuild_state(void *instance, const struct meta_caps *caps,
-                     struct shard0_recovered *rec, shard0_replay_fn *hook,
-                     void *hook_ctx, uint64_t *op_out, char *err, size_t errlen)
+                     struct shard0_recovered *rec, struct meta_client_table *ct,
+                     shard0_replay_fn *hook, void *hook_ctx, uint64_t *op_out,
+                     char *err, size_t errlen)
 {
     /* The instance is zero (lr_instance_zero): write the header only, so
      * capacity that is not used costs no memory. */
@@ -156,7 +157,7 @@ shard0_rebuild_state(void *instance, const struct meta_caps *caps,
     uint64_t op = 0;
     if (rec->snapshot != NULL) {
         enum meta_snap_status st = meta_snapshot_decode(
-            rec->snapshot, rec->snapshot_len, instance, NULL);
+            rec->snapshot, rec->snapshot_len, instance, ct);
         if (st != META_SNAP_OK) {
             snprintf(err, errlen, "snapshot of op %llu does not decode: %s",
                      (unsigned long long)rec->r.snapshot_op,

@@ -28,6 +28,7 @@
 
 #include "common/config.h"
 #include "shard/meta/apply.h"
+#include "shard/meta/client_table.h"
 #include "shard/meta/state.h"
 #include "shard/storage/io.h"
 #include "shard/storage/recovery.h"
@@ -64,10 +65,13 @@ typedef void shard0_replay_fn(void *ctx, const struct vs_hdr_prepare *h,
 /* Builds `instance` (meta_state_size(caps) bytes, ALL ZERO on entry, e.g.
  * after lr_instance_zero) from rec: init the header, decode
  * the snapshot, replay the journal range. *op_out gets the op the state
- * reflects (0 for an empty node). 0, or -EBADMSG (undecodable snapshot or
+ * reflects (0 for an empty node). `ct` (may be NULL) receives the cached
+ * replies of the snapshot's client table (the hook adds the replayed
+ * ones). 0, or -EBADMSG (undecodable snapshot or
  * journal body) / -EIO with one line in err. */
 int shard0_rebuild_state(void *instance, const struct meta_caps *caps,
-                         struct shard0_recovered *rec, shard0_replay_fn *hook,
+                         struct shard0_recovered *rec,
+                         struct meta_client_table *ct, shard0_replay_fn *hook,
                          void *hook_ctx, uint64_t *op_out, char *err,
                          size_t errlen);
 

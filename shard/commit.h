@@ -1,0 +1,145 @@
+/*
+ * shard/commit.h - shard 0's one-replica commit path: the I/O-free VSR
+ * engine (shard/vsr/engine.h, its n = 1 form) bound to the metadata
+ * journal, the superblock, the left-right buffer, the client table and
+ * the data shards' forwarded requests (shard/fwd.h). DESIGN §3-§5,
+ * iggy-server-ng.md §2-§4.
+ *
+ * Role: a struct commit owns the engine, the open journal (moved out of
+ * shard0_recovered), the superblock store, the shard-0-private reply part
+ * of the client table (struct meta_client_table) and drives the
+ * left-right writer. Every input (a forwarded frame, a tick, genesis) is
+ * followed by a synchronous drain of the engine's actions:
+ *   JOURNAL_APPEND   -> wal_append (fsyncs) -> vsr_on_journal_durable
+ *   SUPERBLOCK_WRITE -> sb_write -> vsr_on_superblock_durable
+ *   COMMIT           -> lr_publish(op): meta_apply on each instance (the
+ *                       first result is kept), the reply frame built from
+ *                       prepare + output and recorded in the client table,
+ *                       then vsr_on_commit_applied
+ *   REPLY            -> FWD_REPLY to the data shard that proposed the op
+ * so a request is answered only after it is durable, applied and
+ * published (read your writes).
+ *
+ * FWD_PROPOSE: the client table answers first (Duplicate -> the cached
+ * frame byte for byte; NoSession/SessionTooLow/EpochAhead/ChecksumMismatch/
+ * AlreadyApplied -> the Eviction of client_table.h, flag FWD_F_UNBIND);
+ * Register skips the table (every bind commits); New -> vsr_on_request.
+ * Not ready, pipeline full or the client already in flight -> status 57
+ * TransientNotCommitted (the SDK resends unchanged); a journal full even
+ * after a forced checkpoint, or out of space on the append -> status 1
+ * (Error) and nothing of the request stays in the journal (the engine is
+ * rebuilt from the journal, its source of truth).
+ *
+ * Checkpoint (DESIGN §4, three phases, in order; a failed phase skips the
+ * later ones and is retried on a later tick): when fewer than
+ * cfg->checkpoint_margin of cfg->wal_slots are free, (1) snapshot of the
+ * state at commit_min with the client table -> snapshot.bin, (2) the
+ * superblock pairing (checkpoint_op, XXH3 of the payload) through the
+ * engine, (3) wal_drain(op) keeping op itself.
+ *
+ * Recovery (commit_create): the state is rebuilt from the verified
+ * snapshot and the journal into each left-right instance; the client
+ * table's replies from the snapshot's table plus the replayed ops (the
+ * same reply builder as live, so a retried request gets the identical
+ * frame after a restart); the engine from the superblock and the journal
+ * headers, so op numbers and the hash chain continue.
+ *
+ * Errors: a fatal storage error (-VS_EFATAL from any call) must end the
+ * process with exit 2 and commit_fatal_msg() on one line.
+ * Callers: shard 0 only (tests drive it in-process). Not thread-safe.
+ */
+#ifndef VS_SHARD_COMMIT_H
+#define VS_SHARD_COMMIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "ipc/lr.h"
+#include "shard/shard0_boot.h"
+#include "shard/storage/io.h"
+#include "shard/storage/journal.h"
+#include "shard/vsr/engine.h"
+
+struct commit;
+
+/* Sends one frame (struct fwd_hdr + payload) to process slot dst. */
+typedef void commit_send_fn(void *ctx, uint32_t dst, const void *frame,
+                            uint32_t len);
+/* Wall clock in µs for prepare timestamps. */
+typedef uint64_t commit_clock_fn(void *ctx);
+
+struct commit_options {
+    const struct vs_config *cfg; /* borrowed; outlives the commit */
+    struct vs_lr *lr;            /* writer started; borrowed */
+    /* Storage I/O for the journal, superblock and snapshot; NULL = a
+     * private real one. Borrowed (tests pass a sio_fault's io). */
+    struct vs_sio *io;
+    commit_send_fn *send;
+    void *send_ctx;
+    commit_clock_fn *clock; /* NULL: vs_realtime_us */
+    void *clock_ctx;
+};
+
+struct commit_stats {
+    uint64_t proposals;   /* FWD_PROPOSE frames handled */
+    uint64_t commits;     /* ops applied and published */
+    uint64_t duplicates;  /* cached replies sent */
+    uint64_t evictions;   /* eviction frames sent */
+    uint64_t transient;   /* status 57 answers */
+    uint64_t refused;     /* other status answers (3, 1) */
+    uint64_t enospc;      /* journal appends refused for space */
+    uint64_t checkpoints; /* completed (all three phases) */
+    uint64_t checkpoint_failures;
+    uint64_t dropped; /* malformed IPC frames dropped */
+};
+
+/* Builds the commit path from the recovered data dir: the state into
+ * both left-right instances (lr_restore), the client-table replies, the
+ * superblock store and the engine. Takes the open journal out of rec
+ * (rec must still be finalized by the caller). Returns 0 and *out, or a
+ * negative value with one line in err: -ESTALE (the data dir is behind
+ * the op this node already published: acknowledged metadata is missing),
+ * -EBADMSG/-EIO (rebuild), -EINVAL (engine refused the recovered log),
+ * -VS_EFATAL, -errno. Every error but -VS_EFATAL from a refused data dir
+ * ends the process with exit 2 as well. */
+int commit_create(const struct commit_options *o, struct shard0_recovered *rec,
+                  struct commit **out, char *err, size_t errlen);
+/* Closes the journal and frees everything. NULL is accepted. */
+void commit_destroy(struct commit *c);
+
+/* 1 if the cluster's first op (GENESIS: root user 0) is not committed
+ * (checked on the state, so a node that crashed between its format and
+ * its genesis still gets one); always 0 for a multi-replica node. */
+int commit_genesis_needed(const struct commit *c);
+/* Proposes and commits GENESIS with the configured root credentials:
+ * --with-default-root-credentials -> iggy/iggy; else root_username and
+ * root_password; an empty password -> a random one printed once on
+ * stderr and in the log. The password is hashed (argon2id, config cost)
+ * before it is proposed. 0, -EALREADY (done before), -VS_EFATAL, or
+ * -errno with one line in err. */
+int commit_genesis(struct commit *c, char *err, size_t errlen);
+
+/* One IPC frame from process slot src (FWD_PROPOSE or FWD_CLOSED; a
+ * malformed frame is logged and dropped). 0 or -VS_EFATAL. */
+int commit_on_frame(struct commit *c, uint32_t src, const void *frame,
+                    uint32_t len);
+/* A 10 ms tick: engine timers, retries of a failed superblock write or
+ * WAL drain, the checkpoint check. 0 or -VS_EFATAL. */
+int commit_tick(struct commit *c);
+/* Runs a checkpoint now if commit_min is past the durable checkpoint
+ * (tests, shutdown). 0 (also when a phase failed and will be retried),
+ * or -VS_EFATAL. */
+int commit_checkpoint_now(struct commit *c);
+
+/* The fatal I/O error on one line ("" if none). */
+void commit_fatal_msg(const struct commit *c, char *buf, size_t len);
+
+/* Introspection (tests, logs). */
+const struct commit_stats *commit_stats(const struct commit *c);
+const struct vs_vsr *commit_engine(const struct commit *c);
+const struct wal *commit_journal(const struct commit *c);
+/* The live metadata instance (the writer's own view). */
+const void *commit_state(const struct commit *c);
+
+#endif /* VS_SHARD_COMMIT_H */
