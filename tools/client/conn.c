@@ -10,10 +10,10 @@
  *     frame is built once; only its session field changes later.
  *  2. Write the frame, read exactly one reply frame (bounded by the
  *     request deadline).
- *  3. Transport failure (reset, EOF, timeout, short frame): close, and up
- *     to `reconnects` times: connect, Register again with the SAME client
- *     id and the remembered credentials, patch the new session into the
- *     frame, resend it unchanged otherwise (go to 2). The server's client
+ *  3. Transport failure (reset, EOF, timeout): close, and up to
+ *     `reconnects` times, each with a fresh deadline: connect, Register again
+ * with the SAME client id and the remembered credentials, patch the new session
+ * into the frame, resend it unchanged otherwise (go to 2). The server's client
  *     table answers a request it already executed with the cached reply.
  *  4. Status 57/58: resend the identical frame every 50 ms until the
  *     deadline.
@@ -443,11 +443,11 @@ vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok)
         if (c->fd < 0) {
             rc = resend_ok ? vsc_reestablish(c) : vsc_connect(c);
             if (rc != 0) {
-                if (vsc_is_transport(rc) && attempts < c->reconnects &&
-                    vs_monotonic_ns() < deadline) {
+                if (vsc_is_transport(rc) && attempts < c->reconnects) {
                     attempts++;
                     vsc_close(c);
                     vsc_sleep_ms(100u * attempts);
+                    deadline = vsc_deadline(c->io_timeout_ms);
                     continue;
                 }
                 return vsc_fail(c, rc, "reconnect");
@@ -458,9 +458,11 @@ vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok)
         rc = vsc_exchange(c, deadline);
         if (rc != 0) {
             vsc_close(c);
-            if (rc != -EPROTO && resend_ok && attempts < c->reconnects &&
-                vs_monotonic_ns() < deadline) {
+            /* A reset, EOF or timeout: the reply may be lost. Resend
+             * (same request number) with a fresh deadline. */
+            if (rc != -EPROTO && resend_ok && attempts < c->reconnects) {
                 attempts++;
+                deadline = vsc_deadline(c->io_timeout_ms);
                 continue;
             }
             return vsc_fail(c, rc, "request");
