@@ -11,10 +11,11 @@
  *  2. Write the frame, read exactly one reply frame (bounded by the
  *     request deadline).
  *  3. Transport failure (reset, EOF, timeout): close, and up to
- *     `reconnects` times, each with a fresh deadline: connect, Register again
- * with the SAME client id and the remembered credentials, patch the new session
- * into the frame, resend it unchanged otherwise (go to 2). The server's client
- *     table answers a request it already executed with the cached reply.
+ *     `reconnects` times, each with a fresh deadline: connect, Register
+ *     again with the SAME client id and the remembered credentials, patch
+ *     the new session into the frame, resend it unchanged otherwise (go
+ *     to 2). The server's client table answers a request it already
+ *     executed with the cached reply.
  *  4. Status 57/58: resend the identical frame every 50 ms until the
  *     deadline.
  *  5. An eviction throws the session away (the server ended it): the
