@@ -103,7 +103,7 @@ START_TEST(test_ping_and_errors)
     ck_assert_ptr_nonnull(strstr(out, "\"user_id\":0"));
     ck_assert_int_eq(count_lines(out), 1);
 
-    /* Unreachable server: one line, exit 2. */
+    /* Server refusals: one line on stderr, exit 2. */
     CLI(0, "stream", "create", "dup");
     CLI(2, "stream", "create", "dup");
     ck_assert_int_eq(count_lines(err), 1);
@@ -114,6 +114,7 @@ START_TEST(test_ping_and_errors)
     ck_assert_ptr_nonnull(strstr(err, "(1009)"));
     CLI(2, "topic", "create", "dup", "t", "--option", "bogus=1");
     ck_assert_ptr_nonnull(strstr(err, "UnsupportedOptionKey (4041)"));
+    /* Unreachable server: one line, exit 2. */
     CLI(2, "--addr", "127.0.0.1:1", "ping");
     ck_assert_int_eq(count_lines(err), 1);
     ck_assert_ptr_nonnull(strstr(err, "vstream: "));
