@@ -19,7 +19,7 @@
  *  3. The data shard writes the frame to the connection `conn_id` if it
  *     still exists in the same incarnation; else drops it.
  *
- * Layout: struct fwd_hdr (32 bytes), then `payload_len` bytes.
+ * Layout: struct fwd_hdr (64 bytes), then `payload_len` bytes.
  *  FWD_PROPOSE  payload = the client's 256-byte request header, exactly as
  *               received except: user_id = the session's user (for a
  *               Register: the user whose credentials were verified),

@@ -87,6 +87,14 @@ shard_loop_on_frame(void *ctx, uint32_t src, const void *frame, uint32_t len)
                  src);
 }
 
+static void
+shard_loop_on_drain(void *ctx, uint32_t dst)
+{
+    struct shard_loop *l = ctx;
+    if (l->drain_fn != NULL)
+        l->drain_fn(l->drain_ctx, dst);
+}
+
 int
 shard_loop_init(struct shard_loop *l, const struct vs_shard_ctx *ctx,
                 int listen_fd)
@@ -105,6 +113,7 @@ shard_loop_init(struct shard_loop *l, const struct vs_shard_ctx *ctx,
             goto fail;
     }
     struct vs_port_ops ops = {.on_frame = shard_loop_on_frame,
+                              .on_drain = shard_loop_on_drain,
                               .ctx = l,
                               .queue_high = ctx->cfg->ring_bytes};
     l->port = port_create(l->base, ctx->seg, ctx->slot, &ops);
@@ -122,6 +131,13 @@ shard_loop_init(struct shard_loop *l, const struct vs_shard_ctx *ctx,
 fail:
     shard_loop_fini(l);
     return rc;
+}
+
+void
+shard_loop_set_drain_handler(struct shard_loop *l, port_drain_fn *fn, void *ctx)
+{
+    l->drain_fn = fn;
+    l->drain_ctx = ctx;
 }
 
 void

@@ -31,6 +31,8 @@ struct shard_loop {
     struct vs_port *port;
     port_frame_fn *frame_fn; /* IPC frames go here once set */
     void *frame_ctx;
+    port_drain_fn *drain_fn; /* port drains go here once set */
+    void *drain_ctx;
     uint64_t accepted;  /* connections accepted (and closed) */
     uint64_t frames_in; /* IPC frames received */
 };
@@ -41,6 +43,9 @@ int shard_loop_init(struct shard_loop *l, const struct vs_shard_ctx *ctx,
                     int listen_fd);
 /* Routes every IPC frame received from now on to fn(ctx, ...). */
 void shard_loop_set_frame_handler(struct shard_loop *l, port_frame_fn *fn,
+                                  void *ctx);
+/* Routes every "queue towards dst emptied" of the port to fn(ctx, dst). */
+void shard_loop_set_drain_handler(struct shard_loop *l, port_drain_fn *fn,
                                   void *ctx);
 /* Stores ready = 1 in the slot and rings the supervisor's doorbell. */
 void shard_loop_ready(struct shard_loop *l);

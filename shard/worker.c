@@ -1,22 +1,23 @@
 /*
  * shard/worker.c - a data shard's process main (slots 1..K).
  *
- * Current behaviour: claims its left-right reader slot, maps the
- * metadata instances read-only, reads the published op once, then
- * serves on its event loop: it accepts client connections from the
- * inherited client listener and closes them (the client protocol comes
- * later), and counts IPC frames. Partitions, client sessions and
- * forwarding are not here yet.
+ * Claims its left-right reader slot, maps the metadata instances
+ * read-only, then serves Iggy's VSR client protocol on the inherited
+ * client listener (shard/serve/serve.h) on its event loop; the IPC
+ * port's frames from shard 0 go to the client listener. Partitions are
+ * not here yet.
  * Process: data shards only.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "common/errors.h"
 #include "common/log.h"
 #include "ipc/lr.h"
 #include "shard/loop.h"
+#include "shard/serve/serve.h"
 #include "shard/shard.h"
 
 int
@@ -39,15 +40,26 @@ worker_main(const struct vs_shard_ctx *ctx)
     lr_read_end(&lr);
 
     struct shard_loop loop;
-    rc = shard_loop_init(&loop, ctx, ctx->client_fd);
+    /* the listener belongs to the client protocol, not the loop */
+    rc = shard_loop_init(&loop, ctx, -1);
     if (rc != 0) {
         vs_log_error("event loop: %s", strerror(-rc));
         return VS_EXIT_RESTART;
     }
+    struct serve *srv =
+        serve_create(loop.base, ctx, &lr, loop.port, ctx->client_fd);
+    if (srv == NULL) {
+        vs_log_error("client listener: %s", strerror(errno));
+        shard_loop_fini(&loop);
+        return VS_EXIT_RESTART;
+    }
+    shard_loop_set_frame_handler(&loop, serve_on_frame, srv);
+    shard_loop_set_drain_handler(&loop, serve_on_drain, srv);
     vs_log_info("serving: data shard %u of %u, metadata op %llu", ctx->slot,
                 ctx->k, (unsigned long long)op);
     shard_loop_ready(&loop);
     rc = shard_loop_run(&loop);
+    serve_destroy(srv);
     shard_loop_fini(&loop);
     return rc == 0 ? VS_EXIT_OK : VS_EXIT_RESTART;
 }

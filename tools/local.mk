@@ -1,1 +1,62 @@
-# tools/: vstream (CLI), vstream-inspect, vstream-bench, client library.
+# tools/: vstream (CLI), vstream-bench, the C client library (libvs_client.a)
+# and the end-to-end tests that drive a real vstreamd through them.
+noinst_LIBRARIES += libvs_client.a
+libvs_client_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+libvs_client_a_SOURCES = \
+	tools/client/vsc.h tools/client/vsc_int.h \
+	tools/client/codec.c tools/client/conn.c tools/client/commands.c
+
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_client_golden
+check_PROGRAMS += tests/unit/check_client_golden
+tests_unit_check_client_golden_SOURCES = tests/unit/check_client_golden.c
+tests_unit_check_client_golden_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_unit_check_client_golden_LDFLAGS = -pthread
+tests_unit_check_client_golden_LDADD = libvs_client.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
+bin_PROGRAMS += vstream
+vstream_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+vstream_SOURCES = tools/vstream.c
+vstream_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS)
+
+bin_PROGRAMS += vstream-bench
+vstream_bench_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS) -pthread
+vstream_bench_LDFLAGS = -pthread
+vstream_bench_SOURCES = tools/vstream-bench.c
+vstream_bench_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS)
+
+# End-to-end tests: a real vstreamd (port 0, --with-default-root-credentials)
+# driven by the library, the CLI and raw sockets.
+if HAVE_CHECK
+E2E_TESTS = tests/integration/check_e2e_lib tests/integration/check_e2e_cli \
+	tests/integration/check_e2e_badinput tests/integration/check_e2e_durable
+check_PROGRAMS += $(E2E_TESTS)
+INTEG_TESTS += $(E2E_TESTS)
+INTEG_FAST_TESTS += tests/integration/check_e2e_lib \
+	tests/integration/check_e2e_cli tests/integration/check_e2e_badinput
+E2E_COMMON = tests/integration/e2e.c tests/integration/e2e.h \
+	tests/integration/harness.c tests/integration/harness.h
+E2E_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+
+tests_integration_check_e2e_lib_SOURCES = tests/integration/check_e2e_lib.c \
+	$(E2E_COMMON)
+tests_integration_check_e2e_lib_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_e2e_lib_LDADD = $(E2E_LDADD)
+
+tests_integration_check_e2e_cli_SOURCES = tests/integration/check_e2e_cli.c \
+	$(E2E_COMMON)
+tests_integration_check_e2e_cli_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_e2e_cli_LDADD = $(E2E_LDADD)
+
+tests_integration_check_e2e_badinput_SOURCES = \
+	tests/integration/check_e2e_badinput.c $(E2E_COMMON)
+tests_integration_check_e2e_badinput_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_e2e_badinput_LDADD = $(E2E_LDADD)
+
+tests_integration_check_e2e_durable_SOURCES = \
+	tests/integration/check_e2e_durable.c $(E2E_COMMON)
+tests_integration_check_e2e_durable_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_e2e_durable_LDADD = $(E2E_LDADD)
+endif

@@ -1,2 +1,35 @@
 # shard/serve: the client protocol on the data shards (issue 6).
 # Sources are appended to libvs_server.a (listed in server/local.mk).
+libvs_server_a_SOURCES += \
+	shard/serve/conn.c \
+	shard/serve/hasher.c shard/serve/hasher.h \
+	shard/serve/login.c \
+	shard/serve/options.c shard/serve/options.h \
+	shard/serve/propose.c \
+	shard/serve/proto.c shard/serve/proto.h \
+	shard/serve/reads.c shard/serve/reads.h \
+	shard/serve/serve.c shard/serve/serve.h \
+	shard/serve/server.h
+
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_serve_golden
+check_PROGRAMS += tests/unit/check_serve_golden
+tests_unit_check_serve_golden_SOURCES = tests/unit/check_serve_golden.c \
+	tests/unit/meta_helpers.h
+tests_unit_check_serve_golden_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_serve_golden_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
+	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_serve_basic
+INTEG_TESTS += tests/integration/check_serve_basic
+INTEG_FAST_TESTS += tests/integration/check_serve_basic
+tests_integration_check_serve_basic_SOURCES = \
+	tests/integration/check_serve_basic.c \
+	tests/integration/rawclient.c tests/integration/rawclient.h \
+	tests/integration/harness.c tests/integration/harness.h
+tests_integration_check_serve_basic_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_serve_basic_LDADD = libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
+endif

@@ -1,0 +1,53 @@
+/*
+ * shard/serve/serve.h - the client listener of a data shard (issue 6,
+ * DESIGN §5): accepts connections on the inherited client socket and
+ * speaks Iggy's VSR client framing on them; answers Ping, reads and
+ * pre-consensus refusals itself and forwards Register, Logout and
+ * metadata ops to shard 0 (shard/fwd.h), relaying shard 0's answer.
+ *
+ * Public API for the data shard's main (shard/worker.c): create on the
+ * process's loop after the left-right reader slot and the IPC port
+ * exist, route the port's frames and drains to serve_on_frame and
+ * serve_on_drain, destroy after the loop stopped.
+ *
+ * Callers: data shard processes, on their loop thread only.
+ */
+#ifndef VS_SHARD_SERVE_SERVE_H
+#define VS_SHARD_SERVE_SERVE_H
+
+#include <stdint.h>
+
+#include "ipc/lr.h"
+#include "ipc/port.h"
+#include "shard/shard.h"
+
+struct event_base;
+struct serve;
+
+/* Takes ownership of listen_fd (closed by serve_destroy; -1 = no
+ * listener). The lr handle must be a started reader. NULL + errno. */
+struct serve *serve_create(struct event_base *base,
+                           const struct vs_shard_ctx *ctx, struct vs_lr *lr,
+                           struct vs_port *port, int listen_fd);
+/* Closes every connection (no FWD_CLOSED is sent), stops the hasher,
+ * closes the listener. Accepts NULL. */
+void serve_destroy(struct serve *s);
+
+/* IPC: a frame from process slot `src` (FWD_REPLY from shard 0). */
+void serve_on_frame(void *srv, uint32_t src, const void *frame, uint32_t len);
+/* IPC: the queue towards `dst` emptied (resume reading clients). */
+void serve_on_drain(void *srv, uint32_t dst);
+
+/* Counters (tests, logs). */
+struct serve_counters {
+    uint64_t accepted;
+    uint64_t refused; /* over max_connections */
+    uint64_t closed;
+    uint64_t requests;
+    uint64_t forwarded;
+    uint64_t evictions;
+    uint32_t open;
+};
+void serve_get_counters(const struct serve *s, struct serve_counters *out);
+
+#endif /* VS_SHARD_SERVE_SERVE_H */

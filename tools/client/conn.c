@@ -1,0 +1,647 @@
+/*
+ * tools/client/conn.c - the client library's connection: sockets with
+ * timeouts, the session and request-number rules, Register/Logout, and
+ * the reconnect-and-resend path that makes replicated requests
+ * at-most-once (DESIGN §5).
+ *
+ * Protocol of one call (vsc_call):
+ *  1. The request number comes from the counter (Register: 0; Logout and
+ *     metadata ops: counter, then counter + 1; other ops: counter). The
+ *     frame is built once; only its session field changes later.
+ *  2. Write the frame, read exactly one reply frame (bounded by the
+ *     request deadline).
+ *  3. Transport failure (reset, EOF, timeout): close, and up to
+ *     `reconnects` times, each with a fresh deadline: connect, Register
+ *     again with the SAME client id and the remembered credentials, patch
+ *     the new session into the frame, resend it unchanged otherwise (go
+ *     to 2). The server's client table answers a request it already
+ *     executed with the cached reply.
+ *  4. Status 57/58: resend the identical frame every 50 ms until the
+ *     deadline.
+ *  5. An eviction throws the session away (the server ended it): the
+ *     connection is closed and the handle is logged out.
+ * Invariants: one request in flight; the fd is non-blocking and every
+ * wait is a poll() bounded by the deadline; SIGPIPE is never raised
+ * (MSG_NOSIGNAL).
+ * Callers: any process; one handle per thread.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include "common/clock.h"
+#include "common/errors.h"
+#include "common/mem.h"
+#include "tools/client/vsc.h"
+#include "tools/client/vsc_int.h"
+
+enum vsc_login_kind {
+    VSC_LOGIN_NONE = 0,
+    VSC_LOGIN_PASSWORD = 1,
+    VSC_LOGIN_PAT = 2,
+};
+
+struct vsc {
+    char addr[256];
+    uint32_t connect_timeout_ms;
+    uint32_t io_timeout_ms;
+    uint32_t reconnects;
+    int fd;
+    struct vs_u128 client;
+    uint64_t session; /* 0 = not bound */
+    uint64_t counter; /* next request number of a replicated op */
+    enum vsc_login_kind login;
+    char user[256];
+    char password[256];
+    char token[256];
+    struct vs_wbuf req;       /* the frame of the call in progress */
+    struct vs_wbuf last_repl; /* last replicated (non-Register) frame */
+    struct vs_wbuf body;      /* scratch for command bodies */
+    uint8_t *reply;           /* last reply frame */
+    size_t reply_len;
+    size_t reply_cap;
+    char err[512];
+};
+
+static struct vs_u128
+vsc_random_id(void)
+{
+    struct vs_u128 id = {0, 0};
+    while (vs_u128_is_zero(id)) {
+        ssize_t n = getrandom(&id, sizeof id, 0);
+        if (n != (ssize_t)sizeof id) {
+            /* getrandom cannot fail for 16 bytes once the pool is
+             * initialised; fall back to the clock rather than abort. */
+            id.lo = vs_monotonic_ns() ^ ((uint64_t)getpid() << 32);
+            id.hi = vs_realtime_us();
+        }
+    }
+    return id;
+}
+
+struct vsc *
+vsc_create(const struct vsc_opts *o)
+{
+    struct vsc *c = vs_xcalloc(1, sizeof *c);
+    const char *addr = o && o->addr ? o->addr : "127.0.0.1:8090";
+    snprintf(c->addr, sizeof c->addr, "%s", addr);
+    c->connect_timeout_ms =
+        o && o->connect_timeout_ms ? o->connect_timeout_ms : 5000;
+    c->io_timeout_ms = o && o->io_timeout_ms ? o->io_timeout_ms : 30000;
+    c->reconnects = o && o->reconnects ? o->reconnects : 3;
+    c->fd = -1;
+    c->client = vsc_random_id();
+    c->counter = 1;
+    vs_wbuf_init(&c->req);
+    vs_wbuf_init(&c->last_repl);
+    vs_wbuf_init(&c->body);
+    return c;
+}
+
+void
+vsc_destroy(struct vsc *c)
+{
+    if (c == NULL)
+        return;
+    vsc_close(c);
+    vs_wbuf_fini(&c->req);
+    vs_wbuf_fini(&c->last_repl);
+    vs_wbuf_fini(&c->body);
+    free(c->reply);
+    explicit_bzero(c->password, sizeof c->password);
+    explicit_bzero(c->token, sizeof c->token);
+    free(c);
+}
+
+void
+vsc_close(struct vsc *c)
+{
+    if (c->fd >= 0) {
+        (void)close(c->fd);
+        c->fd = -1;
+    }
+}
+
+void
+vsc_set_addr(struct vsc *c, const char *addr)
+{
+    snprintf(c->addr, sizeof c->addr, "%s", addr);
+}
+
+struct vs_u128
+vsc_client_id(const struct vsc *c)
+{
+    return c->client;
+}
+
+void
+vsc_set_client_id(struct vsc *c, struct vs_u128 id)
+{
+    c->client = id;
+}
+
+uint64_t
+vsc_session(const struct vsc *c)
+{
+    return c->session;
+}
+
+uint64_t
+vsc_request_counter(const struct vsc *c)
+{
+    return c->counter;
+}
+
+const uint8_t *
+vsc_last_request(const struct vsc *c, size_t *len)
+{
+    *len = c->req.len;
+    return c->req.data;
+}
+
+const uint8_t *
+vsc_last_reply(const struct vsc *c, size_t *len)
+{
+    *len = c->reply_len;
+    return c->reply;
+}
+
+const char *
+vsc_last_error(const struct vsc *c)
+{
+    return c->err;
+}
+
+int
+vsc_fail(struct vsc *c, int rc, const char *what)
+{
+    if (rc > 0)
+        snprintf(c->err, sizeof c->err, "%s (%d): %s%s%s",
+                 vs_iggy_error_name((uint32_t)rc), rc,
+                 vs_iggy_error_str((uint32_t)rc), what ? ": " : "",
+                 what ? what : "");
+    else if (rc < 0)
+        snprintf(c->err, sizeof c->err, "%s (%d): %s%s%s",
+                 rc == -EPROTO ? "InvalidCommand" : "Error",
+                 rc == -EPROTO ? 3 : 1, strerror(-rc), what ? ": " : "",
+                 what ? what : "");
+    return rc;
+}
+
+/* ---- sockets ---- */
+
+static uint64_t
+vsc_deadline(uint32_t ms)
+{
+    return vs_monotonic_ns() + (uint64_t)ms * 1000000u;
+}
+
+/* Waits for `events` on fd until the deadline. 0, -ETIMEDOUT or -errno. */
+static int
+vsc_wait(int fd, short events, uint64_t deadline)
+{
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = events, .revents = 0};
+        uint64_t now = vs_monotonic_ns();
+        int ms, rc;
+        if (now >= deadline)
+            return -ETIMEDOUT;
+        ms = (int)((deadline - now + 999999u) / 1000000u);
+        rc = poll(&p, 1, ms);
+        if (rc == -1) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (rc == 0)
+            return -ETIMEDOUT;
+        return 0;
+    }
+}
+
+static int
+vsc_split_addr(const char *addr, char host[256], char port[16])
+{
+    const char *colon = strrchr(addr, ':');
+    size_t hl;
+    if (colon == NULL || colon[1] == '\0' || strlen(colon + 1) >= 16)
+        return -EINVAL;
+    hl = (size_t)(colon - addr);
+    if (addr[0] == '[' && hl >= 2 && addr[hl - 1] == ']') {
+        addr++;
+        hl -= 2;
+    }
+    if (hl == 0 || hl >= 256)
+        return -EINVAL;
+    memcpy(host, addr, hl);
+    host[hl] = '\0';
+    snprintf(port, 16, "%s", colon + 1);
+    return 0;
+}
+
+int
+vsc_connect(struct vsc *c)
+{
+    char host[256], port[16];
+    struct addrinfo hints, *res = NULL, *ai;
+    uint64_t deadline = vsc_deadline(c->connect_timeout_ms);
+    int rc, fd = -1;
+
+    vsc_close(c);
+    rc = vsc_split_addr(c->addr, host, port);
+    if (rc != 0)
+        return vsc_fail(c, rc, "bad address (want HOST:PORT)");
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0) {
+        snprintf(c->err, sizeof c->err, "Error (1): cannot resolve %s: %s",
+                 c->addr, gai_strerror(rc));
+        return -EHOSTUNREACH;
+    }
+    rc = -ECONNREFUSED;
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        int one = 1, soerr = 0;
+        socklen_t sl = sizeof soerr;
+        fd = socket(ai->ai_family,
+                    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    ai->ai_protocol);
+        if (fd == -1) {
+            rc = -errno;
+            continue;
+        }
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == -1) {
+            if (errno != EINPROGRESS) {
+                rc = -errno;
+                goto next;
+            }
+            rc = vsc_wait(fd, POLLOUT, deadline);
+            if (rc != 0)
+                goto next;
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == -1) {
+                rc = -errno;
+                goto next;
+            }
+            if (soerr != 0) {
+                rc = -soerr;
+                goto next;
+            }
+        }
+        c->fd = fd;
+        freeaddrinfo(res);
+        return 0;
+    next:
+        (void)close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return vsc_fail(c, rc, c->addr);
+}
+
+static int
+vsc_write_all(int fd, const uint8_t *p, size_t len, uint64_t deadline)
+{
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n == -1) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                int rc = vsc_wait(fd, POLLOUT, deadline);
+                if (rc != 0)
+                    return rc;
+                continue;
+            }
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int
+vsc_read_all(int fd, uint8_t *p, size_t len, uint64_t deadline)
+{
+    while (len > 0) {
+        ssize_t n = recv(fd, p, len, 0);
+        if (n == -1) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                int rc = vsc_wait(fd, POLLIN, deadline);
+                if (rc != 0)
+                    return rc;
+                continue;
+            }
+            return -errno;
+        }
+        if (n == 0)
+            return -ECONNRESET;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Sends c->req and reads one reply frame into c->reply. 0 or -errno. */
+static int
+vsc_exchange(struct vsc *c, uint64_t deadline)
+{
+    struct vs_header h;
+    int rc;
+    if (c->fd < 0)
+        return -ENOTCONN;
+    rc = vsc_write_all(c->fd, c->req.data, c->req.len, deadline);
+    if (rc != 0)
+        return rc;
+    if (c->reply_cap < VS_HEADER_SIZE) {
+        c->reply = vs_xrealloc(c->reply, VS_HEADER_SIZE);
+        c->reply_cap = VS_HEADER_SIZE;
+    }
+    c->reply_len = 0;
+    rc = vsc_read_all(c->fd, c->reply, VS_HEADER_SIZE, deadline);
+    if (rc != 0)
+        return rc;
+    memcpy(&h, c->reply, sizeof h);
+    /* The SDK's frame limits: 256 <= size <= 64 MiB. */
+    if (h.f.size < VS_HEADER_SIZE || h.f.size > VS_FRAME_MAX)
+        return -EPROTO;
+    if (c->reply_cap < h.f.size) {
+        c->reply = vs_xrealloc(c->reply, h.f.size);
+        c->reply_cap = h.f.size;
+    }
+    rc = vsc_read_all(c->fd, c->reply + VS_HEADER_SIZE,
+                      h.f.size - VS_HEADER_SIZE, deadline);
+    if (rc != 0)
+        return rc;
+    c->reply_len = h.f.size;
+    return 0;
+}
+
+static void
+vsc_patch_session(struct vs_wbuf *frame, uint64_t session)
+{
+    vs_store_u64(frame->data + offsetof(struct vs_hdr_request, session),
+                 session);
+}
+
+static void
+vsc_sleep_ms(uint32_t ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000,
+                          .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+static int vsc_register(struct vsc *c, uint32_t *user_id);
+
+/* Reconnects and, if the handle was logged in, registers again with the
+ * same client id. 0, an Iggy code, or -errno. */
+static int
+vsc_reestablish(struct vsc *c)
+{
+    int rc = vsc_connect(c);
+    if (rc != 0)
+        return rc;
+    if (c->login == VSC_LOGIN_NONE)
+        return 0;
+    return vsc_register(c, NULL);
+}
+
+static int
+vsc_is_transport(int rc)
+{
+    return rc < 0 && rc != -EPROTO && rc != -EINVAL;
+}
+
+/* Runs c->req to a decoded reply: steps 2-5 of the file comment.
+ * `resend_ok`: whether a broken connection may re-register and resend
+ * (not for Register itself, which vsc_reestablish drives). */
+static int
+vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok)
+{
+    uint64_t deadline = vsc_deadline(c->io_timeout_ms);
+    uint32_t attempts = 0;
+    int rc;
+    for (;;) {
+        if (c->fd < 0) {
+            rc = resend_ok ? vsc_reestablish(c) : vsc_connect(c);
+            if (rc != 0) {
+                if (vsc_is_transport(rc) && attempts < c->reconnects) {
+                    attempts++;
+                    vsc_close(c);
+                    vsc_sleep_ms(100u * attempts);
+                    deadline = vsc_deadline(c->io_timeout_ms);
+                    continue;
+                }
+                return vsc_fail(c, rc, "reconnect");
+            }
+            if (c->session != 0)
+                vsc_patch_session(&c->req, c->session);
+        }
+        rc = vsc_exchange(c, deadline);
+        if (rc != 0) {
+            vsc_close(c);
+            /* A reset, EOF or timeout: the reply may be lost. Resend
+             * (same request number) with a fresh deadline. */
+            if (rc != -EPROTO && resend_ok && attempts < c->reconnects) {
+                attempts++;
+                deadline = vsc_deadline(c->io_timeout_ms);
+                continue;
+            }
+            return vsc_fail(c, rc, "request");
+        }
+        rc = vsc_reply_decode(c->reply, c->reply_len, r);
+        if ((rc == VS_E_TRANSIENT_NOT_COMMITTED || rc == VS_E_NOT_ACCEPTED) &&
+            r->command == VS_CMD_REPLY && vs_monotonic_ns() < deadline) {
+            vsc_sleep_ms(50);
+            continue;
+        }
+        if (r->command == VS_CMD_EVICTION) {
+            /* The server ended the session: forget it. */
+            vsc_close(c);
+            c->session = 0;
+            c->login = VSC_LOGIN_NONE;
+            return vsc_fail(c, rc, "evicted");
+        }
+        if (rc != 0)
+            return vsc_fail(c, rc, NULL);
+        c->err[0] = '\0';
+        return 0;
+    }
+}
+
+/* ---- Register / Logout ---- */
+
+static int
+vsc_register(struct vsc *c, uint32_t *user_id)
+{
+    struct vs_wbuf body, saved;
+    struct vsc_reply r;
+    uint32_t uid = 0, proto = 0;
+    uint64_t session = 0;
+    char ver[256];
+    int rc;
+
+    vs_wbuf_init(&body);
+    if (c->login == VSC_LOGIN_PAT)
+        vsc_body_login_pat(&body, VSC_PROTOCOL_VERSION, VSC_SDK_NAME,
+                           VSC_SDK_VERSION, c->token);
+    else
+        vsc_body_login(&body, VSC_PROTOCOL_VERSION, VSC_SDK_NAME,
+                       VSC_SDK_VERSION, c->user, c->password);
+    /* The call in progress (when re-registering) keeps its frame. */
+    saved = c->req;
+    vs_wbuf_init(&c->req);
+    vsc_frame_request(&c->req, c->client, 0, 0, VS_OP_REGISTER,
+                      VSC_LOGIN_REGISTER, body.data, body.len, 1);
+    explicit_bzero(body.data, body.len);
+    vs_wbuf_fini(&body);
+    c->session = 0;
+    rc = vsc_run(c, &r, 0);
+    explicit_bzero(c->req.data, c->req.len);
+    vs_wbuf_fini(&c->req);
+    c->req = saved;
+    if (rc != 0)
+        return rc;
+    if (vsc_decode_login(r.payload, r.payload_len, &uid, &session, &proto,
+                         ver) != 0 ||
+        session == 0) {
+        vsc_close(c);
+        return vsc_fail(c, -EPROTO, "register reply");
+    }
+    c->session = session;
+    if (user_id != NULL)
+        *user_id = uid;
+    return 0;
+}
+
+/* Drops the session state: the next login uses a new client id. */
+static void
+vsc_forget_session(struct vsc *c)
+{
+    c->session = 0;
+    c->login = VSC_LOGIN_NONE;
+    c->client = vsc_random_id();
+    c->counter = 1;
+    explicit_bzero(c->password, sizeof c->password);
+    explicit_bzero(c->token, sizeof c->token);
+}
+
+static int
+vsc_login_common(struct vsc *c, uint32_t *user_id)
+{
+    int rc;
+    if (c->fd < 0) {
+        rc = vsc_connect(c);
+        if (rc != 0)
+            return rc;
+    }
+    rc = vsc_register(c, user_id);
+    if (rc != 0)
+        c->login = VSC_LOGIN_NONE;
+    return rc;
+}
+
+int
+vsc_login(struct vsc *c, const char *user, const char *password,
+          uint32_t *user_id)
+{
+    if (strlen(user) > VSC_NAME_MAX || strlen(password) > VSC_NAME_MAX)
+        return vsc_fail(c, -EINVAL, "username or password too long");
+    if (c->session != 0)
+        (void)vsc_logout(c);
+    snprintf(c->user, sizeof c->user, "%s", user);
+    snprintf(c->password, sizeof c->password, "%s", password);
+    c->login = VSC_LOGIN_PASSWORD;
+    return vsc_login_common(c, user_id);
+}
+
+int
+vsc_login_pat(struct vsc *c, const char *token, uint32_t *user_id)
+{
+    if (strlen(token) > VSC_NAME_MAX)
+        return vsc_fail(c, -EINVAL, "token too long");
+    if (c->session != 0)
+        (void)vsc_logout(c);
+    snprintf(c->token, sizeof c->token, "%s", token);
+    c->login = VSC_LOGIN_PAT;
+    return vsc_login_common(c, user_id);
+}
+
+int
+vsc_logout(struct vsc *c)
+{
+    struct vsc_reply r;
+    int rc = vsc_call(c, VSC_LOGOUT_USER, NULL, 0, &r);
+    vsc_forget_session(c);
+    return rc;
+}
+
+/* ---- generic calls ---- */
+
+int
+vsc_call(struct vsc *c, uint32_t code, const void *body, size_t len,
+         struct vsc_reply *r)
+{
+    uint8_t op = vsc_code_operation(code);
+    uint64_t request;
+    int repl = vsc_operation_is_replicated(op);
+
+    if (op == VS_OP_REGISTER)
+        return vsc_fail(c, -EINVAL, "use vsc_login for Register");
+    if (op != VS_OP_NON_REPLICATED && c->session == 0)
+        return vsc_fail(c, VS_E_UNAUTHENTICATED, "not logged in");
+    request = c->counter;
+    if (repl)
+        c->counter++;
+    vs_wbuf_reset(&c->req);
+    vsc_frame_request(&c->req, c->client, c->session, request, op, code, body,
+                      len, repl);
+    if (repl) {
+        vs_wbuf_reset(&c->last_repl);
+        vs_wr_bytes(&c->last_repl, c->req.data, c->req.len);
+    }
+    return vsc_run(c, r, 1);
+}
+
+int
+vsc_resend_last(struct vsc *c)
+{
+    struct vsc_reply r;
+    int rc;
+    if (c->last_repl.len == 0)
+        return vsc_fail(c, -ENOENT, "no replicated request sent yet");
+    vsc_close(c);
+    rc = vsc_reestablish(c);
+    if (rc != 0)
+        return rc;
+    vs_wbuf_reset(&c->req);
+    vs_wr_bytes(&c->req, c->last_repl.data, c->last_repl.len);
+    vsc_patch_session(&c->req, c->session);
+    return vsc_run(c, &r, 1);
+}
+
+struct vs_wbuf *
+vsc_body(struct vsc *c)
+{
+    vs_wbuf_reset(&c->body);
+    return &c->body;
+}

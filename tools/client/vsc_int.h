@@ -1,0 +1,24 @@
+/*
+ * tools/client/vsc_int.h - internals shared by the client library's files.
+ *
+ * Role: record decoders that read one record at a reader position (used by
+ * list commands) and the private state of a connection handle.
+ * Callers: the .c files of tools/client only.
+ */
+#ifndef VS_TOOLS_CLIENT_VSC_INT_H
+#define VS_TOOLS_CLIENT_VSC_INT_H
+
+#include "common/buf.h"
+#include "tools/client/vsc.h"
+
+int vsc_decode_stream_at(struct vs_rbuf *r, struct vsc_stream *s);
+int vsc_decode_topic_at(struct vs_rbuf *r, struct vsc_topic *t);
+int vsc_decode_user_at(struct vs_rbuf *r, struct vsc_user *u, int details);
+
+/* Sets the handle's last-error text from a result of a call. Returns rc. */
+int vsc_fail(struct vsc *c, int rc, const char *what);
+
+/* The handle's scratch buffer for a command body (reset). */
+struct vs_wbuf *vsc_body(struct vsc *c);
+
+#endif /* VS_TOOLS_CLIENT_VSC_INT_H */

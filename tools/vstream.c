@@ -1,0 +1,1495 @@
+/*
+ * tools/vstream.c - the `vstream` command-line client.
+ *
+ * Role: manage a vstream node (or any server of Iggy's VSR client
+ * protocol) from a shell: ping, me, stats, cluster, streams, topics,
+ * partitions, users, permissions and personal access tokens, through the
+ * client library (tools/client/vsc.h).
+ * Invariants:
+ *  - global options are accepted before or after the subcommand;
+ *  - stdout carries the result only: a table, or with --json exactly one
+ *    JSON object; errors go to stderr as ONE line
+ *    "vstream: <ErrorName> (<code>): <text>";
+ *  - exit status: 0 success, 1 usage error (usage printed), 2 the request
+ *    failed (server refusal, connection or protocol error);
+ *  - the password never appears in argv of a child or in output
+ *    (--password-stdin / VSTREAM_PASSWORD are preferred over --password).
+ * Callers: a user's shell; the integration tests.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "common/buf.h"
+#include "common/errors.h"
+#include "tools/client/vsc.h"
+
+#define VS_CLI_ARGS_MAX  16
+#define VS_CLI_PERMS_MAX 32
+
+enum { CLI_OK = 0, CLI_USAGE = 1, CLI_FAIL = 2 };
+
+struct cli {
+    const char *addr;
+    const char *user;
+    const char *password;
+    int password_stdin;
+    int json;
+    int help;
+    const char *pos[VS_CLI_ARGS_MAX];
+    int npos;
+    /* command options */
+    const char *partitions;
+    const char *message_expiry;
+    const char *max_topic_size;
+    const char *compression;
+    const char *segment_size;
+    const char *enforce_fsync;
+    const char *msgs_to_save;
+    const char *size_to_save;
+    const char *preallocate;
+    const char *options[VS_CLI_PERMS_MAX]; /* --option KEY=VALUE */
+    int noptions;
+    const char *name;
+    const char *status;
+    const char *expiry;
+    const char *perm;
+    const char *stream_perm[VS_CLI_PERMS_MAX];
+    int nstream_perm;
+    const char *topic_perm[VS_CLI_PERMS_MAX];
+    int ntopic_perm;
+    int clear;
+    char pwbuf[256];
+    struct vsc *c;
+};
+
+static const char USAGE[] =
+    "usage: vstream [global options] COMMAND [ARGS] [options]\n"
+    "\n"
+    "Global options (before or after the command):\n"
+    "  --addr HOST:PORT       server address (env VSTREAM_ADDR; default "
+    "127.0.0.1:8090)\n"
+    "  --user NAME            username (env VSTREAM_USER; default iggy)\n"
+    "  --password PASSWORD    password (prefer --password-stdin or "
+    "VSTREAM_PASSWORD)\n"
+    "  --password-stdin       read the password from the first line of "
+    "stdin\n"
+    "  --json                 print one JSON object instead of a table\n"
+    "  -h, --help             help (also after any command)\n"
+    "\n"
+    "Commands:\n"
+    "  ping                   check the server answers (no login)\n"
+    "  me                     this connection's client record\n"
+    "  stats                  server statistics\n"
+    "  cluster                cluster metadata\n"
+    "  stream  create|list|get|update|delete|purge\n"
+    "  topic   create|list|get|update|delete|purge\n"
+    "  partition create|delete\n"
+    "  user    create|list|get|update|delete|passwd|permissions\n"
+    "  pat     create|list|delete\n"
+    "\n"
+    "Identifiers: a number is an id, anything else a name.\n"
+    "Exit status: 0 ok, 1 usage error, 2 the request failed.\n";
+
+static const char USAGE_STREAM[] =
+    "usage: vstream stream create NAME\n"
+    "       vstream stream list\n"
+    "       vstream stream get STREAM\n"
+    "       vstream stream update STREAM NEW_NAME\n"
+    "       vstream stream delete STREAM\n"
+    "       vstream stream purge STREAM\n";
+
+static const char USAGE_TOPIC[] =
+    "usage: vstream topic create STREAM NAME [--partitions N] [topic "
+    "options]\n"
+    "       vstream topic list STREAM\n"
+    "       vstream topic get STREAM TOPIC\n"
+    "       vstream topic update STREAM TOPIC NEW_NAME [topic options]\n"
+    "       vstream topic delete STREAM TOPIC\n"
+    "       vstream topic purge STREAM TOPIC\n"
+    "Topic options:\n"
+    "  --message-expiry US|DURATION|none   --max-topic-size BYTES|SIZE|"
+    "unlimited\n"
+    "  --compression none|gzip             --segment-size BYTES\n"
+    "  --enforce-fsync true|false          --messages-required-to-save N\n"
+    "  --size-of-messages-required-to-save BYTES\n"
+    "  --preallocate-segments true|false   --option KEY=VALUE (string "
+    "value)\n";
+
+static const char USAGE_PARTITION[] =
+    "usage: vstream partition create STREAM TOPIC COUNT\n"
+    "       vstream partition delete STREAM TOPIC COUNT\n"
+    "(delete removes the COUNT highest partition ids)\n";
+
+static const char USAGE_USER[] =
+    "usage: vstream user create NAME [PASSWORD] [--status active|inactive] "
+    "[perms]\n"
+    "       vstream user list\n"
+    "       vstream user get USER\n"
+    "       vstream user update USER [--name NEW] [--status "
+    "active|inactive]\n"
+    "       vstream user delete USER\n"
+    "       vstream user passwd USER CURRENT NEW\n"
+    "       vstream user permissions USER [perms | --clear]\n"
+    "Permissions:\n"
+    "  --perm LIST                  global: all, none, or a comma list of\n"
+    "                               manage_servers read_servers manage_users\n"
+    "                               read_users manage_streams read_streams\n"
+    "                               manage_topics read_topics poll_messages\n"
+    "                               send_messages\n"
+    "  --stream-perm SID:LIST       per stream (repeatable): manage_stream\n"
+    "                               read_stream manage_topics read_topics\n"
+    "                               poll_messages send_messages\n"
+    "  --topic-perm SID:TID:LIST    per topic (repeatable): manage_topic\n"
+    "                               read_topic poll_messages send_messages\n"
+    "A created user without PASSWORD gets a generated one, printed once.\n";
+
+static const char USAGE_PAT[] =
+    "usage: vstream pat create NAME [--expiry MICROSECONDS]\n"
+    "       vstream pat list\n"
+    "       vstream pat delete NAME\n"
+    "(the token is printed once, at create; expiry 0 = never)\n";
+
+static int
+cli_usage(const char *text, const char *why)
+{
+    if (why != NULL)
+        fprintf(stderr, "vstream: %s\n", why);
+    fputs(text, stderr);
+    return CLI_USAGE;
+}
+
+static int
+cli_fail(struct cli *cl, int rc)
+{
+    const char *e = cl->c ? vsc_last_error(cl->c) : "";
+    (void)rc;
+    if (e[0] == '\0')
+        fprintf(stderr, "vstream: Error (1): %s\n",
+                strerror(rc < 0 ? -rc : EIO));
+    else
+        fprintf(stderr, "vstream: %s\n", e);
+    return CLI_FAIL;
+}
+
+static int
+cli_not_found(uint32_t code, const char *what)
+{
+    fprintf(stderr, "vstream: %s (%u): %s not found\n",
+            vs_iggy_error_name(code), code, what);
+    return CLI_FAIL;
+}
+
+/* ---- JSON helpers ---- */
+
+static void
+json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", stdout);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+static void
+json_kv_str(const char *k, const char *v, int comma)
+{
+    printf("\"%s\":", k);
+    json_str(v);
+    if (comma)
+        putchar(',');
+}
+
+/* ---- parsing ---- */
+
+static int
+cli_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    if (s == NULL || s[0] == '\0' || s[0] == '-')
+        return -EINVAL;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int
+cli_u32(const char *s, uint32_t *out)
+{
+    uint64_t v;
+    if (cli_u64(s, &v) != 0 || v > UINT32_MAX)
+        return -EINVAL;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int
+cli_bool(const char *s, int *out)
+{
+    if (strcmp(s, "true") == 0 || strcmp(s, "1") == 0) {
+        *out = 1;
+        return 0;
+    }
+    if (strcmp(s, "false") == 0 || strcmp(s, "0") == 0) {
+        *out = 0;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+/* Options that take a value, and where they go. */
+static const char **
+cli_value_slot(struct cli *cl, const char *opt)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } t[] = {
+        {"--addr", offsetof(struct cli, addr)},
+        {"--user", offsetof(struct cli, user)},
+        {"--password", offsetof(struct cli, password)},
+        {"--partitions", offsetof(struct cli, partitions)},
+        {"--message-expiry", offsetof(struct cli, message_expiry)},
+        {"--max-topic-size", offsetof(struct cli, max_topic_size)},
+        {"--compression", offsetof(struct cli, compression)},
+        {"--segment-size", offsetof(struct cli, segment_size)},
+        {"--enforce-fsync", offsetof(struct cli, enforce_fsync)},
+        {"--messages-required-to-save", offsetof(struct cli, msgs_to_save)},
+        {"--size-of-messages-required-to-save",
+         offsetof(struct cli, size_to_save)},
+        {"--preallocate-segments", offsetof(struct cli, preallocate)},
+        {"--name", offsetof(struct cli, name)},
+        {"--status", offsetof(struct cli, status)},
+        {"--expiry", offsetof(struct cli, expiry)},
+        {"--perm", offsetof(struct cli, perm)},
+    };
+    size_t i;
+    for (i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(opt, t[i].name) == 0)
+            return (const char **)((char *)cl + t[i].off);
+    return NULL;
+}
+
+static int
+cli_parse(struct cli *cl, int argc, char **argv)
+{
+    int i;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **slot;
+        const char *val = NULL;
+        char optname[64];
+        const char *eq;
+        if (strcmp(a, "--") == 0) {
+            for (i++; i < argc; i++) {
+                if (cl->npos >= VS_CLI_ARGS_MAX)
+                    return -E2BIG;
+                cl->pos[cl->npos++] = argv[i];
+            }
+            break;
+        }
+        if (a[0] != '-' || a[1] == '\0') {
+            if (cl->npos >= VS_CLI_ARGS_MAX)
+                return -E2BIG;
+            cl->pos[cl->npos++] = a;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            cl->help = 1;
+            continue;
+        }
+        if (strcmp(a, "--json") == 0) {
+            cl->json = 1;
+            continue;
+        }
+        if (strcmp(a, "--password-stdin") == 0) {
+            cl->password_stdin = 1;
+            continue;
+        }
+        if (strcmp(a, "--clear") == 0) {
+            cl->clear = 1;
+            continue;
+        }
+        /* --opt=value or --opt value */
+        eq = strchr(a, '=');
+        if (eq != NULL && (size_t)(eq - a) < sizeof optname) {
+            memcpy(optname, a, (size_t)(eq - a));
+            optname[eq - a] = '\0';
+            val = eq + 1;
+        } else {
+            snprintf(optname, sizeof optname, "%s", a);
+        }
+        if (val == NULL) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "vstream: option %s needs a value\n", a);
+                return -EINVAL;
+            }
+            val = argv[++i];
+        }
+        if (strcmp(optname, "--option") == 0 ||
+            strcmp(optname, "--stream-perm") == 0 ||
+            strcmp(optname, "--topic-perm") == 0) {
+            const char **arr = optname[2] == 'o'   ? cl->options
+                               : optname[2] == 's' ? cl->stream_perm
+                                                   : cl->topic_perm;
+            int *n = optname[2] == 'o'   ? &cl->noptions
+                     : optname[2] == 's' ? &cl->nstream_perm
+                                         : &cl->ntopic_perm;
+            if (*n >= VS_CLI_PERMS_MAX)
+                return -E2BIG;
+            arr[(*n)++] = val;
+            continue;
+        }
+        slot = cli_value_slot(cl, optname);
+        if (slot == NULL) {
+            fprintf(stderr, "vstream: unknown option %s\n", optname);
+            return -EINVAL;
+        }
+        *slot = val;
+    }
+    return 0;
+}
+
+/* ---- topic options ---- */
+
+static int
+cli_opt_num_or_str(struct vs_wbuf *w, const char *key, const char *v)
+{
+    uint64_t n;
+    if (cli_u64(v, &n) == 0)
+        vsc_opt_u64(w, key, n);
+    else
+        vsc_opt_str(w, key, v);
+    return 0;
+}
+
+static int
+cli_topic_opts(struct cli *cl, struct vs_wbuf *w)
+{
+    int b, i;
+    uint32_t u;
+    if (cl->message_expiry)
+        cli_opt_num_or_str(w, "message_expiry", cl->message_expiry);
+    if (cl->max_topic_size)
+        cli_opt_num_or_str(w, "max_topic_size", cl->max_topic_size);
+    if (cl->compression)
+        vsc_opt_str(w, "compression_algorithm", cl->compression);
+    if (cl->segment_size)
+        cli_opt_num_or_str(w, "segment_size", cl->segment_size);
+    if (cl->enforce_fsync) {
+        if (cli_bool(cl->enforce_fsync, &b) != 0)
+            return -EINVAL;
+        vsc_opt_bool(w, "enforce_fsync", b);
+    }
+    if (cl->msgs_to_save) {
+        if (cli_u32(cl->msgs_to_save, &u) != 0)
+            return -EINVAL;
+        vsc_opt_u32(w, "messages_required_to_save", u);
+    }
+    if (cl->size_to_save)
+        cli_opt_num_or_str(w, "size_of_messages_required_to_save",
+                           cl->size_to_save);
+    if (cl->preallocate) {
+        if (cli_bool(cl->preallocate, &b) != 0)
+            return -EINVAL;
+        vsc_opt_bool(w, "preallocate_segments", b);
+    }
+    for (i = 0; i < cl->noptions; i++) {
+        const char *eq = strchr(cl->options[i], '=');
+        char key[256];
+        if (eq == NULL || eq == cl->options[i] ||
+            (size_t)(eq - cl->options[i]) >= sizeof key)
+            return -EINVAL;
+        memcpy(key, cl->options[i], (size_t)(eq - cl->options[i]));
+        key[eq - cl->options[i]] = '\0';
+        vsc_opt_str(w, key, eq + 1);
+    }
+    return 0;
+}
+
+/* ---- permissions ---- */
+
+static int
+cli_flags(const char *list, const char *const *names, size_t n, uint8_t *flags)
+{
+    char buf[512];
+    char *tok, *save = NULL;
+    if (strlen(list) >= sizeof buf)
+        return -EINVAL;
+    snprintf(buf, sizeof buf, "%s", list);
+    if (strcmp(buf, "all") == 0) {
+        memset(flags, 1, n);
+        return 0;
+    }
+    if (strcmp(buf, "none") == 0 || buf[0] == '\0')
+        return 0;
+    for (tok = strtok_r(buf, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        size_t i;
+        for (i = 0; i < n; i++)
+            if (strcmp(tok, names[i]) == 0)
+                break;
+        if (i == n) {
+            fprintf(stderr, "vstream: unknown permission '%s'\n", tok);
+            return -EINVAL;
+        }
+        flags[i] = 1;
+    }
+    return 0;
+}
+
+static struct vsc_stream_perms *
+cli_stream_entry(struct vsc_perms *p, uint32_t sid)
+{
+    size_t i;
+    for (i = 0; i < p->n_streams; i++)
+        if (p->streams[i].stream_id == sid)
+            return &p->streams[i];
+    p->streams = realloc(p->streams, (p->n_streams + 1) * sizeof *p->streams);
+    if (p->streams == NULL)
+        abort();
+    memset(&p->streams[p->n_streams], 0, sizeof *p->streams);
+    p->streams[p->n_streams].stream_id = sid;
+    return &p->streams[p->n_streams++];
+}
+
+/* Builds permissions from --perm/--stream-perm/--topic-perm. Returns 1
+ * if any was given, 0 if none, -EINVAL on a bad spec. */
+static int
+cli_perms(struct cli *cl, struct vsc_perms *p)
+{
+    int i, any = 0;
+    memset(p, 0, sizeof *p);
+    if (cl->perm) {
+        any = 1;
+        if (cli_flags(cl->perm, vsc_global_perm_names, VSC_G_COUNT,
+                      p->global) != 0)
+            return -EINVAL;
+    }
+    for (i = 0; i < cl->nstream_perm; i++) {
+        const char *colon = strchr(cl->stream_perm[i], ':');
+        char num[16];
+        uint32_t sid;
+        struct vsc_stream_perms *s;
+        any = 1;
+        if (colon == NULL || (size_t)(colon - cl->stream_perm[i]) >= sizeof num)
+            return -EINVAL;
+        memcpy(num, cl->stream_perm[i], (size_t)(colon - cl->stream_perm[i]));
+        num[colon - cl->stream_perm[i]] = '\0';
+        if (cli_u32(num, &sid) != 0)
+            return -EINVAL;
+        s = cli_stream_entry(p, sid);
+        if (cli_flags(colon + 1, vsc_stream_perm_names, VSC_S_COUNT,
+                      s->flags) != 0)
+            return -EINVAL;
+    }
+    for (i = 0; i < cl->ntopic_perm; i++) {
+        char buf[512];
+        char *a, *b2, *rest;
+        uint32_t sid, tid;
+        struct vsc_stream_perms *s;
+        struct vsc_topic_perms *t;
+        any = 1;
+        if (strlen(cl->topic_perm[i]) >= sizeof buf)
+            return -EINVAL;
+        snprintf(buf, sizeof buf, "%s", cl->topic_perm[i]);
+        a = buf;
+        b2 = strchr(a, ':');
+        if (b2 == NULL)
+            return -EINVAL;
+        *b2++ = '\0';
+        rest = strchr(b2, ':');
+        if (rest == NULL)
+            return -EINVAL;
+        *rest++ = '\0';
+        if (cli_u32(a, &sid) != 0 || cli_u32(b2, &tid) != 0)
+            return -EINVAL;
+        s = cli_stream_entry(p, sid);
+        s->topics = realloc(s->topics, (s->n_topics + 1) * sizeof *s->topics);
+        if (s->topics == NULL)
+            abort();
+        t = &s->topics[s->n_topics++];
+        memset(t, 0, sizeof *t);
+        t->topic_id = tid;
+        if (cli_flags(rest, vsc_topic_perm_names, VSC_T_COUNT, t->flags) != 0)
+            return -EINVAL;
+    }
+    return any;
+}
+
+static void
+print_flags(const uint8_t *flags, const char *const *names, size_t n, int json)
+{
+    size_t i;
+    int first = 1;
+    if (json)
+        putchar('[');
+    for (i = 0; i < n; i++) {
+        if (!flags[i])
+            continue;
+        if (json) {
+            if (!first)
+                putchar(',');
+            json_str(names[i]);
+        } else {
+            printf("%s%s", first ? "" : ",", names[i]);
+        }
+        first = 0;
+    }
+    if (json)
+        putchar(']');
+    else if (first)
+        fputs("-", stdout);
+}
+
+static void
+print_perms(const struct vsc_user *u, int json)
+{
+    size_t i, j;
+    if (json) {
+        fputs("\"permissions\":", stdout);
+        if (!u->has_perms) {
+            fputs("null", stdout);
+            return;
+        }
+        fputs("{\"global\":", stdout);
+        print_flags(u->perms.global, vsc_global_perm_names, VSC_G_COUNT, 1);
+        fputs(",\"streams\":[", stdout);
+        for (i = 0; i < u->perms.n_streams; i++) {
+            const struct vsc_stream_perms *s = &u->perms.streams[i];
+            printf("%s{\"stream_id\":%u,\"permissions\":", i ? "," : "",
+                   s->stream_id);
+            print_flags(s->flags, vsc_stream_perm_names, VSC_S_COUNT, 1);
+            fputs(",\"topics\":[", stdout);
+            for (j = 0; j < s->n_topics; j++) {
+                printf("%s{\"topic_id\":%u,\"permissions\":", j ? "," : "",
+                       s->topics[j].topic_id);
+                print_flags(s->topics[j].flags, vsc_topic_perm_names,
+                            VSC_T_COUNT, 1);
+                putchar('}');
+            }
+            fputs("]}", stdout);
+        }
+        fputs("]}", stdout);
+        return;
+    }
+    if (!u->has_perms) {
+        printf("permissions: none\n");
+        return;
+    }
+    printf("global:      ");
+    print_flags(u->perms.global, vsc_global_perm_names, VSC_G_COUNT, 0);
+    putchar('\n');
+    for (i = 0; i < u->perms.n_streams; i++) {
+        const struct vsc_stream_perms *s = &u->perms.streams[i];
+        printf("stream %-5u ", s->stream_id);
+        print_flags(s->flags, vsc_stream_perm_names, VSC_S_COUNT, 0);
+        putchar('\n');
+        for (j = 0; j < s->n_topics; j++) {
+            printf("  topic %-5u ", s->topics[j].topic_id);
+            print_flags(s->topics[j].flags, vsc_topic_perm_names, VSC_T_COUNT,
+                        0);
+            putchar('\n');
+        }
+    }
+}
+
+/* ---- record printers ---- */
+
+static const char *
+user_status(uint8_t s)
+{
+    return s == 2 ? "inactive" : "active";
+}
+
+static void
+print_stream_json(const struct vsc_stream *s)
+{
+    printf("{\"id\":%u,", s->id);
+    json_kv_str("name", s->name, 1);
+    printf("\"created_at\":%" PRIu64 ",\"topics_count\":%u,"
+           "\"size_bytes\":%" PRIu64 ",\"messages_count\":%" PRIu64 "}",
+           s->created_at, s->topics_count, s->size_bytes, s->messages_count);
+}
+
+static void
+print_topic_json(const struct vsc_topic *t, int with_partitions)
+{
+    size_t i;
+    printf("{\"id\":%u,", t->id);
+    json_kv_str("name", t->name, 1);
+    printf("\"created_at\":%" PRIu64 ",\"partitions_count\":%u,"
+           "\"message_expiry\":%" PRIu64 ",\"compression\":\"%s\","
+           "\"max_topic_size\":%" PRIu64 ",\"size_bytes\":%" PRIu64
+           ",\"messages_count\":%" PRIu64,
+           t->created_at, t->partitions_count, t->message_expiry,
+           t->compression == 2 ? "gzip" : "none", t->max_topic_size,
+           t->size_bytes, t->messages_count);
+    if (with_partitions) {
+        fputs(",\"partitions\":[", stdout);
+        for (i = 0; i < t->n_partitions; i++)
+            printf("%s{\"id\":%u,\"segments_count\":%u,"
+                   "\"current_offset\":%" PRIu64 ",\"size_bytes\":%" PRIu64
+                   ",\"messages_count\":%" PRIu64 "}",
+                   i ? "," : "", t->partitions[i].id,
+                   t->partitions[i].segments_count,
+                   t->partitions[i].current_offset, t->partitions[i].size_bytes,
+                   t->partitions[i].messages_count);
+        putchar(']');
+    }
+    putchar('}');
+}
+
+static void
+print_u64_or(uint64_t v, const char *max_word)
+{
+    if (v == UINT64_MAX)
+        printf("%s", max_word);
+    else if (v == 0)
+        printf("default");
+    else
+        printf("%" PRIu64, v);
+}
+
+static void
+print_topic_row(const struct vsc_topic *t)
+{
+    printf("%-6u %-24s %-10u %-6s ", t->id, t->name, t->partitions_count,
+           t->compression == 2 ? "gzip" : "none");
+    print_u64_or(t->message_expiry, "never");
+    fputs("  ", stdout);
+    print_u64_or(t->max_topic_size, "unlimited");
+    putchar('\n');
+}
+
+static void
+print_client_json(const struct vsc_client_info *ci)
+{
+    printf("{\"client_id\":%u,\"user_id\":", ci->client_id);
+    if (ci->user_id == UINT32_MAX)
+        fputs("null", stdout);
+    else
+        printf("%u", ci->user_id);
+    printf(",\"transport\":\"%s\",", ci->transport == 1   ? "tcp"
+                                     : ci->transport == 2 ? "quic"
+                                                          : "other");
+    json_kv_str("address", ci->address, 1);
+    printf("\"consumer_groups_count\":%u}", ci->groups_count);
+}
+
+/* ---- connection ---- */
+
+static int
+cli_read_password_stdin(struct cli *cl)
+{
+    size_t n;
+    if (fgets(cl->pwbuf, sizeof cl->pwbuf, stdin) == NULL)
+        return -EINVAL;
+    n = strlen(cl->pwbuf);
+    while (n > 0 && (cl->pwbuf[n - 1] == '\n' || cl->pwbuf[n - 1] == '\r'))
+        cl->pwbuf[--n] = '\0';
+    cl->password = cl->pwbuf;
+    return 0;
+}
+
+static int
+cli_open(struct cli *cl, int login)
+{
+    struct vsc_opts o;
+    int rc;
+    memset(&o, 0, sizeof o);
+    o.addr = cl->addr;
+    cl->c = vsc_create(&o);
+    if (cl->c == NULL)
+        return cli_fail(cl, -ENOMEM);
+    rc = vsc_connect(cl->c);
+    if (rc != 0)
+        return cli_fail(cl, rc);
+    if (!login)
+        return 0;
+    if (cl->password == NULL) {
+        fprintf(stderr, "vstream: Unauthenticated (40): no password (use "
+                        "--password-stdin, VSTREAM_PASSWORD or "
+                        "--password)\n");
+        return CLI_FAIL;
+    }
+    rc = vsc_login(cl->c, cl->user, cl->password, NULL);
+    if (rc != 0)
+        return cli_fail(cl, rc);
+    return 0;
+}
+
+/* ---- commands ---- */
+
+static int
+cmd_ping(struct cli *cl)
+{
+    int rc = cli_open(cl, 0);
+    if (rc != 0)
+        return rc;
+    rc = vsc_ping(cl->c);
+    if (rc != 0)
+        return cli_fail(cl, rc);
+    if (cl->json)
+        printf("{\"ping\":\"pong\"}\n");
+    else
+        printf("pong\n");
+    return CLI_OK;
+}
+
+static int
+cmd_me(struct cli *cl)
+{
+    struct vsc_client_info ci;
+    int rc = cli_open(cl, 1);
+    if (rc != 0)
+        return rc;
+    rc = vsc_me(cl->c, &ci);
+    if (rc != 0)
+        return cli_fail(cl, rc);
+    if (cl->json) {
+        print_client_json(&ci);
+        putchar('\n');
+    } else {
+        printf("client_id:  %u\nuser_id:    %u\nuser:       %s\n"
+               "address:    %s\ntransport:  %s\n",
+               ci.client_id, ci.user_id, cl->user, ci.address,
+               ci.transport == 1 ? "tcp" : "other");
+    }
+    return CLI_OK;
+}
+
+static int
+cmd_stats(struct cli *cl)
+{
+    struct vsc_stats s;
+    int rc = cli_open(cl, 1);
+    if (rc != 0)
+        return rc;
+    rc = vsc_stats(cl->c, &s);
+    if (rc != 0)
+        return cli_fail(cl, rc);
+    if (cl->json) {
+        printf("{\"process_id\":%u,\"cpu_usage\":%.2f,"
+               "\"memory_usage\":%" PRIu64 ",\"run_time\":%" PRIu64
+               ",\"start_time\":%" PRIu64 ",\"streams_count\":%u,"
+               "\"topics_count\":%u,\"partitions_count\":%u,"
+               "\"segments_count\":%u,\"messages_count\":%" PRIu64
+               ",\"clients_count\":%u,\"consumer_groups_count\":%u,",
+               s.process_id, (double)s.cpu_usage, s.memory_usage, s.run_time,
+               s.start_time, s.streams_count, s.topics_count,
+               s.partitions_count, s.segments_count, s.messages_count,
+               s.clients_count, s.consumer_groups_count);
+        json_kv_str("hostname", s.hostname, 1);
+        json_kv_str("os_name", s.os_name, 1);
+        json_kv_str("os_version", s.os_version, 1);
+        json_kv_str("kernel_version", s.kernel_version, 0);
+        printf("}\n");
+    } else {
+        printf("process_id:        %u\nmemory_usage:      %" PRIu64
+               "\nrun_time_us:       %" PRIu64 "\nstreams:           %u\n"
+               "topics:            %u\npartitions:        %u\n"
+               "segments:          %u\nmessages:          %" PRIu64
+               "\nclients:           %u\nconsumer_groups:   %u\n"
+               "hostname:          %s\nos:                %s %s\n"
+               "kernel:            %s\n",
+               s.process_id, s.memory_usage, s.run_time, s.streams_count,
+               s.topics_count, s.partitions_count, s.segments_count,
+               s.messages_count, s.clients_count, s.consumer_groups_count,
+               s.hostname, s.os_name, s.os_version, s.kernel_version);
+    }
+    return CLI_OK;
+}
+
+static int
+cmd_cluster(struct cli *cl)
+{
+    static const char *const roles[] = {"leader", "follower"};
+    static const char *const statuses[] = {"healthy", "starting", "stopping",
+                                           "unreachable", "maintenance"};
+    struct vsc_cluster c;
+    size_t i;
+    int rc = cli_open(cl, 1);
+    if (rc != 0)
+        return rc;
+    rc = vsc_cluster(cl->c, &c);
+    if (rc != 0)
+        return cli_fail(cl, rc);
+    if (cl->json) {
+        putchar('{');
+        json_kv_str("name", c.name, 1);
+        fputs("\"nodes\":[", stdout);
+    } else {
+        printf("cluster: %s\n%-20s %-16s %-6s %-6s %-6s %-6s %-9s %s\n", c.name,
+               "NODE", "IP", "TCP", "QUIC", "HTTP", "WS", "ROLE", "STATUS");
+    }
+    for (i = 0; i < c.n_nodes; i++) {
+        const struct vsc_node *n = &c.nodes[i];
+        const char *role = n->role < 2 ? roles[n->role] : "unknown";
+        const char *st = n->status < 5 ? statuses[n->status] : "unknown";
+        if (cl->json) {
+            printf("%s{", i ? "," : "");
+            json_kv_str("name", n->name, 1);
+            json_kv_str("ip", n->ip, 1);
+            printf("\"tcp\":%u,\"quic\":%u,\"http\":%u,\"websocket\":%u,"
+                   "\"role\":\"%s\",\"status\":\"%s\"}",
+                   n->tcp, n->quic, n->http, n->websocket, role, st);
+        } else {
+            printf("%-20s %-16s %-6u %-6u %-6u %-6u %-9s %s\n", n->name, n->ip,
+                   n->tcp, n->quic, n->http, n->websocket, role, st);
+        }
+    }
+    if (cl->json)
+        printf("]}\n");
+    vsc_cluster_fini(&c);
+    return CLI_OK;
+}
+
+static int
+cmd_stream(struct cli *cl)
+{
+    const char *sub = cl->npos > 1 ? cl->pos[1] : NULL;
+    struct vsc_id id;
+    int rc, found;
+    if (cl->help || sub == NULL)
+        return cl->help ? (fputs(USAGE_STREAM, stdout), CLI_OK)
+                        : cli_usage(USAGE_STREAM, "stream: missing action");
+#define NEED(n)                                                                \
+    do {                                                                       \
+        if (cl->npos != (n))                                                   \
+            return cli_usage(USAGE_STREAM, "stream: wrong arguments");         \
+    } while (0)
+    if (strcmp(sub, "create") == 0) {
+        struct vsc_stream s;
+        NEED(3);
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_stream_create(cl->c, cl->pos[2], &s);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (cl->json) {
+            print_stream_json(&s);
+            putchar('\n');
+        } else {
+            printf("created stream %u: %s\n", s.id, s.name);
+        }
+        return CLI_OK;
+    }
+    if (strcmp(sub, "list") == 0) {
+        struct vsc_stream *v;
+        size_t n, i;
+        NEED(2);
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_stream_list(cl->c, &v, &n);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (cl->json) {
+            fputs("{\"streams\":[", stdout);
+            for (i = 0; i < n; i++) {
+                if (i)
+                    putchar(',');
+                print_stream_json(&v[i]);
+            }
+            printf("]}\n");
+        } else {
+            printf("%-6s %-32s %-7s %-12s %s\n", "ID", "NAME", "TOPICS", "SIZE",
+                   "MESSAGES");
+            for (i = 0; i < n; i++)
+                printf("%-6u %-32s %-7u %-12" PRIu64 " %" PRIu64 "\n", v[i].id,
+                       v[i].name, v[i].topics_count, v[i].size_bytes,
+                       v[i].messages_count);
+        }
+        free(v);
+        return CLI_OK;
+    }
+    if (strcmp(sub, "get") == 0) {
+        struct vsc_stream s;
+        size_t i;
+        NEED(3);
+        id = vsc_id_parse(cl->pos[2]);
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_stream_get(cl->c, &id, &s, &found);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (!found)
+            return cli_not_found(VS_E_STREAM_ID_NOT_FOUND, "stream");
+        if (cl->json) {
+            printf("{\"id\":%u,", s.id);
+            json_kv_str("name", s.name, 1);
+            printf("\"created_at\":%" PRIu64 ",\"topics_count\":%u,"
+                   "\"size_bytes\":%" PRIu64 ",\"messages_count\":%" PRIu64
+                   ",\"topics\":[",
+                   s.created_at, s.topics_count, s.size_bytes,
+                   s.messages_count);
+            for (i = 0; i < s.n_topics; i++) {
+                if (i)
+                    putchar(',');
+                print_topic_json(&s.topics[i], 0);
+            }
+            printf("]}\n");
+        } else {
+            printf("id:        %u\nname:      %s\ncreated:   %" PRIu64
+                   "\ntopics:    %u\nsize:      %" PRIu64
+                   "\nmessages:  %" PRIu64 "\n",
+                   s.id, s.name, s.created_at, s.topics_count, s.size_bytes,
+                   s.messages_count);
+            if (s.n_topics > 0) {
+                printf("\n%-6s %-24s %-10s %-6s %s\n", "ID", "TOPIC", "PARTS",
+                       "COMPR", "EXPIRY  MAX_SIZE");
+                for (i = 0; i < s.n_topics; i++)
+                    print_topic_row(&s.topics[i]);
+            }
+        }
+        vsc_stream_fini(&s);
+        return CLI_OK;
+    }
+    if (strcmp(sub, "update") == 0) {
+        NEED(4);
+        id = vsc_id_parse(cl->pos[2]);
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_stream_update(cl->c, &id, cl->pos[3]);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+    } else if (strcmp(sub, "delete") == 0 || strcmp(sub, "purge") == 0) {
+        NEED(3);
+        id = vsc_id_parse(cl->pos[2]);
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = sub[0] == 'd' ? vsc_stream_delete(cl->c, &id)
+                           : vsc_stream_purge(cl->c, &id);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+    } else {
+        return cli_usage(USAGE_STREAM, "stream: unknown action");
+    }
+#undef NEED
+    if (cl->json)
+        printf("{\"ok\":true}\n");
+    else
+        printf("ok\n");
+    return CLI_OK;
+}
+
+static int
+cmd_topic(struct cli *cl)
+{
+    const char *sub = cl->npos > 1 ? cl->pos[1] : NULL;
+    struct vsc_id sid, tid;
+    struct vs_wbuf opts;
+    int rc, found;
+    if (cl->help || sub == NULL)
+        return cl->help ? (fputs(USAGE_TOPIC, stdout), CLI_OK)
+                        : cli_usage(USAGE_TOPIC, "topic: missing action");
+#define NEED(n)                                                                \
+    do {                                                                       \
+        if (cl->npos != (n))                                                   \
+            return cli_usage(USAGE_TOPIC, "topic: wrong arguments");           \
+    } while (0)
+    if (cl->npos > 2)
+        sid = vsc_id_parse(cl->pos[2]);
+    if (cl->npos > 3)
+        tid = vsc_id_parse(cl->pos[3]);
+    if (strcmp(sub, "create") == 0 || strcmp(sub, "update") == 0) {
+        int create = sub[0] == 'c';
+        uint32_t parts = 1;
+        struct vsc_topic t;
+        NEED(create ? 4 : 5);
+        if (cl->partitions && cli_u32(cl->partitions, &parts) != 0)
+            return cli_usage(USAGE_TOPIC, "topic: bad --partitions");
+        vs_wbuf_init(&opts);
+        if (cli_topic_opts(cl, &opts) != 0) {
+            vs_wbuf_fini(&opts);
+            return cli_usage(USAGE_TOPIC, "topic: bad option value");
+        }
+        if ((rc = cli_open(cl, 1)) != 0) {
+            vs_wbuf_fini(&opts);
+            return rc;
+        }
+        if (create)
+            rc = vsc_topic_create(cl->c, &sid, parts, cl->pos[3], opts.data,
+                                  opts.len, &t);
+        else
+            rc = vsc_topic_update(cl->c, &sid, &tid, cl->pos[4], opts.data,
+                                  opts.len);
+        vs_wbuf_fini(&opts);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (!create) {
+            printf(cl->json ? "{\"ok\":true}\n" : "ok\n");
+            return CLI_OK;
+        }
+        if (cl->json) {
+            print_topic_json(&t, 1);
+            putchar('\n');
+        } else {
+            printf("created topic %u: %s (%u partitions)\n", t.id, t.name,
+                   t.partitions_count);
+        }
+        vsc_topic_fini(&t);
+        return CLI_OK;
+    }
+    if (strcmp(sub, "list") == 0) {
+        struct vsc_topic *v;
+        size_t n, i;
+        NEED(3);
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_topic_list(cl->c, &sid, &v, &n);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (cl->json) {
+            fputs("{\"topics\":[", stdout);
+            for (i = 0; i < n; i++) {
+                if (i)
+                    putchar(',');
+                print_topic_json(&v[i], 0);
+            }
+            printf("]}\n");
+        } else {
+            printf("%-6s %-24s %-10s %-6s %s\n", "ID", "NAME", "PARTS", "COMPR",
+                   "EXPIRY  MAX_SIZE");
+            for (i = 0; i < n; i++)
+                print_topic_row(&v[i]);
+        }
+        for (i = 0; i < n; i++)
+            vsc_topic_fini(&v[i]);
+        free(v);
+        return CLI_OK;
+    }
+    if (strcmp(sub, "get") == 0) {
+        struct vsc_topic t;
+        size_t i;
+        NEED(4);
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_topic_get(cl->c, &sid, &tid, &t, &found);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (!found)
+            return cli_not_found(VS_E_TOPIC_ID_NOT_FOUND, "topic");
+        if (cl->json) {
+            print_topic_json(&t, 1);
+            putchar('\n');
+        } else {
+            printf("%-6s %-24s %-10s %-6s %s\n", "ID", "NAME", "PARTS", "COMPR",
+                   "EXPIRY  MAX_SIZE");
+            print_topic_row(&t);
+            printf("\n%-10s %-10s %-14s %-12s %s\n", "PARTITION", "SEGMENTS",
+                   "OFFSET", "SIZE", "MESSAGES");
+            for (i = 0; i < t.n_partitions; i++)
+                printf(
+                    "%-10u %-10u %-14" PRIu64 " %-12" PRIu64 " %" PRIu64 "\n",
+                    t.partitions[i].id, t.partitions[i].segments_count,
+                    t.partitions[i].current_offset, t.partitions[i].size_bytes,
+                    t.partitions[i].messages_count);
+        }
+        vsc_topic_fini(&t);
+        return CLI_OK;
+    }
+    if (strcmp(sub, "delete") == 0 || strcmp(sub, "purge") == 0) {
+        NEED(4);
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = sub[0] == 'd' ? vsc_topic_delete(cl->c, &sid, &tid)
+                           : vsc_topic_purge(cl->c, &sid, &tid);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        printf(cl->json ? "{\"ok\":true}\n" : "ok\n");
+        return CLI_OK;
+    }
+#undef NEED
+    return cli_usage(USAGE_TOPIC, "topic: unknown action");
+}
+
+static int
+cmd_partition(struct cli *cl)
+{
+    const char *sub = cl->npos > 1 ? cl->pos[1] : NULL;
+    struct vsc_id sid, tid;
+    uint32_t count;
+    int rc;
+    if (cl->help || sub == NULL)
+        return cl->help
+                   ? (fputs(USAGE_PARTITION, stdout), CLI_OK)
+                   : cli_usage(USAGE_PARTITION, "partition: missing action");
+    if ((strcmp(sub, "create") != 0 && strcmp(sub, "delete") != 0))
+        return cli_usage(USAGE_PARTITION, "partition: unknown action");
+    if (cl->npos != 5 || cli_u32(cl->pos[4], &count) != 0)
+        return cli_usage(USAGE_PARTITION, "partition: wrong arguments");
+    sid = vsc_id_parse(cl->pos[2]);
+    tid = vsc_id_parse(cl->pos[3]);
+    if ((rc = cli_open(cl, 1)) != 0)
+        return rc;
+    rc = sub[0] == 'c' ? vsc_partitions_create(cl->c, &sid, &tid, count)
+                       : vsc_partitions_delete(cl->c, &sid, &tid, count);
+    if (rc != 0)
+        return cli_fail(cl, rc);
+    printf(cl->json ? "{\"ok\":true}\n" : "ok\n");
+    return CLI_OK;
+}
+
+static int
+cli_status(const char *s, uint8_t *out)
+{
+    if (s == NULL)
+        return 0;
+    if (strcmp(s, "active") == 0)
+        *out = 1;
+    else if (strcmp(s, "inactive") == 0)
+        *out = 2;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+static void
+cli_gen_password(char out[33])
+{
+    static const char alpha[] =
+        "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+    uint8_t rnd[32];
+    size_t i;
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+        abort();
+    for (i = 0; i < 32; i++)
+        out[i] = alpha[rnd[i] % (sizeof alpha - 1)];
+    out[32] = '\0';
+}
+
+static void
+print_user(const struct vsc_user *u, int json, int details)
+{
+    if (json) {
+        printf("{\"id\":%u,", u->id);
+        json_kv_str("name", u->name, 1);
+        printf("\"status\":\"%s\",\"created_at\":%" PRIu64,
+               user_status(u->status), u->created_at);
+        if (details) {
+            putchar(',');
+            print_perms(u, 1);
+        }
+        putchar('}');
+        return;
+    }
+    printf("id:          %u\nname:        %s\nstatus:      %s\n"
+           "created:     %" PRIu64 "\n",
+           u->id, u->name, user_status(u->status), u->created_at);
+    if (details)
+        print_perms(u, 0);
+}
+
+static int
+cmd_user(struct cli *cl)
+{
+    const char *sub = cl->npos > 1 ? cl->pos[1] : NULL;
+    struct vsc_id id;
+    struct vsc_perms perms;
+    uint8_t status = 0;
+    int rc, found, has;
+    if (cl->help || sub == NULL)
+        return cl->help ? (fputs(USAGE_USER, stdout), CLI_OK)
+                        : cli_usage(USAGE_USER, "user: missing action");
+    if (cl->npos > 2)
+        id = vsc_id_parse(cl->pos[2]);
+    if (cli_status(cl->status, &status) != 0)
+        return cli_usage(USAGE_USER, "user: --status is active or inactive");
+    if (strcmp(sub, "create") == 0) {
+        char gen[33];
+        const char *pw;
+        struct vsc_user u;
+        if (cl->npos != 3 && cl->npos != 4)
+            return cli_usage(USAGE_USER, "user: wrong arguments");
+        has = cli_perms(cl, &perms);
+        if (has < 0) {
+            vsc_perms_fini(&perms);
+            return cli_usage(USAGE_USER, "user: bad permissions");
+        }
+        if (cl->npos == 4) {
+            pw = cl->pos[3];
+        } else {
+            cli_gen_password(gen);
+            pw = gen;
+        }
+        if ((rc = cli_open(cl, 1)) != 0) {
+            vsc_perms_fini(&perms);
+            return rc;
+        }
+        rc = vsc_user_create(cl->c, cl->pos[2], pw, status ? status : 1,
+                             has ? &perms : NULL, &u);
+        vsc_perms_fini(&perms);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (cl->json) {
+            printf("{\"id\":%u,", u.id);
+            json_kv_str("name", u.name, 1);
+            if (cl->npos == 3)
+                json_kv_str("password", gen, 1);
+            printf("\"status\":\"%s\"}\n", user_status(u.status));
+        } else {
+            printf("created user %u: %s\n", u.id, u.name);
+            if (cl->npos == 3)
+                printf("password: %s\n", gen);
+        }
+        vsc_user_fini(&u);
+        return CLI_OK;
+    }
+    if (strcmp(sub, "list") == 0) {
+        struct vsc_user *v;
+        size_t n, i;
+        if (cl->npos != 2)
+            return cli_usage(USAGE_USER, "user: wrong arguments");
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_user_list(cl->c, &v, &n);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (cl->json) {
+            fputs("{\"users\":[", stdout);
+            for (i = 0; i < n; i++) {
+                if (i)
+                    putchar(',');
+                print_user(&v[i], 1, 0);
+            }
+            printf("]}\n");
+        } else {
+            printf("%-6s %-32s %-9s %s\n", "ID", "NAME", "STATUS", "CREATED");
+            for (i = 0; i < n; i++)
+                printf("%-6u %-32s %-9s %" PRIu64 "\n", v[i].id, v[i].name,
+                       user_status(v[i].status), v[i].created_at);
+        }
+        free(v);
+        return CLI_OK;
+    }
+    if (strcmp(sub, "get") == 0) {
+        struct vsc_user u;
+        if (cl->npos != 3)
+            return cli_usage(USAGE_USER, "user: wrong arguments");
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_user_get(cl->c, &id, &u, &found);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (!found)
+            return cli_not_found(VS_E_RESOURCE_NOT_FOUND, "user");
+        print_user(&u, cl->json, 1);
+        if (cl->json)
+            putchar('\n');
+        vsc_user_fini(&u);
+        return CLI_OK;
+    }
+    if (strcmp(sub, "update") == 0) {
+        if (cl->npos != 3 || (cl->name == NULL && status == 0))
+            return cli_usage(USAGE_USER,
+                             "user update: give --name and/or --status");
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_user_update(cl->c, &id, cl->name, status);
+    } else if (strcmp(sub, "delete") == 0) {
+        if (cl->npos != 3)
+            return cli_usage(USAGE_USER, "user: wrong arguments");
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_user_delete(cl->c, &id);
+    } else if (strcmp(sub, "passwd") == 0) {
+        if (cl->npos != 5)
+            return cli_usage(USAGE_USER, "user passwd: USER CURRENT NEW");
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_user_passwd(cl->c, &id, cl->pos[3], cl->pos[4]);
+    } else if (strcmp(sub, "permissions") == 0) {
+        if (cl->npos != 3)
+            return cli_usage(USAGE_USER, "user: wrong arguments");
+        has = cli_perms(cl, &perms);
+        if (has < 0 || (has == 0 && !cl->clear) || (has && cl->clear)) {
+            vsc_perms_fini(&perms);
+            return cli_usage(USAGE_USER,
+                             "user permissions: give permissions or --clear");
+        }
+        if ((rc = cli_open(cl, 1)) != 0) {
+            vsc_perms_fini(&perms);
+            return rc;
+        }
+        rc = vsc_user_permissions(cl->c, &id, has ? &perms : NULL);
+        vsc_perms_fini(&perms);
+    } else {
+        return cli_usage(USAGE_USER, "user: unknown action");
+    }
+    if (rc != 0)
+        return cli_fail(cl, rc);
+    printf(cl->json ? "{\"ok\":true}\n" : "ok\n");
+    return CLI_OK;
+}
+
+static int
+cmd_pat(struct cli *cl)
+{
+    const char *sub = cl->npos > 1 ? cl->pos[1] : NULL;
+    int rc;
+    if (cl->help || sub == NULL)
+        return cl->help ? (fputs(USAGE_PAT, stdout), CLI_OK)
+                        : cli_usage(USAGE_PAT, "pat: missing action");
+    if (strcmp(sub, "create") == 0) {
+        char token[256];
+        uint64_t expiry = 0;
+        if (cl->npos != 3 || (cl->expiry && cli_u64(cl->expiry, &expiry)))
+            return cli_usage(USAGE_PAT, "pat: wrong arguments");
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_pat_create(cl->c, cl->pos[2], expiry, token);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (cl->json) {
+            putchar('{');
+            json_kv_str("name", cl->pos[2], 1);
+            json_kv_str("token", token, 0);
+            printf("}\n");
+        } else {
+            printf("%s\n", token);
+        }
+        explicit_bzero(token, sizeof token);
+        return CLI_OK;
+    }
+    if (strcmp(sub, "list") == 0) {
+        struct vsc_pat *v;
+        size_t n, i;
+        if (cl->npos != 2)
+            return cli_usage(USAGE_PAT, "pat: wrong arguments");
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_pat_list(cl->c, &v, &n);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (cl->json) {
+            fputs("{\"tokens\":[", stdout);
+            for (i = 0; i < n; i++) {
+                printf("%s{", i ? "," : "");
+                json_kv_str("name", v[i].name, 1);
+                printf("\"expiry_at\":%" PRIu64 "}", v[i].expiry_at);
+            }
+            printf("]}\n");
+        } else {
+            printf("%-32s %s\n", "NAME", "EXPIRY_AT");
+            for (i = 0; i < n; i++) {
+                if (v[i].expiry_at == 0 || v[i].expiry_at == UINT64_MAX)
+                    printf("%-32s never\n", v[i].name);
+                else
+                    printf("%-32s %" PRIu64 "\n", v[i].name, v[i].expiry_at);
+            }
+        }
+        free(v);
+        return CLI_OK;
+    }
+    if (strcmp(sub, "delete") == 0) {
+        if (cl->npos != 3)
+            return cli_usage(USAGE_PAT, "pat: wrong arguments");
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_pat_delete(cl->c, cl->pos[2]);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        printf(cl->json ? "{\"ok\":true}\n" : "ok\n");
+        return CLI_OK;
+    }
+    return cli_usage(USAGE_PAT, "pat: unknown action");
+}
+
+static int
+cli_simple(struct cli *cl, int (*fn)(struct cli *), const char *usage)
+{
+    if (cl->help) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (cl->npos != 1)
+        return cli_usage(usage, "unexpected arguments");
+    return fn(cl);
+}
+
+int
+main(int argc, char **argv)
+{
+    struct cli cl;
+    const char *cmd;
+    int rc;
+    memset(&cl, 0, sizeof cl);
+    if (cli_parse(&cl, argc, argv) != 0)
+        return cli_usage(USAGE, NULL);
+    if (cl.addr == NULL)
+        cl.addr = getenv("VSTREAM_ADDR");
+    if (cl.addr == NULL || cl.addr[0] == '\0')
+        cl.addr = "127.0.0.1:8090";
+    if (cl.user == NULL)
+        cl.user = getenv("VSTREAM_USER");
+    if (cl.user == NULL || cl.user[0] == '\0')
+        cl.user = "iggy";
+    if (cl.password_stdin) {
+        if (cl.password != NULL)
+            return cli_usage(USAGE, "--password and --password-stdin "
+                                    "exclude each other");
+        if (cli_read_password_stdin(&cl) != 0)
+            return cli_usage(USAGE, "no password on stdin");
+    }
+    if (cl.password == NULL)
+        cl.password = getenv("VSTREAM_PASSWORD");
+    if (cl.npos == 0) {
+        if (cl.help) {
+            fputs(USAGE, stdout);
+            return CLI_OK;
+        }
+        return cli_usage(USAGE, "missing command");
+    }
+    cmd = cl.pos[0];
+    if (strcmp(cmd, "ping") == 0)
+        rc = cli_simple(&cl, cmd_ping, "usage: vstream ping\n");
+    else if (strcmp(cmd, "me") == 0)
+        rc = cli_simple(&cl, cmd_me, "usage: vstream me\n");
+    else if (strcmp(cmd, "stats") == 0)
+        rc = cli_simple(&cl, cmd_stats, "usage: vstream stats\n");
+    else if (strcmp(cmd, "cluster") == 0)
+        rc = cli_simple(&cl, cmd_cluster, "usage: vstream cluster\n");
+    else if (strcmp(cmd, "stream") == 0)
+        rc = cmd_stream(&cl);
+    else if (strcmp(cmd, "topic") == 0)
+        rc = cmd_topic(&cl);
+    else if (strcmp(cmd, "partition") == 0)
+        rc = cmd_partition(&cl);
+    else if (strcmp(cmd, "user") == 0)
+        rc = cmd_user(&cl);
+    else if (strcmp(cmd, "pat") == 0)
+        rc = cmd_pat(&cl);
+    else if (strcmp(cmd, "help") == 0) {
+        fputs(USAGE, stdout);
+        rc = CLI_OK;
+    } else
+        rc = cli_usage(USAGE, "unknown command");
+    if (cl.c != NULL) {
+        if (vsc_session(cl.c) != 0)
+            (void)vsc_logout(cl.c);
+        vsc_destroy(cl.c);
+    }
+    explicit_bzero(cl.pwbuf, sizeof cl.pwbuf);
+    if (fflush(stdout) != 0)
+        return CLI_FAIL;
+    return rc;
+}
