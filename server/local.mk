@@ -17,7 +17,7 @@ libvs_server_a_SOURCES = \
 sbin_PROGRAMS += vstreamd
 vstreamd_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 vstreamd_SOURCES = server/vstreamd.c
-vstreamd_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) \
+vstreamd_LDADD = libvs_server.a libvs_data.a libvs_ipc.a libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) \
 	$(JEMALLOC_LIBS)
 
 if HAVE_CHECK
@@ -28,7 +28,7 @@ INTEG_FAST_TESTS += tests/integration/check_supervisor
 
 tests_unit_check_server_SOURCES = tests/unit/check_server.c
 tests_unit_check_server_CFLAGS = $(TEST_CFLAGS)
-tests_unit_check_server_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a \
+tests_unit_check_server_LDADD = libvs_server.a libvs_data.a libvs_ipc.a libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
 
 # The integration harness (tests/integration/harness.h): every

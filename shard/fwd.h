@@ -38,12 +38,35 @@
  *               closed (client id in `client`), so shard 0 may end
  *               consumer-group memberships (data-plane issue).
  *
+ * Between data shards (issue 7, shard/serve/data.h): a partition lives on
+ * one data shard (meta_partition_owner); a data-plane request (send, poll,
+ * consumer offsets, flush) arriving on another shard's connection is
+ * resolved and authorized there, then forwarded to the owner:
+ *  FWD_DATA_REQUEST  payload = struct data_cmd (shard/serve/data.h: the
+ *               resolved target partition (ids + created_op), consumer,
+ *               strategy...) followed by the batch bytes of a send;
+ *               `session` carries the requester's sequence number of the
+ *               request (echoed), `conn_id` its connection.
+ *  FWD_DATA_REPLY    payload = [status u32][reply body] for the client's
+ *               request; worker_slot/worker_incarnation/conn_id/session
+ *               echo the request's, so a reply to an earlier incarnation
+ *               or an abandoned request is dropped.
+ *  Both may be split into several ring frames (a payload can exceed a
+ *  ring's largest frame): every piece carries the same fwd_hdr, with
+ *  FWD_F_MORE on all but the last; pieces of one message are contiguous on
+ *  the (ordered) ring, and a piece whose (incarnation, conn_id, session)
+ *  differs from the partial message discards it. The owner answers every
+ *  complete FWD_DATA_REQUEST with one FWD_DATA_REPLY; if the owner dies
+ *  first, the requester answers the client 57 (the SDK resends; sends are
+ *  at-least-once).
+ *
  * Invariants: frames are never dropped by the rings (ipc/port.h queues
  * under back-pressure); a data shard never sends FWD_PROPOSE for a
  * connection with a request still in flight (one request in flight per
  * connection, as Iggy's SDKs do); shard 0 answers every FWD_PROPOSE with
  * exactly one FWD_REPLY unless the destination's incarnation changed.
- * Callers: data shards (propose, closed), shard 0 (reply).
+ * Callers: data shards (propose, closed, data request/reply), shard 0
+ * (reply).
  */
 #ifndef VS_SHARD_FWD_H
 #define VS_SHARD_FWD_H
@@ -57,11 +80,14 @@ enum fwd_kind {
     FWD_PROPOSE = 1,
     FWD_REPLY = 2,
     FWD_CLOSED = 3,
+    FWD_DATA_REQUEST = 4,
+    FWD_DATA_REPLY = 5,
 };
 
 enum fwd_flags {
     FWD_F_BIND = 1u << 0,
     FWD_F_UNBIND = 1u << 1,
+    FWD_F_MORE = 1u << 2, /* FWD_DATA_*: more pieces of this payload follow */
 };
 
 struct fwd_hdr {

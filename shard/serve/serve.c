@@ -15,8 +15,8 @@
  *     status 0 empty); any other code -> H 3; the connection stays;
  *  4. Register (1) -> login.c; Logout (3) and metadata ops 128..149 ->
  *     Eviction 1 before login, else propose.c; partition plane 160..162
- *     -> Eviction 1 before login, else H 3 (served by the data plane
- *     issue); any other operation -> H 3.
+ *     -> Eviction 1 before login, else data.c (send, store/delete
+ *     offset; also NR Poll, GetOffset, Flush); any other operation -> H 3.
  * Every request gets exactly one answer (or, for a framing error, the
  * close described in conn.c).
  * Process: data shards, loop thread.
@@ -40,6 +40,7 @@
 #include "common/mem.h"
 #include "shard/fwd.h"
 #include "shard/meta/lookup.h"
+#include "shard/serve/data.h"
 #include "shard/serve/reads.h"
 #include "shard/serve/server.h"
 
@@ -131,6 +132,10 @@ serve_nr(struct serve_conn *c, const struct vs_hdr_request *req,
         serve_conn_reply(c, req, VS_E_UNAUTHENTICATED, NULL, 0);
         return;
     }
+    if (serve_data_is_data(VS_OP_NON_REPLICATED, code)) {
+        serve_data_request(c, req, body, len);
+        return;
+    }
     switch (k) {
     case SERVE_NR_REPLICATED:
     case SERVE_NR_UNAVAILABLE:
@@ -198,8 +203,12 @@ serve_dispatch(struct serve_conn *c, const struct vs_hdr_request *req,
         serve_conn_evict(c, req->client, VS_EVICT_NO_SESSION);
         return;
     }
-    if (partition || req->session == 0 || req->request == 0) {
+    if (req->session == 0 || req->request == 0) {
         serve_conn_reply(c, req, VS_E_INVALID_COMMAND, NULL, 0);
+        return;
+    }
+    if (partition) {
+        serve_data_request(c, req, body, len);
         return;
     }
     serve_propose_start(c, req, body, len);
@@ -300,6 +309,13 @@ serve_create(struct event_base *base, const struct vs_shard_ctx *ctx,
         err = ENOMEM;
         goto fail;
     }
+    /* partitions this shard owns are open before it serves (data.c) */
+    int drc = serve_data_init(s);
+    if (drc != 0) {
+        vs_log_error("data plane: %s", strerror(-drc));
+        err = -drc;
+        goto fail;
+    }
     if (listen_fd >= 0) {
         s->listen_ev = event_new(base, listen_fd, EV_READ | EV_PERSIST,
                                  serve_on_accept, s);
@@ -325,6 +341,12 @@ serve_destroy(struct serve *s)
         serve_conn_free(s->all);
     }
     serve_hasher_destroy(s->hasher);
+    if (s->data != NULL)
+        vs_log_info("data shard %u: %llu data requests forwarded to other "
+                    "shards, %llu served for them",
+                    s->ctx->slot, (unsigned long long)s->n.data_forwarded,
+                    (unsigned long long)s->n.data_remote);
+    serve_data_fini(s);
     if (s->shard0_watch_ev != NULL)
         event_free(s->shard0_watch_ev);
     if (s->listen_ev != NULL)
@@ -340,8 +362,7 @@ serve_on_frame(void *srv, uint32_t src, const void *frame, uint32_t len)
 {
     struct serve *s = srv;
     if (src != 0) {
-        vs_log_warn("IPC frame of %u bytes from shard %u: not expected", len,
-                    src);
+        serve_data_on_frame(s, src, frame, len);
         return;
     }
     serve_propose_on_reply(s, frame, len);

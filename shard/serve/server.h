@@ -68,9 +68,18 @@ struct serve_conn {
     uint8_t pat_pending;     /* CreatePAT: append the token */
     char pat_token[META_PAT_TOKEN_LEN + 1];
 
+    /* a data-plane request forwarded to the owning data shard
+     * (data.c): answered 57 if that shard's incarnation changes */
+    int data_pending;
+    uint32_t data_owner;
+    uint64_t data_owner_incarnation;
+    uint64_t data_seq;
+
     int closing;
     int dispatching; /* inside serve_dispatch (frame loop) */
 };
+
+struct serve_data; /* data.c */
 
 struct serve {
     struct event_base *base;
@@ -96,6 +105,8 @@ struct serve {
 
     uint64_t login_window; /* second of the current window (monotonic) */
     uint32_t login_count;
+
+    struct serve_data *data; /* the data plane (data.c) */
 
     struct serve_counters n;
     struct vs_wbuf scratch;

@@ -1,0 +1,448 @@
+/*
+ * shard/serve/parts.c - the owned partitions of a data shard: sync with
+ * the published metadata, reconcile, durability and retention ticks; see
+ * parts.h for the rules.
+ * Process: data shards, loop thread.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/assert.h"
+#include "common/layout.h"
+#include "common/log.h"
+#include "common/mem.h"
+#include "ipc/segment.h"
+#include "shard/data/pdir.h"
+#include "shard/meta/lookup.h"
+#include "shard/meta/state.h"
+#include "shard/serve/parts.h"
+
+/* What a sync learned about one owned partition inside the read section. */
+struct dlive {
+    struct part_id id;
+    uint64_t purge_gen;
+    uint64_t watermark;
+    uint64_t segment_size;
+    uint64_t message_expiry;
+    uint64_t max_bytes;
+    uint8_t enforce_fsync;
+};
+
+struct dlist {
+    struct dlive *v;
+    size_t n, cap;
+};
+
+static void
+dlist_push(struct dlist *l, const struct dlive *e)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->v = vs_xrealloc(l->v, l->cap * sizeof(*l->v));
+    }
+    l->v[l->n++] = *e;
+}
+
+int
+dparts_owner_is(uint32_t stream_id, uint32_t topic_id, uint32_t partition_id,
+                uint32_t k, uint32_t slot)
+{
+    if (k == 0)
+        return 0;
+    return meta_partition_shard(
+               meta_group_id(stream_id, topic_id, partition_id), k) == slot;
+}
+
+static size_t
+dparts_hash(const struct dparts *d, const struct part_id *id)
+{
+    uint64_t h = meta_group_id(id->stream_id, id->topic_id, id->partition_id);
+    h ^= id->created_op * UINT64_C(0x9e3779b97f4a7c15);
+    h ^= h >> 29;
+    return (size_t)(h & (d->nbuckets - 1));
+}
+
+static int
+id_eq(const struct part_id *a, const struct part_id *b)
+{
+    return a->stream_id == b->stream_id && a->topic_id == b->topic_id &&
+           a->partition_id == b->partition_id && a->created_op == b->created_op;
+}
+
+struct dpart *
+dparts_find(struct dparts *d, const struct part_id *id)
+{
+    for (struct dpart *p = d->buckets[dparts_hash(d, id)]; p; p = p->hnext)
+        if (id_eq(&p->id, id))
+            return p;
+    return NULL;
+}
+
+static void
+dparts_unlink(struct dparts *d, struct dpart *dp)
+{
+    struct dpart **pp = &d->buckets[dparts_hash(d, &dp->id)];
+    while (*pp && *pp != dp)
+        pp = &(*pp)->hnext;
+    if (*pp)
+        *pp = dp->hnext;
+    pp = &d->all;
+    while (*pp && *pp != dp)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = dp->next;
+    d->count--;
+}
+
+void
+dparts_check_fatal(struct dparts *d, int rc, const char *what)
+{
+    if (rc != -VS_EFATAL)
+        return;
+    char msg[700];
+    sio_fatal_msg(&d->io, msg, sizeof(msg));
+    shard_fatal(d->ctx, "%s: %s", what, msg);
+}
+
+int
+dparts_init(struct dparts *d, const struct vs_shard_ctx *ctx, struct vs_lr *lr)
+{
+    memset(d, 0, sizeof(*d));
+    d->ctx = ctx;
+    d->lr = lr;
+    sio_init_real(&d->io);
+    int n = snprintf(d->dir, sizeof(d->dir), "%s/%s", ctx->cfg->data_dir,
+                     VS_PARTITIONS_DIR);
+    if (n < 0 || (size_t)n >= sizeof(d->dir))
+        return -ENAMETOOLONG;
+    size_t want = 64;
+    uint32_t k = ctx->k ? ctx->k : 1;
+    while (want < 4u * (ctx->cfg->max_partitions / k + 1) && want < (1u << 20))
+        want <<= 1;
+    d->nbuckets = want;
+    d->buckets = vs_xcalloc(want, sizeof(*d->buckets));
+    if (mkdir(d->dir, 0700) == -1) {
+        if (errno != EEXIST)
+            return -errno;
+    } else {
+        int rc = sio_dir_fsync(&d->io, ctx->cfg->data_dir);
+        if (rc != 0)
+            dparts_check_fatal(d, rc, "partitions directory");
+    }
+    return 0;
+}
+
+void
+dparts_fini(struct dparts *d)
+{
+    while (d->all != NULL) {
+        struct dpart *dp = d->all;
+        dparts_unlink(d, dp);
+        int rc = part_close(dp->p);
+        if (rc != 0)
+            vs_log_warn("partition %u.%u.%u: close: %s", dp->id.stream_id,
+                        dp->id.topic_id, dp->id.partition_id, sio_strerror(rc));
+        free(dp);
+    }
+    free(d->buckets);
+    d->buckets = NULL;
+}
+
+/* Topic options -> what the partition engine and retention use. */
+static void
+live_from_topic(struct dlive *e, const struct vs_config *cfg,
+                const struct meta_topic *t)
+{
+    e->segment_size = cfg->segment_size;
+    if ((t->opts.explicit_mask & META_TOPT_SEGMENT_SIZE) &&
+        t->opts.segment_size != 0)
+        e->segment_size = t->opts.segment_size;
+    e->message_expiry = t->opts.message_expiry;
+    uint64_t cap = t->opts.max_topic_size;
+    if (cap == 0 || cap == UINT64_MAX || t->partitions_count == 0)
+        e->max_bytes = UINT64_MAX;
+    else
+        e->max_bytes = cap / t->partitions_count;
+    e->enforce_fsync = t->opts.enforce_fsync;
+}
+
+/* Collects partitions (owned only when `owned_only`) inside one read
+ * section. Returns the op of the instance read (0: nothing published). */
+static uint64_t
+collect(struct dparts *d, struct dlist *out, int owned_only)
+{
+    uint64_t op = 0;
+    const void *st = lr_read_begin(d->lr, &op);
+    if (op == 0) {
+        lr_read_end(d->lr);
+        return 0;
+    }
+    const struct meta_hdr *h = meta_hdr_c(st);
+    uint32_t streams = h->count[META_TAB_STREAM];
+    uint32_t found = 0;
+    for (uint32_t sid = 0; found < streams && sid < h->caps.streams; sid++) {
+        const struct meta_stream *s = meta_stream_by_id(st, sid);
+        if (s == NULL)
+            continue;
+        found++;
+        uint32_t tfound = 0;
+        for (uint32_t tid = 0;
+             tfound < s->topics_count && tid < META_MAX_TOPIC_ID; tid++) {
+            const struct meta_topic *t = meta_topic_by_id(st, sid, tid);
+            if (t == NULL)
+                continue;
+            tfound++;
+            struct dlive e;
+            memset(&e, 0, sizeof(e));
+            live_from_topic(&e, d->ctx->cfg, t);
+            for (uint32_t pid = 0; pid < t->partitions_count; pid++) {
+                if (owned_only &&
+                    !dparts_owner_is(sid, tid, pid, d->ctx->k, d->ctx->slot))
+                    continue;
+                const struct meta_partition *p =
+                    meta_partition_by_id(st, sid, tid, pid);
+                if (p == NULL)
+                    continue;
+                e.id.stream_id = sid;
+                e.id.topic_id = tid;
+                e.id.partition_id = pid;
+                e.id.created_op = p->created_op;
+                e.purge_gen = p->purge_generation;
+                e.watermark = p->deleted_up_to_offset;
+                dlist_push(out, &e);
+            }
+        }
+    }
+    lr_read_end(d->lr);
+    return op;
+}
+
+static void
+part_opts_for(struct dparts *d, const struct dlive *e, struct part_opts *o)
+{
+    const struct vs_config *cfg = d->ctx->cfg;
+    part_opts_default(o);
+    o->segment_size = e->segment_size;
+    if (e->enforce_fsync || cfg->fsync_policy == VS_FSYNC_EVERY_BATCH)
+        o->durability = PART_FSYNC_EVERY_BATCH;
+    else
+        o->durability = PART_FSYNC_INTERVAL;
+    o->fsync_interval_ms = cfg->fsync_interval_ms;
+    o->fsync_bytes = cfg->fsync_bytes;
+    o->limits.max_batch_bytes = cfg->max_message_body;
+}
+
+/* Opens (creating) one listed partition. 0, or -errno to retry later. */
+static int
+open_one(struct dparts *d, const struct dlive *e)
+{
+    struct part_opts o;
+    part_opts_for(d, e, &o);
+    struct vs_part *p = NULL;
+    struct part_verdict v;
+    memset(&v, 0, sizeof(v));
+    int rc = part_open(&d->io, d->dir, &e->id, &o, 1, e->purge_gen, &p, &v);
+    if (rc == -EBADMSG)
+        shard_fatal(d->ctx, "refusing partition: %s", v.msg);
+    dparts_check_fatal(d, rc, "opening a partition");
+    if (rc != 0) {
+        vs_log_error("partition %u.%u.%u@%llu: cannot open: %s",
+                     e->id.stream_id, e->id.topic_id, e->id.partition_id,
+                     (unsigned long long)e->id.created_op, sio_strerror(rc));
+        return rc;
+    }
+    struct dpart *dp = vs_xcalloc(1, sizeof(*dp));
+    dp->id = e->id;
+    dp->p = p;
+    dp->purge_gen = e->purge_gen;
+    dp->watermark = 0;
+    size_t b = dparts_hash(d, &dp->id);
+    dp->hnext = d->buckets[b];
+    d->buckets[b] = dp;
+    dp->next = d->all;
+    d->all = dp;
+    d->count++;
+    d->opened++;
+    vs_log_debug("partition %u.%u.%u@%llu open", e->id.stream_id,
+                 e->id.topic_id, e->id.partition_id,
+                 (unsigned long long)e->id.created_op);
+    return 0;
+}
+
+static void
+update_one(struct dparts *d, struct dpart *dp, const struct dlive *e)
+{
+    dp->message_expiry = e->message_expiry;
+    dp->max_bytes = e->max_bytes;
+    if (e->purge_gen > dp->purge_gen) {
+        int rc = part_purge(dp->p, e->purge_gen);
+        dparts_check_fatal(d, rc, "purging a partition");
+        if (rc == 0) {
+            dp->purge_gen = e->purge_gen;
+            dp->watermark = 0;
+        } else {
+            vs_log_error("partition %u.%u.%u: purge: %s", dp->id.stream_id,
+                         dp->id.topic_id, dp->id.partition_id,
+                         sio_strerror(rc));
+        }
+    }
+    if (e->watermark > dp->watermark) {
+        int rc = part_apply_watermark(dp->p, e->watermark, NULL);
+        dparts_check_fatal(d, rc, "deleting segments");
+        if (rc == 0)
+            dp->watermark = e->watermark;
+    }
+}
+
+static void
+remove_one(struct dparts *d, struct dpart *dp)
+{
+    dparts_unlink(d, dp);
+    part_abandon(dp->p); /* its files go away: nothing to flush */
+    int rc = pdir_remove(&d->io, d->dir, &dp->id);
+    dparts_check_fatal(d, rc, "removing a deleted partition");
+    if (rc != 0)
+        vs_log_error("partition %u.%u.%u@%llu: remove: %s", dp->id.stream_id,
+                     dp->id.topic_id, dp->id.partition_id,
+                     (unsigned long long)dp->id.created_op, sio_strerror(rc));
+    else
+        d->removed++;
+    vs_log_debug("partition %u.%u.%u@%llu deleted", dp->id.stream_id,
+                 dp->id.topic_id, dp->id.partition_id,
+                 (unsigned long long)dp->id.created_op);
+    free(dp);
+}
+
+static int
+owned_cb(const struct part_id *id, void *ctx)
+{
+    const struct dparts *d = ctx;
+    return dparts_owner_is(id->stream_id, id->topic_id, id->partition_id,
+                           d->ctx->k, d->ctx->slot);
+}
+
+static void
+reconcile(struct dparts *d)
+{
+    struct vs_proc_shm *p0 = seg_proc(d->ctx->seg, 0);
+    if (!atomic_load_explicit(&p0->ready, memory_order_acquire))
+        return;
+    struct dlist all = {0};
+    uint64_t op = collect(d, &all, 0);
+    if (op == 0) {
+        free(all.v);
+        return;
+    }
+    /* a directory from the future: the metadata lost acknowledged ops */
+    DIR *dir = opendir(d->dir);
+    if (dir != NULL) {
+        struct dirent *de;
+        while ((de = readdir(dir)) != NULL) {
+            struct part_id id;
+            if (!pdir_parse(de->d_name, &id) || !owned_cb(&id, d))
+                continue;
+            if (id.created_op > op) {
+                closedir(dir);
+                shard_fatal(d->ctx,
+                            "partition directory %s/%s was created by op "
+                            "%llu but the metadata is at op %llu: metadata "
+                            "lost or rolled back; refusing to serve",
+                            d->dir, de->d_name,
+                            (unsigned long long)id.created_op,
+                            (unsigned long long)op);
+            }
+        }
+        closedir(dir);
+    }
+    struct part_id *live = vs_xcalloc(all.n + 1, sizeof(*live));
+    for (size_t i = 0; i < all.n; i++)
+        live[i] = all.v[i].id;
+    struct pdir_reconcile_result res;
+    memset(&res, 0, sizeof(res));
+    int rc = pdir_reconcile(&d->io, d->dir, live, all.n, owned_cb, d, &res);
+    free(live);
+    free(all.v);
+    if (rc == -EBADE)
+        shard_fatal(d->ctx, "refusing to serve: %s", res.msg);
+    dparts_check_fatal(d, rc, "reconciling partition directories");
+    if (rc != 0) {
+        vs_log_error("reconciling %s: %s", d->dir, sio_strerror(rc));
+        return;
+    }
+    d->reconciled = 1;
+    d->stray_removed = res.removed + res.finished_deletes;
+    vs_log_info("partition directories reconciled at op %llu: %u kept, %u "
+                "removed, %u interrupted deletes finished",
+                (unsigned long long)op, res.kept, res.removed,
+                res.finished_deletes);
+}
+
+void
+dparts_sync(struct dparts *d)
+{
+    uint64_t pub = lr_published_op(d->lr);
+    if (pub != 0 && pub != d->synced_op) {
+        struct dlist l = {0};
+        uint64_t op = collect(d, &l, 1);
+        if (op != 0) {
+            int complete = 1;
+            d->epoch++;
+            for (size_t i = 0; i < l.n; i++) {
+                struct dpart *dp = dparts_find(d, &l.v[i].id);
+                if (dp == NULL) {
+                    if (open_one(d, &l.v[i]) != 0) {
+                        complete = 0;
+                        continue;
+                    }
+                    dp = dparts_find(d, &l.v[i].id);
+                    VS_ASSERT(dp != NULL);
+                }
+                update_one(d, dp, &l.v[i]);
+                dp->seen = d->epoch;
+            }
+            for (struct dpart *dp = d->all, *next; dp; dp = next) {
+                next = dp->next;
+                if (dp->seen != d->epoch)
+                    remove_one(d, dp);
+            }
+            if (complete)
+                d->synced_op = op;
+        }
+        free(l.v);
+    }
+    if (!d->reconciled && d->synced_op != 0)
+        reconcile(d);
+}
+
+void
+dparts_tick_fsync(struct dparts *d, uint64_t now_ms)
+{
+    for (struct dpart *dp = d->all; dp; dp = dp->next) {
+        int rc = part_tick(dp->p, now_ms);
+        dparts_check_fatal(d, rc, "fsync of a partition");
+    }
+}
+
+void
+dparts_tick_retention(struct dparts *d, uint64_t now_us)
+{
+    for (struct dpart *dp = d->all; dp; dp = dp->next) {
+        struct part_retention_result r = {0};
+        int rc = part_retention(dp->p, now_us, dp->message_expiry,
+                                dp->max_bytes, &r);
+        dparts_check_fatal(d, rc, "retention");
+        if (r.segments_deleted > 0)
+            vs_log_info("partition %u.%u.%u: retention deleted %u segments "
+                        "(%llu bytes)",
+                        dp->id.stream_id, dp->id.topic_id, dp->id.partition_id,
+                        r.segments_deleted,
+                        (unsigned long long)r.bytes_deleted);
+    }
+}

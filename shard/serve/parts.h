@@ -1,0 +1,114 @@
+/*
+ * shard/serve/parts.h - the partitions a data shard owns: opened on the
+ * owning shard when the published metadata lists them, closed and removed
+ * when it stops listing them, reconciled with the directories on disk,
+ * and ticked for the durability policy and retention (issue 7, DESIGN §1,
+ * §4).
+ *
+ * Ownership: partition (s, t, p) belongs to data shard
+ * meta_partition_owner(p, K) = 1 + XXH3(group id) % K; a shard opens only
+ * its own. Directories are DATA/partitions/<s>.<t>.<p>.<created_op>
+ * (shard/data/pdir.h), so a reused id never meets a dead partition's files.
+ *
+ * Sync (dparts_sync): whenever the published op moved (polled by the
+ * caller on a short timer, at start and before every data request), the
+ * owned partitions of the published state are collected inside one read
+ * section (no I/O inside it), then, outside it:
+ *   - a listed partition not open yet is created/opened (part_open with
+ *     create = 1 and the metadata's purge generation) BEFORE any request
+ *     for it is served;
+ *   - a listed one whose purge generation rose is purged (part_purge,
+ *     idempotent by generation); a DeleteSegments watermark above the one
+ *     applied is applied (part_apply_watermark, idempotent);
+ *   - an open one the state no longer lists was deleted: closed and its
+ *     directory removed (pdir_remove, crash safe).
+ *
+ * Reconcile rule (once per process): stray directories are removed only
+ * after shard 0 has published the recovered state. Shard 0 marks its slot
+ * `ready` only after lr_restore published the state recovered from its
+ * snapshot and WAL (and genesis committed), and published ops never go
+ * back; so `slot 0 ready && published op >= 1` implies published op >=
+ * the recovered commit. Then, for the directories this shard owns:
+ *   - a directory created by an op ABOVE the published op means the
+ *     metadata lost or rolled back acknowledged ops: refusal (exit 2);
+ *   - metadata listing no partition at all beside existing partition
+ *     directories: refusal (exit 2), never a deletion (pdir_reconcile's
+ *     -EBADE);
+ *   - otherwise directories the state does not list (created at or below
+ *     the published op, so their delete was published) are removed.
+ *
+ * Errors: a refused partition (part_open -EBADMSG) or a fatal I/O error
+ * (-VS_EFATAL) ends the process through shard_fatal (exit 2, one line:
+ * the verdict or sio_fatal_msg). A partition that cannot be created for
+ * lack of space is retried at the next sync.
+ *
+ * Invariants: only the owning shard opens a partition directory; every
+ * handle belongs to the loop thread of this process.
+ * Callers: the data shard's loop thread (shard/serve).
+ */
+#ifndef VS_SHARD_SERVE_PARTS_H
+#define VS_SHARD_SERVE_PARTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ipc/lr.h"
+#include "shard/data/partition.h"
+#include "shard/shard.h"
+#include "shard/storage/io.h"
+
+/* One owned, open partition. */
+struct dpart {
+    struct part_id id;
+    struct vs_part *p;
+    uint64_t purge_gen;      /* applied purge generation */
+    uint64_t watermark;      /* applied DeleteSegments watermark */
+    uint64_t message_expiry; /* µs; 0 / UINT64_MAX = never */
+    uint64_t max_bytes;      /* share of max_topic_size; 0/MAX = none */
+    uint32_t seen;           /* sync epoch */
+    struct dpart *hnext;     /* hash chain */
+    struct dpart *next;      /* all open partitions */
+};
+
+struct dparts {
+    const struct vs_shard_ctx *ctx;
+    struct vs_lr *lr;
+    struct vs_sio io;
+    char dir[4096]; /* DATA/partitions */
+    uint64_t synced_op;
+    uint32_t epoch;
+    int reconciled;
+    uint32_t count;
+    struct dpart *all;
+    struct dpart **buckets;
+    size_t nbuckets;
+    uint64_t opened, removed, stray_removed; /* counters (logs, tests) */
+};
+
+/* Creates DATA/partitions if needed. 0 or -errno (the caller stops). */
+int dparts_init(struct dparts *d, const struct vs_shard_ctx *ctx,
+                struct vs_lr *lr);
+/* Closes every open partition (part_close: floor written, fsynced). */
+void dparts_fini(struct dparts *d);
+
+/* Brings the open set up to the published op (see above); then
+ * reconciles once if the rule allows. Fatal errors exit the process. */
+void dparts_sync(struct dparts *d);
+
+/* The open partition with exactly these ids and created_op, or NULL. */
+struct dpart *dparts_find(struct dparts *d, const struct part_id *id);
+
+/* Interval durability policy: part_tick on every open partition. */
+void dparts_tick_fsync(struct dparts *d, uint64_t now_ms);
+/* Retention: part_retention on every open partition. */
+void dparts_tick_retention(struct dparts *d, uint64_t now_us);
+
+/* Ends the process (exit 2) if rc is -VS_EFATAL, with the io's message;
+ * `what` names the operation. Returns otherwise. */
+void dparts_check_fatal(struct dparts *d, int rc, const char *what);
+
+/* 1 if data shard `slot` of K owns partition (s, t, p). */
+int dparts_owner_is(uint32_t stream_id, uint32_t topic_id,
+                    uint32_t partition_id, uint32_t k, uint32_t slot);
+
+#endif /* VS_SHARD_SERVE_PARTS_H */
