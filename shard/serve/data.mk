@@ -5,3 +5,19 @@
 libvs_server_a_SOURCES += \
 	shard/serve/data.c shard/serve/data.h \
 	shard/serve/parts.c shard/serve/parts.h
+
+if HAVE_CHECK
+DATA_SERVE_ITEST_LDADD = libvs_data.a libvs_meta.a libvs_storage.a \
+	libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+DATA_SERVE_ITEST_SRC = tests/integration/harness.c tests/integration/harness.h \
+	tests/integration/rawclient.c tests/integration/rawclient.h \
+	tests/integration/data_raw.c tests/integration/data_raw.h
+
+check_PROGRAMS += tests/integration/check_data_serve
+INTEG_TESTS += tests/integration/check_data_serve
+INTEG_FAST_TESTS += tests/integration/check_data_serve
+tests_integration_check_data_serve_SOURCES = \
+	tests/integration/check_data_serve.c $(DATA_SERVE_ITEST_SRC)
+tests_integration_check_data_serve_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_data_serve_LDADD = $(DATA_SERVE_ITEST_LDADD)
+endif
