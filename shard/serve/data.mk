@@ -21,3 +21,12 @@ tests_integration_check_data_serve_SOURCES = \
 tests_integration_check_data_serve_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_data_serve_LDADD = $(DATA_SERVE_ITEST_LDADD)
 endif
+
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_data_durable
+INTEG_TESTS += tests/integration/check_data_durable
+tests_integration_check_data_durable_SOURCES = \
+	tests/integration/check_data_durable.c $(DATA_SERVE_ITEST_SRC)
+tests_integration_check_data_durable_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_data_durable_LDADD = $(DATA_SERVE_ITEST_LDADD)
+endif

@@ -187,15 +187,27 @@ dr_send_body(uint32_t stream, uint32_t topic, uint8_t pkind, const void *pval,
 uint8_t *
 dr_batch(const char *tag, uint32_t count, size_t *len)
 {
+    return dr_batch_sized(tag, count, 0, len);
+}
+
+uint8_t *
+dr_batch_sized(const char *tag, uint32_t count, uint32_t size, size_t *len)
+{
     const uint8_t **pl = calloc(count, sizeof(*pl));
     uint32_t *plen = calloc(count, sizeof(*plen));
     char **txt = calloc(count, sizeof(*txt));
     size_t cap = 256;
     for (uint32_t i = 0; i < count; i++) {
-        txt[i] = malloc(300);
+        size_t cap_i = size > 300 ? size + 1 : 301;
+        txt[i] = malloc(cap_i);
         snprintf(txt[i], 300, "%s-%u", tag, i);
+        size_t l = strlen(txt[i]);
+        if (size > l) {
+            memset(txt[i] + l, 'x', size - l);
+            l = size;
+        }
         pl[i] = (const uint8_t *)txt[i];
-        plen[i] = (uint32_t)strlen(txt[i]);
+        plen[i] = (uint32_t)l;
         cap += 48 + plen[i];
     }
     uint8_t *out = malloc(cap);

@@ -48,6 +48,10 @@ uint8_t *dr_send_body(uint32_t stream, uint32_t topic, uint8_t pkind,
 /* A batch of `count` messages whose payloads are "tag-i" (i = 0..).
  * Heap; *len. */
 uint8_t *dr_batch(const char *tag, uint32_t count, size_t *len);
+/* The same with every payload padded with 'x' to `size` bytes (>= the
+ * tag's length). */
+uint8_t *dr_batch_sized(const char *tag, uint32_t count, uint32_t size,
+                        size_t *len);
 
 /* Sends (op 160) and reads the reply; returns the status; on success
  * *partition / *base from the single confirmation (asserted exact). */
