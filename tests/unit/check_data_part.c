@@ -214,12 +214,15 @@ START_TEST(test_round_trip_rolls)
     struct vs_part *p = must_open(&o, 1, 0);
     struct model md = {0};
     uint64_t rng = 12345;
+    uint64_t dfs0 = g_f.calls[SIO_DIR_FSYNC];
     /* payloads 0 B .. 100 KB with user headers */
     uint64_t n = append_random(p, &md, &rng, 40, 4, 100 * 1024, 1000000);
     struct part_stats st;
     part_stats(p, &st);
     ck_assert_uint_eq(st.next_offset, n);
     ck_assert_uint_gt(st.segments, 3);
+    /* the directory is fsynced when each segment is created */
+    ck_assert_uint_ge(g_f.calls[SIO_DIR_FSYNC] - dfs0, st.segments - 1);
     ck_assert_uint_eq(poll_check(p, &md, PART_POLL_OFFSET, 0, UINT32_MAX, 0),
                       n);
     ck_assert_int_eq(part_close(p), 0);
