@@ -1,0 +1,35 @@
+# shard/data: partitions, segments, indexes, offsets (issue 7).
+# The partition storage engine used by the data shards: batch validation
+# and stamping, segments and sparse indexes, recovery, reads, consumer
+# offsets, retention, partition directory lifecycle. Tests and a bench.
+noinst_LIBRARIES += libvs_data.a
+libvs_data_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+libvs_data_a_SOURCES = \
+	shard/data/batch.c shard/data/batch.h \
+	shard/data/segment.c shard/data/segment.h \
+	shard/data/partition.c shard/data/partition.h \
+	shard/data/offsets.c \
+	shard/data/pdir.c shard/data/pdir.h
+
+DATA_LDADD = libvs_data.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
+
+# Append / read micro-benchmark (not run by make check).
+noinst_PROGRAMS += tests/bench/bench_data
+tests_bench_bench_data_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_data_SOURCES = tests/bench/bench_data.c
+tests_bench_bench_data_LDADD = $(DATA_LDADD)
+
+if HAVE_CHECK
+DATA_UNIT = tests/unit/check_data_batch tests/unit/check_data_part
+UNIT_TESTS += $(DATA_UNIT)
+check_PROGRAMS += $(DATA_UNIT)
+
+tests_unit_check_data_batch_SOURCES = tests/unit/check_data_batch.c
+tests_unit_check_data_batch_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_data_batch_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
+
+tests_unit_check_data_part_SOURCES = tests/unit/check_data_part.c \
+	tests/unit/data_testutil.h
+tests_unit_check_data_part_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_data_part_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
+endif

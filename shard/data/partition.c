@@ -1,0 +1,1061 @@
+/*
+ * shard/data/partition.c - the partition engine: open/create/recover,
+ * append with the durability policy and the offset floor, reads, stats,
+ * retention, DeleteSegments watermarks, purge.
+ *
+ * Invariants (see partition.h for the on-disk contract):
+ *  - segs[0..nsegs) sorted by start, nsegs >= 1, segs[nsegs-1] active (fds
+ *    open), every other one sealed (fsynced at seal, fds closed);
+ *  - next_offset > every offset in the log; under the interval policy every
+ *    offset handed out is < floor, and floor is durable before that;
+ *  - last_ts >= every base_timestamp in the log.
+ * Callers: the owning data shard's event loop; tests; benches.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/checksum.h"
+#include "common/mem.h"
+#include "shard/data/batch.h"
+#include "shard/data/partition.h"
+#include "shard/data/pdir.h"
+#include "shard/data/segment.h"
+#include "shard/storage/atomic_file.h"
+
+#define PART_FORMAT_FILE "format"
+#define PART_STATE_FILE  "state"
+#define PART_FORMAT_LEN  40u
+#define PART_STATE_LEN   32u
+#define PART_STATE_VER   1u
+
+struct vs_part {
+    struct vs_sio *io;
+    struct part_id id;
+    struct part_opts opts;
+    char dir[DSEG_PATH_MAX];
+    char parent[DSEG_PATH_MAX];
+    struct dseg *segs;
+    size_t nsegs, capsegs;
+    uint64_t next_offset;
+    uint64_t floor;
+    uint64_t purge_gen;
+    uint64_t last_ts;
+    uint64_t unsynced_bytes;
+    uint64_t last_sync_ms;
+};
+
+void
+part_opts_default(struct part_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->segment_size = 1ull << 30;
+    o->index_interval = 4096;
+    o->durability = PART_FSYNC_EVERY_BATCH;
+    o->fsync_interval_ms = 100;
+    o->fsync_bytes = 4ull << 20;
+    o->frontier_step = 1000000;
+    o->cut_damaged_tail = 0;
+    o->purge_keep_offsets = 0;
+    batch_limits_default(&o->limits);
+}
+
+const char *
+part_reason_str(enum part_reason r)
+{
+    switch (r) {
+    case PART_R_NONE:
+        return "no refusal";
+    case PART_R_NO_FORMAT:
+        return "partition format file missing";
+    case PART_R_BAD_FORMAT:
+        return "partition format file corrupt";
+    case PART_R_UNKNOWN_VERSION:
+        return "unknown partition format version";
+    case PART_R_ID_MISMATCH:
+        return "partition format file names another partition";
+    case PART_R_BAD_STATE:
+        return "partition state file corrupt";
+    case PART_R_NO_SEGMENT:
+        return "partition has no segment";
+    case PART_R_SEGMENT_ORDER:
+        return "segments overlap or are out of order";
+    case PART_R_INTERIOR_DAMAGE:
+        return "interior damage in a segment";
+    case PART_R_TAIL_CHECKSUM:
+        return "last batch fails its checksum and may have been acknowledged";
+    }
+    return "unknown reason";
+}
+
+static void
+refuse(struct part_verdict *v, const struct part_id *id, enum part_reason r,
+       const char *file, uint64_t pos, const char *what)
+{
+    if (!v)
+        return;
+    v->reason = r;
+    snprintf(v->file, sizeof(v->file), "%s", file);
+    v->position = pos;
+    snprintf(v->msg, sizeof(v->msg),
+             "partition %" PRIu32 ".%" PRIu32 ".%" PRIu32 "@%" PRIu64
+             ": %s: %s (%s)",
+             id->stream_id, id->topic_id, id->partition_id, id->created_op,
+             part_reason_str(r), what, file);
+}
+
+/* ---- format and state files ---- */
+
+static void
+format_encode(const struct part_id *id, uint8_t out[PART_FORMAT_LEN])
+{
+    memcpy(out, "VSPD", 4);
+    vs_store_u32(out + 4, PART_FORMAT_VERSION);
+    vs_store_u32(out + 8, id->stream_id);
+    vs_store_u32(out + 12, id->topic_id);
+    vs_store_u32(out + 16, id->partition_id);
+    vs_store_u32(out + 20, 0);
+    vs_store_u64(out + 24, id->created_op);
+    vs_store_u64(out + 32, vs_xxh3_64(out, 32));
+}
+
+static int
+format_check(struct vs_part *p, struct part_verdict *v)
+{
+    char path[DSEG_PATH_MAX];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = afile_join(path, sizeof(path), p->dir, PART_FORMAT_FILE);
+    if (rc < 0)
+        return rc;
+    rc = afile_read_all(p->io, path, 4096, &buf, &len);
+    if (rc == -ENOENT) {
+        refuse(v, &p->id, PART_R_NO_FORMAT, PART_FORMAT_FILE, 0, "absent");
+        return -EBADMSG;
+    }
+    if (rc < 0)
+        return rc;
+    rc = -EBADMSG;
+    if (len != PART_FORMAT_LEN || memcmp(buf, "VSPD", 4) != 0 ||
+        vs_load_u64(buf + 32) != vs_xxh3_64(buf, 32)) {
+        refuse(v, &p->id, PART_R_BAD_FORMAT, PART_FORMAT_FILE, 0,
+               "bad magic, length or checksum");
+        goto out;
+    }
+    if (vs_load_u32(buf + 4) != PART_FORMAT_VERSION) {
+        char what[64];
+        snprintf(what, sizeof(what), "version %" PRIu32, vs_load_u32(buf + 4));
+        refuse(v, &p->id, PART_R_UNKNOWN_VERSION, PART_FORMAT_FILE, 4, what);
+        goto out;
+    }
+    if (vs_load_u32(buf + 8) != p->id.stream_id ||
+        vs_load_u32(buf + 12) != p->id.topic_id ||
+        vs_load_u32(buf + 16) != p->id.partition_id ||
+        vs_load_u64(buf + 24) != p->id.created_op) {
+        refuse(v, &p->id, PART_R_ID_MISMATCH, PART_FORMAT_FILE, 8,
+               "ids or created_op differ");
+        goto out;
+    }
+    rc = 0;
+out:
+    free(buf);
+    return rc;
+}
+
+static int
+state_write_dir(struct vs_sio *io, const char *dir, uint64_t gen,
+                uint64_t floor)
+{
+    uint8_t b[PART_STATE_LEN];
+    memcpy(b, "VSPS", 4);
+    vs_store_u32(b + 4, PART_STATE_VER);
+    vs_store_u64(b + 8, gen);
+    vs_store_u64(b + 16, floor);
+    vs_store_u64(b + 24, vs_xxh3_64(b, 24));
+    return afile_replace(io, dir, PART_STATE_FILE, b, sizeof(b));
+}
+
+static int
+state_write(struct vs_part *p, uint64_t gen, uint64_t floor)
+{
+    int rc = state_write_dir(p->io, p->dir, gen, floor);
+    if (rc == 0) {
+        p->purge_gen = gen;
+        p->floor = floor;
+    }
+    return rc;
+}
+
+static int
+state_read(struct vs_part *p, struct part_verdict *v)
+{
+    char path[DSEG_PATH_MAX];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = afile_join(path, sizeof(path), p->dir, PART_STATE_FILE);
+    if (rc < 0)
+        return rc;
+    rc = afile_read_all(p->io, path, 4096, &buf, &len);
+    if (rc < 0) {
+        if (rc == -ENOENT) {
+            refuse(v, &p->id, PART_R_BAD_STATE, PART_STATE_FILE, 0, "absent");
+            rc = -EBADMSG;
+        }
+        return rc;
+    }
+    if (len != PART_STATE_LEN || memcmp(buf, "VSPS", 4) != 0 ||
+        vs_load_u32(buf + 4) != PART_STATE_VER ||
+        vs_load_u64(buf + 24) != vs_xxh3_64(buf, 24)) {
+        refuse(v, &p->id, PART_R_BAD_STATE, PART_STATE_FILE, 0,
+               "bad magic, version, length or checksum");
+        free(buf);
+        return -EBADMSG;
+    }
+    p->purge_gen = vs_load_u64(buf + 8);
+    p->floor = vs_load_u64(buf + 16);
+    free(buf);
+    return 0;
+}
+
+/* ---- helpers ---- */
+
+static int
+mkdir_0700(const char *path)
+{
+    if (mkdir(path, 0700) == -1 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static struct dseg *
+active(struct vs_part *p)
+{
+    return &p->segs[p->nsegs - 1];
+}
+
+static struct dseg *
+seg_push(struct vs_part *p)
+{
+    if (p->nsegs == p->capsegs) {
+        p->capsegs = p->capsegs ? p->capsegs * 2 : 8;
+        p->segs = vs_xrealloc(p->segs, p->capsegs * sizeof(*p->segs));
+    }
+    return &p->segs[p->nsegs++];
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Lists segment starts (sorted); removes leftover .tmp files and .index
+ * files without a .log. */
+static int
+list_segments(struct vs_part *p, uint64_t **out, size_t *n)
+{
+    DIR *d = opendir(p->dir);
+    if (!d)
+        return -errno;
+    uint64_t *v = NULL;
+    size_t cnt = 0, cap = 0;
+    struct dirent *de;
+    int rc = 0;
+    while ((de = readdir(d)) != NULL) {
+        uint64_t start;
+        const char *nm = de->d_name;
+        size_t len = strlen(nm);
+        char path[DSEG_PATH_MAX];
+        if (dseg_parse_name(nm, &start)) {
+            if (cnt == cap) {
+                cap = cap ? cap * 2 : 16;
+                v = vs_xrealloc(v, cap * sizeof(*v));
+            }
+            v[cnt++] = start;
+        } else if (len > 4 && strcmp(nm + len - 4, ".tmp") == 0) {
+            if (afile_join(path, sizeof(path), p->dir, nm) == 0)
+                (void)sio_unlink(p->io, path);
+        } else if (len == 26 && strcmp(nm + 20, ".index") == 0) {
+            char logn[32];
+            struct stat st;
+            snprintf(logn, sizeof(logn), "%.20s.log", nm);
+            if (afile_join(path, sizeof(path), p->dir, logn) == 0 &&
+                stat(path, &st) == -1 && errno == ENOENT &&
+                afile_join(path, sizeof(path), p->dir, nm) == 0)
+                (void)sio_unlink(p->io, path);
+        }
+    }
+    closedir(d);
+    qsort(v, cnt, sizeof(*v), cmp_u64);
+    *out = v;
+    *n = cnt;
+    return rc;
+}
+
+static void
+free_segs(struct vs_part *p)
+{
+    for (size_t i = 0; i < p->nsegs; i++)
+        dseg_fini(p->io, &p->segs[i]);
+    p->nsegs = 0;
+}
+
+/* Deletes every segment file in the directory (purge), keeps nothing. */
+static int
+unlink_all_segments(struct vs_part *p)
+{
+    uint64_t *starts = NULL;
+    size_t n = 0;
+    free_segs(p);
+    int rc = list_segments(p, &starts, &n);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        struct dseg s;
+        rc = dseg_init(&s, p->dir, starts[i]);
+        if (rc == 0)
+            rc = dseg_unlink(p->io, &s);
+    }
+    free(starts);
+    return rc;
+}
+
+/* Creates a fresh active segment at `start` and fsyncs the directory. */
+static int
+new_active(struct vs_part *p, uint64_t start)
+{
+    struct dseg s;
+    int rc = dseg_init(&s, p->dir, start);
+    if (rc < 0)
+        return rc;
+    rc = dseg_create(p->io, &s);
+    if (rc < 0)
+        return rc;
+    rc = sio_dir_fsync(p->io, p->dir);
+    if (rc < 0) {
+        dseg_fini(p->io, &s);
+        return rc;
+    }
+    *seg_push(p) = s;
+    return 0;
+}
+
+/* Completes a purge: all segments and offsets gone, one empty segment at
+ * `start`, then the state (generation last). */
+static int
+do_purge(struct vs_part *p, uint64_t gen, uint64_t start)
+{
+    int rc = unlink_all_segments(p);
+    if (rc == 0)
+        rc = part_offsets_clear(p);
+    if (rc == 0)
+        rc = new_active(p, start);
+    if (rc == 0)
+        rc = state_write(p, gen, start);
+    if (rc == 0) {
+        p->next_offset = start;
+        p->unsynced_bytes = 0;
+    }
+    return rc;
+}
+
+/* ---- create ---- */
+
+static int
+create_dir(struct vs_sio *io, const char *parent, const char *name,
+           const struct part_id *id, uint64_t purge_generation)
+{
+    char tmp[DSEG_PATH_MAX], final[DSEG_PATH_MAX], sub[DSEG_PATH_MAX];
+    int n = snprintf(tmp, sizeof(tmp), "%s/%s.creating", parent, name);
+    if (n < 0 || (size_t)n >= sizeof(tmp))
+        return -ENAMETOOLONG;
+    int rc = afile_join(final, sizeof(final), parent, name);
+    if (rc < 0)
+        return rc;
+    rc = pdir_rmtree(io, tmp);
+    if (rc < 0)
+        return rc;
+    rc = mkdir_0700(tmp);
+    if (rc < 0)
+        return rc;
+    uint8_t fmt[PART_FORMAT_LEN];
+    format_encode(id, fmt);
+    rc = afile_replace(io, tmp, PART_FORMAT_FILE, fmt, sizeof(fmt));
+    if (rc == 0)
+        rc = state_write_dir(io, tmp, purge_generation, 0);
+    if (rc < 0)
+        return rc;
+    struct dseg s;
+    rc = dseg_init(&s, tmp, 0);
+    if (rc == 0)
+        rc = dseg_create(io, &s);
+    dseg_fini(io, &s);
+    if (rc < 0)
+        return rc;
+    const char *subs[] = {"offsets", "offsets/consumers", "offsets/groups"};
+    for (size_t i = 0; i < 3; i++) {
+        rc = afile_join(sub, sizeof(sub), tmp, subs[i]);
+        if (rc == 0)
+            rc = mkdir_0700(sub);
+        if (rc < 0)
+            return rc;
+    }
+    rc = sio_dir_fsync(io, tmp);
+    if (rc == 0)
+        rc = sio_rename(io, tmp, final);
+    if (rc == 0)
+        rc = sio_dir_fsync(io, parent);
+    return rc;
+}
+
+/* ---- open ---- */
+
+static int
+load_segments(struct vs_part *p, struct part_verdict *v)
+{
+    uint64_t *starts = NULL;
+    size_t n = 0;
+    int rc = list_segments(p, &starts, &n);
+    if (rc < 0)
+        return rc;
+    if (n == 0) {
+        refuse(v, &p->id, PART_R_NO_SEGMENT, ".", 0, "no .log file");
+        free(starts);
+        return -EBADMSG;
+    }
+    uint64_t expect = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct dseg *s = seg_push(p);
+        rc = dseg_init(s, p->dir, starts[i]);
+        if (rc < 0)
+            break;
+        if (i > 0 && starts[i] < expect) {
+            refuse(v, &p->id, PART_R_SEGMENT_ORDER, s->log_name, 0,
+                   "segment starts below the previous segment's end");
+            rc = -EBADMSG;
+            break;
+        }
+        if (i + 1 < n)
+            rc = dseg_load_sealed(p->io, s, p->opts.index_interval, expect, v);
+        else
+            rc = dseg_load_active(p->io, s, p->opts.index_interval, expect,
+                                  p->opts.durability, p->opts.cut_damaged_tail,
+                                  v);
+        if (rc == -EBADMSG && v) {
+            /* prefix the partition identity */
+            struct part_verdict tmp = *v;
+            refuse(v, &p->id, tmp.reason, tmp.file, tmp.position, tmp.msg);
+        }
+        if (rc < 0)
+            break;
+        if (!s->empty) {
+            if (i + 1 < n && s->last_offset >= starts[i + 1]) {
+                refuse(v, &p->id, PART_R_SEGMENT_ORDER, s->log_name,
+                       s->last_batch_pos,
+                       "segment runs past the next segment's start");
+                rc = -EBADMSG;
+                break;
+            }
+            expect = s->last_offset + 1;
+            if (s->last_ts > p->last_ts)
+                p->last_ts = s->last_ts;
+        } else if (starts[i] > expect) {
+            expect = starts[i];
+        }
+    }
+    free(starts);
+    if (rc == 0) {
+        struct dseg *a = active(p);
+        uint64_t end = a->empty ? a->start : a->last_offset + 1;
+        p->next_offset = end > p->floor ? end : p->floor;
+    }
+    return rc;
+}
+
+int
+part_open(struct vs_sio *io, const char *partitions_dir,
+          const struct part_id *id, const struct part_opts *opts, int create,
+          uint64_t purge_generation, struct vs_part **out,
+          struct part_verdict *verdict)
+{
+    *out = NULL;
+    if (verdict)
+        memset(verdict, 0, sizeof(*verdict));
+    char name[128];
+    int rc = pdir_name(name, sizeof(name), id);
+    if (rc < 0)
+        return rc;
+    struct vs_part *p = vs_xcalloc(1, sizeof(*p));
+    p->io = io;
+    p->id = *id;
+    if (opts)
+        p->opts = *opts;
+    else
+        part_opts_default(&p->opts);
+    if (snprintf(p->parent, sizeof(p->parent), "%s", partitions_dir) >=
+            (int)sizeof(p->parent) ||
+        afile_join(p->dir, sizeof(p->dir), partitions_dir, name) < 0) {
+        rc = -ENAMETOOLONG;
+        goto fail;
+    }
+    struct stat st;
+    if (stat(p->dir, &st) == -1) {
+        rc = -errno;
+        if (rc != -ENOENT || !create)
+            goto fail;
+        rc = mkdir_0700(partitions_dir);
+        if (rc == 0)
+            rc = create_dir(io, partitions_dir, name, id, purge_generation);
+        if (rc < 0)
+            goto fail;
+    } else if (!S_ISDIR(st.st_mode)) {
+        rc = -ENOTDIR;
+        goto fail;
+    }
+    rc = format_check(p, verdict);
+    if (rc == 0)
+        rc = state_read(p, verdict);
+    if (rc < 0)
+        goto fail;
+    if (purge_generation > p->purge_gen) {
+        /* An interrupted (or unseen) purge: complete it first. */
+        uint64_t start = 0;
+        if (p->opts.purge_keep_offsets) {
+            rc = load_segments(p, verdict);
+            if (rc < 0)
+                goto fail;
+            start = p->next_offset;
+            rc = state_write(p, p->purge_gen, start);
+            if (rc < 0)
+                goto fail;
+        }
+        rc = do_purge(p, purge_generation, start);
+        if (rc < 0)
+            goto fail;
+    } else {
+        rc = load_segments(p, verdict);
+        if (rc < 0)
+            goto fail;
+    }
+    *out = p;
+    return 0;
+fail:
+    free_segs(p);
+    free(p->segs);
+    free(p);
+    return rc;
+}
+
+static void
+part_free(struct vs_part *p)
+{
+    free_segs(p);
+    free(p->segs);
+    free(p);
+}
+
+int
+part_close(struct vs_part *p)
+{
+    if (!p)
+        return 0;
+    int rc = 0;
+    if (p->nsegs > 0 && !sio_is_fatal(p->io)) {
+        struct dseg *a = active(p);
+        rc = dseg_sync(p->io, a, 1);
+        if (rc == 0)
+            rc = dseg_seal(p->io, a);
+        if (rc == 0 && p->floor != p->next_offset)
+            rc = state_write(p, p->purge_gen, p->next_offset);
+    }
+    part_free(p);
+    return rc;
+}
+
+void
+part_abandon(struct vs_part *p)
+{
+    if (p)
+        part_free(p);
+}
+
+/* ---- append ---- */
+
+static int
+sync_active(struct vs_part *p)
+{
+    int rc = dseg_sync(p->io, active(p), 0);
+    if (rc == 0)
+        p->unsynced_bytes = 0;
+    return rc;
+}
+
+/* Seals the active segment and opens a new one at next_offset. The new
+ * segment is created first, so a failure leaves the old one active. */
+static int
+roll(struct vs_part *p)
+{
+    struct dseg s;
+    int rc = dseg_init(&s, p->dir, p->next_offset);
+    if (rc < 0)
+        return rc;
+    rc = dseg_create(p->io, &s);
+    if (rc < 0)
+        return rc;
+    rc = sio_dir_fsync(p->io, p->dir);
+    if (rc == 0)
+        rc = dseg_sync(p->io, active(p), 1);
+    if (rc == 0)
+        rc = dseg_seal(p->io, active(p));
+    if (rc == -ENOSPC)
+        rc = 0; /* the old index stays stale: rebuilt at next open */
+    if (rc < 0) {
+        dseg_fini(p->io, &s);
+        return rc;
+    }
+    p->unsynced_bytes = 0;
+    *seg_push(p) = s;
+    return 0;
+}
+
+int
+part_append(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
+            struct part_append_result *res, enum batch_err *berr)
+{
+    struct batch_info info;
+    enum batch_err be = batch_validate(batch, len, &p->opts.limits, 1, &info);
+    if (berr)
+        *berr = be;
+    if (be != BATCH_OK)
+        return -EINVAL;
+    if (sio_is_fatal(p->io))
+        return -VS_EFATAL;
+    if (p->nsegs == 0)
+        return -EIO; /* a failed purge: abandon and reopen */
+    uint64_t base = p->next_offset;
+    uint32_t n = info.message_count;
+    int rc;
+    /* The floor goes ahead of every offset handed out under interval. */
+    if (p->opts.durability == PART_FSYNC_INTERVAL && base + n > p->floor) {
+        rc = state_write(p, p->purge_gen, base + n + p->opts.frontier_step);
+        if (rc < 0)
+            return rc;
+    }
+    struct dseg *a = active(p);
+    if (a->size > 0 && a->size + len > p->opts.segment_size) {
+        rc = roll(p);
+        if (rc < 0)
+            return rc;
+        a = active(p);
+    }
+    uint64_t ts = batch_next_timestamp(p->last_ts, wall_us);
+    batch_stamp(batch, p->id.partition_id, base, ts);
+    rc = dseg_append(p->io, a, batch, len, p->opts.index_interval);
+    if (rc < 0)
+        return rc;
+    p->next_offset = base + n;
+    p->last_ts = ts;
+    p->unsynced_bytes += len;
+    if (p->opts.durability == PART_FSYNC_EVERY_BATCH ||
+        p->unsynced_bytes >= p->opts.fsync_bytes) {
+        rc = sync_active(p);
+        if (rc < 0)
+            return rc;
+    }
+    if (res) {
+        res->base_offset = base;
+        res->base_timestamp = ts;
+        res->message_count = n;
+    }
+    return 0;
+}
+
+int
+part_tick(struct vs_part *p, uint64_t now_ms)
+{
+    if (p->opts.durability != PART_FSYNC_INTERVAL || p->nsegs == 0)
+        return 0;
+    if (p->unsynced_bytes == 0) {
+        p->last_sync_ms = now_ms;
+        return 0;
+    }
+    if (now_ms - p->last_sync_ms < p->opts.fsync_interval_ms &&
+        p->unsynced_bytes < p->opts.fsync_bytes)
+        return 0;
+    p->last_sync_ms = now_ms;
+    return sync_active(p);
+}
+
+int
+part_flush(struct vs_part *p)
+{
+    if (p->nsegs == 0)
+        return -EIO;
+    return sync_active(p);
+}
+
+/* ---- reads ---- */
+
+static int
+has_messages(const struct vs_part *p, uint64_t *first, uint64_t *last)
+{
+    int any = 0;
+    for (size_t i = 0; i < p->nsegs; i++) {
+        const struct dseg *s = &p->segs[i];
+        if (s->empty)
+            continue;
+        if (!any)
+            *first = s->first_offset;
+        *last = s->last_offset;
+        any = 1;
+    }
+    return any;
+}
+
+/* Emits the frames of batch b with offsets in [lo, lo + want) as one
+ * record; returns the number of messages emitted. b is a structurally
+ * valid stamped batch. */
+static uint32_t
+emit_trimmed(struct vs_wbuf *out, const uint8_t *b, uint64_t lo, uint32_t want,
+             struct part_poll_result *res)
+{
+    uint64_t base = batch_base_offset(b);
+    uint64_t blen = batch_length(b);
+    uint32_t n = batch_count(b);
+    uint64_t first = lo > base ? lo : base;
+    uint64_t endx = first + want; /* exclusive */
+    if (base >= lo && base + n <= endx) {
+        vs_wr_bytes(out, b, (size_t)blen); /* whole batch */
+        if (res->count == 0)
+            res->first_offset = base;
+        res->last_offset = base + n - 1;
+        res->count += n;
+        res->batches++;
+        return n;
+    }
+    size_t hdr_at = out->len;
+    vs_wr_bytes(out, b, BATCH_HEADER_SIZE);
+    uint64_t pos = BATCH_HEADER_SIZE;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n && pos + BATCH_FRAME_SIZE <= blen; i++) {
+        const uint8_t *f = b + pos;
+        size_t flen = BATCH_FRAME_SIZE +
+                      (size_t)vs_load_u32(f + BATCH_FOFF_PAYLOAD_LEN) +
+                      vs_load_u32(f + BATCH_FOFF_HEADERS_LEN);
+        uint64_t off = base + vs_load_u32(f + BATCH_FOFF_OFFSET_D);
+        if (off >= first && off < endx) {
+            uint8_t *nf = vs_wbuf_reserve(out, flen);
+            memcpy(nf, f, flen);
+            out->len += flen;
+            vs_store_u32(nf + BATCH_FOFF_OFFSET_D, kept);
+            vs_store_u64(nf + BATCH_FOFF_CHECKSUM,
+                         batch_frame_checksum(nf, flen));
+            kept++;
+        }
+        pos += flen;
+    }
+    if (kept == 0) {
+        out->len = hdr_at;
+        return 0;
+    }
+    uint8_t *h = out->data + hdr_at;
+    vs_store_u64(h + BATCH_OFF_LENGTH, out->len - hdr_at);
+    vs_store_u32(h + BATCH_OFF_COUNT, kept);
+    /* rebased: the first kept message becomes offset_delta 0 */
+    vs_store_u64(h + BATCH_OFF_BASE_OFFSET, first);
+    vs_store_u64(h + BATCH_OFF_CHECKSUM, batch_compute_checksum(h));
+    if (res->count == 0)
+        res->first_offset = first;
+    res->last_offset = first + kept - 1;
+    res->count += kept;
+    res->batches++;
+    return kept;
+}
+
+/* Walks segment s from pos for the first batch whose header satisfies
+ * the predicate (by offset: last_offset >= key; by timestamp: base_ts >=
+ * key). *found_pos and hdr filled; 0 found, 1 not in this segment. */
+static int
+seek_batch(struct vs_part *p, const struct dseg *s, uint64_t pos, int by_ts,
+           uint64_t key, uint64_t *found_pos, uint8_t *hdr, int *fdc)
+{
+    while (pos + BATCH_HEADER_SIZE <= s->size) {
+        int rc = dseg_read(p->io, s, pos, hdr, BATCH_HEADER_SIZE, fdc);
+        if (rc < 0)
+            return rc;
+        uint64_t blen = batch_length(hdr);
+        if (batch_header_check(hdr) != BATCH_OK || blen > s->size - pos)
+            return -EIO;
+        if (by_ts ? batch_base_timestamp(hdr) >= key
+                  : batch_last_offset(hdr) >= key) {
+            *found_pos = pos;
+            return 0;
+        }
+        pos += blen;
+    }
+    return 1;
+}
+
+int
+part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
+          uint32_t count, size_t max_bytes, struct vs_wbuf *out,
+          struct part_poll_result *res)
+{
+    memset(res, 0, sizeof(*res));
+    uint64_t first = 0, last = 0, start;
+    uint8_t hdr[BATCH_HEADER_SIZE];
+    int fdc = -1;
+    int rc = 0;
+    switch (strategy) {
+    case PART_POLL_OFFSET:
+    case PART_POLL_NEXT:
+    case PART_POLL_FIRST:
+    case PART_POLL_LAST:
+    case PART_POLL_TIMESTAMP:
+        break;
+    default:
+        return -EINVAL;
+    }
+    if (count == 0 || !has_messages(p, &first, &last))
+        return 0;
+    switch (strategy) {
+    case PART_POLL_FIRST:
+        start = first;
+        break;
+    case PART_POLL_LAST:
+        start = last + 1 >= count ? last + 1 - count : 0;
+        if (start < first)
+            start = first;
+        break;
+    case PART_POLL_TIMESTAMP: {
+        start = UINT64_MAX;
+        for (size_t i = 0; i < p->nsegs && start == UINT64_MAX; i++) {
+            const struct dseg *s = &p->segs[i];
+            if (s->empty || s->last_ts < value)
+                continue;
+            uint64_t fp;
+            rc = seek_batch(p, s, dseg_pos_for_timestamp(s, value), 1, value,
+                            &fp, hdr, &fdc);
+            dseg_fd_release(p->io, s, &fdc);
+            if (rc < 0)
+                return rc;
+            if (rc == 0)
+                start = batch_base_offset(hdr);
+        }
+        if (start == UINT64_MAX)
+            return 0;
+        break;
+    }
+    default:
+        start = value;
+        break;
+    }
+    if (start > last)
+        return 0;
+    uint32_t left = count;
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    size_t out0 = out->len;
+    for (size_t i = 0; i < p->nsegs && left > 0; i++) {
+        const struct dseg *s = &p->segs[i];
+        if (s->empty || s->last_offset < start)
+            continue;
+        uint64_t pos;
+        rc = seek_batch(p, s, dseg_pos_for_offset(s, start), 0, start, &pos,
+                        hdr, &fdc);
+        if (rc == 1) {
+            rc = 0;
+            dseg_fd_release(p->io, s, &fdc);
+            continue;
+        }
+        while (rc == 0 && left > 0 && pos < s->size) {
+            rc = dseg_read(p->io, s, pos, hdr, BATCH_HEADER_SIZE, &fdc);
+            if (rc < 0)
+                break;
+            uint64_t blen = batch_length(hdr);
+            if (batch_header_check(hdr) != BATCH_OK || blen > s->size - pos) {
+                rc = -EIO;
+                break;
+            }
+            if (blen > cap) {
+                cap = (size_t)blen;
+                free(buf);
+                buf = vs_xmalloc(cap);
+            }
+            rc = dseg_read(p->io, s, pos, buf, (size_t)blen, &fdc);
+            if (rc < 0)
+                break;
+            uint32_t got = emit_trimmed(out, buf, start, left, res);
+            left -= got;
+            if (got)
+                start = res->last_offset + 1;
+            pos += blen;
+            if (out->len - out0 >= max_bytes)
+                left = 0;
+        }
+        dseg_fd_release(p->io, s, &fdc);
+        if (rc < 0)
+            break;
+    }
+    free(buf);
+    if (rc < 0) {
+        out->len = out0;
+        memset(res, 0, sizeof(*res));
+    }
+    return rc;
+}
+
+/* ---- stats ---- */
+
+void
+part_stats(const struct vs_part *p, struct part_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->next_offset = p->next_offset;
+    out->segments = (uint32_t)p->nsegs;
+    out->unsynced_bytes = p->unsynced_bytes;
+    uint64_t first = 0, last = 0;
+    out->empty = !has_messages(p, &first, &last);
+    out->first_offset = out->empty ? p->next_offset : first;
+    out->current_offset = out->empty ? 0 : last;
+    for (size_t i = 0; i < p->nsegs; i++) {
+        const struct dseg *s = &p->segs[i];
+        out->size_bytes += s->size;
+        if (!s->empty) {
+            out->messages += s->last_offset - s->first_offset + 1;
+            out->last_timestamp = s->last_ts;
+        }
+    }
+}
+
+const struct part_id *
+part_ident(const struct vs_part *p)
+{
+    return &p->id;
+}
+
+const char *
+part_dir(const struct vs_part *p)
+{
+    return p->dir;
+}
+
+struct vs_sio *
+part_io(struct vs_part *p)
+{
+    return p->io;
+}
+
+/* ---- retention ---- */
+
+/* Deletes segs[0] (sealed). */
+static int
+drop_oldest(struct vs_part *p, struct part_retention_result *res)
+{
+    struct dseg *s = &p->segs[0];
+    int rc = dseg_unlink(p->io, s);
+    if (rc < 0)
+        return rc == -VS_EFATAL
+                   ? rc
+                   : sio_set_fatal(p->io, SIO_UNLINK, -rc, s->log_path);
+    if (res) {
+        res->segments_deleted++;
+        res->bytes_deleted += s->size;
+    }
+    dseg_fini(p->io, s);
+    memmove(&p->segs[0], &p->segs[1], (p->nsegs - 1) * sizeof(*p->segs));
+    p->nsegs--;
+    return 0;
+}
+
+static uint64_t
+total_size(const struct vs_part *p)
+{
+    uint64_t t = 0;
+    for (size_t i = 0; i < p->nsegs; i++)
+        t += p->segs[i].size;
+    return t;
+}
+
+int
+part_retention(struct vs_part *p, uint64_t now_us, uint64_t message_expiry_us,
+               uint64_t max_bytes, struct part_retention_result *res)
+{
+    if (res)
+        memset(res, 0, sizeof(*res));
+    int rc = 0, any = 0;
+    int expiry = message_expiry_us != 0 && message_expiry_us != UINT64_MAX;
+    int cap = max_bytes != 0 && max_bytes != UINT64_MAX;
+    while (rc == 0 && p->nsegs > 1) {
+        const struct dseg *s = &p->segs[0];
+        int expired = s->empty || (expiry && s->last_ts <= now_us &&
+                                   now_us - s->last_ts >= message_expiry_us);
+        int over = cap && total_size(p) > max_bytes;
+        if (!expired && !over)
+            break;
+        rc = drop_oldest(p, res);
+        any = 1;
+    }
+    if (rc == 0 && any)
+        rc = sio_dir_fsync(p->io, p->dir);
+    return rc;
+}
+
+uint64_t
+part_watermark_for_segments(const struct vs_part *p, uint32_t n)
+{
+    size_t sealed = p->nsegs - 1;
+    size_t k = n < sealed ? n : sealed;
+    if (k == 0) {
+        uint64_t first = 0, last = 0;
+        return has_messages(p, &first, &last) ? first : p->next_offset;
+    }
+    return p->segs[k].start;
+}
+
+int
+part_apply_watermark(struct vs_part *p, uint64_t watermark,
+                     struct part_retention_result *res)
+{
+    if (res)
+        memset(res, 0, sizeof(*res));
+    int rc = 0, any = 0;
+    while (rc == 0 && p->nsegs > 1) {
+        const struct dseg *s = &p->segs[0];
+        int below = s->empty ? p->segs[1].start <= watermark
+                             : s->last_offset < watermark;
+        if (!below)
+            break;
+        rc = drop_oldest(p, res);
+        any = 1;
+    }
+    if (rc == 0 && any)
+        rc = sio_dir_fsync(p->io, p->dir);
+    return rc;
+}
+
+int
+part_purge(struct vs_part *p, uint64_t purge_generation)
+{
+    if (purge_generation <= p->purge_gen)
+        return 0;
+    uint64_t start = 0;
+    int rc;
+    if (p->opts.purge_keep_offsets) {
+        start = p->next_offset;
+        rc = state_write(p, p->purge_gen, start); /* floor first */
+        if (rc < 0)
+            return rc;
+    }
+    /* On failure the handle has no active segment: the caller abandons it
+     * and reopens, and part_open completes the purge. */
+    return do_purge(p, purge_generation, start);
+}

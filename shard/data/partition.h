@@ -1,0 +1,323 @@
+/*
+ * shard/data/partition.h - the storage engine of one partition: append,
+ * reads, consumer offsets, retention, purge, crash recovery.
+ *
+ * Role: the data shard that owns a partition (DESIGN §1) opens it once and
+ * calls this API from its event loop for send, poll, offsets, stats and
+ * retention. Nothing here reads a clock: the caller passes wall times.
+ *
+ * On disk (DESIGN §4; one directory per partition, see pdir.h):
+ *   DATA/partitions/<stream>.<topic>.<partition>.<created_op>/
+ *     format                 "VSPD" | version u32 | stream u32 | topic u32 |
+ *                            partition u32 | created_op u64 | XXH3 u64
+ *                            (written once at create; an unknown version or
+ *                            other ids are a typed refusal)
+ *     state                  "VSPS" | version u32 | purge_generation u64 |
+ *                            offset_floor u64 | XXH3 u64   (atomic replace)
+ *     <start:020>.log        stamped batches back to back (batch.h layout)
+ *     <start:020>.index      sparse entries: offset u64 | timestamp u64 |
+ *                            position u64 (one for a segment's first batch,
+ *                            then one whenever >= index_interval bytes were
+ *                            appended since the previous entry). The index
+ *                            is an accelerator: it is rebuilt from the log
+ *                            when it is missing or disagrees with it.
+ *     offsets/consumers/<key>            offset u64 | XXH3-64(offset) u64
+ *     offsets/groups/<group>.<created_op> same
+ *   (all multi-byte fields little endian; every replaced file goes through
+ *   afile_*, every write through sio_*, so tests inject EIO/ENOSPC/tears).
+ *
+ * Offsets: each batch gets base_offset = next offset; offsets are strictly
+ * increasing through the log but may have GAPS after a crash under the
+ * interval policy (see "offset floor"). A read of an offset inside a gap
+ * starts at the next existing message.
+ *
+ * Durability (part_opts.durability):
+ *   PART_FSYNC_EVERY_BATCH (default): part_append writes the batch and
+ *     fsyncs the log before returning; an acknowledged batch is durable.
+ *   PART_FSYNC_INTERVAL: part_append returns after the write; the log is
+ *     fsynced by part_tick() when fsync_interval_ms have passed since the
+ *     last fsync or fsync_bytes are unsynced (checked by part_append too).
+ *     A crash may lose acknowledged batches; it never reuses their offsets.
+ * Offset floor ("frontier"): the `state` file holds a floor; at open,
+ *   next_offset = max(end of the log, floor). Under the interval policy the
+ *   floor is persisted AHEAD of use (frontier_step offsets at a time, atomic
+ *   replace) before any offset at or above the old floor is handed out, so
+ *   an offset acknowledged and then lost in a crash is never handed out
+ *   again. A clean part_close() writes floor = next offset (no gap).
+ *
+ * Recovery (part_open): sealed segments are checked through their index
+ * and a walk of the batch headers after its last entry (ends contiguous and
+ * increasing); the LAST segment is scanned batch by batch with every
+ * checksum verified:
+ *   - the file ends inside a batch (short header or short body), or a
+ *     batch header is structurally invalid with no valid batch after it:
+ *     a torn tail -> cut back to the end of the last complete valid batch
+ *     (ftruncate + fsync), the index tail rebuilt;
+ *   - a full-length batch whose checksums fail and that is followed by a
+ *     valid batch (or by any bytes, under every-batch: a later append means
+ *     its fsync completed): interior damage -> refuse
+ *     PART_R_INTERIOR_DAMAGE;
+ *   - the LAST batch is full length with a valid header but a failing
+ *     checksum: under every-batch it may have been acknowledged -> refuse
+ *     PART_R_TAIL_CHECKSUM (unless opts.cut_damaged_tail, the operator's
+ *     explicit choice); under interval it was never promised durable -> cut.
+ *   A refusal returns -EBADMSG and fills struct part_verdict (reason, file,
+ *   position, a one-line message). Nothing is modified before a refusal.
+ *
+ * Out of space: part_append failing with -ENOSPC cuts the partial write
+ *   back (ftruncate), leaves the partition exactly as before, and reads keep
+ *   working. Any other I/O failure is -VS_EFATAL (io poisoned, the shard
+ *   exits 2 with sio_fatal_msg()).
+ *
+ * Reads return whole stamped batches (the poll reply layout: records walked
+ *   by batch_length), TRIMMED AT MESSAGE GRANULARITY to the requested range:
+ *   a batch that straddles the range is re-emitted with only the frames in
+ *   range, its base_offset and base_timestamp kept (offset = base_offset +
+ *   offset_delta stays right), batch_length / message_count adjusted and the
+ *   batch checksum recomputed. Reads never go past the visible end (every
+ *   appended batch once part_append returned 0; under every-batch that is
+ *   the durable end).
+ *
+ * Invariants: a struct vs_part is owned by one data shard's event loop
+ * thread; not thread-safe; at most one open handle per directory (the
+ * owning shard). Callers: data shards (serve layer), tests, benches.
+ */
+#ifndef VS_SHARD_DATA_PARTITION_H
+#define VS_SHARD_DATA_PARTITION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "shard/data/batch.h"
+#include "shard/storage/io.h"
+
+#define PART_FORMAT_VERSION 1u
+
+/* Identity of a partition: ids AND the op that created it. */
+struct part_id {
+    uint32_t stream_id;
+    uint32_t topic_id;
+    uint32_t partition_id;
+    uint64_t created_op;
+};
+
+enum part_durability {
+    PART_FSYNC_EVERY_BATCH = 0,
+    PART_FSYNC_INTERVAL = 1,
+};
+
+struct part_opts {
+    uint64_t segment_size;   /* roll before a batch would cross it */
+    uint32_t index_interval; /* bytes between index entries (0 = each batch) */
+    enum part_durability durability;
+    uint32_t fsync_interval_ms; /* interval policy */
+    uint64_t fsync_bytes;       /* interval policy */
+    uint64_t frontier_step;     /* offsets reserved per floor write */
+    int cut_damaged_tail;       /* operator flag: cut a bad last batch */
+    int purge_keep_offsets;     /* 0: a purge restarts offsets at 0 (Iggy) */
+    struct batch_limits limits;
+};
+
+/* segment_size 1 GiB, index_interval 4 KiB, every-batch, 100 ms, 4 MiB,
+ * frontier_step 1,000,000, batch_limits_default, purge restarts at 0. */
+void part_opts_default(struct part_opts *o);
+
+/* Why an open refused. */
+enum part_reason {
+    PART_R_NONE = 0,
+    PART_R_NO_FORMAT,       /* directory exists, format file absent */
+    PART_R_BAD_FORMAT,      /* format file unreadable or checksum wrong */
+    PART_R_UNKNOWN_VERSION, /* format version this release does not know */
+    PART_R_ID_MISMATCH,     /* format file names another partition */
+    PART_R_BAD_STATE,       /* state file corrupt */
+    PART_R_NO_SEGMENT,      /* no .log file in an existing partition */
+    PART_R_SEGMENT_ORDER,   /* sealed segments overlap or are out of order */
+    PART_R_INTERIOR_DAMAGE, /* a damaged batch before valid data */
+    PART_R_TAIL_CHECKSUM,   /* last batch full length, checksum fails,
+                               every-batch policy: maybe acknowledged */
+};
+
+struct part_verdict {
+    enum part_reason reason;
+    char file[256];    /* the file concerned, relative to the partition */
+    uint64_t position; /* byte position in it */
+    char msg[512];     /* one line: "partition 1.2.3@7: ... " */
+};
+
+const char *part_reason_str(enum part_reason r);
+
+struct vs_part;
+
+/* Opens (create = 0) or creates-and-opens (create = 1) the partition whose
+ * directory is `partitions_dir`/<name of id>. create = 1 on an existing
+ * directory just opens it (idempotent: the caller creates on every publish
+ * it sees). create = 0 on a missing directory -> -ENOENT.
+ * `purge_generation` is the metadata's value: if it is above the one the
+ * state file holds, an interrupted purge is completed before anything else
+ * (see part_purge).
+ * Returns 0, -EBADMSG (refused: *verdict filled; verdict may be NULL),
+ * -ENOSPC, -VS_EFATAL, -ENOMEM or another -errno. */
+int part_open(struct vs_sio *io, const char *partitions_dir,
+              const struct part_id *id, const struct part_opts *opts,
+              int create, uint64_t purge_generation, struct vs_part **out,
+              struct part_verdict *verdict);
+
+/* Flushes (fsync of the active log and index), writes floor = next offset,
+ * closes and frees. Returns the first error (the handle is freed anyway). */
+int part_close(struct vs_part *p);
+/* Frees without writing anything (crash simulation, fatal paths). */
+void part_abandon(struct vs_part *p);
+
+/* ---- send ---- */
+
+struct part_append_result {
+    uint64_t base_offset;
+    uint64_t base_timestamp;
+    uint32_t message_count;
+};
+
+/* Validates batch[0..len) (a client batch: batch_validate(client = 1)),
+ * stamps it IN PLACE (partition_id, base_offset = next offset,
+ * base_timestamp = max(last, wall_us)), appends it (rolling the segment
+ * first if it would cross segment_size), fsyncs under every-batch.
+ * Returns 0; -EINVAL with *berr set for a refused batch (nothing stored;
+ * berr may be NULL); -ENOSPC (nothing stored, partial write cut back);
+ * -VS_EFATAL. */
+int part_append(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
+                struct part_append_result *res, enum batch_err *berr);
+
+/* Interval policy: fsyncs if fsync_interval_ms passed since the last fsync
+ * (now_ms is any monotonic clock the caller keeps) or fsync_bytes are
+ * unsynced. Every-batch: no-op. 0 or -VS_EFATAL. */
+int part_tick(struct vs_part *p, uint64_t now_ms);
+/* Fsyncs now whatever the policy (FlushUnsavedBuffer). 0 or -VS_EFATAL. */
+int part_flush(struct vs_part *p);
+
+/* ---- reads ---- */
+
+enum part_strategy {
+    PART_POLL_OFFSET = 1,
+    PART_POLL_TIMESTAMP = 2,
+    PART_POLL_FIRST = 3,
+    PART_POLL_LAST = 4,
+    PART_POLL_NEXT = 5, /* value = the consumer's stored offset + 1, or 0 */
+};
+
+struct part_poll_result {
+    uint32_t count;        /* messages appended to out */
+    uint32_t batches;      /* batch records appended to out */
+    uint64_t first_offset; /* of the first message (if count > 0) */
+    uint64_t last_offset;  /* of the last message (if count > 0) */
+};
+
+/* Appends to `out` the batch records holding up to `count` messages from
+ * the start the strategy selects:
+ *   OFFSET value: messages with offset >= value;
+ *   TIMESTAMP value: from the first batch whose base_timestamp >= value
+ *     (a message's timestamp is its batch's base_timestamp);
+ *   FIRST: from the first retained message; LAST: the last `count`
+ *     messages (start = current - count + 1, clamped to the first);
+ *   NEXT value: as OFFSET (the caller resolves the consumer's offset).
+ * Stops early once `max_bytes` of records were appended (at least one
+ * record is always returned when any message matches). An empty result is
+ * count 0 with nothing appended. 0, -EINVAL (bad strategy), -EIO-like
+ * -errno on a read failure. */
+int part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
+              uint32_t count, size_t max_bytes, struct vs_wbuf *out,
+              struct part_poll_result *res);
+
+/* ---- state and stats ---- */
+
+struct part_stats {
+    uint64_t next_offset;    /* the offset the next message will get */
+    uint64_t first_offset;   /* first retained message (== next if empty) */
+    uint64_t current_offset; /* last message's offset; 0 if none */
+    int empty;               /* no retained message */
+    uint64_t size_bytes;     /* sum of .log sizes */
+    uint64_t messages;       /* offsets spanned by retained segments */
+    uint32_t segments;       /* >= 1 */
+    uint64_t unsynced_bytes; /* interval policy */
+    uint64_t last_timestamp; /* base_timestamp of the last batch, 0 if none */
+};
+void part_stats(const struct vs_part *p, struct part_stats *out);
+const struct part_id *part_ident(const struct vs_part *p);
+/* Path of the partition directory. */
+const char *part_dir(const struct vs_part *p);
+/* The I/O layer the partition was opened with. */
+struct vs_sio *part_io(struct vs_part *p);
+
+/* ---- retention, DeleteSegments, purge ---- */
+
+struct part_retention_result {
+    uint32_t segments_deleted;
+    uint64_t bytes_deleted;
+};
+
+/* Deletes whole SEALED segments, oldest first (never the active one):
+ * a segment whose last batch's base_timestamp + message_expiry_us <= now_us
+ * (message_expiry_us 0 or UINT64_MAX = never expire), then oldest ones
+ * while the partition's size exceeds max_bytes (0 or UINT64_MAX = no cap;
+ * the caller gives each partition its share of max_topic_size).
+ * 0 or -VS_EFATAL; res may be NULL. */
+int part_retention(struct vs_part *p, uint64_t now_us,
+                   uint64_t message_expiry_us, uint64_t max_bytes,
+                   struct part_retention_result *res);
+
+/* DeleteSegments (iggy-client-protocol-2 §1.2: the `n` oldest SEALED
+ * segments). Computes the offset watermark the metadata op records: the
+ * start offset of the first segment that survives (nothing sealed -> the
+ * current first offset, a no-op). Pure; no I/O. */
+uint64_t part_watermark_for_segments(const struct vs_part *p, uint32_t n);
+/* Applies a watermark (idempotent; call after open with the metadata's
+ * deleted_up_to_offset too): deletes every sealed segment all of whose
+ * messages are below `watermark`. 0 or -VS_EFATAL. */
+int part_apply_watermark(struct vs_part *p, uint64_t watermark,
+                         struct part_retention_result *res);
+
+/* Purge (iggy-client-protocol-2 §1.2): every segment and every consumer
+ * offset is removed and the partition restarts as one empty segment.
+ * opts.purge_keep_offsets = 0 (the reference's semantics, the default): the
+ * offset counter restarts at 0. 1: it continues from the next offset (the
+ * floor is persisted first, so no offset is ever reused).
+ * Idempotent by generation: does nothing if `purge_generation` is not
+ * above the stored one; the generation is written to `state` LAST, so a
+ * crash mid-purge is completed by the next part_open (which is given the
+ * metadata's generation). 0, -ENOSPC, -VS_EFATAL. */
+int part_purge(struct vs_part *p, uint64_t purge_generation);
+
+/* ---- consumer offsets (implemented in offsets.c) ---- */
+
+enum part_consumer_kind {
+    PART_CONSUMER = 1, /* key = numeric id, or XXH32(name) */
+    PART_GROUP = 2,    /* key = group id; group_created_op disambiguates */
+};
+
+struct part_consumer {
+    enum part_consumer_kind kind;
+    uint32_t id;
+    uint64_t group_created_op; /* PART_GROUP only */
+};
+
+/* The offset key of a named consumer: XXH32(name, seed 0). */
+uint32_t part_consumer_name_key(const void *name, size_t len);
+
+/* 0 and *offset, -ENOENT (nothing stored), -EBADMSG (file corrupt: the
+ * checksum fails; treated by callers as nothing stored), -errno. */
+int part_offset_get(struct vs_part *p, const struct part_consumer *c,
+                    uint64_t *offset);
+/* Explicit store (may move backwards). The partition must hold a message
+ * at or after `offset`: offset > current or empty partition -> -ERANGE
+ * (Iggy 4100 InvalidOffset). 0, -ERANGE, -ENOSPC, -VS_EFATAL. */
+int part_offset_store(struct vs_part *p, const struct part_consumer *c,
+                      uint64_t offset);
+/* Auto-commit: stores max(stored, offset); never decreases. *stored (may
+ * be NULL) gets the value now stored. 0, -ENOSPC, -VS_EFATAL. */
+int part_offset_commit(struct vs_part *p, const struct part_consumer *c,
+                       uint64_t offset, uint64_t *stored);
+/* 0, -ENOENT (nothing stored: Iggy 3021), -VS_EFATAL. */
+int part_offset_delete(struct vs_part *p, const struct part_consumer *c);
+/* Removes every consumer and group offset (purge). 0 or -VS_EFATAL. */
+int part_offsets_clear(struct vs_part *p);
+
+#endif /* VS_SHARD_DATA_PARTITION_H */
