@@ -468,6 +468,50 @@ START_TEST(test_interior_flip_refused)
 }
 END_TEST
 
+/* A corrupt HEADER in the middle of the last segment, with the sparse
+ * index gone (it is only an accelerator): under fsync-every-batch the
+ * batch after it was acknowledged, so the probe of every later offset
+ * finds it and the open refuses instead of cutting it away. Under the
+ * interval policy the tail was never promised durable: cut. */
+START_TEST(test_interior_header_flip_refused_without_index)
+{
+    struct part_opts o;
+    small_opts(&o);
+    char log[1024];
+    uint64_t last, flen;
+    three_batches(&o, log, sizeof(log), &last, &flen);
+    size_t n = 0;
+    uint8_t *orig = dt_read_file(log, &n);
+    uint64_t second = batch_length(orig);
+    char idx[1024];
+    snprintf(idx, sizeof(idx), "%.*s.index", (int)(strlen(log) - 4), log);
+    ck_assert_uint_gt(n, second + 40);
+    uint8_t *c = malloc(n);
+    memcpy(c, orig, n);
+    c[second + 39] = 0x7f; /* batch_length (u64 @32) far past the file */
+    dt_write_file(log, c, n);
+    unlink(idx);
+    o.durability = PART_FSYNC_EVERY_BATCH;
+    struct vs_part *p = NULL;
+    struct part_verdict v;
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                     -EBADMSG);
+    ck_assert_int_eq(v.reason, PART_R_INTERIOR_DAMAGE);
+    ck_assert_ptr_null(p);
+    size_t m;
+    uint8_t *after = dt_read_file(log, &m);
+    ck_assert_uint_eq(m, n);
+    ck_assert_int_eq(memcmp(after, c, n), 0);
+    free(after);
+    o.durability = PART_FSYNC_INTERVAL;
+    p = must_open(&o, 0, 0);
+    ck_assert_int_eq(dt_file_size(log), (off_t)second);
+    part_abandon(p);
+    free(c);
+    free(orig);
+}
+END_TEST
+
 START_TEST(test_last_batch_flip_verdicts)
 {
     struct part_opts o;
@@ -1071,6 +1115,7 @@ suite(void)
     tcase_add_test(tc, test_bad_batch_refused_nothing_stored);
     tcase_add_test(tc, test_torn_tail_every_length);
     tcase_add_test(tc, test_interior_flip_refused);
+    tcase_add_test(tc, test_interior_header_flip_refused_without_index);
     tcase_add_test(tc, test_last_batch_flip_verdicts);
     tcase_add_test(tc, test_format_refusals);
     tcase_add_test(tc, test_enospc_clean);
