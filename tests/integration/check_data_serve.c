@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,6 +368,86 @@ START_TEST(test_bad_batches)
 }
 END_TEST
 
+START_TEST(test_purge)
+{
+    start(NULL);
+    struct dr_sess s;
+    dr_login(&s, &node, 0x4444);
+    dr_create_stream(&s, "st");
+    dr_create_topic(&s, 0, "tp", 4, NULL, 0);
+    for (uint32_t p = 0; p < 4; p++) {
+        ck_assert_uint_eq(send_to(&s, p, "old", 3), 0);
+        ck_assert_uint_eq(send_to(&s, p, "old2", 3), 3);
+        ck_assert_uint_eq(dr_offset_store(&s, 1, 5, 0, 0, p, 4), 0);
+    }
+    uint8_t pt[] = {1, 4, 0, 0, 0, 0, 1, 4, 0, 0, 0, 0};
+    ck_assert_uint_eq(dr_meta(&s, 135, pt, sizeof(pt)), 0);
+    static struct dr_poll r;
+    for (uint32_t p = 0; p < 4; p++) {
+        dr_poll(&s, 1, 5, 0, 0, 1, p, 1, 0, 100, 0, &r);
+        ck_assert_uint_eq(r.status, 0);
+        ck_assert_uint_eq(r.n, 0);
+        uint64_t stored;
+        ck_assert_int_eq(dr_offset_get(&s, 1, 5, 0, 0, p, &stored), 0);
+        /* offsets restart at 0 (the reference's purge) */
+        ck_assert_uint_eq(send_to(&s, p, "new", 2), 0);
+        dr_poll(&s, 1, 5, 0, 0, 1, p, 3, 0, 100, 0, &r);
+        ck_assert_uint_eq(r.n, 2);
+        expect_msg(&r.m[0], 0, "new-0");
+    }
+    /* deleting the topic removes its partition directories */
+    ck_assert_uint_eq(dr_meta(&s, 134, pt, sizeof(pt)), 0);
+    dr_poll(&s, 1, 5, 0, 0, 1, 0, 1, 0, 100, 0, &r);
+    ck_assert_uint_eq(r.status, 2010);
+    dr_close(&s);
+    /* each owner removes its directories when it sees the delete (its
+     * 20 ms timer, or its next request): bounded wait */
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/partitions", node.data_dir);
+    int left = -1;
+    for (int i = 0; i < 500 && left != 0; i++) {
+        if (i > 0)
+            usleep(10000);
+        DIR *d = opendir(dir);
+        ck_assert_ptr_nonnull(d);
+        struct dirent *de;
+        left = 0;
+        while ((de = readdir(d)) != NULL)
+            if (de->d_name[0] != '.')
+                left++;
+        closedir(d);
+    }
+    ck_assert_int_eq(left, 0);
+}
+END_TEST
+
+START_TEST(test_disk_watermark)
+{
+    /* free space is always below an absurd watermark: sends refused,
+     * reads keep working */
+    const char *extra[] = {"--disk-watermark-bytes", "1000000T", NULL};
+    start(extra);
+    struct dr_sess s;
+    dr_login(&s, &node, 0x5555);
+    dr_create_stream(&s, "st");
+    dr_create_topic(&s, 0, "tp", 2, NULL, 0);
+    for (uint32_t p = 0; p < 2; p++) {
+        size_t bl, len;
+        uint8_t *batch = dr_batch("w", 2, &bl);
+        uint8_t *body = dr_send_body(0, 0, 2, &p, 4, batch, bl, 2, &len);
+        ck_assert_uint_eq(dr_send(&s, body, len, NULL, NULL),
+                          DATA_E_CANNOT_SAVE_MESSAGES);
+        free(batch);
+        free(body);
+        static struct dr_poll r;
+        dr_poll(&s, 1, 5, 0, 0, 1, p, 1, 0, 100, 0, &r);
+        ck_assert_uint_eq(r.status, 0);
+        ck_assert_uint_eq(r.n, 0);
+    }
+    dr_close(&s);
+}
+END_TEST
+
 static Suite *
 data_serve_suite(void)
 {
@@ -376,6 +457,8 @@ data_serve_suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_send_poll_every_strategy);
     tcase_add_test(t, test_bad_batches);
+    tcase_add_test(t, test_purge);
+    tcase_add_test(t, test_disk_watermark);
     suite_add_tcase(s, t);
     return s;
 }
