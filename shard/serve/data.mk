@@ -30,3 +30,12 @@ tests_integration_check_data_durable_SOURCES = \
 tests_integration_check_data_durable_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_data_durable_LDADD = $(DATA_SERVE_ITEST_LDADD)
 endif
+
+# End-to-end send / poll throughput of a real node (not run by make check).
+noinst_PROGRAMS += tests/bench/bench_dataserve
+tests_bench_bench_dataserve_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_dataserve_SOURCES = tests/bench/bench_dataserve.c \
+	tests/integration/harness.c tests/integration/harness.h \
+	tests/integration/rawclient.c tests/integration/rawclient.h
+tests_bench_bench_dataserve_LDADD = libvs_data.a libvs_storage.a \
+	libvs_common.a $(VS_DEP_LIBS)
