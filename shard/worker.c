@@ -4,8 +4,9 @@
  * Claims its left-right reader slot, maps the metadata instances
  * read-only, then serves Iggy's VSR client protocol on the inherited
  * client listener (shard/serve/serve.h) on its event loop; the IPC
- * port's frames from shard 0 go to the client listener. Partitions are
- * not here yet.
+ * port's frames (from shard 0 and from the other data shards) go to the
+ * client listener, whose data plane (shard/serve/data.h, parts.h) opens
+ * the partitions this shard owns before it is marked ready.
  * Process: data shards only.
  */
 #include "config.h"
