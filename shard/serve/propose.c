@@ -23,6 +23,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "ipc/segment.h"
 #include "shard/fwd.h"
 #include "shard/meta/authz.h"
 #include "shard/meta/lookup.h"
@@ -61,6 +63,16 @@ serve_propose_send(struct serve_conn *c, const struct meta_op *op)
         propose_fail(c, VS_E_INVALID_COMMAND);
         return;
     }
+    /* Shard 0 resets its incoming rings when it starts and marks its slot
+     * ready after that: a frame sent before would be dropped unanswered. */
+    struct vs_proc_shm *p0 = seg_proc(s->ctx->seg, 0);
+    if (!atomic_load_explicit(&p0->ready, memory_order_acquire)) {
+        vs_wbuf_fini(&w);
+        propose_fail(c, VS_E_TRANSIENT_NOT_COMMITTED);
+        return;
+    }
+    c->fwd_shard0_incarnation =
+        atomic_load_explicit(&p0->incarnation, memory_order_relaxed);
     fh.kind = FWD_PROPOSE;
     fh.worker_slot = s->ctx->slot;
     fh.worker_incarnation = s->ctx->incarnation;
@@ -70,9 +82,11 @@ serve_propose_send(struct serve_conn *c, const struct meta_op *op)
     fh.user_id = c->req.user_id;
     memcpy(w.data, &fh, sizeof(fh));
     c->in_flight = 1;
+    c->fwd_pending = 1;
     int rc = port_send(s->port, 0, w.data, (uint32_t)w.len);
     vs_wbuf_fini(&w);
     if (rc < 0) {
+        c->fwd_pending = 0;
         vs_log_warn("client %s: cannot forward operation %u to shard 0: "
                     "%d",
                     c->peer, c->req.operation, rc);
@@ -265,6 +279,7 @@ serve_propose_on_reply(struct serve *s, const void *frame, uint32_t len)
         }
         return;
     }
+    c->fwd_pending = 0;
     relay_reply(c, p, fh.payload_len);
     c->pat_pending = 0;
     sodium_memzero(c->pat_token, sizeof(c->pat_token));
@@ -274,6 +289,28 @@ serve_propose_on_reply(struct serve *s, const void *frame, uint32_t len)
     if (fh.flags & FWD_F_UNBIND)
         serve_conn_unbind(c);
     serve_conn_request_done(c);
+}
+
+void
+serve_propose_watch_shard0(struct serve *s)
+{
+    struct vs_proc_shm *p0 = seg_proc(s->ctx->seg, 0);
+    uint32_t ready = atomic_load_explicit(&p0->ready, memory_order_acquire);
+    uint64_t inc = atomic_load_explicit(&p0->incarnation, memory_order_relaxed);
+    for (struct serve_conn *c = s->all, *next; c != NULL; c = next) {
+        next = c->next;
+        if (!c->fwd_pending || (ready && inc == c->fwd_shard0_incarnation))
+            continue;
+        /* The shard 0 that had this request is gone: whether it committed
+         * is unknown here, so ask the client to resend the same request;
+         * the new shard 0's client table answers a committed one from its
+         * cache and executes an uncommitted one once. */
+        vs_log_info("client %s: shard 0 restarted with operation %u in "
+                    "flight: answered 57 (resend)",
+                    c->peer, c->req.operation);
+        c->fwd_pending = 0;
+        propose_fail(c, VS_E_TRANSIENT_NOT_COMMITTED);
+    }
 }
 
 void

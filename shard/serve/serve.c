@@ -241,6 +241,15 @@ serve_hash_done(void *ctx, struct serve_hash_job *j)
     serve_hash_job_free(j);
 }
 
+/* Every 100 ms: forwards lost with a crashed shard 0 get an answer. */
+static void
+serve_on_shard0_watch(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    serve_propose_watch_shard0(arg);
+}
+
 struct serve *
 serve_create(struct event_base *base, const struct vs_shard_ctx *ctx,
              struct vs_lr *lr, struct vs_port *port, int listen_fd)
@@ -283,6 +292,14 @@ serve_create(struct event_base *base, const struct vs_shard_ctx *ctx,
         err = errno;
         goto fail;
     }
+    s->shard0_watch_ev =
+        event_new(base, -1, EV_PERSIST, serve_on_shard0_watch, s);
+    struct timeval watch = {.tv_sec = 0, .tv_usec = 100000};
+    if (s->shard0_watch_ev == NULL ||
+        event_add(s->shard0_watch_ev, &watch) != 0) {
+        err = ENOMEM;
+        goto fail;
+    }
     if (listen_fd >= 0) {
         s->listen_ev = event_new(base, listen_fd, EV_READ | EV_PERSIST,
                                  serve_on_accept, s);
@@ -308,6 +325,8 @@ serve_destroy(struct serve *s)
         serve_conn_free(s->all);
     }
     serve_hasher_destroy(s->hasher);
+    if (s->shard0_watch_ev != NULL)
+        event_free(s->shard0_watch_ev);
     if (s->listen_ev != NULL)
         event_free(s->listen_ev);
     if (s->listen_fd >= 0)

@@ -55,6 +55,11 @@ struct serve_conn {
 
     /* the request in flight */
     int in_flight;
+    /* forwarded to shard 0 and not answered yet, and the incarnation of
+     * shard 0 it went to: if that shard 0 dies, the request is answered
+     * 57 (the client resends; the client table makes that safe) */
+    int fwd_pending;
+    uint64_t fwd_shard0_incarnation;
     struct vs_hdr_request req; /* its header (checksum filled in) */
     uint8_t *body;             /* copy of its body while hashing */
     size_t body_len;
@@ -86,7 +91,8 @@ struct serve {
     struct serve_conn *buckets[SERVE_BUCKETS];
     struct serve_conn *all;
 
-    int shard0_blocked; /* port_send returned 1; until on_drain(0) */
+    int shard0_blocked;            /* port_send returned 1; until on_drain(0) */
+    struct event *shard0_watch_ev; /* answers forwards lost with shard 0 */
 
     uint64_t login_window; /* second of the current window (monotonic) */
     uint32_t login_count;
@@ -94,6 +100,11 @@ struct serve {
     struct serve_counters n;
     struct vs_wbuf scratch;
 };
+
+/* ---- propose.c ---- */
+/* Answers 57 to every forward whose shard 0 is no longer the one it was
+ * sent to (crashed or restarting). Called from a periodic timer. */
+void serve_propose_watch_shard0(struct serve *s);
 
 /* ---- conn.c ---- */
 int serve_conn_accept(struct serve *s, int fd);

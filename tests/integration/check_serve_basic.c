@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -694,6 +695,72 @@ START_TEST(test_users_and_tokens)
 }
 END_TEST
 
+/* A request forwarded to a shard 0 that dies before answering gets 57
+ * (resend) instead of silence; the resend of the same frame then runs it
+ * exactly once, and a second resend gets the identical cached reply. */
+START_TEST(test_forward_lost_with_shard0)
+{
+    start(root_args);
+    struct sess s = {.fd = conn(), .client = 0x5157};
+    login_ok(&s, "iggy", "iggy", 0);
+    pid_t shard0 = node.ready.shard_pids[0];
+    ck_assert_int_gt(shard0, 0);
+    ck_assert_int_eq(kill(shard0, SIGSTOP), 0);
+    static const uint8_t body[] = {6, 'l', 'o', 's', 't', '-', '1'};
+    struct rc_frame f;
+    s.request++;
+    ck_assert_int_eq(rc_send(s.fd, 128, 0, body, sizeof(body), s.client,
+                             s.request, s.session),
+                     0);
+    /* the forward is stuck in the stopped shard 0: no answer yet */
+    ck_assert_int_eq(rc_read(s.fd, &f, 300), -ETIMEDOUT);
+    ck_assert_int_eq(kill(shard0, SIGKILL), 0);
+    ck_assert_int_eq(rc_read(s.fd, &f, READ_MS), 1);
+    ck_assert_uint_eq(f.status, 57);
+    ck_assert_uint_eq(f.body_len, 0);
+    rc_frame_fini(&f);
+    /* resend the identical frame until the new shard 0 serves it */
+    uint8_t *first = NULL;
+    uint32_t first_len = 0;
+    for (int i = 0; i < 400 && first == NULL; i++) {
+        ck_assert_int_eq(rc_send(s.fd, 128, 0, body, sizeof(body), s.client,
+                                 s.request, s.session),
+                         0);
+        ck_assert_int_eq(rc_read(s.fd, &f, READ_MS), 1);
+        if (f.status == 57) {
+            rc_frame_fini(&f);
+            usleep(50000);
+            continue;
+        }
+        ck_assert_uint_eq(f.status, 0);
+        ck_assert_uint_eq(result_code(&f), 0);
+        first_len = f.body_len;
+        first = malloc(first_len);
+        memcpy(first, f.body, first_len);
+        rc_frame_fini(&f);
+    }
+    ck_assert_ptr_nonnull(first);
+    ck_assert_int_eq(rc_send(s.fd, 128, 0, body, sizeof(body), s.client,
+                             s.request, s.session),
+                     0);
+    ck_assert_int_eq(rc_read(s.fd, &f, READ_MS), 1);
+    ck_assert_uint_eq(f.status, 0);
+    ck_assert_uint_eq(f.body_len, first_len);
+    ck_assert(memcmp(f.body, first, first_len) == 0);
+    rc_frame_fini(&f);
+    free(first);
+    /* exactly one stream of that name: GetStreams lists one record */
+    nr(&s, 201, NULL, 0, &f);
+    ck_assert_uint_eq(f.status, 0);
+    int found = 0;
+    for (uint32_t i = 0; i + 7 <= f.body_len; i++)
+        found += memcmp(f.body + i, "\x06lost-1", 7) == 0;
+    ck_assert_int_eq(found, 1);
+    rc_frame_fini(&f);
+    close(s.fd);
+}
+END_TEST
+
 static Suite *
 serve_basic_suite(void)
 {
@@ -711,6 +778,7 @@ serve_basic_suite(void)
     tcase_add_test(t, test_output_backpressure);
     tcase_add_test(t, test_login_and_reads);
     tcase_add_test(t, test_users_and_tokens);
+    tcase_add_test(t, test_forward_lost_with_shard0);
     suite_add_tcase(s, t);
     return s;
 }
