@@ -4,7 +4,8 @@ noinst_LIBRARIES += libvs_client.a
 libvs_client_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 libvs_client_a_SOURCES = \
 	tools/client/vsc.h tools/client/vsc_int.h \
-	tools/client/codec.c tools/client/conn.c tools/client/commands.c
+	tools/client/codec.c tools/client/conn.c tools/client/commands.c \
+	tools/client/batch.c tools/client/data.c
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_client_golden
@@ -14,6 +15,15 @@ tests_unit_check_client_golden_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_unit_check_client_golden_LDFLAGS = -pthread
 tests_unit_check_client_golden_LDADD = libvs_client.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_client_messages
+check_PROGRAMS += tests/unit/check_client_messages
+tests_unit_check_client_messages_SOURCES = tests/unit/check_client_messages.c
+tests_unit_check_client_messages_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_client_messages_LDADD = libvs_client.a libvs_data.a \
+	libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
 
 bin_PROGRAMS += vstream
