@@ -7,8 +7,11 @@
  * is interior):
  *   short header / short body at the end        -> torn: cut
  *   structurally bad header, nothing valid after -> torn: cut
- *   structurally bad header, a valid indexed
- *     batch after it                            -> interior: refuse
+ *   structurally bad header, a valid batch after
+ *     it (found through the index, or under
+ *     every-batch by probing every later byte
+ *     offset), or under every-batch more bytes
+ *     after it than one append can leave       -> interior: refuse
  *   checksum failure, the last batch            -> every-batch: refuse
  *                                                  (maybe acknowledged)
  *                                                  interval: cut
@@ -359,6 +362,58 @@ valid_batch_at(struct vs_sio *io, int fd, uint64_t pos, uint64_t fsize,
     return ok;
 }
 
+/* Under fsync-every-batch a torn append leaves at most one batch after
+ * the last durable one: more trailing bytes than the largest frame, or a
+ * complete valid batch at ANY later byte offset, means the bad header at
+ * `pos` hides acknowledged batches behind it (bit rot, not a torn write).
+ * Returns 1 if so, 0 if the tail may be cut, -errno on a read error. */
+static int
+acked_data_after(struct vs_sio *io, int fd, uint64_t pos, uint64_t fsize,
+                 uint64_t expect)
+{
+    uint64_t tail = fsize - pos;
+    if (tail > VS_FRAME_MAX)
+        return 1;
+    uint8_t *buf = malloc((size_t)tail);
+    if (buf == NULL)
+        return -ENOMEM;
+    int rc = sio_pread_all(io, fd, buf, (size_t)tail, (off_t)pos, NULL);
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
+    struct batch_limits lim = {UINT64_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
+    int found = 0;
+    for (uint64_t off = 1; !found && off + BATCH_HEADER_SIZE <= tail; off++) {
+        const uint8_t *h = buf + off;
+        if (!hdr_ok(h, expect, tail - off))
+            continue;
+        found = batch_validate(h, (size_t)batch_length(h), &lim, 0, NULL) ==
+                BATCH_OK;
+    }
+    free(buf);
+    return found;
+}
+
+/* 0 if the tail from `pos` may be cut as torn; -EBADMSG (verdict set)
+ * if under fsync-every-batch acknowledged batches lie behind it. */
+static int
+tail_cut_allowed(struct vs_sio *io, struct dseg *s, uint64_t pos,
+                 uint64_t fsize, uint64_t expect, enum part_durability policy,
+                 int cut_damaged_tail, struct part_verdict *v)
+{
+    if (policy != PART_FSYNC_EVERY_BATCH || cut_damaged_tail)
+        return 0;
+    int rc = acked_data_after(io, s->fd, pos, fsize, expect);
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return 0;
+    verdict_set(v, PART_R_INTERIOR_DAMAGE, s->log_name, pos,
+                "invalid batch header with acknowledged data after it");
+    return -EBADMSG;
+}
+
 int
 dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
                  uint64_t expect_min, enum part_durability policy,
@@ -409,12 +464,22 @@ dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
                     goto fail;
                 }
             }
+            rc = tail_cut_allowed(io, s, pos, fsize, expect, policy,
+                                  cut_damaged_tail, v);
+            if (rc < 0)
+                goto fail;
             cut = pos;
             break;
         }
         uint64_t blen = batch_length(hdr);
         if (blen > rem) {
-            cut = pos; /* short body: the file ends inside the batch */
+            /* short body: the file ends inside the batch (or its length
+             * field rotted: the same probe tells the two apart) */
+            rc = tail_cut_allowed(io, s, pos, fsize, expect, policy,
+                                  cut_damaged_tail, v);
+            if (rc < 0)
+                goto fail;
+            cut = pos;
             break;
         }
         if (blen > cap) {

@@ -214,12 +214,15 @@ START_TEST(test_round_trip_rolls)
     struct vs_part *p = must_open(&o, 1, 0);
     struct model md = {0};
     uint64_t rng = 12345;
+    uint64_t dfs0 = g_f.calls[SIO_DIR_FSYNC];
     /* payloads 0 B .. 100 KB with user headers */
     uint64_t n = append_random(p, &md, &rng, 40, 4, 100 * 1024, 1000000);
     struct part_stats st;
     part_stats(p, &st);
     ck_assert_uint_eq(st.next_offset, n);
     ck_assert_uint_gt(st.segments, 3);
+    /* the directory is fsynced when each segment is created */
+    ck_assert_uint_ge(g_f.calls[SIO_DIR_FSYNC] - dfs0, st.segments - 1);
     ck_assert_uint_eq(poll_check(p, &md, PART_POLL_OFFSET, 0, UINT32_MAX, 0),
                       n);
     ck_assert_int_eq(part_close(p), 0);
@@ -461,6 +464,50 @@ START_TEST(test_interior_flip_refused)
         free(c);
     }
     dt_write_file(log, orig, n);
+    free(orig);
+}
+END_TEST
+
+/* A corrupt HEADER in the middle of the last segment, with the sparse
+ * index gone (it is only an accelerator): under fsync-every-batch the
+ * batch after it was acknowledged, so the probe of every later offset
+ * finds it and the open refuses instead of cutting it away. Under the
+ * interval policy the tail was never promised durable: cut. */
+START_TEST(test_interior_header_flip_refused_without_index)
+{
+    struct part_opts o;
+    small_opts(&o);
+    char log[1024];
+    uint64_t last, flen;
+    three_batches(&o, log, sizeof(log), &last, &flen);
+    size_t n = 0;
+    uint8_t *orig = dt_read_file(log, &n);
+    uint64_t second = batch_length(orig);
+    char idx[1024];
+    snprintf(idx, sizeof(idx), "%.*s.index", (int)(strlen(log) - 4), log);
+    ck_assert_uint_gt(n, second + 40);
+    uint8_t *c = malloc(n);
+    memcpy(c, orig, n);
+    c[second + 39] = 0x7f; /* batch_length (u64 @32) far past the file */
+    dt_write_file(log, c, n);
+    unlink(idx);
+    o.durability = PART_FSYNC_EVERY_BATCH;
+    struct vs_part *p = NULL;
+    struct part_verdict v;
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                     -EBADMSG);
+    ck_assert_int_eq(v.reason, PART_R_INTERIOR_DAMAGE);
+    ck_assert_ptr_null(p);
+    size_t m;
+    uint8_t *after = dt_read_file(log, &m);
+    ck_assert_uint_eq(m, n);
+    ck_assert_int_eq(memcmp(after, c, n), 0);
+    free(after);
+    o.durability = PART_FSYNC_INTERVAL;
+    p = must_open(&o, 0, 0);
+    ck_assert_int_eq(dt_file_size(log), (off_t)second);
+    part_abandon(p);
+    free(c);
     free(orig);
 }
 END_TEST
@@ -1068,6 +1115,7 @@ suite(void)
     tcase_add_test(tc, test_bad_batch_refused_nothing_stored);
     tcase_add_test(tc, test_torn_tail_every_length);
     tcase_add_test(tc, test_interior_flip_refused);
+    tcase_add_test(tc, test_interior_header_flip_refused_without_index);
     tcase_add_test(tc, test_last_batch_flip_verdicts);
     tcase_add_test(tc, test_format_refusals);
     tcase_add_test(tc, test_enospc_clean);
