@@ -70,3 +70,24 @@ tests_integration_check_e2e_durable_SOURCES = \
 tests_integration_check_e2e_durable_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_e2e_durable_LDADD = $(E2E_LDADD)
 endif
+
+# Issue 7: messages and consumer groups end to end (two data shards).
+if HAVE_CHECK
+E2E_DATA_TESTS = tests/integration/check_e2e_messages \
+	tests/integration/check_e2e_groups
+check_PROGRAMS += $(E2E_DATA_TESTS)
+INTEG_TESTS += $(E2E_DATA_TESTS)
+INTEG_FAST_TESTS += tests/integration/check_e2e_groups
+E2E_DATA_LDADD = libvs_client.a libvs_meta.a libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
+
+tests_integration_check_e2e_messages_SOURCES = \
+	tests/integration/check_e2e_messages.c $(E2E_COMMON)
+tests_integration_check_e2e_messages_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_e2e_messages_LDADD = $(E2E_DATA_LDADD)
+
+tests_integration_check_e2e_groups_SOURCES = \
+	tests/integration/check_e2e_groups.c $(E2E_COMMON)
+tests_integration_check_e2e_groups_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_e2e_groups_LDADD = $(E2E_DATA_LDADD)
+endif
