@@ -289,6 +289,7 @@ START_TEST(test_cli_groups)
     struct vsc *c = e2e_login(&node, "iggy", "iggy");
     struct vsc_partitioning p = vsc_part_balanced();
     struct vsc_msg m[4];
+    struct vsc_sent s1, s2;
     memset(m, 0, sizeof m);
     for (int i = 0; i < 4; i++) {
         m[i].payload = "x";
@@ -296,7 +297,10 @@ START_TEST(test_cli_groups)
     }
     OK(c, vsc_stream_create(c, "gs", NULL));
     OK(c, vsc_topic_create(c, &SID, 2, "t", NULL, 0, NULL));
-    OK(c, vsc_send(c, &SID, &TID, &p, m, 4, NULL));
+    /* balanced: one batch per partition, round robin */
+    OK(c, vsc_send(c, &SID, &TID, &p, m, 2, &s1));
+    OK(c, vsc_send(c, &SID, &TID, &p, m + 2, 2, &s2));
+    ck_assert_uint_ne(s1.partition_id, s2.partition_id);
     const char *create[] = {"group", "create", "gs", "t", "cg", "--json", NULL};
     ck_assert_int_eq(cli(out, sizeof out, create), 0);
     ck_assert_ptr_nonnull(strstr(out, "\"name\":\"cg\""));
