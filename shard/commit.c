@@ -41,6 +41,7 @@
 #include "shard/commit.h"
 #include "shard/commit_frames.h"
 #include "shard/fwd.h"
+#include "shard/groups0.h"
 #include "shard/meta/apply.h"
 #include "shard/meta/client_table.h"
 #include "shard/meta/ops.h"
@@ -120,6 +121,15 @@ struct commit {
 
     char fatal[512]; /* a fatal error not recorded in io */
     struct commit_stats stats;
+
+    /* consumer-group liveness (groups0.h) */
+    struct groups0 *groups;
+    uint64_t (*incarnation)(void *ctx, uint32_t slot);
+    void *incarnation_ctx;
+    uint64_t rebalancing_timeout_us;
+    uint32_t sweep_ticks;
+    struct vs_u128 *retry_remove; /* removals not proposed yet */
+    size_t n_retry;
 };
 
 /* ---------------------------------------------------------------- */
@@ -450,6 +460,8 @@ commit_do_commit(struct commit *c, const struct vs_vsr_action *a)
     VS_ASSERT(rc == 0 && ap.calls == 2);
     c->stats.commits++;
     c->last_code = c->res.code;
+    if (vs_u128_is_zero(p->client) && p->operation != VS_OP_GENESIS)
+        c->stats.internal++;
 
     vs_wbuf_reset(&c->body);
     if (commit_op_replies(p)) {
@@ -471,8 +483,11 @@ commit_do_commit(struct commit *c, const struct vs_vsr_action *a)
                 pd->flags = FWD_F_BIND;
                 pd->user_id = vs_load_u32(c->res.payload.data);
                 pd->session = vs_load_u64(c->res.payload.data + 4);
+                groups0_bind(c->groups, p->client, pd->worker_slot,
+                             pd->incarnation, pd->conn_id);
             } else if (p->operation == VS_OP_LOGOUT) {
                 pd->flags = FWD_F_UNBIND;
+                groups0_unbind(c->groups, p->client);
             }
         }
     }
@@ -722,6 +737,124 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
     return commit_checkpoint(c, 0);
 }
 
+/* Proposes an internal op (client 0, request 0, session 0: no client
+ * table, no reply) and drains it to its commit. 0 (committed), 1 (the
+ * engine is busy: try again later) or -VS_EFATAL. */
+static int
+commit_propose_internal(struct commit *c, const struct meta_op *op)
+{
+    vs_wbuf_reset(&c->body);
+    int rc = meta_op_encode(op, &c->body);
+    VS_ASSERT(rc == 0);
+    struct vs_hdr_request req;
+    memset(&req, 0, sizeof(req));
+    req.f.cluster = c->cluster;
+    req.f.size = (uint32_t)(VS_HEADER_SIZE + c->body.len);
+    req.f.command = VS_CMD_REQUEST;
+    req.operation = op->operation;
+    rc = vsr_on_request(c->engine, &req, c->body.data, (uint32_t)c->body.len,
+                        commit_wall(c));
+    if (rc == -ENOSPC) {
+        rc = commit_checkpoint(c, 1);
+        if (rc != 0)
+            return rc;
+        rc = vsr_on_request(c->engine, &req, c->body.data,
+                            (uint32_t)c->body.len, commit_wall(c));
+    }
+    if (rc != 0) {
+        vs_log_debug("internal op %u not taken now (%s); retried later",
+                     op->operation, strerror(-rc));
+        return 1;
+    }
+    rc = commit_drain(c);
+    if (rc != 0)
+        return rc;
+    return commit_checkpoint(c, 0);
+}
+
+static void
+commit_retry_add(struct commit *c, struct vs_u128 client)
+{
+    for (size_t i = 0; i < c->n_retry; i++)
+        if (vs_u128_eq(c->retry_remove[i], client))
+            return;
+    c->retry_remove = vs_xrealloc(c->retry_remove,
+                                  (c->n_retry + 1) * sizeof(*c->retry_remove));
+    c->retry_remove[c->n_retry++] = client;
+}
+
+/* RemoveConsumerGroupMember (66) for a client that is a member of any
+ * group; a busy engine queues it for the next sweep. */
+static int
+commit_remove_member(struct commit *c, struct vs_u128 client)
+{
+    if (!groups0_is_member(lr_writer_live(c->lr), client))
+        return 0;
+    struct meta_op *op = vs_xmalloc(sizeof(*op));
+    meta_op_init(op, VS_OP_REMOVE_CONSUMER_GROUP_MEMBER);
+    op->client = client;
+    int rc = commit_propose_internal(c, op);
+    free(op);
+    if (rc == 1) {
+        commit_retry_add(c, client);
+        return 0;
+    }
+    if (rc == 0) {
+        c->stats.members_removed++;
+        vs_log_info("consumer-group member removed: its connection is gone");
+    }
+    return rc;
+}
+
+/* The once-a-second consumer-group sweep (commit_tick). */
+static int
+commit_groups_sweep(struct commit *c)
+{
+    int rc = 0;
+    struct vs_u128 *dead = NULL;
+    size_t n = 0;
+    if (c->incarnation != NULL)
+        groups0_sweep_dead(c->groups, c->incarnation, c->incarnation_ctx, &dead,
+                           &n);
+    for (size_t i = 0; i < n; i++)
+        commit_retry_add(c, dead[i]);
+    free(dead);
+    struct vs_u128 *retry = c->retry_remove;
+    size_t nr = c->n_retry;
+    c->retry_remove = NULL;
+    c->n_retry = 0;
+    for (size_t i = 0; i < nr && rc == 0; i++)
+        rc = commit_remove_member(c, retry[i]);
+    free(retry);
+    if (rc != 0)
+        return rc;
+
+    struct groups0_revoke *due = NULL;
+    size_t nd = 0;
+    groups0_due_revocations(c->groups, lr_writer_live(c->lr), commit_wall(c),
+                            c->rebalancing_timeout_us, &due, &nd);
+    struct meta_op *op = vs_xmalloc(sizeof(*op));
+    for (size_t i = 0; i < nd && rc == 0; i++) {
+        meta_op_init(op, VS_OP_COMPLETE_CONSUMER_GROUP_REVOCATION);
+        meta_ident_id(&op->stream, due[i].stream_id);
+        meta_ident_id(&op->topic, due[i].topic_id);
+        meta_ident_id(&op->group, due[i].group_id);
+        op->partition_id = due[i].partition_id;
+        rc = commit_propose_internal(c, op);
+        if (rc == 0) {
+            c->stats.revocations++;
+            vs_log_info("revocation of partition %u (group %u) completed "
+                        "after the rebalancing timeout",
+                        due[i].partition_id, due[i].group_id);
+        } else if (rc == 1) {
+            rc = 0; /* still due at the next sweep */
+        }
+    }
+    free(op);
+    free(due);
+    return rc;
+}
+
 int
 commit_on_frame(struct commit *c, uint32_t src, const void *frame, uint32_t len)
 {
@@ -744,11 +877,15 @@ commit_on_frame(struct commit *c, uint32_t src, const void *frame, uint32_t len)
     case FWD_PROPOSE:
         return commit_on_propose(c, &fh, payload, fh.payload_len);
     case FWD_CLOSED:
-        /* Consumer-group memberships end here (data-plane issue); the
-         * session itself stays: the client may reconnect and resend. */
+        /* Consumer-group memberships end here; the session itself stays:
+         * the client may reconnect and resend. */
         vs_log_debug("shard %u: connection %llu of a bound client closed", src,
                      (unsigned long long)fh.conn_id);
-        return 0;
+        if (vs_u128_is_zero(fh.client) ||
+            !groups0_closed(c->groups, fh.client, src, fh.worker_incarnation,
+                            fh.conn_id))
+            return 0;
+        return commit_remove_member(c, fh.client);
     default:
         c->stats.dropped++;
         vs_log_warn("IPC frame kind %u from shard %u: unknown; dropped",
@@ -775,6 +912,12 @@ commit_tick(struct commit *c)
         if (rc != 0)
             return rc;
         rc = commit_drain(c);
+        if (rc != 0)
+            return rc;
+    }
+    if (++c->sweep_ticks >= 100) {
+        c->sweep_ticks = 0;
+        rc = commit_groups_sweep(c);
         if (rc != 0)
             return rc;
     }
@@ -956,6 +1099,12 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
     c->send_ctx = o->send_ctx;
     c->clock = o->clock;
     c->clock_ctx = o->clock_ctx;
+    c->groups = groups0_create();
+    c->incarnation = o->incarnation;
+    c->incarnation_ctx = o->incarnation_ctx;
+    c->rebalancing_timeout_us = o->rebalancing_timeout_us
+                                    ? o->rebalancing_timeout_us
+                                    : GROUPS0_REBALANCING_TIMEOUT_US;
     int n = snprintf(c->meta_dir, sizeof(c->meta_dir), "%s/%s",
                      o->cfg->data_dir, VS_METADATA_DIR);
     vs_config_cluster_id(o->cfg, &c->cluster.lo, &c->cluster.hi);
@@ -1076,6 +1225,8 @@ commit_destroy(struct commit *c)
     vs_wbuf_fini(&c->out);
     vs_wbuf_fini(&c->snap);
     free(c->rbody);
+    groups0_destroy(c->groups);
+    free(c->retry_remove);
     free(c);
 }
 

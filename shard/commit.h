@@ -79,6 +79,13 @@ struct commit_options {
     void *send_ctx;
     commit_clock_fn *clock; /* NULL: vs_realtime_us */
     void *clock_ctx;
+    /* Consumer-group liveness (shard/groups0.h): the current incarnation
+     * of a process slot, to drop the memberships of clients bound to a
+     * data shard that died (NULL: no such sweep); and the cooperative
+     * revocation timeout (0: GROUPS0_REBALANCING_TIMEOUT_US). */
+    uint64_t (*incarnation)(void *ctx, uint32_t slot);
+    void *incarnation_ctx;
+    uint64_t rebalancing_timeout_us;
 };
 
 struct commit_stats {
@@ -91,7 +98,10 @@ struct commit_stats {
     uint64_t enospc;      /* journal appends refused for space */
     uint64_t checkpoints; /* completed (all three phases) */
     uint64_t checkpoint_failures;
-    uint64_t dropped; /* malformed IPC frames dropped */
+    uint64_t dropped;         /* malformed IPC frames dropped */
+    uint64_t internal;        /* internal ops (66, 67) committed */
+    uint64_t members_removed; /* RemoveConsumerGroupMember proposals */
+    uint64_t revocations;     /* CompleteConsumerGroupRevocation proposals */
 };
 
 /* Builds the commit path from the recovered data dir: the state into
@@ -121,11 +131,21 @@ int commit_genesis_needed(const struct commit *c);
 int commit_genesis(struct commit *c, char *err, size_t errlen);
 
 /* One IPC frame from process slot src (FWD_PROPOSE or FWD_CLOSED; a
- * malformed frame is logged and dropped). 0 or -VS_EFATAL. */
+ * malformed frame is logged and dropped). 0 or -VS_EFATAL.
+ * FWD_CLOSED of a client's current connection (groups0.h) whose client is
+ * a member of any consumer group proposes RemoveConsumerGroupMember (op
+ * 66) for it: an internal op (client 0, request 0, no reply) through the
+ * same engine path, so the removal is durable, replicated and published
+ * like every other op. A FWD_PROPOSE with client 0 is refused (3): only
+ * shard 0 proposes internal ops. */
 int commit_on_frame(struct commit *c, uint32_t src, const void *frame,
                     uint32_t len);
 /* A 10 ms tick: engine timers, retries of a failed superblock write or
- * WAL drain, the checkpoint check. 0 or -VS_EFATAL. */
+ * WAL drain, the checkpoint check; once a second (100 ticks) the
+ * consumer-group sweep: removals for clients bound to a dead data shard
+ * and for removals that could not be proposed earlier, and
+ * CompleteConsumerGroupRevocation (op 67) for revocations pending past
+ * the rebalancing timeout. 0 or -VS_EFATAL. */
 int commit_tick(struct commit *c);
 /* Runs a checkpoint now if commit_min is past the durable checkpoint
  * (tests, shutdown). 0 (also when a phase failed and will be retried),

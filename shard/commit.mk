@@ -2,7 +2,8 @@
 # client table, replies, checkpoints. Sources append to libvs_server.a.
 libvs_server_a_SOURCES += \
 	shard/commit.c shard/commit.h \
-	shard/commit_frames.c shard/commit_frames.h
+	shard/commit_frames.c shard/commit_frames.h \
+	shard/groups0.c shard/groups0.h
 
 # In-process bench of the commit path (not run by make check).
 noinst_PROGRAMS += tests/bench/bench_commit
@@ -20,4 +21,16 @@ tests_unit_check_commit_SOURCES = tests/unit/check_commit.c \
 tests_unit_check_commit_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_commit_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
 	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
+# Consumer-group membership on shard 0 (issue 7).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_groups0
+check_PROGRAMS += tests/unit/check_groups0
+tests_unit_check_groups0_SOURCES = tests/unit/check_groups0.c \
+	tests/unit/commit_fixture.h
+tests_unit_check_groups0_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_groups0_LDADD = libvs_server.a libvs_data.a libvs_ipc.a \
+	libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
 endif

@@ -30,6 +30,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -107,6 +108,15 @@ shard0_on_tick(evutil_socket_t fd, short what, void *arg)
         shard0_storage_fatal(s);
 }
 
+/* commit_options.incarnation: a slot's current spawn count, so shard 0
+ * drops the group memberships of clients whose data shard died. */
+static uint64_t
+shard0_incarnation(void *ctx, uint32_t slot)
+{
+    struct vs_proc_shm *p = seg_proc((const struct vs_seg *)ctx, slot);
+    return atomic_load_explicit(&p->incarnation, memory_order_relaxed);
+}
+
 int
 shard0_main(const struct vs_shard_ctx *ctx)
 {
@@ -146,6 +156,8 @@ shard0_main(const struct vs_shard_ctx *ctx)
         .lr = &lr,
         .send = shard0_send,
         .send_ctx = &s,
+        .incarnation = shard0_incarnation,
+        .incarnation_ctx = (void *)ctx->seg,
     };
     rc = commit_create(&co, &rec, &s.commit, err, sizeof(err));
     shard0_recovered_fini(&rec);

@@ -4,7 +4,8 @@ noinst_LIBRARIES += libvs_client.a
 libvs_client_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 libvs_client_a_SOURCES = \
 	tools/client/vsc.h tools/client/vsc_int.h \
-	tools/client/codec.c tools/client/conn.c tools/client/commands.c
+	tools/client/codec.c tools/client/conn.c tools/client/commands.c \
+	tools/client/batch.c tools/client/data.c
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_client_golden
@@ -14,6 +15,15 @@ tests_unit_check_client_golden_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_unit_check_client_golden_LDFLAGS = -pthread
 tests_unit_check_client_golden_LDADD = libvs_client.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_client_messages
+check_PROGRAMS += tests/unit/check_client_messages
+tests_unit_check_client_messages_SOURCES = tests/unit/check_client_messages.c
+tests_unit_check_client_messages_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_client_messages_LDADD = libvs_client.a libvs_data.a \
+	libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
 
 bin_PROGRAMS += vstream
@@ -59,4 +69,25 @@ tests_integration_check_e2e_durable_SOURCES = \
 	tests/integration/check_e2e_durable.c $(E2E_COMMON)
 tests_integration_check_e2e_durable_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_e2e_durable_LDADD = $(E2E_LDADD)
+endif
+
+# Issue 7: messages and consumer groups end to end (two data shards).
+if HAVE_CHECK
+E2E_DATA_TESTS = tests/integration/check_e2e_messages \
+	tests/integration/check_e2e_groups
+check_PROGRAMS += $(E2E_DATA_TESTS)
+INTEG_TESTS += $(E2E_DATA_TESTS)
+INTEG_FAST_TESTS += tests/integration/check_e2e_groups
+E2E_DATA_LDADD = libvs_client.a libvs_meta.a libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
+
+tests_integration_check_e2e_messages_SOURCES = \
+	tests/integration/check_e2e_messages.c $(E2E_COMMON)
+tests_integration_check_e2e_messages_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_e2e_messages_LDADD = $(E2E_DATA_LDADD)
+
+tests_integration_check_e2e_groups_SOURCES = \
+	tests/integration/check_e2e_groups.c $(E2E_COMMON)
+tests_integration_check_e2e_groups_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_e2e_groups_LDADD = $(E2E_DATA_LDADD)
 endif

@@ -29,7 +29,7 @@
 #include "common/errors.h"
 #include "tools/client/vsc.h"
 
-#define VS_CLI_ARGS_MAX  16
+#define VS_CLI_ARGS_MAX  1024
 #define VS_CLI_PERMS_MAX 32
 
 enum { CLI_OK = 0, CLI_USAGE = 1, CLI_FAIL = 2 };
@@ -64,6 +64,17 @@ struct cli {
     const char *topic_perm[VS_CLI_PERMS_MAX];
     int ntopic_perm;
     int clear;
+    /* messages, offsets, groups */
+    const char *partition;
+    const char *key;
+    const char *offset;
+    const char *timestamp;
+    const char *count;
+    const char *consumer;
+    const char *group;
+    int first, last, next, auto_commit, fsync;
+    const char *headers[VS_CLI_PERMS_MAX]; /* --header KEY=VALUE */
+    int nheaders;
     char pwbuf[256];
     struct vsc *c;
 };
@@ -92,6 +103,11 @@ static const char USAGE[] =
     "  partition create|delete\n"
     "  user    create|list|get|update|delete|passwd|permissions\n"
     "  pat     create|list|delete\n"
+    "  send    STREAM TOPIC [MSG...]   send messages (or lines of stdin)\n"
+    "  poll    STREAM TOPIC            poll messages\n"
+    "  offset  get|store|delete        consumer offsets\n"
+    "  group   create|list|get|delete  consumer groups\n"
+    "  flush   STREAM TOPIC PARTITION  flush a partition's unsaved buffer\n"
     "\n"
     "Identifiers: a number is an id, anything else a name.\n"
     "Exit status: 0 ok, 1 usage error, 2 the request failed.\n";
@@ -280,6 +296,13 @@ cli_value_slot(struct cli *cl, const char *opt)
         {"--status", offsetof(struct cli, status)},
         {"--expiry", offsetof(struct cli, expiry)},
         {"--perm", offsetof(struct cli, perm)},
+        {"--partition", offsetof(struct cli, partition)},
+        {"--key", offsetof(struct cli, key)},
+        {"--offset", offsetof(struct cli, offset)},
+        {"--timestamp", offsetof(struct cli, timestamp)},
+        {"--count", offsetof(struct cli, count)},
+        {"--consumer", offsetof(struct cli, consumer)},
+        {"--group", offsetof(struct cli, group)},
     };
     size_t i;
     for (i = 0; i < sizeof t / sizeof t[0]; i++)
@@ -328,6 +351,17 @@ cli_parse(struct cli *cl, int argc, char **argv)
             cl->clear = 1;
             continue;
         }
+        if (strcmp(a, "--first") == 0 || strcmp(a, "--last") == 0 ||
+            strcmp(a, "--next") == 0 || strcmp(a, "--auto-commit") == 0 ||
+            strcmp(a, "--fsync") == 0) {
+            int *flag = a[2] == 'f' && a[3] == 'i' ? &cl->first
+                        : a[2] == 'f'              ? &cl->fsync
+                        : a[2] == 'l'              ? &cl->last
+                        : a[2] == 'n'              ? &cl->next
+                                                   : &cl->auto_commit;
+            *flag = 1;
+            continue;
+        }
         /* --opt=value or --opt value */
         eq = strchr(a, '=');
         if (eq != NULL && (size_t)(eq - a) < sizeof optname) {
@@ -343,6 +377,12 @@ cli_parse(struct cli *cl, int argc, char **argv)
                 return -EINVAL;
             }
             val = argv[++i];
+        }
+        if (strcmp(optname, "--header") == 0) {
+            if (cl->nheaders >= VS_CLI_PERMS_MAX)
+                return -E2BIG;
+            cl->headers[cl->nheaders++] = val;
+            continue;
         }
         if (strcmp(optname, "--option") == 0 ||
             strcmp(optname, "--stream-perm") == 0 ||
@@ -1414,6 +1454,693 @@ cmd_pat(struct cli *cl)
     return cli_usage(USAGE_PAT, "pat: unknown action");
 }
 
+/* ---- messages, offsets, groups (issue 7) ---- */
+
+static const char USAGE_SEND[] =
+    "usage: vstream send STREAM TOPIC [--partition N | --key K] "
+    "[--header KEY=VALUE]... [MSG...]\n"
+    "Sends each MSG as one message, or, without MSG, each line of stdin\n"
+    "(newline stripped; batches of up to 1000 lines or 1 MiB).\n"
+    "Partitioning: --partition N (that partition), --key K (the server\n"
+    "hashes K: XXH32(K) mod partitions), default balanced (round robin).\n"
+    "--header adds a string user header to every message (repeatable).\n"
+    "Delivery is at-least-once: a send whose reply was lost is resent\n"
+    "after a reconnect and may then be stored twice (same message ids).\n"
+    "Prints the number of messages sent (--json: count, partition and base\n"
+    "offset of the last batch).\n";
+
+static const char USAGE_POLL[] =
+    "usage: vstream poll STREAM TOPIC [--partition N]\n"
+    "         [--offset O | --first | --last | --next | --timestamp T]\n"
+    "         [--count C] [--consumer NAME | --group G] [--auto-commit]\n"
+    "Strategy: default --next with --consumer or --group, else --first.\n"
+    "--timestamp T: messages at or after T (microseconds since the epoch).\n"
+    "--count C: at most C messages (default 100).\n"
+    "--consumer NAME: a single consumer (a number is a numeric id; default\n"
+    "numeric 0). Without --partition the server reads partition 0.\n"
+    "--group G: the server assigns the partitions; the CLI joins G, syncs,\n"
+    "polls its partitions in order (up to C messages in all) and leaves.\n"
+    "--auto-commit: the server stores the offset of the last message\n"
+    "returned for the consumer (or group).\n"
+    "Output: one line per message \"OFFSET<TAB>PAYLOAD\" (payloads that are\n"
+    "not valid UTF-8 are printed as base64: prefixed \"base64:\"); --json:\n"
+    "{\"messages\":[{\"partition_id\",\"offset\",\"timestamp\",\"id\",\n"
+    "\"payload\" or \"payload_base64\",\"headers\"}...]}.\n";
+
+static const char USAGE_OFFSET[] =
+    "usage: vstream offset get STREAM TOPIC [--partition N] "
+    "[--consumer NAME | --group G]\n"
+    "       vstream offset store STREAM TOPIC OFFSET --partition N "
+    "[--consumer NAME | --group G]\n"
+    "       vstream offset delete STREAM TOPIC --partition N "
+    "[--consumer NAME | --group G]\n"
+    "Default consumer: numeric 0. A group's offset can be stored or deleted\n"
+    "only by a member owning the partition (the server answers 20 else).\n";
+
+static const char USAGE_GROUP[] =
+    "usage: vstream group create STREAM TOPIC NAME\n"
+    "       vstream group list STREAM TOPIC\n"
+    "       vstream group get STREAM TOPIC GROUP\n"
+    "       vstream group delete STREAM TOPIC GROUP\n";
+
+static const char USAGE_FLUSH[] =
+    "usage: vstream flush STREAM TOPIC PARTITION [--fsync]\n";
+
+/* 1 if the bytes are valid UTF-8 (no overlongs, no surrogates). */
+static int
+cli_utf8_valid(const uint8_t *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        uint8_t c = s[i];
+        size_t n;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf) {
+            n = 1;
+            cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 2;
+            cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (len - i - 1 < n)
+            return 0;
+        for (size_t k = 1; k <= n; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+            (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+            return 0;
+        i += n + 1;
+    }
+    return 1;
+}
+
+static void
+cli_base64(const uint8_t *p, size_t n)
+{
+    static const char A[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t i;
+    for (i = 0; i + 2 < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+        putchar(A[v >> 18]);
+        putchar(A[(v >> 12) & 63]);
+        putchar(A[(v >> 6) & 63]);
+        putchar(A[v & 63]);
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        printf("%c%c==", A[v >> 18], A[(v >> 12) & 63]);
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
+        printf("%c%c%c=", A[v >> 18], A[(v >> 12) & 63], A[(v >> 6) & 63]);
+    }
+}
+
+/* A JSON string of n bytes of valid UTF-8. */
+static void
+json_bytes(const uint8_t *s, size_t n)
+{
+    putchar('"');
+    for (size_t i = 0; i < n; i++) {
+        uint8_t ch = s[i];
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", stdout);
+        else if (ch < 0x20 || ch == 0x7f)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+/* The 128-bit value as a UUID string (big-endian digits). */
+static void
+cli_uuid_str(struct vs_u128 id, char out[37])
+{
+    char hex[33];
+    snprintf(hex, sizeof hex, "%016" PRIx64 "%016" PRIx64, id.hi, id.lo);
+    snprintf(out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12,
+             hex + 16, hex + 20);
+}
+
+/* Payload or header value: text when valid UTF-8, else base64. */
+static void
+json_payload(const char *key, const uint8_t *p, size_t n)
+{
+    if (cli_utf8_valid(p, n)) {
+        printf("\"%s\":", key);
+        json_bytes(p, n);
+    } else {
+        printf("\"%s_base64\":\"", key);
+        cli_base64(p, n);
+        putchar('"');
+    }
+}
+
+static void
+print_message_json(uint32_t partition, const struct vsc_message *m)
+{
+    char id[37];
+    size_t off = 0;
+    struct vsc_tlv kv;
+    int first = 1;
+    cli_uuid_str(m->id, id);
+    printf("{\"partition_id\":%u,\"offset\":%" PRIu64 ",\"timestamp\":%" PRIu64
+           ",\"origin_timestamp\":%" PRIu64 ",\"id\":\"%s\",",
+           partition, m->offset, m->timestamp, m->origin_timestamp, id);
+    json_payload("payload", m->payload, m->payload_len);
+    fputs(",\"headers\":[", stdout);
+    while (vsc_uhdr_next(m->headers, m->headers_len, &off, &kv) == 1) {
+        printf("%s{\"key\":", first ? "" : ",");
+        first = 0;
+        if (cli_utf8_valid(kv.key, kv.key_len))
+            json_bytes(kv.key, kv.key_len);
+        else
+            fputs("\"\"", stdout);
+        printf(",\"kind\":%u,", kv.kind);
+        json_payload("value", kv.val, kv.val_len);
+        putchar('}');
+    }
+    fputs("]}", stdout);
+}
+
+static void
+print_message_text(const struct vsc_message *m)
+{
+    printf("%" PRIu64 "\t", m->offset);
+    if (cli_utf8_valid(m->payload, m->payload_len)) {
+        fwrite(m->payload, 1, m->payload_len, stdout);
+    } else {
+        fputs("base64:", stdout);
+        cli_base64(m->payload, m->payload_len);
+    }
+    putchar('\n');
+}
+
+/* --partition / --key -> partitioning; -EINVAL on a bad value. */
+static int
+cli_partitioning(struct cli *cl, struct vsc_partitioning *p)
+{
+    uint32_t n;
+    if (cl->partition != NULL && cl->key != NULL)
+        return -EINVAL;
+    if (cl->partition != NULL) {
+        if (cli_u32(cl->partition, &n) != 0)
+            return -EINVAL;
+        *p = vsc_part_id(n);
+    } else if (cl->key != NULL) {
+        size_t kl = strlen(cl->key);
+        if (kl == 0 || kl > 255)
+            return -EINVAL;
+        *p = vsc_part_key(cl->key, kl);
+    } else {
+        *p = vsc_part_balanced();
+    }
+    return 0;
+}
+
+#define CLI_SEND_BATCH     1000u
+#define CLI_SEND_BATCH_MAX (1u << 20)
+
+struct cli_send {
+    struct vsc_msg msgs[CLI_SEND_BATCH];
+    char *lines[CLI_SEND_BATCH];
+    uint32_t n;
+    size_t bytes;
+    uint64_t sent;
+    struct vsc_sent last;
+};
+
+static int
+cli_send_flush(struct cli *cl, struct cli_send *st, const struct vsc_id *sid,
+               const struct vsc_id *tid, const struct vsc_partitioning *p,
+               const struct vs_wbuf *hdrs)
+{
+    int rc;
+    uint32_t i;
+    if (st->n == 0)
+        return 0;
+    for (i = 0; i < st->n; i++) {
+        st->msgs[i].headers = hdrs->data;
+        st->msgs[i].headers_len = (uint32_t)hdrs->len;
+    }
+    rc = vsc_send(cl->c, sid, tid, p, st->msgs, st->n, &st->last);
+    for (i = 0; i < st->n; i++) {
+        free(st->lines[i]);
+        st->lines[i] = NULL;
+    }
+    if (rc == 0)
+        st->sent += st->n;
+    st->n = 0;
+    st->bytes = 0;
+    return rc;
+}
+
+static int
+cmd_send(struct cli *cl)
+{
+    struct vsc_partitioning p;
+    struct vsc_id sid, tid;
+    struct cli_send *st;
+    struct vs_wbuf hdrs;
+    int rc = 0, i;
+    if (cl->help) {
+        fputs(USAGE_SEND, stdout);
+        return CLI_OK;
+    }
+    if (cl->npos < 3)
+        return cli_usage(USAGE_SEND, "send: STREAM and TOPIC are required");
+    if (cli_partitioning(cl, &p) != 0)
+        return cli_usage(USAGE_SEND, "send: bad --partition or --key (give "
+                                     "one; a key is 1..255 bytes)");
+    vs_wbuf_init(&hdrs);
+    for (i = 0; i < cl->nheaders; i++) {
+        const char *eq = strchr(cl->headers[i], '=');
+        char key[256];
+        size_t kl = eq ? (size_t)(eq - cl->headers[i]) : 0;
+        if (kl == 0 || kl > 255) {
+            vs_wbuf_fini(&hdrs);
+            return cli_usage(USAGE_SEND, "send: --header wants KEY=VALUE");
+        }
+        memcpy(key, cl->headers[i], kl);
+        key[kl] = '\0';
+        vsc_uhdr_str(&hdrs, key, eq + 1);
+    }
+    sid = vsc_id_parse(cl->pos[1]);
+    tid = vsc_id_parse(cl->pos[2]);
+    if ((rc = cli_open(cl, 1)) != 0) {
+        vs_wbuf_fini(&hdrs);
+        return rc;
+    }
+    st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        vs_wbuf_fini(&hdrs);
+        return cli_fail(cl, -ENOMEM);
+    }
+    if (cl->npos > 3) {
+        for (i = 3; i < cl->npos && rc == 0; i++) {
+            struct vsc_msg *m = &st->msgs[st->n++];
+            memset(m, 0, sizeof *m);
+            m->payload = cl->pos[i];
+            m->payload_len = (uint32_t)strlen(cl->pos[i]);
+            if (st->n == CLI_SEND_BATCH)
+                rc = cli_send_flush(cl, st, &sid, &tid, &p, &hdrs);
+        }
+    } else {
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len;
+        while (rc == 0 && (len = getline(&line, &cap, stdin)) != -1) {
+            struct vsc_msg *m;
+            if (len > 0 && line[len - 1] == '\n')
+                line[--len] = '\0';
+            m = &st->msgs[st->n];
+            memset(m, 0, sizeof *m);
+            st->lines[st->n] = line;
+            m->payload = line;
+            m->payload_len = (uint32_t)len;
+            st->n++;
+            st->bytes += (size_t)len;
+            line = NULL;
+            cap = 0;
+            if (st->n == CLI_SEND_BATCH || st->bytes >= CLI_SEND_BATCH_MAX)
+                rc = cli_send_flush(cl, st, &sid, &tid, &p, &hdrs);
+        }
+        free(line);
+    }
+    if (rc == 0)
+        rc = cli_send_flush(cl, st, &sid, &tid, &p, &hdrs);
+    vs_wbuf_fini(&hdrs);
+    if (rc != 0) {
+        uint64_t sent = st->sent;
+        for (uint32_t k = 0; k < st->n; k++)
+            free(st->lines[k]);
+        free(st);
+        if (sent > 0)
+            fprintf(stderr,
+                    "vstream: %" PRIu64 " messages were sent before "
+                    "the failure\n",
+                    sent);
+        return cli_fail(cl, rc);
+    }
+    if (cl->json) {
+        printf("{\"sent\":%" PRIu64, st->sent);
+        if (st->last.confirmed)
+            printf(",\"stream_id\":%u,\"topic_id\":%u,\"partition_id\":%u,"
+                   "\"base_offset\":%" PRIu64,
+                   st->last.stream_id, st->last.topic_id, st->last.partition_id,
+                   st->last.base_offset);
+        printf("}\n");
+    } else {
+        printf("sent %" PRIu64 " messages\n", st->sent);
+    }
+    free(st);
+    return CLI_OK;
+}
+
+/* --consumer / --group -> consumer (default: numeric 0). */
+static struct vsc_consumer
+cli_consumer(struct cli *cl)
+{
+    struct vsc_id id = vsc_id_num(0);
+    if (cl->group != NULL) {
+        id = vsc_id_parse(cl->group);
+        return vsc_consumer_group(&id);
+    }
+    if (cl->consumer != NULL)
+        id = vsc_id_parse(cl->consumer);
+    return vsc_consumer_single(&id);
+}
+
+/* Polls one partition (or the server's default) and prints; *left is
+ * decremented by the messages printed. */
+static int
+cli_poll_once(struct cli *cl, const struct vsc_id *sid,
+              const struct vsc_id *tid, struct vsc_poll_args *a, uint32_t *left,
+              int *first_out)
+{
+    struct vsc_polled r;
+    int rc = vsc_poll(cl->c, sid, tid, a, &r);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i<r.n && * left> 0; i++, (*left)--) {
+        if (cl->json) {
+            if (!*first_out)
+                putchar(',');
+            *first_out = 0;
+            print_message_json(r.partition_id, &r.msgs[i]);
+        } else {
+            print_message_text(&r.msgs[i]);
+        }
+    }
+    vsc_polled_fini(&r);
+    return 0;
+}
+
+static int
+cmd_poll(struct cli *cl)
+{
+    struct vsc_poll_args a;
+    struct vsc_id sid, tid, gid;
+    uint32_t left, part = 0;
+    int nstrat, rc, first = 1;
+    if (cl->help) {
+        fputs(USAGE_POLL, stdout);
+        return CLI_OK;
+    }
+    if (cl->npos != 3)
+        return cli_usage(USAGE_POLL, "poll: STREAM and TOPIC are required");
+    memset(&a, 0, sizeof a);
+    nstrat = (cl->offset != NULL) + (cl->timestamp != NULL) + cl->first +
+             cl->last + cl->next;
+    if (nstrat > 1 || (cl->consumer && cl->group) ||
+        (cl->group && cl->partition))
+        return cli_usage(USAGE_POLL, "poll: conflicting options");
+    a.count = 100;
+    if ((cl->count && (cli_u32(cl->count, &a.count) != 0 || a.count == 0)) ||
+        (cl->partition && cli_u32(cl->partition, &part) != 0))
+        return cli_usage(USAGE_POLL, "poll: bad --count or --partition");
+    if (cl->offset != NULL) {
+        a.strategy = VSC_POLL_OFFSET;
+        if (cli_u64(cl->offset, &a.value) != 0)
+            return cli_usage(USAGE_POLL, "poll: bad --offset");
+    } else if (cl->timestamp != NULL) {
+        a.strategy = VSC_POLL_TIMESTAMP;
+        if (cli_u64(cl->timestamp, &a.value) != 0)
+            return cli_usage(USAGE_POLL, "poll: bad --timestamp");
+    } else if (cl->first) {
+        a.strategy = VSC_POLL_FIRST;
+    } else if (cl->last) {
+        a.strategy = VSC_POLL_LAST;
+    } else if (cl->next || cl->consumer || cl->group) {
+        a.strategy = VSC_POLL_NEXT;
+    } else {
+        a.strategy = VSC_POLL_FIRST;
+    }
+    a.consumer = cli_consumer(cl);
+    a.auto_commit = cl->auto_commit;
+    a.has_partition = cl->partition != NULL;
+    a.partition_id = part;
+    sid = vsc_id_parse(cl->pos[1]);
+    tid = vsc_id_parse(cl->pos[2]);
+    if ((rc = cli_open(cl, 1)) != 0)
+        return rc;
+    left = a.count;
+    if (cl->json)
+        fputs("{\"messages\":[", stdout);
+    if (cl->group == NULL) {
+        rc = cli_poll_once(cl, &sid, &tid, &a, &left, &first);
+    } else {
+        uint32_t *parts = NULL;
+        size_t n = 0, i;
+        uint64_t gen;
+        int member = 0;
+        gid = vsc_id_parse(cl->group);
+        rc = vsc_group_join(cl->c, &sid, &tid, &gid);
+        if (rc == 0)
+            rc = vsc_group_sync(cl->c, &sid, &tid, &gid, &gen, &parts, &n,
+                                &member);
+        if (rc == 0 && !member) {
+            /* joined, yet the server does not list us (deleted group?) */
+            fprintf(stderr, "vstream: %s (%u): not a member after joining\n",
+                    vs_iggy_error_name(VS_E_CONSUMER_GROUP_MEMBER_NOT_FOUND),
+                    VS_E_CONSUMER_GROUP_MEMBER_NOT_FOUND);
+            if (cl->json)
+                fputs("]}\n", stdout);
+            return CLI_FAIL;
+        }
+        for (i = 0; rc == 0 && i < n && left > 0; i++) {
+            a.has_partition = 1;
+            a.partition_id = parts[i];
+            a.count = left;
+            rc = cli_poll_once(cl, &sid, &tid, &a, &left, &first);
+        }
+        free(parts);
+        if (member) {
+            int lrc = vsc_group_leave(cl->c, &sid, &tid, &gid);
+            if (rc == 0)
+                rc = lrc;
+        }
+    }
+    if (cl->json)
+        fputs("]}\n", stdout);
+    if (rc != 0)
+        return cli_fail(cl, rc);
+    return CLI_OK;
+}
+
+static int
+cmd_offset(struct cli *cl)
+{
+    const char *sub = cl->npos > 1 ? cl->pos[1] : NULL;
+    struct vsc_consumer cons;
+    struct vsc_id sid, tid;
+    uint32_t part = 0;
+    uint64_t off = 0;
+    int rc;
+    if (cl->help || sub == NULL)
+        return cl->help ? (fputs(USAGE_OFFSET, stdout), CLI_OK)
+                        : cli_usage(USAGE_OFFSET, "offset: missing action");
+    if (cl->consumer && cl->group)
+        return cli_usage(USAGE_OFFSET, "offset: --consumer or --group");
+    if (cl->partition && cli_u32(cl->partition, &part) != 0)
+        return cli_usage(USAGE_OFFSET, "offset: bad --partition");
+    cons = cli_consumer(cl);
+    if (strcmp(sub, "get") == 0) {
+        struct vsc_offset o;
+        int found;
+        if (cl->npos != 4)
+            return cli_usage(USAGE_OFFSET, "offset get: STREAM TOPIC");
+        sid = vsc_id_parse(cl->pos[2]);
+        tid = vsc_id_parse(cl->pos[3]);
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_offset_get(cl->c, &cons, &sid, &tid, cl->partition != NULL,
+                            part, &o, &found);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (!found)
+            return cli_not_found(VS_E_RESOURCE_NOT_FOUND, "consumer offset");
+        if (cl->json)
+            printf("{\"partition_id\":%u,\"current_offset\":%" PRIu64
+                   ",\"stored_offset\":%" PRIu64 "}\n",
+                   o.partition_id, o.current_offset, o.stored_offset);
+        else
+            printf("partition %u: stored %" PRIu64 ", current %" PRIu64 "\n",
+                   o.partition_id, o.stored_offset, o.current_offset);
+        return CLI_OK;
+    }
+    if (strcmp(sub, "store") == 0) {
+        if (cl->npos != 5 || cli_u64(cl->pos[4], &off) != 0)
+            return cli_usage(USAGE_OFFSET, "offset store: STREAM TOPIC OFFSET");
+    } else if (strcmp(sub, "delete") == 0) {
+        if (cl->npos != 4)
+            return cli_usage(USAGE_OFFSET, "offset delete: STREAM TOPIC");
+    } else {
+        return cli_usage(USAGE_OFFSET, "offset: unknown action");
+    }
+    sid = vsc_id_parse(cl->pos[2]);
+    tid = vsc_id_parse(cl->pos[3]);
+    if ((rc = cli_open(cl, 1)) != 0)
+        return rc;
+    if (sub[0] == 's')
+        rc = vsc_offset_store(cl->c, &cons, &sid, &tid, cl->partition != NULL,
+                              part, off);
+    else
+        rc = vsc_offset_delete(cl->c, &cons, &sid, &tid, cl->partition != NULL,
+                               part);
+    if (rc != 0)
+        return cli_fail(cl, rc);
+    printf(cl->json ? "{\"ok\":true}\n" : "ok\n");
+    return CLI_OK;
+}
+
+static void
+print_group(const struct vsc_group *g, int json, int details)
+{
+    size_t i, j;
+    if (!json) {
+        printf("%-8u %-12u %-10u %s\n", g->id, g->partitions_count,
+               g->members_count, g->name);
+        for (i = 0; details && i < g->n_members; i++) {
+            printf("  member %u:", g->members[i].id);
+            for (j = 0; j < g->members[i].n_partitions; j++)
+                printf(" %u", g->members[i].partitions[j]);
+            putchar('\n');
+        }
+        return;
+    }
+    printf("{\"id\":%u,\"partitions_count\":%u,\"members_count\":%u,", g->id,
+           g->partitions_count, g->members_count);
+    json_kv_str("name", g->name, details);
+    if (details) {
+        fputs("\"members\":[", stdout);
+        for (i = 0; i < g->n_members; i++) {
+            printf("%s{\"id\":%u,\"partitions\":[", i ? "," : "",
+                   g->members[i].id);
+            for (j = 0; j < g->members[i].n_partitions; j++)
+                printf("%s%u", j ? "," : "", g->members[i].partitions[j]);
+            fputs("]}", stdout);
+        }
+        putchar(']');
+    }
+    putchar('}');
+}
+
+static int
+cmd_group(struct cli *cl)
+{
+    const char *sub = cl->npos > 1 ? cl->pos[1] : NULL;
+    struct vsc_id sid, tid, gid;
+    int rc;
+    if (cl->help || sub == NULL)
+        return cl->help ? (fputs(USAGE_GROUP, stdout), CLI_OK)
+                        : cli_usage(USAGE_GROUP, "group: missing action");
+    if (cl->npos < 4)
+        return cli_usage(USAGE_GROUP, "group: STREAM and TOPIC are required");
+    sid = vsc_id_parse(cl->pos[2]);
+    tid = vsc_id_parse(cl->pos[3]);
+    if (strcmp(sub, "list") == 0) {
+        struct vsc_group *v;
+        size_t n, i;
+        if (cl->npos != 4)
+            return cli_usage(USAGE_GROUP, "group list: STREAM TOPIC");
+        if ((rc = cli_open(cl, 1)) != 0)
+            return rc;
+        rc = vsc_group_list(cl->c, &sid, &tid, &v, &n);
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (cl->json) {
+            fputs("{\"groups\":[", stdout);
+            for (i = 0; i < n; i++) {
+                if (i)
+                    putchar(',');
+                print_group(&v[i], 1, 0);
+            }
+            fputs("]}\n", stdout);
+        } else {
+            printf("%-8s %-12s %-10s %s\n", "ID", "PARTITIONS", "MEMBERS",
+                   "NAME");
+            for (i = 0; i < n; i++)
+                print_group(&v[i], 0, 0);
+        }
+        free(v);
+        return CLI_OK;
+    }
+    if (cl->npos != 5)
+        return cli_usage(USAGE_GROUP, "group: wrong arguments");
+    if ((rc = cli_open(cl, 1)) != 0)
+        return rc;
+    if (strcmp(sub, "create") == 0 || strcmp(sub, "get") == 0) {
+        struct vsc_group g;
+        int found = 1;
+        if (sub[0] == 'c') {
+            rc = vsc_group_create(cl->c, &sid, &tid, cl->pos[4], &g);
+        } else {
+            gid = vsc_id_parse(cl->pos[4]);
+            rc = vsc_group_get(cl->c, &sid, &tid, &gid, &g, &found);
+        }
+        if (rc != 0)
+            return cli_fail(cl, rc);
+        if (!found)
+            return cli_not_found(VS_E_CONSUMER_GROUP_ID_NOT_FOUND,
+                                 "consumer group");
+        if (!cl->json)
+            printf("%-8s %-12s %-10s %s\n", "ID", "PARTITIONS", "MEMBERS",
+                   "NAME");
+        print_group(&g, cl->json, 1);
+        if (cl->json)
+            putchar('\n');
+        vsc_group_fini(&g);
+        return CLI_OK;
+    }
+    if (strcmp(sub, "delete") != 0)
+        return cli_usage(USAGE_GROUP, "group: unknown action");
+    gid = vsc_id_parse(cl->pos[4]);
+    rc = vsc_group_delete(cl->c, &sid, &tid, &gid);
+    if (rc != 0)
+        return cli_fail(cl, rc);
+    printf(cl->json ? "{\"ok\":true}\n" : "ok\n");
+    return CLI_OK;
+}
+
+static int
+cmd_flush(struct cli *cl)
+{
+    struct vsc_id sid, tid;
+    uint32_t part;
+    int rc;
+    if (cl->help) {
+        fputs(USAGE_FLUSH, stdout);
+        return CLI_OK;
+    }
+    if (cl->npos != 4 || cli_u32(cl->pos[3], &part) != 0)
+        return cli_usage(USAGE_FLUSH, "flush: STREAM TOPIC PARTITION");
+    sid = vsc_id_parse(cl->pos[1]);
+    tid = vsc_id_parse(cl->pos[2]);
+    if ((rc = cli_open(cl, 1)) != 0)
+        return rc;
+    rc = vsc_flush(cl->c, &sid, &tid, part, cl->fsync);
+    if (rc != 0)
+        return cli_fail(cl, rc);
+    printf(cl->json ? "{\"ok\":true}\n" : "ok\n");
+    return CLI_OK;
+}
+
 static int
 cli_simple(struct cli *cl, int (*fn)(struct cli *), const char *usage)
 {
@@ -1478,6 +2205,16 @@ main(int argc, char **argv)
         rc = cmd_user(&cl);
     else if (strcmp(cmd, "pat") == 0)
         rc = cmd_pat(&cl);
+    else if (strcmp(cmd, "send") == 0)
+        rc = cmd_send(&cl);
+    else if (strcmp(cmd, "poll") == 0)
+        rc = cmd_poll(&cl);
+    else if (strcmp(cmd, "offset") == 0)
+        rc = cmd_offset(&cl);
+    else if (strcmp(cmd, "group") == 0)
+        rc = cmd_group(&cl);
+    else if (strcmp(cmd, "flush") == 0)
+        rc = cmd_flush(&cl);
     else if (strcmp(cmd, "help") == 0) {
         fputs(USAGE, stdout);
         rc = CLI_OK;

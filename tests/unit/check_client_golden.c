@@ -500,7 +500,7 @@ struct fake {
     enum fake_action script[FAKE_MAX];
     /* recorded */
     struct vs_hdr_request hdr[FAKE_MAX];
-    uint8_t body[FAKE_MAX][64];
+    uint8_t body[FAKE_MAX][2048];
     size_t body_len[FAKE_MAX];
     size_t n;
     int connections;
@@ -541,7 +541,7 @@ fake_main(void *arg)
         for (;;) {
             struct vs_hdr_request q;
             size_t i = f->n, bl;
-            uint8_t body[64];
+            uint8_t body[2048];
             if (fake_read(fd, &q, sizeof q) != 0)
                 break;
             bl = q.f.size - 256;
@@ -747,6 +747,60 @@ START_TEST(test_transient_retry_and_eviction)
 }
 END_TEST
 
+START_TEST(test_send_keeps_request_and_resends)
+{
+    /* 0 Register, 1 CreateStream, 2 Send dropped (reply lost), 3 Register
+     * again, 4 Send resent (same number, same batch), 5 Poll, 6 Join. */
+    static struct fake f;
+    pthread_t th;
+    struct vsc *c;
+    struct vsc_id s = vsc_id_num(0), t = vsc_id_num(0), g = vsc_id_num(1);
+    struct vsc_partitioning p = vsc_part_id(0);
+    struct vsc_msg m[2];
+    struct vsc_sent sent;
+    struct vsc_poll_args a;
+    struct vsc_polled polled;
+    memset(&f, 0, sizeof f);
+    memset(m, 0, sizeof m);
+    memset(&a, 0, sizeof a);
+    m[0].payload = "hello";
+    m[0].payload_len = 5;
+    f.script[2] = FAKE_DROP;
+    fake_start(&f, &th);
+    c = fake_client(&f);
+    ck_assert_int_eq(vsc_login(c, "iggy", "iggy", NULL), 0);
+    ck_assert_int_eq(vsc_stream_create(c, "s", NULL), 0);
+    ck_assert_uint_eq(vsc_request_counter(c), 2);
+    /* the fake answers `00000000`: a reply with no confirmation */
+    ck_assert_int_eq(vsc_send(c, &s, &t, &p, m, 2, &sent), 0);
+    ck_assert_int_eq(sent.confirmed, 0);
+    ck_assert_uint_eq(vsc_request_counter(c), 2);
+    a.consumer = vsc_consumer_single(&s);
+    a.strategy = VSC_POLL_FIRST;
+    a.count = 1;
+    /* the fake's empty NR body is not a poll reply: a decode error */
+    ck_assert_int_eq(vsc_poll(c, &s, &t, &a, &polled), -EPROTO);
+    ck_assert_int_eq(vsc_group_join(c, &s, &t, &g), 0);
+    ck_assert_uint_eq(vsc_request_counter(c), 3);
+    fake_stop(&f, th, c);
+    ck_assert_uint_eq(f.connections, 2);
+    ck_assert_uint_eq(f.n, 7);
+    want_hdr(&f, 1, 128, 0, 1, 7);
+    want_hdr(&f, 2, 160, 0, 2, 7);
+    want_hdr(&f, 3, 1, 0, 0, 0);
+    want_hdr(&f, 4, 160, 0, 2, 7);
+    want_hdr(&f, 5, 2, 100, 2, 7);
+    want_hdr(&f, 6, 148, 0, 2, 7);
+    /* at-least-once: the same frame and batch (same ids) again */
+    ck_assert_mem_eq(&f.hdr[2], &f.hdr[4], 256);
+    ck_assert_uint_eq(f.body_len[2], f.body_len[4]);
+    ck_assert_mem_eq(f.body[2], f.body[4], f.body_len[2]);
+    ck_assert(vs_u128_is_zero(f.hdr[2].request_checksum));
+    ck_assert_uint_eq(f.body_len[2], 4 + 6 + 6 + 6 + 4 + 256 + 48 * 2 + 5);
+    ck_assert_int_eq(vsc_batch_verify(f.body[2] + 26, f.body_len[2] - 26), 0);
+}
+END_TEST
+
 static Suite *
 client_golden_suite(void)
 {
@@ -770,6 +824,7 @@ client_golden_suite(void)
     tcase_add_test(tc, test_session_numbering);
     tcase_add_test(tc, test_reconnect_resends_same_request);
     tcase_add_test(tc, test_transient_retry_and_eviction);
+    tcase_add_test(tc, test_send_keeps_request_and_resends);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -468,4 +468,270 @@ enum vsc_code {
     VSC_DELETE_PARTITIONS = 403,
 };
 
+/* ---------------------------------------------------------------- */
+/* Messages, consumer offsets, consumer groups (issue 7)              */
+/* ---------------------------------------------------------------- */
+
+/*
+ * Batches (protocol §5.6): a 256-byte batch header then N frames
+ * [48-byte frame header][payload][user headers]. Frame checksum =
+ * XXH3-64(seed 0) over frame[8..end); batch checksum = XXH3-64 over
+ * [partition_id u64][base_offset u64][base_timestamp u64]
+ * [origin_timestamp u64][batch_length u64][message_count u32] followed by
+ * every frame checksum (u64 LE) in order. Producers send partition_id,
+ * base_offset and base_timestamp as 0; the server stamps them.
+ *
+ * Delivery: SendMessages (op 160) keeps the current request number (it
+ * does not advance it) and is AT-LEAST-ONCE. When the connection breaks
+ * before the reply arrives, the library reconnects, registers again with
+ * the same client id and resends the same batch (the same message ids):
+ * if the server had stored it, the partition then holds the batch twice
+ * (consecutive offsets, identical ids). Consumers that need exactly-once
+ * deduplicate by message id. Polls and offset stores are resent the same
+ * way (a resent poll with auto-commit may commit twice; the stored
+ * offset never moves backwards on auto-commit).
+ */
+#define VSC_BATCH_HEADER 256u
+#define VSC_FRAME_HEADER 48u
+
+/* A message to send. id 0 = the library draws a random UUIDv4-style id
+ * and writes it back here; origin_timestamp 0 = the send time (µs).
+ * `headers` are raw user-header TLV bytes (vsc_uhdr_* below), may be
+ * NULL/0. Payload and headers are borrowed. */
+struct vsc_msg {
+    struct vs_u128 id;
+    uint64_t origin_timestamp;
+    const void *payload;
+    uint32_t payload_len;
+    const void *headers;
+    uint32_t headers_len;
+};
+
+/* User headers: repeated [key_kind u8 = 2][key_len u32][key]
+ * [value_kind u8][value_len u32][value]; kinds as protocol §5.5. */
+void vsc_uhdr_add(struct vs_wbuf *w, const char *key, uint8_t kind,
+                  const void *val, uint32_t len);
+void vsc_uhdr_str(struct vs_wbuf *w, const char *key, const char *val);
+/* Walks a user-header block like an options block: 1 and *kv, 0 at the
+ * end, -EPROTO if malformed (vsc_tlv_next). */
+int vsc_uhdr_next(const uint8_t *blk, size_t len, size_t *off,
+                  struct vsc_tlv *kv);
+
+/* A random UUIDv4 as a u128 (version nibble 4 at bits 76..79, variant
+ * 0b10 at bits 62..63 of the 128-bit value). */
+struct vs_u128 vsc_uuid4(void);
+
+/* Appends one client batch of n messages to w (ids of 0 are drawn and
+ * written back into msgs[i].id). `now_us` is the default origin
+ * timestamp. Returns the batch length, or 0 when n is 0 or the batch
+ * would exceed 4 GiB. */
+size_t vsc_batch_build(struct vs_wbuf *w, struct vsc_msg *msgs, uint32_t n,
+                       uint64_t now_us);
+/* Frame checksum of a frame lying in memory ([8 .. frame_len)). */
+uint64_t vsc_frame_checksum(const uint8_t *frame, size_t frame_len);
+/* Batch checksum from the header fields and the stored frame checksums
+ * of a structurally valid batch. */
+uint64_t vsc_batch_checksum(const uint8_t *batch);
+/* Verifies one batch record of exactly `len` bytes: structure
+ * (batch_length = len, frames walked by 48 + payload + headers, reserved
+ * zero, count), every frame checksum and the batch checksum. 0,
+ * -EPROTO (structure) or -EBADMSG (a checksum). */
+int vsc_batch_verify(const uint8_t *batch, size_t len);
+
+/* Partitioning of a send (protocol §5.6). */
+enum vsc_part_kind {
+    VSC_PART_BALANCED = 1,
+    VSC_PART_ID = 2,
+    VSC_PART_KEY = 3,
+};
+struct vsc_partitioning {
+    uint8_t kind;          /* enum vsc_part_kind */
+    uint32_t partition_id; /* VSC_PART_ID */
+    uint8_t key_len;       /* VSC_PART_KEY: 1..255 raw bytes */
+    uint8_t key[255];
+};
+struct vsc_partitioning vsc_part_balanced(void);
+struct vsc_partitioning vsc_part_id(uint32_t id);
+/* len 1..255 (longer keys are truncated to 255). */
+struct vsc_partitioning vsc_part_key(const void *key, size_t len);
+/* XXH32(key, seed 0) % partitions_count: the partition INDEX the server
+ * picks for a message key (UINT32_MAX when partitions_count is 0). */
+uint32_t vsc_key_partition(const void *key, size_t len,
+                           uint32_t partitions_count);
+
+/* SendMessages body: [metadata_len u32][stream][topic][partitioning]
+ * [messages_count u32] then the batch (batch_len bytes). */
+void vsc_body_send(struct vs_wbuf *w, const struct vsc_id *stream,
+                   const struct vsc_id *topic, const struct vsc_partitioning *p,
+                   uint32_t count, const uint8_t *batch, size_t batch_len);
+
+/* The one confirmation of a send reply. confirmed = 0 when the server
+ * answered with an empty (legacy) body. */
+struct vsc_sent {
+    int confirmed;
+    uint32_t stream_id, topic_id, partition_id;
+    uint64_t base_offset;
+};
+/* Decodes a send reply body: empty, or exactly [count u32] + count x 20
+ * bytes; the first confirmation is returned. 0 or -EPROTO. */
+int vsc_decode_sent(const uint8_t *p, size_t len, struct vsc_sent *out);
+
+/* Sends n messages as one batch. `out` may be NULL. */
+int vsc_send(struct vsc *c, const struct vsc_id *stream,
+             const struct vsc_id *topic, const struct vsc_partitioning *p,
+             struct vsc_msg *msgs, uint32_t n, struct vsc_sent *out);
+/* Sends a prebuilt batch (vsc_batch_build) of `count` messages. */
+int vsc_send_batch(struct vsc *c, const struct vsc_id *stream,
+                   const struct vsc_id *topic, const struct vsc_partitioning *p,
+                   uint32_t count, const uint8_t *batch, size_t batch_len,
+                   struct vsc_sent *out);
+
+/* Consumers (protocol-2 §5): kind 1 a single consumer (numeric id or
+ * name), kind 2 a consumer group (id or name). */
+enum vsc_consumer_kind {
+    VSC_CONSUMER = 1,
+    VSC_CONSUMER_GROUP = 2,
+};
+struct vsc_consumer {
+    uint8_t kind;
+    struct vsc_id id;
+};
+struct vsc_consumer vsc_consumer_single(const struct vsc_id *id);
+struct vsc_consumer vsc_consumer_group(const struct vsc_id *id);
+
+enum vsc_strategy {
+    VSC_POLL_OFFSET = 1,
+    VSC_POLL_TIMESTAMP = 2,
+    VSC_POLL_FIRST = 3,
+    VSC_POLL_LAST = 4,
+    VSC_POLL_NEXT = 5,
+};
+struct vsc_poll_args {
+    struct vsc_consumer consumer;
+    int has_partition;
+    uint32_t partition_id;
+    uint8_t strategy; /* enum vsc_strategy */
+    uint64_t value;   /* offset or timestamp µs */
+    uint32_t count;
+    int auto_commit;
+};
+/* PollMessages body (protocol §5.7). */
+void vsc_body_poll(struct vs_wbuf *w, const struct vsc_id *stream,
+                   const struct vsc_id *topic, const struct vsc_poll_args *a);
+
+/* A polled message; pointers into vsc_polled.buf. */
+struct vsc_message {
+    uint64_t offset;           /* base_offset + offset_delta */
+    uint64_t timestamp;        /* the record's base_timestamp (µs) */
+    uint64_t origin_timestamp; /* origin_timestamp + timestamp_delta */
+    struct vs_u128 id;
+    uint64_t checksum; /* the frame checksum as stored */
+    const uint8_t *payload;
+    uint32_t payload_len;
+    const uint8_t *headers;
+    uint32_t headers_len;
+};
+struct vsc_polled {
+    uint32_t partition_id; /* 0xFFFFFFFF: group re-sync sentinel */
+    uint64_t current_offset;
+    uint32_t count;           /* the reply's count field */
+    struct vsc_message *msgs; /* heap */
+    size_t n;
+    uint32_t records;       /* batch records walked */
+    int batch_checksums_ok; /* every record's batch checksum matched */
+    uint8_t *buf;           /* heap copy of the reply body */
+};
+void vsc_polled_fini(struct vsc_polled *p);
+/* Decodes a poll reply body as the SDK does (records walked by
+ * batch_length >= 256; frames by 48 + payload + headers up to the record
+ * end; a frame's reserved must be 0) and additionally verifies every
+ * frame checksum. The body is copied. 0, -EPROTO (structure) or
+ * -EBADMSG (a frame checksum mismatch). */
+int vsc_poll_decode(const uint8_t *p, size_t len, struct vsc_polled *out);
+int vsc_poll(struct vsc *c, const struct vsc_id *stream,
+             const struct vsc_id *topic, const struct vsc_poll_args *a,
+             struct vsc_polled *out);
+
+/* Consumer offsets (codes 120/121/122). has_partition 0: GetOffset
+ * reads partition 0; Store/Delete are refused by the server (20). */
+struct vsc_offset {
+    uint32_t partition_id;
+    uint64_t current_offset;
+    uint64_t stored_offset;
+};
+int vsc_offset_get(struct vsc *c, const struct vsc_consumer *consumer,
+                   const struct vsc_id *stream, const struct vsc_id *topic,
+                   int has_partition, uint32_t partition_id,
+                   struct vsc_offset *out, int *found);
+int vsc_offset_store(struct vsc *c, const struct vsc_consumer *consumer,
+                     const struct vsc_id *stream, const struct vsc_id *topic,
+                     int has_partition, uint32_t partition_id, uint64_t offset);
+int vsc_offset_delete(struct vsc *c, const struct vsc_consumer *consumer,
+                      const struct vsc_id *stream, const struct vsc_id *topic,
+                      int has_partition, uint32_t partition_id);
+
+/* Consumer groups (protocol-2 §6). */
+struct vsc_group_member {
+    uint32_t id; /* per-group slot number, not the client id */
+    uint32_t n_partitions;
+    uint32_t *partitions; /* heap */
+};
+struct vsc_group {
+    uint32_t id;
+    uint32_t partitions_count;
+    uint32_t members_count;
+    char name[VSC_NAME_MAX + 1];
+    struct vsc_group_member *members; /* GroupDetails only; heap */
+    size_t n_members;
+};
+void vsc_group_fini(struct vsc_group *g);
+/* GroupRecord (details 0) or GroupDetails at p. 0 or -EPROTO. */
+int vsc_decode_group(const uint8_t *p, size_t len, struct vsc_group *g,
+                     int details);
+/* `out` may be NULL. */
+int vsc_group_create(struct vsc *c, const struct vsc_id *stream,
+                     const struct vsc_id *topic, const char *name,
+                     struct vsc_group *out);
+int vsc_group_get(struct vsc *c, const struct vsc_id *stream,
+                  const struct vsc_id *topic, const struct vsc_id *group,
+                  struct vsc_group *out, int *found);
+/* *out heap array of records (no members); free(). */
+int vsc_group_list(struct vsc *c, const struct vsc_id *stream,
+                   const struct vsc_id *topic, struct vsc_group **out,
+                   size_t *n);
+int vsc_group_delete(struct vsc *c, const struct vsc_id *stream,
+                     const struct vsc_id *topic, const struct vsc_id *group);
+int vsc_group_join(struct vsc *c, const struct vsc_id *stream,
+                   const struct vsc_id *topic, const struct vsc_id *group);
+int vsc_group_leave(struct vsc *c, const struct vsc_id *stream,
+                    const struct vsc_id *topic, const struct vsc_id *group);
+/* SyncGroup (606): the caller's pollable partitions. *member = 0 (and
+ * n 0) when the server answered empty (not a member, or the group or
+ * topic is unknown). *parts heap (free()); may be NULL when n is 0. */
+int vsc_group_sync(struct vsc *c, const struct vsc_id *stream,
+                   const struct vsc_id *topic, const struct vsc_id *group,
+                   uint64_t *generation, uint32_t **parts, size_t *n,
+                   int *member);
+
+/* FlushUnsavedBuffer (102): [stream][topic][partition_id u32][fsync u8]. */
+int vsc_flush(struct vsc *c, const struct vsc_id *stream,
+              const struct vsc_id *topic, uint32_t partition_id, int fsync);
+
+/* Codes of issue 7. */
+enum vsc_code_data {
+    VSC_POLL_MESSAGES = 100,
+    VSC_SEND_MESSAGES = 101,
+    VSC_FLUSH_UNSAVED_BUFFER = 102,
+    VSC_GET_CONSUMER_OFFSET = 120,
+    VSC_STORE_CONSUMER_OFFSET = 121,
+    VSC_DELETE_CONSUMER_OFFSET = 122,
+    VSC_GET_CONSUMER_GROUP = 600,
+    VSC_GET_CONSUMER_GROUPS = 601,
+    VSC_CREATE_CONSUMER_GROUP = 602,
+    VSC_DELETE_CONSUMER_GROUP = 603,
+    VSC_JOIN_CONSUMER_GROUP = 604,
+    VSC_LEAVE_CONSUMER_GROUP = 605,
+    VSC_SYNC_CONSUMER_GROUP = 606,
+};
+
 #endif /* VS_TOOLS_CLIENT_VSC_H */

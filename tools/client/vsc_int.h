@@ -14,6 +14,7 @@
 int vsc_decode_stream_at(struct vs_rbuf *r, struct vsc_stream *s);
 int vsc_decode_topic_at(struct vs_rbuf *r, struct vsc_topic *t);
 int vsc_decode_user_at(struct vs_rbuf *r, struct vsc_user *u, int details);
+int vsc_decode_group_at(struct vs_rbuf *r, struct vsc_group *g, int details);
 
 /* Sets the handle's last-error text from a result of a call. Returns rc. */
 int vsc_fail(struct vsc *c, int rc, const char *what);

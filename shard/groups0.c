@@ -1,0 +1,209 @@
+/*
+ * shard/groups0.c - shard 0's consumer-group liveness bookkeeping; see
+ * groups0.h for the rules.
+ *
+ * Storage: small heap arrays searched linearly (bindings: one per
+ * registered client, at most the client table's capacity; pending
+ * revocations: at most the assignments). A sweep runs once a second, so
+ * O(n) scans are fine at these sizes.
+ * Invariants: one binding per client id; no clock, no I/O.
+ * Process: shard 0 only.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/mem.h"
+#include "shard/groups0.h"
+#include "shard/meta/index.h"
+#include "shard/meta/state.h"
+
+struct groups0_bind {
+    struct vs_u128 client;
+    uint32_t slot;
+    uint64_t inc;
+    uint64_t conn_id;
+};
+
+struct groups0_pending {
+    struct groups0_revoke r;
+    uint64_t since_us;
+    int seen; /* marked during a scan */
+};
+
+struct groups0 {
+    struct groups0_bind *b;
+    size_t nb, capb;
+    struct groups0_pending *p;
+    size_t np, capp;
+};
+
+struct groups0 *
+groups0_create(void)
+{
+    return vs_xcalloc(1, sizeof(struct groups0));
+}
+
+void
+groups0_destroy(struct groups0 *g)
+{
+    if (g == NULL)
+        return;
+    free(g->b);
+    free(g->p);
+    free(g);
+}
+
+static struct groups0_bind *
+groups0_find(struct groups0 *g, struct vs_u128 client)
+{
+    for (size_t i = 0; i < g->nb; i++)
+        if (vs_u128_eq(g->b[i].client, client))
+            return &g->b[i];
+    return NULL;
+}
+
+static void
+groups0_drop(struct groups0 *g, struct groups0_bind *b)
+{
+    *b = g->b[--g->nb];
+}
+
+void
+groups0_bind(struct groups0 *g, struct vs_u128 client, uint32_t slot,
+             uint64_t inc, uint64_t conn_id)
+{
+    struct groups0_bind *b = groups0_find(g, client);
+    if (b == NULL) {
+        if (g->nb == g->capb) {
+            g->capb = g->capb ? g->capb * 2 : 16;
+            g->b = vs_xrealloc(g->b, g->capb * sizeof(*g->b));
+        }
+        b = &g->b[g->nb++];
+        b->client = client;
+    }
+    b->slot = slot;
+    b->inc = inc;
+    b->conn_id = conn_id;
+}
+
+void
+groups0_unbind(struct groups0 *g, struct vs_u128 client)
+{
+    struct groups0_bind *b = groups0_find(g, client);
+    if (b != NULL)
+        groups0_drop(g, b);
+}
+
+int
+groups0_closed(struct groups0 *g, struct vs_u128 client, uint32_t slot,
+               uint64_t inc, uint64_t conn_id)
+{
+    struct groups0_bind *b = groups0_find(g, client);
+    if (b == NULL)
+        return 1;
+    if (b->slot != slot || b->inc != inc || b->conn_id != conn_id)
+        return 0; /* an older connection; the client lives elsewhere */
+    groups0_drop(g, b);
+    return 1;
+}
+
+void
+groups0_sweep_dead(struct groups0 *g, groups0_incarnation_fn *fn, void *ctx,
+                   struct vs_u128 **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    for (size_t i = 0; i < g->nb;) {
+        if (fn(ctx, g->b[i].slot) == g->b[i].inc) {
+            i++;
+            continue;
+        }
+        *out = vs_xrealloc(*out, (*n + 1) * sizeof(**out));
+        (*out)[(*n)++] = g->b[i].client;
+        groups0_drop(g, &g->b[i]);
+    }
+}
+
+int
+groups0_is_member(const void *st, struct vs_u128 client)
+{
+    const struct meta_hdr *h = meta_hdr_c(st);
+    uint32_t cap = meta_tab_cap(st, META_TAB_MEMBER);
+    uint32_t seen = 0;
+    for (uint32_t i = 0; i < cap && seen < h->count[META_TAB_MEMBER]; i++) {
+        const struct meta_member *m = meta_rec_c(st, META_TAB_MEMBER, i);
+        if (!m->in_use)
+            continue;
+        seen++;
+        if (vs_u128_eq(m->client_id, client))
+            return 1;
+    }
+    return 0;
+}
+
+static struct groups0_pending *
+groups0_pending_find(struct groups0 *g, const struct meta_assign *a)
+{
+    for (size_t i = 0; i < g->np; i++) {
+        const struct groups0_revoke *r = &g->p[i].r;
+        if (r->stream_id == a->stream_id && r->topic_id == a->topic_id &&
+            r->group_id == a->group_id && r->partition_id == a->partition_id)
+            return &g->p[i];
+    }
+    return NULL;
+}
+
+void
+groups0_due_revocations(struct groups0 *g, const void *st, uint64_t now_us,
+                        uint64_t timeout_us, struct groups0_revoke **out,
+                        size_t *n)
+{
+    const struct meta_hdr *h = meta_hdr_c(st);
+    uint32_t cap = meta_tab_cap(st, META_TAB_ASSIGN);
+    uint32_t seen = 0;
+    *out = NULL;
+    *n = 0;
+    for (size_t i = 0; i < g->np; i++)
+        g->p[i].seen = 0;
+    for (uint32_t i = 0; i < cap && seen < h->count[META_TAB_ASSIGN]; i++) {
+        const struct meta_assign *a = meta_rec_c(st, META_TAB_ASSIGN, i);
+        struct groups0_pending *p;
+        if (!a->in_use)
+            continue;
+        seen++;
+        if (a->revoke_to == META_NONE)
+            continue;
+        p = groups0_pending_find(g, a);
+        if (p == NULL) {
+            if (g->np == g->capp) {
+                g->capp = g->capp ? g->capp * 2 : 16;
+                g->p = vs_xrealloc(g->p, g->capp * sizeof(*g->p));
+            }
+            p = &g->p[g->np++];
+            p->r.stream_id = a->stream_id;
+            p->r.topic_id = a->topic_id;
+            p->r.group_id = a->group_id;
+            p->r.partition_id = a->partition_id;
+            p->since_us = now_us;
+        }
+        p->seen = 1;
+        if (now_us - p->since_us >= timeout_us) {
+            *out = vs_xrealloc(*out, (*n + 1) * sizeof(**out));
+            (*out)[(*n)++] = p->r;
+        }
+    }
+    for (size_t i = 0; i < g->np;) {
+        if (g->p[i].seen)
+            i++;
+        else
+            g->p[i] = g->p[--g->np];
+    }
+}
+
+size_t
+groups0_bindings(const struct groups0 *g)
+{
+    return g->nb;
+}

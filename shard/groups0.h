@@ -1,0 +1,77 @@
+/*
+ * shard/groups0.h - shard 0's consumer-group liveness bookkeeping: which
+ * connection each registered client is bound to, and when a member's
+ * removal (RemoveConsumerGroupMember, op 66) or a pending cooperative
+ * revocation's completion (CompleteConsumerGroupRevocation, op 67) must
+ * be proposed (iggy-client-protocol-2.md §6.3).
+ *
+ * Rules (the proposals themselves go through shard 0's ordinary commit
+ * path as internal ops: client 0, no reply; shard/commit.c):
+ *  - Disconnect: a FWD_CLOSED for the connection a client is bound to
+ *    (or for a client with no recorded binding, e.g. after a shard-0
+ *    restart) removes the client from every group. A FWD_CLOSED for an
+ *    OLDER connection of a client that has re-registered elsewhere since
+ *    is ignored (the ring from another data shard may deliver it late).
+ *  - Dead data shard: a binding whose data shard process has a different
+ *    incarnation now (the shard died; its connections are gone without a
+ *    FWD_CLOSED) counts as a disconnect, checked every sweep.
+ *  - Revocation: a pending revocation (assignment with revoke_to set)
+ *    completes after `rebalancing_timeout_us` (reference: 30 s) from the
+ *    first sweep that saw it; completion by offsets (committed >= last
+ *    polled) is the data plane's knowledge and is proposed by it.
+ * Heartbeat silence of a connected member is not observable on shard 0
+ * (data shards see the requests); see the issue-7 report.
+ *
+ * Invariants: pure bookkeeping over memory, no clock (callers pass the
+ * time), no I/O. Callers: shard 0 only (commit.c), tests.
+ */
+#ifndef VS_SHARD_GROUPS0_H
+#define VS_SHARD_GROUPS0_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/wire.h"
+
+#define GROUPS0_REBALANCING_TIMEOUT_US (30ull * 1000000ull)
+
+struct groups0;
+
+/* Returns the current incarnation of a process slot (0 = none). */
+typedef uint64_t groups0_incarnation_fn(void *ctx, uint32_t slot);
+
+struct groups0 *groups0_create(void);
+void groups0_destroy(struct groups0 *g);
+
+/* A Register of `client` committed on connection (slot, inc, conn). */
+void groups0_bind(struct groups0 *g, struct vs_u128 client, uint32_t slot,
+                  uint64_t inc, uint64_t conn_id);
+/* A Logout committed (apply already released the memberships). */
+void groups0_unbind(struct groups0 *g, struct vs_u128 client);
+/* FWD_CLOSED: 1 if the client's memberships must be removed (the closed
+ * connection is its binding, or it has none); the binding is dropped. */
+int groups0_closed(struct groups0 *g, struct vs_u128 client, uint32_t slot,
+                   uint64_t inc, uint64_t conn_id);
+/* Drops the bindings whose slot now has another incarnation and returns
+ * their clients in *out (heap, free()); *n the count. */
+void groups0_sweep_dead(struct groups0 *g, groups0_incarnation_fn *fn,
+                        void *ctx, struct vs_u128 **out, size_t *n);
+
+/* 1 if `client` is a member of any group in metadata instance st. */
+int groups0_is_member(const void *st, struct vs_u128 client);
+
+/* A pending revocation that is due: the op 67 target. */
+struct groups0_revoke {
+    uint32_t stream_id, topic_id, group_id, partition_id;
+};
+/* Scans st's assignments: records newly pending revocations at now_us,
+ * forgets completed ones, and returns in *out (heap) those pending for
+ * at least timeout_us. */
+void groups0_due_revocations(struct groups0 *g, const void *st, uint64_t now_us,
+                             uint64_t timeout_us, struct groups0_revoke **out,
+                             size_t *n);
+
+/* Number of recorded bindings (tests). */
+size_t groups0_bindings(const struct groups0 *g);
+
+#endif /* VS_SHARD_GROUPS0_H */
