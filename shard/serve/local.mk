@@ -3,7 +3,9 @@
 libvs_server_a_SOURCES += \
 	shard/serve/conn.c \
 	shard/serve/hasher.c shard/serve/hasher.h \
+	shard/serve/liveness.c shard/serve/liveness.h \
 	shard/serve/login.c \
+	shard/serve/polled.c shard/serve/polled.h \
 	shard/serve/options.c shard/serve/options.h \
 	shard/serve/propose.c \
 	shard/serve/proto.c shard/serve/proto.h \
