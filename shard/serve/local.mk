@@ -35,3 +35,17 @@ tests_integration_check_serve_basic_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_serve_basic_LDADD = libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)
 endif
+
+# Consumer-group liveness end to end (issue 7 item 6): heartbeat loss,
+# reconnects, cooperative revocation completion.
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_groups_liveness
+INTEG_TESTS += tests/integration/check_groups_liveness
+tests_integration_check_groups_liveness_SOURCES = \
+	tests/integration/check_groups_liveness.c \
+	tests/integration/e2e.c tests/integration/e2e.h \
+	tests/integration/harness.c tests/integration/harness.h
+tests_integration_check_groups_liveness_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_groups_liveness_LDADD = libvs_client.a libvs_meta.a \
+	libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
