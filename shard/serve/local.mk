@@ -41,6 +41,7 @@ endif
 if HAVE_CHECK
 check_PROGRAMS += tests/integration/check_groups_liveness
 INTEG_TESTS += tests/integration/check_groups_liveness
+INTEG_FAST_TESTS += tests/integration/check_groups_liveness
 tests_integration_check_groups_liveness_SOURCES = \
 	tests/integration/check_groups_liveness.c \
 	tests/integration/e2e.c tests/integration/e2e.h \
