@@ -82,7 +82,8 @@ struct commit_options {
     /* Consumer-group liveness (shard/groups0.h): the current incarnation
      * of a process slot, to drop the memberships of clients bound to a
      * data shard that died (NULL: no such sweep); and the cooperative
-     * revocation timeout (0: GROUPS0_REBALANCING_TIMEOUT_US). */
+     * revocation timeout (0: the config's group_heartbeat_interval_ms;
+     * the reference's rebalancing timeout equals its heartbeat). */
     uint64_t (*incarnation)(void *ctx, uint32_t slot);
     void *incarnation_ctx;
     uint64_t rebalancing_timeout_us;
