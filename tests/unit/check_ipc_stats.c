@@ -11,6 +11,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,31 +232,43 @@ START_TEST(test_in_segment)
 }
 END_TEST
 
-#define WRITES  200000u
-#define WRITERS 2u
+#define MAX_WRITES 20000000u
+#define WRITERS    2u
+#define WANT_READS 100000u
+
+/* Shared control words of the concurrency test. */
+struct race {
+    _Atomic uint32_t go, stop, done;
+    _Atomic uint64_t last_x[WRITERS + 1], last_gen[WRITERS + 1];
+};
 
 /* Writer process: owner `w` claims its key and publishes vals(x) for
- * x = 1..WRITES, releasing and reclaiming every 1000 stores (churn of
- * the probe chain); returns 0. */
+ * x = 1, 2, ... until the reader says stop (at most MAX_WRITES),
+ * releasing and claiming a new generation every 1000 stores (churn of
+ * the probe chain). Returns 0. */
 static int
-writer(struct vs_stats *t, uint32_t w)
+writer(struct vs_stats *t, struct race *rc, uint32_t w)
 {
+    for (uint32_t i = 0; i < 100000000u && !atomic_load(&rc->go); i++)
+        if (i % 64 == 0)
+            sched_yield();
     uint32_t ix;
-    uint64_t gen = 1;
+    uint64_t gen = 1, x;
     struct vs_stats_values v = vals(0);
     if (stats_claim(t, w, 1000, w * 1000000 + gen, &v, &ix) != 0)
         return 1;
-    for (uint64_t x = 1; x <= WRITES; x++) {
+    for (x = 1; x <= MAX_WRITES && !atomic_load(&rc->stop); x++) {
         v = vals(x);
         stats_publish(t, ix, &v);
         if (x % 1000 == 0) {
             stats_release(t, w, ix);
             gen++;
-            v = vals(x);
             if (stats_claim(t, w, 1000, w * 1000000 + gen, &v, &ix) != 0)
                 return 1;
         }
     }
+    atomic_store(&rc->last_x[w], x - 1);
+    atomic_store(&rc->last_gen[w], gen);
     return 0;
 }
 
@@ -263,9 +276,9 @@ START_TEST(test_processes_never_torn)
 {
     const uint32_t cap = 4; /* writers collide on one probe chain */
     size_t len = stats_region_size(cap);
-    void *m = shared_zeroed(len + 64);
+    void *m = shared_zeroed(len + sizeof(struct race));
     ck_assert_int_eq(stats_region_init(m, len, cap), 0);
-    _Atomic uint32_t *done = (_Atomic uint32_t *)((uint8_t *)m + len);
+    struct race *rc = (struct race *)((uint8_t *)m + len);
     struct vs_stats t;
     ck_assert_int_eq(stats_attach(&t, m, len), 0);
     pid_t pids[WRITERS];
@@ -273,64 +286,68 @@ START_TEST(test_processes_never_torn)
         pids[w] = fork();
         ck_assert_int_ge(pids[w], 0);
         if (pids[w] == 0) {
-            int rc = writer(&t, w + 1);
-            atomic_fetch_add(done, 1);
-            _exit(rc);
+            int r = writer(&t, rc, w + 1);
+            atomic_fetch_add(&rc->done, 1);
+            _exit(r);
         }
     }
-    /* reader: this process, until both writers finished (each does a
-     * fixed number of stores), plus a bounded ceiling of its own */
-    uint64_t reads = 0, found = 0, torn = 0;
+    atomic_store(&rc->go, 1);
+    /* reader: this process, until it saw WANT_READS entries (or a bounded
+     * number of rounds, or both writers ended) */
+    uint64_t reads = 0, found = 0, torn = 0, backwards = 0;
     uint64_t last_cop[WRITERS + 1] = {0}, last_msgs[WRITERS + 1] = {0};
-    uint64_t backwards = 0;
-    for (uint64_t i = 0; i < 20000000u && atomic_load(done) < WRITERS; i++) {
-        for (uint32_t w = 1; w <= WRITERS; w++) {
-            /* the current generation is unknown to the reader: scan the
-             * entries directly through lookups of plausible keys */
-            for (uint32_t e = 0; e < cap; e++) {
-                uint32_t st = atomic_load(&t.e[e].state);
-                if (st != VS_STATS_OWNED + w)
-                    continue;
-                uint64_t cop = atomic_load(&t.e[e].created_op);
-                struct vs_stats_values out;
-                reads++;
-                if (!stats_lookup(&t, 1000, cop, &out))
-                    continue; /* released meanwhile */
-                found++;
-                if (!consistent(&out))
-                    torn++;
-                /* one generation's counters never go backwards */
-                if (cop == last_cop[w] && out.messages_count < last_msgs[w])
-                    backwards++;
-                last_cop[w] = cop;
-                last_msgs[w] = out.messages_count;
-            }
+    for (uint64_t i = 0; i < 20000000u && found < WANT_READS &&
+                         atomic_load(&rc->done) < WRITERS;
+         i++) {
+        for (uint32_t e = 0; e < cap; e++) {
+            /* the current generation is unknown to the reader: take the
+             * key an entry shows, then look it up the normal way */
+            uint32_t st = atomic_load(&t.e[e].state);
+            if (st < VS_STATS_OWNED)
+                continue;
+            uint32_t w = st - VS_STATS_OWNED;
+            ck_assert(w >= 1 && w <= WRITERS);
+            uint64_t cop = atomic_load(&t.e[e].created_op);
+            struct vs_stats_values out;
+            reads++;
+            if (!stats_lookup(&t, 1000, cop, &out))
+                continue; /* released meanwhile */
+            found++;
+            if (!consistent(&out))
+                torn++;
+            /* one generation's counters never go backwards */
+            if (cop == last_cop[w] && out.messages_count < last_msgs[w])
+                backwards++;
+            last_cop[w] = cop;
+            last_msgs[w] = out.messages_count;
         }
     }
+    atomic_store(&rc->stop, 1);
     for (uint32_t w = 0; w < WRITERS; w++) {
         int status;
         ck_assert_int_eq(waitpid(pids[w], &status, 0), pids[w]);
         ck_assert(WIFEXITED(status));
         ck_assert_int_eq(WEXITSTATUS(status), 0);
     }
-    ck_assert_uint_eq(atomic_load(done), WRITERS);
+    ck_assert_uint_eq(atomic_load(&rc->done), WRITERS);
     ck_assert_uint_eq(torn, 0);
     ck_assert_uint_gt(found, 0);
     ck_assert_uint_ge(reads, found);
     ck_assert_uint_eq(backwards, 0);
-    /* final state: each writer's last generation holds vals(WRITES) */
+    /* final state: each writer's last generation holds its last value,
+     * the previous generation is gone */
     for (uint32_t w = 1; w <= WRITERS; w++) {
         struct vs_stats_values out;
-        uint64_t gen = 1 + WRITES / 1000;
+        uint64_t gen = atomic_load(&rc->last_gen[w]);
         ck_assert_int_eq(stats_lookup(&t, 1000, w * 1000000 + gen, &out), 1);
-        ck_assert_uint_eq(out.messages_count, WRITES);
+        ck_assert_uint_eq(out.messages_count, atomic_load(&rc->last_x[w]));
         ck_assert(consistent(&out));
         ck_assert_int_eq(stats_lookup(&t, 1000, w * 1000000 + gen - 1, &out),
                          0);
     }
     ck_assert_uint_eq(atomic_load(&t.hdr->claimed[1]), 1);
     ck_assert_uint_eq(atomic_load(&t.hdr->claimed[2]), 1);
-    munmap(m, len + 64);
+    munmap(m, len + sizeof(struct race));
 }
 END_TEST
 
