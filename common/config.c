@@ -127,6 +127,8 @@ static const struct vs_config_key config_keys[] = {
      "interval policy: fsync after this many unsynced bytes"},
     {"disk_watermark_bytes", VS_CFG_SIZE, F(disk_watermark_bytes), 0, UINT64_MAX, "256M", "0",
      "refuse new sends while the data dir's filesystem has less free space"},
+    {"group_heartbeat_interval_ms", VS_CFG_U32, F(group_heartbeat_interval_ms), 100, 3600000, "30000", NULL,
+     "consumer groups: a member silent for 1.2 x this is removed; also the cooperative revocation timeout"},
 };
 /* clang-format on */
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))

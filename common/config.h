@@ -104,6 +104,9 @@ struct vs_config {
     uint32_t fsync_interval_ms;
     uint64_t fsync_bytes;
     uint64_t disk_watermark_bytes; /* refuse sends below this free space */
+    /* consumer groups: members silent for 1.2 x this are removed; the
+     * cooperative revocation fallback timeout (reference: both 30 s) */
+    uint32_t group_heartbeat_interval_ms;
 
     /* which keys were set explicitly (bit i = key i of the table) */
     uint64_t explicit_set[2];

@@ -614,6 +614,25 @@ commit_checkpoint_now(struct commit *c)
 /* Inputs                                                           */
 /* ---------------------------------------------------------------- */
 
+/* A JoinGroup body with the in-flight list filled from the data shards'
+ * reports (groups0_fill_inflight) into out: 1, or 0 to keep the body as
+ * it is (undecodable: apply refuses it; or nothing in flight). */
+static int
+commit_join_inflight(struct commit *c, const uint8_t *body, uint32_t len,
+                     struct vs_wbuf *out)
+{
+    struct meta_op *op = vs_xmalloc(sizeof(*op));
+    int filled = 0;
+    if (meta_op_decode(body, len, op) == 0 &&
+        op->operation == VS_OP_JOIN_CONSUMER_GROUP &&
+        groups0_fill_inflight(c->groups, lr_writer_live(c->lr), c->incarnation,
+                              c->incarnation_ctx, op) > 0 &&
+        meta_op_encode(op, out) == 0)
+        filled = 1;
+    free(op);
+    return filled;
+}
+
 static int
 commit_operation_forwardable(uint8_t op)
 {
@@ -692,6 +711,14 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
         }
     }
 
+    /* JoinGroup: the in-flight partitions the data shards reported. */
+    struct vs_wbuf joined;
+    vs_wbuf_init(&joined);
+    if (req.operation == VS_OP_JOIN_CONSUMER_GROUP &&
+        commit_join_inflight(c, body, body_len, &joined)) {
+        body = joined.data;
+        body_len = (uint32_t)joined.len;
+    }
     /* The prepare carries the metadata op body, not the client's. */
     struct vs_hdr_request pr = req;
     pr.f.size = VS_HEADER_SIZE + body_len;
@@ -699,10 +726,13 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
     if (rc == -ENOSPC) {
         /* The journal is full until a checkpoint is durable. */
         rc = commit_checkpoint(c, 1);
-        if (rc != 0)
+        if (rc != 0) {
+            vs_wbuf_fini(&joined);
             return rc;
+        }
         rc = vsr_on_request(c->engine, &pr, body, body_len, commit_wall(c));
     }
+    vs_wbuf_fini(&joined); /* the engine copied the body */
     switch (rc) {
     case 0:
         break;
@@ -855,6 +885,61 @@ commit_groups_sweep(struct commit *c)
     return rc;
 }
 
+/* FWD_GROUP_REPORT (fwd.h): completed revocations become op 67 when the
+ * live assignment is still the one reported; the in-flight set replaces
+ * the sender's. */
+static int
+commit_on_group_report(struct commit *c, const struct fwd_hdr *fh,
+                       const uint8_t *p)
+{
+    if (fh->payload_len < 8) {
+        c->stats.dropped++;
+        return 0;
+    }
+    uint64_t nd = vs_load_u32(p), ni = vs_load_u32(p + 4);
+    if ((nd + ni) * sizeof(struct fwd_group_part) != fh->payload_len - 8) {
+        c->stats.dropped++;
+        vs_log_warn("FWD_GROUP_REPORT from shard %u: bad length; dropped",
+                    fh->worker_slot);
+        return 0;
+    }
+    const uint8_t *e = p + 8;
+    struct fwd_group_part *in = NULL;
+    if (ni > 0) {
+        in = vs_xmalloc((size_t)ni * sizeof(*in));
+        memcpy(in, e + nd * sizeof(*in), (size_t)ni * sizeof(*in));
+    }
+    groups0_set_inflight(c->groups, fh->worker_slot, fh->worker_incarnation, in,
+                         (size_t)ni);
+    free(in);
+    int rc = 0;
+    struct meta_op *op = NULL;
+    for (uint64_t i = 0; i < nd && rc == 0; i++) {
+        struct fwd_group_part d;
+        memcpy(&d, e + i * sizeof(d), sizeof(d));
+        if (!groups0_revoke_current(lr_writer_live(c->lr), &d))
+            continue; /* completed already, or no longer as reported */
+        if (op == NULL)
+            op = vs_xmalloc(sizeof(*op));
+        meta_op_init(op, VS_OP_COMPLETE_CONSUMER_GROUP_REVOCATION);
+        meta_ident_id(&op->stream, d.stream_id);
+        meta_ident_id(&op->topic, d.topic_id);
+        meta_ident_id(&op->group, d.group_id);
+        op->partition_id = d.partition_id;
+        rc = commit_propose_internal(c, op);
+        if (rc == 0) {
+            c->stats.revocations++;
+            vs_log_info("revocation of partition %u (group %u) completed: "
+                        "the revoking member committed what it polled",
+                        d.partition_id, d.group_id);
+        } else if (rc == 1) {
+            rc = 0; /* the data shard reports it again */
+        }
+    }
+    free(op);
+    return rc;
+}
+
 int
 commit_on_frame(struct commit *c, uint32_t src, const void *frame, uint32_t len)
 {
@@ -886,6 +971,18 @@ commit_on_frame(struct commit *c, uint32_t src, const void *frame, uint32_t len)
                             fh.conn_id))
             return 0;
         return commit_remove_member(c, fh.client);
+    case FWD_MEMBER_SILENT:
+        if (vs_u128_is_zero(fh.client) ||
+            !groups0_silent(c->groups, fh.client, src, fh.worker_incarnation,
+                            fh.conn_id) ||
+            !groups0_is_member(lr_writer_live(c->lr), fh.client))
+            return 0;
+        vs_log_info("shard %u: a consumer-group member sent nothing for 1.2 x "
+                    "the heartbeat interval: removed from its groups",
+                    src);
+        return commit_remove_member(c, fh.client);
+    case FWD_GROUP_REPORT:
+        return commit_on_group_report(c, &fh, payload);
     default:
         c->stats.dropped++;
         vs_log_warn("IPC frame kind %u from shard %u: unknown; dropped",
@@ -1102,9 +1199,13 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
     c->groups = groups0_create();
     c->incarnation = o->incarnation;
     c->incarnation_ctx = o->incarnation_ctx;
-    c->rebalancing_timeout_us = o->rebalancing_timeout_us
-                                    ? o->rebalancing_timeout_us
-                                    : GROUPS0_REBALANCING_TIMEOUT_US;
+    /* The reference's rebalancing timeout and heartbeat interval are
+     * both 30 s: the node's knob sets both (config.h). */
+    c->rebalancing_timeout_us =
+        o->rebalancing_timeout_us ? o->rebalancing_timeout_us
+        : o->cfg->group_heartbeat_interval_ms
+            ? (uint64_t)o->cfg->group_heartbeat_interval_ms * 1000u
+            : GROUPS0_REBALANCING_TIMEOUT_US;
     int n = snprintf(c->meta_dir, sizeof(c->meta_dir), "%s/%s",
                      o->cfg->data_dir, VS_METADATA_DIR);
     vs_config_cluster_id(o->cfg, &c->cluster.lo, &c->cluster.hi);

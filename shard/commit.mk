@@ -34,3 +34,16 @@ tests_unit_check_groups0_LDADD = libvs_server.a libvs_data.a libvs_ipc.a \
 	libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)
 endif
+
+# Consumer-group liveness reports on shard 0 (heartbeat loss, early
+# revocation completion, JoinGroup in-flight list) and their pure parts.
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_groups_liveness
+check_PROGRAMS += tests/unit/check_groups_liveness
+tests_unit_check_groups_liveness_SOURCES = \
+	tests/unit/check_groups_liveness.c tests/unit/commit_fixture.h
+tests_unit_check_groups_liveness_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_groups_liveness_LDADD = libvs_server.a libvs_data.a \
+	libvs_ipc.a libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
+endif

@@ -37,6 +37,36 @@
  *  FWD_CLOSED   payload = empty; a connection with a bound session
  *               closed (client id in `client`), so shard 0 may end
  *               consumer-group memberships (data-plane issue).
+ *  FWD_MEMBER_SILENT payload = empty; the bound connection `conn_id` of
+ *               client `client` (session `session`) sent nothing, not
+ *               even a Ping, for 1.2 x group_heartbeat_interval_ms while
+ *               its session was live in the published client table and
+ *               the client was a member of a consumer group. Shard 0
+ *               removes the client from every group (op 66) if that
+ *               connection is the client's current binding (its last
+ *               committed Register) or the client has none; a report from
+ *               an older connection of a client that re-registered on
+ *               another connection (any data shard) is ignored, so a
+ *               client that reconnected elsewhere and stays active keeps
+ *               its memberships. The connection and session stay; the
+ *               report repeats at most once per limit while the client
+ *               is still a member and silent (shard 0 busy).
+ *  FWD_GROUP_REPORT payload = [n_done u32][n_inflight u32], then n_done
+ *               then n_inflight struct fwd_group_part. The sender owns
+ *               the partitions named (meta_partition_shard).
+ *               done: a pending cooperative revocation whose revoking
+ *               member (owner) has committed the group offset up to the
+ *               last offset it polled there (or never polled it since
+ *               this shard started): shard 0 proposes op 67 if the live
+ *               assignment still has that owner and revoke_to.
+ *               in-flight: this shard's COMPLETE current set of (group,
+ *               partition) that a member polled past the group's
+ *               committed offset; it replaces the sender's previous set
+ *               (sent when it changes and to every new shard 0
+ *               incarnation); shard 0 fills a JoinGroup's in-flight list
+ *               (meta_op.inflight) from the sets of the live data shards
+ *               when it proposes the join, because the proposing data
+ *               shard only knows the partitions it owns.
  *
  * Between data shards (issue 7, shard/serve/data.h): a partition lives on
  * one data shard (meta_partition_owner); a data-plane request (send, poll,
@@ -65,8 +95,8 @@
  * connection with a request still in flight (one request in flight per
  * connection, as Iggy's SDKs do); shard 0 answers every FWD_PROPOSE with
  * exactly one FWD_REPLY unless the destination's incarnation changed.
- * Callers: data shards (propose, closed, data request/reply), shard 0
- * (reply).
+ * Callers: data shards (propose, closed, data request/reply, member
+ * silent, group report), shard 0 (reply).
  */
 #ifndef VS_SHARD_FWD_H
 #define VS_SHARD_FWD_H
@@ -82,6 +112,8 @@ enum fwd_kind {
     FWD_CLOSED = 3,
     FWD_DATA_REQUEST = 4,
     FWD_DATA_REPLY = 5,
+    FWD_MEMBER_SILENT = 6,
+    FWD_GROUP_REPORT = 7,
 };
 
 enum fwd_flags {
@@ -113,5 +145,14 @@ _Static_assert(offsetof(struct fwd_hdr, payload_len) == 24,
 _Static_assert(offsetof(struct fwd_hdr, session) == 32, "fwd_hdr.session");
 _Static_assert(offsetof(struct fwd_hdr, user_id) == 40, "fwd_hdr.user_id");
 _Static_assert(offsetof(struct fwd_hdr, client) == 48, "fwd_hdr.client");
+
+/* One entry of FWD_GROUP_REPORT (same binary on both ends). */
+struct fwd_group_part {
+    uint32_t stream_id, topic_id, group_id, partition_id;
+    uint64_t group_created_op;
+    uint32_t owner;     /* done: the revoking member id (else 0) */
+    uint32_t revoke_to; /* done: its target member id (else 0) */
+};
+_Static_assert(sizeof(struct fwd_group_part) == 32, "fwd_group_part layout");
 
 #endif /* VS_SHARD_FWD_H */

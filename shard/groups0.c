@@ -17,6 +17,7 @@
 #include "common/mem.h"
 #include "shard/groups0.h"
 #include "shard/meta/index.h"
+#include "shard/meta/lookup.h"
 #include "shard/meta/state.h"
 
 struct groups0_bind {
@@ -32,11 +33,21 @@ struct groups0_pending {
     int seen; /* marked during a scan */
 };
 
+/* The in-flight set last reported by one data shard. */
+struct groups0_inflight {
+    uint32_t slot;
+    uint64_t inc;
+    struct fwd_group_part *e;
+    size_t n;
+};
+
 struct groups0 {
     struct groups0_bind *b;
     size_t nb, capb;
     struct groups0_pending *p;
     size_t np, capp;
+    struct groups0_inflight *fl;
+    size_t nfl;
 };
 
 struct groups0 *
@@ -52,11 +63,14 @@ groups0_destroy(struct groups0 *g)
         return;
     free(g->b);
     free(g->p);
+    for (size_t i = 0; i < g->nfl; i++)
+        free(g->fl[i].e);
+    free(g->fl);
     free(g);
 }
 
 static struct groups0_bind *
-groups0_find(struct groups0 *g, struct vs_u128 client)
+groups0_find(const struct groups0 *g, struct vs_u128 client)
 {
     for (size_t i = 0; i < g->nb; i++)
         if (vs_u128_eq(g->b[i].client, client))
@@ -200,6 +214,98 @@ groups0_due_revocations(struct groups0 *g, const void *st, uint64_t now_us,
         else
             g->p[i] = g->p[--g->np];
     }
+}
+
+int
+groups0_silent(const struct groups0 *g, struct vs_u128 client, uint32_t slot,
+               uint64_t inc, uint64_t conn_id)
+{
+    const struct groups0_bind *b = groups0_find(g, client);
+    if (b == NULL)
+        return 1;
+    return b->slot == slot && b->inc == inc && b->conn_id == conn_id;
+}
+
+int
+groups0_revoke_current(const void *st, const struct fwd_group_part *e)
+{
+    const struct meta_group *grp =
+        meta_group_by_id(st, e->stream_id, e->topic_id, e->group_id);
+    if (grp == NULL || grp->created_op != e->group_created_op)
+        return 0;
+    const struct meta_assign *a = meta_assign_get(st, e->stream_id, e->topic_id,
+                                                  e->group_id, e->partition_id);
+    return a != NULL && a->revoke_to != META_NONE && a->owner == e->owner &&
+           a->revoke_to == e->revoke_to;
+}
+
+void
+groups0_set_inflight(struct groups0 *g, uint32_t slot, uint64_t inc,
+                     const struct fwd_group_part *e, size_t n)
+{
+    struct groups0_inflight *f = NULL;
+    for (size_t i = 0; i < g->nfl; i++)
+        if (g->fl[i].slot == slot)
+            f = &g->fl[i];
+    if (f == NULL) {
+        g->fl = vs_xrealloc(g->fl, (g->nfl + 1) * sizeof(*g->fl));
+        f = &g->fl[g->nfl++];
+        memset(f, 0, sizeof(*f));
+        f->slot = slot;
+    }
+    free(f->e);
+    f->e = NULL;
+    f->inc = inc;
+    f->n = n;
+    if (n > 0) {
+        f->e = vs_xmalloc(n * sizeof(*e));
+        memcpy(f->e, e, n * sizeof(*e));
+    }
+}
+
+static int
+groups0_in_list(const uint32_t *v, uint32_t n, uint32_t x)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (v[i] == x)
+            return 1;
+    return 0;
+}
+
+size_t
+groups0_fill_inflight(const struct groups0 *g, const void *st,
+                      groups0_incarnation_fn *fn, void *ctx, struct meta_op *op)
+{
+    const struct meta_stream *s = meta_stream_find(st, &op->stream);
+    if (s == NULL)
+        return 0;
+    const struct meta_topic *t = meta_topic_find(st, s->id, &op->topic);
+    if (t == NULL)
+        return 0;
+    const struct meta_group *grp =
+        meta_group_find(st, s->id, t->id, &op->group);
+    if (grp == NULL)
+        return 0;
+    size_t added = 0;
+    for (size_t i = 0; i < g->nfl; i++) {
+        const struct groups0_inflight *f = &g->fl[i];
+        if (fn != NULL && fn(ctx, f->slot) != f->inc)
+            continue; /* that data shard died: its polls are gone */
+        for (size_t k = 0; k < f->n; k++) {
+            const struct fwd_group_part *e = &f->e[k];
+            if (e->stream_id != s->id || e->topic_id != t->id ||
+                e->group_id != grp->id ||
+                e->group_created_op != grp->created_op ||
+                e->partition_id >= t->partitions_count ||
+                op->inflight_count >= META_INFLIGHT_MAX ||
+                groups0_in_list(op->inflight, op->inflight_count,
+                                e->partition_id))
+                continue;
+            op->inflight[op->inflight_count++] = e->partition_id;
+            added++;
+        }
+    }
+    return added;
 }
 
 size_t

@@ -15,12 +15,24 @@
  *  - Dead data shard: a binding whose data shard process has a different
  *    incarnation now (the shard died; its connections are gone without a
  *    FWD_CLOSED) counts as a disconnect, checked every sweep.
+ *  - Heartbeat loss: the data shard that owns a connection sees its
+ *    requests; it reports a member's connection silent for 1.2 x
+ *    group_heartbeat_interval_ms (FWD_MEMBER_SILENT, shard/fwd.h). The
+ *    report removes the client from every group if it names the client's
+ *    current binding (or the client has none); the binding stays (the
+ *    connection is still open and may rejoin). A client that registered
+ *    again on another connection (any data shard) is bound there, so a
+ *    stale silent connection cannot evict it.
  *  - Revocation: a pending revocation (assignment with revoke_to set)
- *    completes after `rebalancing_timeout_us` (reference: 30 s) from the
- *    first sweep that saw it; completion by offsets (committed >= last
- *    polled) is the data plane's knowledge and is proposed by it.
- * Heartbeat silence of a connected member is not observable on shard 0
- * (data shards see the requests); see the issue-7 report.
+ *    completes as soon as the partition's owning data shard reports that
+ *    the revoking member committed what it polled (FWD_GROUP_REPORT
+ *    `done`, checked against the live assignment by
+ *    groups0_revoke_current), else after `rebalancing_timeout_us`
+ *    (reference: 30 s) from the first sweep that saw it.
+ *  - In flight: each data shard reports the complete set of (group,
+ *    partition) it owns that were polled past the committed group offset
+ *    (FWD_GROUP_REPORT `inflight`); a JoinGroup proposal gets its
+ *    in-flight list filled from the sets of the live incarnations.
  *
  * Invariants: pure bookkeeping over memory, no clock (callers pass the
  * time), no I/O. Callers: shard 0 only (commit.c), tests.
@@ -32,6 +44,8 @@
 #include <stdint.h>
 
 #include "common/wire.h"
+#include "shard/fwd.h"
+#include "shard/meta/ops.h"
 
 #define GROUPS0_REBALANCING_TIMEOUT_US (30ull * 1000000ull)
 
@@ -70,6 +84,28 @@ struct groups0_revoke {
 void groups0_due_revocations(struct groups0 *g, const void *st, uint64_t now_us,
                              uint64_t timeout_us, struct groups0_revoke **out,
                              size_t *n);
+
+/* FWD_MEMBER_SILENT: 1 if the client's memberships must be removed (the
+ * silent connection is its binding, or it has none); the binding stays. */
+int groups0_silent(const struct groups0 *g, struct vs_u128 client,
+                   uint32_t slot, uint64_t inc, uint64_t conn_id);
+
+/* 1 if the reported completed revocation `e` is still pending in st
+ * exactly as reported (same group incarnation, owner and revoke_to). */
+int groups0_revoke_current(const void *st, const struct fwd_group_part *e);
+
+/* FWD_GROUP_REPORT: replaces the in-flight set of data shard `slot`
+ * (incarnation inc) with e[0..n). */
+void groups0_set_inflight(struct groups0 *g, uint32_t slot, uint64_t inc,
+                          const struct fwd_group_part *e, size_t n);
+/* JoinGroup: adds to op->inflight (deduplicated, at most
+ * META_INFLIGHT_MAX) the partitions of the op's group (resolved in st)
+ * that a live data shard reported in flight. fn (NULL: every slot is
+ * live) gives a slot's current incarnation; sets of other incarnations
+ * are ignored. Returns the number of partitions added. */
+size_t groups0_fill_inflight(const struct groups0 *g, const void *st,
+                             groups0_incarnation_fn *fn, void *ctx,
+                             struct meta_op *op);
 
 /* Number of recorded bindings (tests). */
 size_t groups0_bindings(const struct groups0 *g);

@@ -1806,7 +1806,8 @@ cmd_send(struct cli *cl)
                    st->last.base_offset);
         printf("}\n");
     } else {
-        printf("sent %" PRIu64 " messages\n", st->sent);
+        printf("sent %" PRIu64 " message%s\n", st->sent,
+               st->sent == 1 ? "" : "s");
     }
     free(st);
     return CLI_OK;

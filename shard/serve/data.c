@@ -34,6 +34,7 @@
 #include "shard/meta/authz.h"
 #include "shard/meta/lookup.h"
 #include "shard/serve/data.h"
+#include "shard/serve/liveness.h"
 #include "shard/serve/parts.h"
 #include "shard/serve/segments.h"
 #include "shard/serve/server.h"
@@ -198,7 +199,7 @@ exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
 
 static uint32_t
 exec_poll(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
-          struct vs_wbuf *out)
+          struct vs_u128 client, struct vs_wbuf *out)
 {
     struct part_consumer pc;
     consumer_of(cmd, &pc);
@@ -230,21 +231,27 @@ exec_poll(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
         return rc == -EINVAL ? VS_E_INVALID_COMMAND : VS_E_ERROR;
     }
     vs_store_u32(out->data + head + 12, pr.count);
+    uint64_t stored = 0;
+    int committed = 0;
     if (cmd->autocommit && pr.count > 0) {
-        rc = part_offset_commit(dp->p, &pc, pr.last_offset, NULL);
+        rc = part_offset_commit(dp->p, &pc, pr.last_offset, &stored);
         dparts_check_fatal(&s->data->parts, rc, "auto-commit");
         if (rc != 0)
             vs_log_warn("partition %u.%u.%u: auto-commit: %s", cmd->stream_id,
                         cmd->topic_id, cmd->partition_id, sio_strerror(rc));
+        committed = rc == 0;
     }
+    /* last polled per (group, member, partition): liveness.h */
+    if (pr.count > 0)
+        serve_live_polled(s, client, cmd, pr.last_offset, committed, stored);
     return 0;
 }
 
 /* Runs a command on this (owning) shard. `data` is the batch of a send
  * (stamped in place). Appends the reply body to out; returns the status. */
 static uint32_t
-data_exec(struct serve *s, const struct data_cmd *cmd, uint8_t *data,
-          size_t dlen, struct vs_wbuf *out)
+data_exec(struct serve *s, const struct data_cmd *cmd, struct vs_u128 client,
+          uint8_t *data, size_t dlen, struct vs_wbuf *out)
 {
     struct dparts *parts = &s->data->parts;
     dparts_sync(parts);
@@ -267,7 +274,7 @@ data_exec(struct serve *s, const struct data_cmd *cmd, uint8_t *data,
     case DATA_SEND:
         return exec_send(s, dp, cmd, data, dlen, out);
     case DATA_POLL:
-        return exec_poll(s, dp, cmd, out);
+        return exec_poll(s, dp, cmd, client, out);
     case DATA_OFFSET_GET: {
         uint64_t stored = 0;
         rc = part_offset_get(dp->p, &pc, &stored);
@@ -379,7 +386,7 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
     int segs = req->operation == VS_OP_DELETE_SEGMENTS;
     if (owner == s->ctx->slot) {
         vs_wbuf_reset(&d->out);
-        uint32_t st = data_exec(s, cmd, data, dlen, &d->out);
+        uint32_t st = data_exec(s, cmd, c->client, data, dlen, &d->out);
         if (segs)
             serve_segments_on_watermark(c, st, st == 0 ? d->out.data : NULL,
                                         st == 0 ? d->out.len : 0);
@@ -806,7 +813,8 @@ on_request(struct serve *s, uint32_t src, const struct fwd_hdr *fh, uint8_t *p,
         st = VS_E_INVALID_COMMAND;
     } else {
         memcpy(&cmd, p, sizeof(cmd));
-        st = data_exec(s, &cmd, p + sizeof(cmd), len - sizeof(cmd), &d->out);
+        st = data_exec(s, &cmd, fh->client, p + sizeof(cmd), len - sizeof(cmd),
+                       &d->out);
     }
     if (st != 0)
         d->out.len = 4;
@@ -938,6 +946,12 @@ serve_data_init(struct serve *s)
     if (d->tick_ev == NULL || event_add(d->tick_ev, &tv) != 0)
         return -ENOMEM;
     return 0;
+}
+
+struct dparts *
+serve_data_parts(struct serve *s)
+{
+    return &s->data->parts;
 }
 
 void

@@ -3,7 +3,9 @@
 libvs_server_a_SOURCES += \
 	shard/serve/conn.c \
 	shard/serve/hasher.c shard/serve/hasher.h \
+	shard/serve/liveness.c shard/serve/liveness.h \
 	shard/serve/login.c \
+	shard/serve/polled.c shard/serve/polled.h \
 	shard/serve/options.c shard/serve/options.h \
 	shard/serve/propose.c \
 	shard/serve/proto.c shard/serve/proto.h \
@@ -32,4 +34,19 @@ tests_integration_check_serve_basic_SOURCES = \
 tests_integration_check_serve_basic_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_serve_basic_LDADD = libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)
+endif
+
+# Consumer-group liveness end to end (issue 7 item 6): heartbeat loss,
+# reconnects, cooperative revocation completion.
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_groups_liveness
+INTEG_TESTS += tests/integration/check_groups_liveness
+INTEG_FAST_TESTS += tests/integration/check_groups_liveness
+tests_integration_check_groups_liveness_SOURCES = \
+	tests/integration/check_groups_liveness.c \
+	tests/integration/e2e.c tests/integration/e2e.h \
+	tests/integration/harness.c tests/integration/harness.h
+tests_integration_check_groups_liveness_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_groups_liveness_LDADD = libvs_client.a libvs_meta.a \
+	libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 endif

@@ -43,6 +43,7 @@
 #include "shard/fwd.h"
 #include "shard/meta/lookup.h"
 #include "shard/serve/data.h"
+#include "shard/serve/liveness.h"
 #include "shard/serve/reads.h"
 #include "shard/serve/segments.h"
 #include "shard/serve/server.h"
@@ -178,6 +179,7 @@ void
 serve_dispatch(struct serve_conn *c, const struct vs_hdr_request *req,
                const uint8_t *body, size_t len)
 {
+    serve_live_touch(c); /* any request counts as a heartbeat */
     struct vs_u128 sum = vs_checksum(body, len);
     if (!vs_u128_is_zero(req->request_checksum) &&
         !vs_u128_eq(req->request_checksum, sum)) {
@@ -257,13 +259,15 @@ serve_hash_done(void *ctx, struct serve_hash_job *j)
     serve_hash_job_free(j);
 }
 
-/* Every 100 ms: forwards lost with a crashed shard 0 get an answer. */
+/* Every 100 ms: forwards lost with a crashed shard 0 get an answer;
+ * consumer-group liveness reports (liveness.c). */
 static void
 serve_on_shard0_watch(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     serve_propose_watch_shard0(arg);
+    serve_live_tick(arg);
 }
 
 struct serve *
@@ -317,6 +321,7 @@ serve_create(struct event_base *base, const struct vs_shard_ctx *ctx,
         goto fail;
     }
     /* partitions this shard owns are open before it serves (data.c) */
+    serve_live_init(s);
     int drc = serve_data_init(s);
     if (drc != 0) {
         vs_log_error("data plane: %s", strerror(-drc));
@@ -354,6 +359,7 @@ serve_destroy(struct serve *s)
                     s->ctx->slot, (unsigned long long)s->n.data_forwarded,
                     (unsigned long long)s->n.data_remote);
     serve_data_fini(s);
+    serve_live_fini(s);
     if (s->shard0_watch_ev != NULL)
         event_free(s->shard0_watch_ev);
     if (s->listen_ev != NULL)

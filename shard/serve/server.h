@@ -77,9 +77,15 @@ struct serve_conn {
 
     int closing;
     int dispatching; /* inside serve_dispatch (frame loop) */
+
+    /* consumer-group liveness (liveness.c): monotonic ms of the last
+     * request, and of the last FWD_MEMBER_SILENT sent (0: none since) */
+    uint64_t last_active_ms;
+    uint64_t silent_sent_ms;
 };
 
 struct serve_data; /* data.c */
+struct serve_live; /* liveness.c */
 
 struct serve {
     struct event_base *base;
@@ -107,6 +113,7 @@ struct serve {
     uint32_t login_count;
 
     struct serve_data *data; /* the data plane (data.c) */
+    struct serve_live *live; /* group liveness reports (liveness.c) */
 
     struct serve_counters n;
     struct vs_wbuf scratch;
