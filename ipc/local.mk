@@ -7,13 +7,16 @@ libvs_ipc_a_SOURCES = \
 	ipc/port.c ipc/port.h \
 	ipc/ring.c ipc/ring.h \
 	ipc/segment.c ipc/segment.h \
-	ipc/shardmap.c ipc/shardmap.h
+	ipc/shardmap.c ipc/shardmap.h \
+	ipc/stats.c ipc/stats.h
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_ipc_lr tests/unit/check_ipc_ring \
-	tests/unit/check_ipc_segment tests/unit/check_ipc_lr_threads
+	tests/unit/check_ipc_segment tests/unit/check_ipc_lr_threads \
+	tests/unit/check_ipc_stats
 check_PROGRAMS += tests/unit/check_ipc_lr tests/unit/check_ipc_ring \
-	tests/unit/check_ipc_segment tests/unit/check_ipc_lr_threads
+	tests/unit/check_ipc_segment tests/unit/check_ipc_lr_threads \
+	tests/unit/check_ipc_stats
 
 tests_unit_check_ipc_lr_SOURCES = tests/unit/check_ipc_lr.c
 tests_unit_check_ipc_lr_CFLAGS = $(TEST_CFLAGS)
@@ -33,6 +36,11 @@ tests_unit_check_ipc_ring_LDADD = libvs_ipc.a libvs_common.a \
 tests_unit_check_ipc_segment_SOURCES = tests/unit/check_ipc_segment.c
 tests_unit_check_ipc_segment_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_ipc_segment_LDADD = libvs_ipc.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
+
+tests_unit_check_ipc_stats_SOURCES = tests/unit/check_ipc_stats.c
+tests_unit_check_ipc_stats_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_ipc_stats_LDADD = libvs_ipc.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
 

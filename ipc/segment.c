@@ -39,6 +39,7 @@ seg_pow2(uint32_t x)
 
 struct seg_layout {
     uint64_t procs_off, lr_off, lr_size, rings_off, ring_stride, total;
+    uint64_t stats_off;
     uint32_t ring_bytes;
 };
 
@@ -47,7 +48,7 @@ seg_compute(const struct vs_seg_params *p, struct seg_layout *l)
 {
     if (p->n_procs < 2 || p->n_procs > VS_SEG_MAX_PROCS ||
         p->lr_instance_size == 0 || p->ring_bytes == 0 ||
-        p->ring_bytes > (1u << 30))
+        p->ring_bytes > (1u << 30) || p->stats_capacity > (1u << 24))
         return -EINVAL;
     uint64_t page = seg_page();
     l->ring_bytes = seg_pow2(p->ring_bytes);
@@ -61,6 +62,12 @@ seg_compute(const struct vs_seg_params *p, struct seg_layout *l)
     l->ring_stride = seg_round_up(ring_shm_size(l->ring_bytes), page);
     uint64_t n_rings = (uint64_t)p->n_procs * p->n_procs;
     l->total = l->rings_off + n_rings * l->ring_stride;
+    l->stats_off = 0;
+    if (p->stats_capacity > 0) {
+        l->stats_off = seg_round_up(l->total, page);
+        l->total = seg_round_up(
+            l->stats_off + stats_region_size(p->stats_capacity), page);
+    }
     return 0;
 }
 
@@ -85,13 +92,14 @@ seg_validate(const struct vs_seg_hdr_shm *h, size_t size)
         return -EPROTO;
     struct vs_seg_params p = {.n_procs = h->n_procs,
                               .lr_instance_size = h->lr_instance_size,
-                              .ring_bytes = h->ring_bytes};
+                              .ring_bytes = h->ring_bytes,
+                              .stats_capacity = h->stats_capacity};
     struct seg_layout l;
     if (seg_compute(&p, &l) != 0 || l.ring_bytes != h->ring_bytes ||
-        l.procs_off != h->procs_off || l.lr_off != h->lr_off ||
-        l.lr_size != h->lr_size || l.rings_off != h->rings_off ||
-        l.ring_stride != h->ring_stride || l.total != h->total_size ||
-        h->total_size > size)
+        l.stats_off != h->stats_off || l.procs_off != h->procs_off ||
+        l.lr_off != h->lr_off || l.lr_size != h->lr_size ||
+        l.rings_off != h->rings_off || l.ring_stride != h->ring_stride ||
+        l.total != h->total_size || h->total_size > size)
         return -EPROTO;
     return 0;
 }
@@ -154,6 +162,8 @@ seg_create(struct vs_seg *s, const struct vs_seg_params *p)
     h->ring_bytes = l.ring_bytes;
     atomic_init(&h->log_level, 0);
     atomic_init(&h->stopping, 0);
+    h->stats_off = l.stats_off;
+    h->stats_capacity = p->stats_capacity;
 
     rc = lr_region_init(s->base + l.lr_off, (size_t)l.lr_size, p->n_procs,
                         (size_t)p->lr_instance_size);
@@ -169,6 +179,13 @@ seg_create(struct vs_seg *s, const struct vs_seg_params *p)
             if (rc != 0)
                 goto fail;
         }
+    if (p->stats_capacity > 0) {
+        rc = stats_region_init(s->base + l.stats_off,
+                               stats_region_size(p->stats_capacity),
+                               p->stats_capacity);
+        if (rc != 0)
+            goto fail;
+    }
     rc = ring_doorbell_create();
     if (rc < 0)
         goto fail;
@@ -260,6 +277,19 @@ seg_lr_region(const struct vs_seg *s, size_t *len)
     if (len != NULL)
         *len = (size_t)s->hdr->lr_size;
     return s->base + s->hdr->lr_off;
+}
+
+void *
+seg_stats_region(const struct vs_seg *s, size_t *len)
+{
+    if (s->hdr->stats_capacity == 0) {
+        if (len != NULL)
+            *len = 0;
+        return NULL;
+    }
+    if (len != NULL)
+        *len = stats_region_size(s->hdr->stats_capacity);
+    return s->base + s->hdr->stats_off;
 }
 
 void *

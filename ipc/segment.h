@@ -14,13 +14,20 @@
  *                                                   instances inside it
  *                                                   page-aligned too)
  *   [n_procs x n_procs rings (src, dst), src != dst] rings_off, stride
+ *   [per-partition stats table: stats.h]            stats_off (page-aligned;
+ *                                                   absent when the
+ *                                                   capacity is 0)
  * The header holds offsets and the sizes of every shared struct; a
- * mismatch refuses to attach (-EPROTO). Nothing shared holds a pointer.
+ * mismatch refuses to attach (-EPROTO). (The stats region took header
+ * padding that was zero: a build without it computes another total size
+ * for such a segment and refuses it, so the layout version stayed 1.) Nothing
+ * shared holds a pointer.
  *
  * Invariants: a process writes only what its role owns: its vs_proc_shm
  * (pid, ready, reason), its left-right reader slot, the producer side of
  * the rings it sends on and the consumer side of those it receives on;
- * shard 0 writes the left-right instances and control words; the
+ * shard 0 writes the left-right instances and control words; a data
+ * shard writes the stats entries it claimed (stats.h); the
  * supervisor writes the header's log_level and clears a reaped
  * process's vs_proc_shm and reader slot before respawning into it.
  *
@@ -38,6 +45,7 @@
 
 #include "ipc/lr.h"
 #include "ipc/ring.h"
+#include "ipc/stats.h"
 
 #define VS_SEG_MAGIC          0x31544d4753535656ull /* "VVSSGMT1" */
 #define VS_SEG_LAYOUT_VERSION 1u
@@ -70,7 +78,9 @@ struct vs_seg_hdr_shm {
     _Atomic uint32_t log_level;
     /* 1 once the supervisor began stopping the node (relaxed). */
     _Atomic uint32_t stopping;
-    uint8_t pad[20];
+    uint32_t stats_capacity; /* entries of the stats table */
+    uint64_t stats_off;      /* 0 when stats_capacity is 0 */
+    uint8_t pad[8];
 };
 
 /* Per process slot, one cache line plus the exit reason. */
@@ -91,6 +101,9 @@ struct vs_proc_shm {
 _Static_assert(sizeof(struct vs_seg_hdr_shm) == 128, "segment header");
 _Static_assert(offsetof(struct vs_seg_hdr_shm, log_level) == 100,
                "segment header layout");
+_Static_assert(offsetof(struct vs_seg_hdr_shm, stats_off) == 112,
+               "segment header layout");
+_Static_assert(VS_STATS_MAX_OWNERS >= VS_SEG_MAX_PROCS, "stats owners");
 _Static_assert(sizeof(struct vs_proc_shm) == 256, "proc slot layout");
 _Static_assert(offsetof(struct vs_proc_shm, reason) == 64, "proc reason");
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "lock-free 32-bit atomics");
@@ -100,6 +113,7 @@ struct vs_seg_params {
     uint32_t n_procs;          /* 2..VS_SEG_MAX_PROCS */
     uint64_t lr_instance_size; /* bytes of one left-right instance */
     uint32_t ring_bytes;       /* rounded up to a power of two */
+    uint32_t stats_capacity;   /* stats entries (max_partitions); 0 none */
 };
 
 /* Process-private handle (inherited across fork as a plain struct). */
@@ -140,6 +154,9 @@ uint64_t seg_off(const struct vs_seg *s, const void *p);
 struct vs_proc_shm *seg_proc(const struct vs_seg *s, uint32_t slot);
 /* The left-right region and its length. */
 void *seg_lr_region(const struct vs_seg *s, size_t *len);
+/* The stats region (stats.h) and its length; NULL and 0 if the segment
+ * has none. */
+void *seg_stats_region(const struct vs_seg *s, size_t *len);
 /* The ring from process slot src to dst (src != dst), and its length. */
 void *seg_ring_region(const struct vs_seg *s, uint32_t src, uint32_t dst,
                       size_t *len);

@@ -553,6 +553,7 @@ sup_prepare(struct sup *s)
         .n_procs = s->n,
         .lr_instance_size = shard0_instance_size(&s->cfg),
         .ring_bytes = s->cfg.ring_bytes,
+        .stats_capacity = s->cfg.max_partitions,
     };
     rc = seg_create(&s->seg, &p);
     if (rc != 0) {

@@ -36,6 +36,7 @@
 #include "shard/serve/data.h"
 #include "shard/serve/liveness.h"
 #include "shard/serve/parts.h"
+#include "shard/serve/segments.h"
 #include "shard/serve/server.h"
 
 #define DATA_TICK_MS       20u
@@ -187,6 +188,7 @@ exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
     }
     if (rc != 0)
         return DATA_E_CANNOT_APPEND_TO_FILE;
+    dparts_stats_note(&s->data->parts, dp);
     vs_wr_u32(out, 1);
     vs_wr_u32(out, cmd->stream_id);
     vs_wr_u32(out, cmd->topic_id);
@@ -303,6 +305,8 @@ data_exec(struct serve *s, const struct data_cmd *cmd, struct vs_u128 client,
             return VS_E_ERROR;
         vs_wr_u32(out, 0);
         return 0;
+    case DATA_DELETE_SEGMENTS:
+        return serve_segments_exec(dp, cmd, out);
     case DATA_FLUSH:
         rc = part_flush(dp->p);
         dparts_check_fatal(parts, rc, "flush");
@@ -359,6 +363,11 @@ send_pieces(struct serve *s, uint32_t dst, struct fwd_hdr *fh, const void *head,
 static void
 data_done(struct serve_conn *c, uint32_t status, const void *body, size_t len)
 {
+    if (c->req.operation == VS_OP_DELETE_SEGMENTS) { /* segments.c goes on */
+        c->data_pending = 0;
+        serve_segments_on_watermark(c, status, body, len);
+        return;
+    }
     serve_conn_reply(c, &c->req, status, body, len);
     c->data_pending = 0;
     serve_conn_request_done(c);
@@ -374,16 +383,25 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
     uint32_t owner = meta_partition_shard(
         meta_group_id(cmd->stream_id, cmd->topic_id, cmd->partition_id),
         s->ctx->k);
+    int segs = req->operation == VS_OP_DELETE_SEGMENTS;
     if (owner == s->ctx->slot) {
         vs_wbuf_reset(&d->out);
         uint32_t st = data_exec(s, cmd, c->client, data, dlen, &d->out);
-        serve_conn_reply(c, req, st, st == 0 ? d->out.data : NULL,
-                         st == 0 ? d->out.len : 0);
+        if (segs)
+            serve_segments_on_watermark(c, st, st == 0 ? d->out.data : NULL,
+                                        st == 0 ? d->out.len : 0);
+        else
+            serve_conn_reply(c, req, st, st == 0 ? d->out.data : NULL,
+                             st == 0 ? d->out.len : 0);
         return;
     }
     struct vs_proc_shm *po = seg_proc(s->ctx->seg, owner);
     if (!atomic_load_explicit(&po->ready, memory_order_acquire)) {
-        serve_conn_reply(c, req, VS_E_TRANSIENT_NOT_COMMITTED, NULL, 0);
+        if (segs)
+            serve_segments_on_watermark(c, VS_E_TRANSIENT_NOT_COMMITTED, NULL,
+                                        0);
+        else
+            serve_conn_reply(c, req, VS_E_TRANSIENT_NOT_COMMITTED, NULL, 0);
         return;
     }
     c->req = *req;
@@ -411,6 +429,13 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
         return;
     }
     s->n.data_forwarded++;
+}
+
+void
+serve_data_route(struct serve_conn *c, const struct vs_hdr_request *req,
+                 const struct data_cmd *cmd)
+{
+    data_route(c, req, cmd, NULL, 0);
 }
 
 /* The published state's view of stream + topic (read section held). */

@@ -4,7 +4,8 @@
 # partition engine is libvs_data.a (shard/data/local.mk).
 libvs_server_a_SOURCES += \
 	shard/serve/data.c shard/serve/data.h \
-	shard/serve/parts.c shard/serve/parts.h
+	shard/serve/parts.c shard/serve/parts.h \
+	shard/serve/segments.c shard/serve/segments.h
 
 if HAVE_CHECK
 DATA_SERVE_ITEST_LDADD = libvs_data.a libvs_meta.a libvs_storage.a \
@@ -20,6 +21,16 @@ tests_integration_check_data_serve_SOURCES = \
 	tests/integration/check_data_serve.c $(DATA_SERVE_ITEST_SRC)
 tests_integration_check_data_serve_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_data_serve_LDADD = $(DATA_SERVE_ITEST_LDADD)
+endif
+
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_data_stats
+INTEG_TESTS += tests/integration/check_data_stats
+INTEG_FAST_TESTS += tests/integration/check_data_stats
+tests_integration_check_data_stats_SOURCES = \
+	tests/integration/check_data_stats.c $(DATA_SERVE_ITEST_SRC)
+tests_integration_check_data_stats_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_data_stats_LDADD = $(DATA_SERVE_ITEST_LDADD)
 endif
 
 if HAVE_CHECK

@@ -86,6 +86,50 @@ dparts_find(struct dparts *d, const struct part_id *id)
 }
 
 static void
+stats_values_of(const struct dpart *dp, struct vs_stats_values *v)
+{
+    struct part_stats st;
+    part_stats(dp->p, &st);
+    memset(v, 0, sizeof(*v));
+    v->messages_count = st.messages;
+    v->size_bytes = st.size_bytes;
+    v->current_offset = st.current_offset;
+    v->segments_count = st.segments;
+}
+
+void
+dparts_stats_note(struct dparts *d, struct dpart *dp)
+{
+    if (d->stats.capacity == 0)
+        return;
+    struct vs_stats_values v;
+    stats_values_of(dp, &v);
+    if (dp->stats_ix != VS_STATS_NONE) {
+        stats_publish(&d->stats, dp->stats_ix, &v);
+        return;
+    }
+    uint64_t gid =
+        meta_group_id(dp->id.stream_id, dp->id.topic_id, dp->id.partition_id);
+    int rc = stats_claim(&d->stats, d->ctx->slot, gid, dp->id.created_op, &v,
+                         &dp->stats_ix);
+    if (rc != 0) {
+        dp->stats_ix = VS_STATS_NONE;
+        vs_log_warn("partition %u.%u.%u: no stats entry (%s); retried later",
+                    dp->id.stream_id, dp->id.topic_id, dp->id.partition_id,
+                    strerror(-rc));
+    }
+}
+
+static void
+stats_drop(struct dparts *d, struct dpart *dp)
+{
+    if (dp->stats_ix == VS_STATS_NONE)
+        return;
+    stats_release(&d->stats, d->ctx->slot, dp->stats_ix);
+    dp->stats_ix = VS_STATS_NONE;
+}
+
+static void
 dparts_unlink(struct dparts *d, struct dpart *dp)
 {
     struct dpart **pp = &d->buckets[dparts_hash(d, &dp->id)];
@@ -128,6 +172,16 @@ dparts_init(struct dparts *d, const struct vs_shard_ctx *ctx, struct vs_lr *lr)
         want <<= 1;
     d->nbuckets = want;
     d->buckets = vs_xcalloc(want, sizeof(*d->buckets));
+    size_t slen = 0;
+    void *sregion = ctx->seg ? seg_stats_region(ctx->seg, &slen) : NULL;
+    int src = stats_attach(&d->stats, sregion, slen);
+    if (src != 0)
+        return src;
+    uint32_t left = stats_reclaim(&d->stats, ctx->slot);
+    if (left > 0)
+        vs_log_info("stats: %u entries of a previous incarnation cleared",
+                    left);
+    stats_set_process(&d->stats);
     if (mkdir(d->dir, 0700) == -1) {
         if (errno != EEXIST)
             return -errno;
@@ -145,6 +199,7 @@ dparts_fini(struct dparts *d)
     while (d->all != NULL) {
         struct dpart *dp = d->all;
         dparts_unlink(d, dp);
+        stats_drop(d, dp);
         int rc = part_close(dp->p);
         if (rc != 0)
             vs_log_warn("partition %u.%u.%u: close: %s", dp->id.stream_id,
@@ -153,6 +208,8 @@ dparts_fini(struct dparts *d)
     }
     free(d->buckets);
     d->buckets = NULL;
+    if (stats_process() == &d->stats)
+        stats_set_process(NULL);
 }
 
 /* Topic options -> what the partition engine and retention use. */
@@ -263,6 +320,7 @@ open_one(struct dparts *d, const struct dlive *e)
     dp->p = p;
     dp->purge_gen = e->purge_gen;
     dp->watermark = 0;
+    dp->stats_ix = VS_STATS_NONE;
     size_t b = dparts_hash(d, &dp->id);
     dp->hnext = d->buckets[b];
     d->buckets[b] = dp;
@@ -270,6 +328,7 @@ open_one(struct dparts *d, const struct dlive *e)
     d->all = dp;
     d->count++;
     d->opened++;
+    dparts_stats_note(d, dp);
     vs_log_debug("partition %u.%u.%u@%llu open", e->id.stream_id,
                  e->id.topic_id, e->id.partition_id,
                  (unsigned long long)e->id.created_op);
@@ -281,7 +340,9 @@ update_one(struct dparts *d, struct dpart *dp, const struct dlive *e)
 {
     dp->message_expiry = e->message_expiry;
     dp->max_bytes = e->max_bytes;
+    int changed = 0;
     if (e->purge_gen > dp->purge_gen) {
+        changed = 1;
         int rc = part_purge(dp->p, e->purge_gen);
         dparts_check_fatal(d, rc, "purging a partition");
         if (rc == 0) {
@@ -298,13 +359,17 @@ update_one(struct dparts *d, struct dpart *dp, const struct dlive *e)
         dparts_check_fatal(d, rc, "deleting segments");
         if (rc == 0)
             dp->watermark = e->watermark;
+        changed = 1;
     }
+    if (changed || dp->stats_ix == VS_STATS_NONE)
+        dparts_stats_note(d, dp);
 }
 
 static void
 remove_one(struct dparts *d, struct dpart *dp)
 {
     dparts_unlink(d, dp);
+    stats_drop(d, dp);   /* a deleted partition's counters are cleared */
     part_abandon(dp->p); /* its files go away: nothing to flush */
     int rc = pdir_remove(&d->io, d->dir, &dp->id);
     dparts_check_fatal(d, rc, "removing a deleted partition");
@@ -438,11 +503,12 @@ dparts_tick_retention(struct dparts *d, uint64_t now_us)
         int rc = part_retention(dp->p, now_us, dp->message_expiry,
                                 dp->max_bytes, &r);
         dparts_check_fatal(d, rc, "retention");
-        if (r.segments_deleted > 0)
-            vs_log_info("partition %u.%u.%u: retention deleted %u segments "
-                        "(%llu bytes)",
-                        dp->id.stream_id, dp->id.topic_id, dp->id.partition_id,
-                        r.segments_deleted,
-                        (unsigned long long)r.bytes_deleted);
+        if (r.segments_deleted == 0)
+            continue;
+        dparts_stats_note(d, dp);
+        vs_log_info("partition %u.%u.%u: retention deleted %u segments "
+                    "(%llu bytes)",
+                    dp->id.stream_id, dp->id.topic_id, dp->id.partition_id,
+                    r.segments_deleted, (unsigned long long)r.bytes_deleted);
     }
 }

@@ -37,6 +37,19 @@
  *   - otherwise directories the state does not list (created at or below
  *     the published op, so their delete was published) are removed.
  *
+ * Stats (DESIGN §2, ipc/stats.h): every open partition has an entry in
+ * the shared stats table, keyed by (group id, created_op) and written
+ * only here, by its owner: claimed with part_stats() at open (recomputed
+ * from the files), republished after every append (dparts_stats_note,
+ * called by the send path), purge, DeleteSegments watermark and
+ * retention deletion, released (cleared) when the partition is deleted or
+ * closed. At start the shard first reclaims entries its previous
+ * incarnation left. A claim that finds the table full is retried at the
+ * next publication. After a (re)start a partition's counters appear when
+ * its owner opens it: at the owner's first sync after shard 0 published
+ * the recovered state (its data timer, or its first data request); until
+ * then readers report zeros for it.
+ *
  * Errors: a refused partition (part_open -EBADMSG) or a fatal I/O error
  * (-VS_EFATAL) ends the process through shard_fatal (exit 2, one line:
  * the verdict or sio_fatal_msg). A partition that cannot be created for
@@ -53,6 +66,7 @@
 #include <stdint.h>
 
 #include "ipc/lr.h"
+#include "ipc/stats.h"
 #include "shard/data/partition.h"
 #include "shard/shard.h"
 #include "shard/storage/io.h"
@@ -66,6 +80,7 @@ struct dpart {
     uint64_t message_expiry; /* µs; 0 / UINT64_MAX = never */
     uint64_t max_bytes;      /* share of max_topic_size; 0/MAX = none */
     uint32_t seen;           /* sync epoch */
+    uint32_t stats_ix;       /* stats entry, VS_STATS_NONE if none */
     struct dpart *hnext;     /* hash chain */
     struct dpart *next;      /* all open partitions */
 };
@@ -83,6 +98,7 @@ struct dparts {
     struct dpart **buckets;
     size_t nbuckets;
     uint64_t opened, removed, stray_removed; /* counters (logs, tests) */
+    struct vs_stats stats; /* the shared stats table (capacity 0: none) */
 };
 
 /* Creates DATA/partitions if needed. 0 or -errno (the caller stops). */
@@ -102,6 +118,10 @@ struct dpart *dparts_find(struct dparts *d, const struct part_id *id);
 void dparts_tick_fsync(struct dparts *d, uint64_t now_ms);
 /* Retention: part_retention on every open partition. */
 void dparts_tick_retention(struct dparts *d, uint64_t now_us);
+
+/* Republishes an owned partition's stats entry from part_stats (claims
+ * one if it has none yet). Call after every successful append. */
+void dparts_stats_note(struct dparts *d, struct dpart *dp);
 
 /* Ends the process (exit 2) if rc is -VS_EFATAL, with the io's message;
  * `what` names the operation. Returns otherwise. */

@@ -2,6 +2,13 @@
  * shard/serve/reads.c - reads served from the published metadata
  * instance; see reads.h. Runs inside a read section on a data shard's
  * loop: bounded work, no blocking, no socket I/O.
+ * Data-plane counters (GetStats messages / sizes / segments, the size,
+ * message count, segment count and current offset of the stream, topic
+ * and partition records) come from the shared per-partition stats table
+ * (ipc/stats.h, written by each partition's owning shard), looked up by
+ * (group id, created_op) of every partition the published state lists
+ * and summed per topic and stream; a partition without an entry yet
+ * reports zeros and one segment (never below 1 in reads).
  */
 #include "config.h"
 
@@ -13,6 +20,7 @@
 
 #include "common/clock.h"
 #include "common/errors.h"
+#include "ipc/stats.h"
 #include "shard/meta/authz.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/records.h"
@@ -128,10 +136,90 @@ serve_wr_client_info(struct vs_wbuf *w, const void *st,
     }
 }
 
+/* Sums of partitions' counters. */
+struct agg {
+    uint64_t size_bytes;
+    uint64_t messages;
+    uint64_t segments;
+};
+
+static void
+part_values(const struct meta_partition *p, struct vs_stats_values *v)
+{
+    (void)stats_lookup(stats_process(),
+                       meta_group_id(p->stream_id, p->topic_id, p->id),
+                       p->created_op, v);
+    if (v->segments_count == 0)
+        v->segments_count = 1;
+}
+
+static void
+topic_agg(const void *st, const struct meta_topic *t, struct agg *a)
+{
+    for (uint32_t pid = 0; pid < t->partitions_count; pid++) {
+        const struct meta_partition *p =
+            meta_partition_by_id(st, t->stream_id, t->id, pid);
+        if (p == NULL)
+            continue;
+        struct vs_stats_values v;
+        part_values(p, &v);
+        a->size_bytes += v.size_bytes;
+        a->messages += v.messages_count;
+        a->segments += v.segments_count;
+    }
+}
+
+static void
+stream_agg(const void *st, const struct meta_stream *s, struct agg *a)
+{
+    uint32_t found = 0;
+    for (uint32_t id = 0; id < META_MAX_TOPIC_ID && found < s->topics_count;
+         id++) {
+        const struct meta_topic *t = meta_topic_by_id(st, s->id, id);
+        if (t == NULL)
+            continue;
+        found++;
+        topic_agg(st, t, a);
+    }
+}
+
+static void
+all_agg(const void *st, struct agg *a)
+{
+    const struct meta_hdr *h = meta_hdr_c(st);
+    uint32_t found = 0;
+    for (uint32_t id = 0;
+         id < h->caps.streams && found < h->count[META_TAB_STREAM]; id++) {
+        const struct meta_stream *s = meta_stream_by_id(st, id);
+        if (s == NULL)
+            continue;
+        found++;
+        stream_agg(st, s, a);
+    }
+}
+
+static void
+wr_stream(struct vs_wbuf *w, const void *st, const struct meta_stream *s)
+{
+    struct agg a = {0, 0, 0};
+    stream_agg(st, s, &a);
+    meta_wr_stream_record(w, s, a.size_bytes, a.messages);
+}
+
+static void
+wr_topic_header(struct vs_wbuf *w, const void *st, const struct meta_topic *t)
+{
+    struct agg a = {0, 0, 0};
+    topic_agg(st, t, &a);
+    meta_wr_topic_header(w, t, a.size_bytes, a.messages);
+}
+
 static void
 wr_stats(struct vs_wbuf *w, const void *st, const struct serve_read_env *env)
 {
     const struct meta_hdr *h = meta_hdr_c(st);
+    struct agg a = {0, 0, 0};
+    all_agg(st, &a);
     struct rusage ru;
     memset(&ru, 0, sizeof(ru));
     (void)getrusage(RUSAGE_SELF, &ru);
@@ -150,12 +238,12 @@ wr_stats(struct vs_wbuf *w, const void *st, const struct serve_read_env *env)
     vs_wr_u64(w, env->start_time_us);
     vs_wr_u64(w, (uint64_t)ru.ru_inblock * 512);
     vs_wr_u64(w, (uint64_t)ru.ru_oublock * 512);
-    vs_wr_u64(w, 0); /* messages_size_bytes: data plane */
+    vs_wr_u64(w, a.size_bytes); /* messages_size_bytes */
     vs_wr_u32(w, h->count[META_TAB_STREAM]);
     vs_wr_u32(w, h->count[META_TAB_TOPIC]);
     vs_wr_u32(w, h->count[META_TAB_PARTITION]);
-    vs_wr_u32(w, h->count[META_TAB_PARTITION]); /* one segment each */
-    vs_wr_u64(w, 0);                            /* messages: data plane */
+    vs_wr_u32(w, a.segments > UINT32_MAX ? UINT32_MAX : (uint32_t)a.segments);
+    vs_wr_u64(w, a.messages);
     vs_wr_u32(w, h->count[META_TAB_SESSION]);
     vs_wr_u32(w, h->count[META_TAB_GROUP]);
     char host[256];
@@ -182,12 +270,16 @@ ident_stream(const void *st, const struct meta_ident *id,
 static void
 wr_topic_full(struct vs_wbuf *w, const void *st, const struct meta_topic *t)
 {
-    meta_wr_topic_header(w, t, 0, 0);
+    wr_topic_header(w, st, t);
     for (uint32_t p = 0; p < t->partitions_count; p++) {
         const struct meta_partition *pr =
             meta_partition_by_id(st, t->stream_id, t->id, p);
-        if (pr)
-            meta_wr_partition_record(w, pr, 1, 0, 0, 0);
+        if (pr == NULL)
+            continue;
+        struct vs_stats_values v;
+        part_values(pr, &v);
+        meta_wr_partition_record(w, pr, v.segments_count, v.current_offset,
+                                 v.size_bytes, v.messages_count);
     }
 }
 
@@ -202,7 +294,7 @@ each_topic(const void *st, const struct meta_stream *s, struct vs_wbuf *w)
         if (!t)
             continue;
         found++;
-        meta_wr_topic_header(w, t, 0, 0);
+        wr_topic_header(w, st, t);
     }
 }
 
@@ -356,7 +448,7 @@ serve_read(const void *st, const struct serve_read_env *env,
             return VS_E_UNAUTHORIZED;
         if (!s)
             return 0;
-        meta_wr_stream_record(out, s, 0, 0);
+        wr_stream(out, st, s);
         each_topic(st, s, out);
         return 0;
     }
@@ -367,7 +459,7 @@ serve_read(const void *st, const struct serve_read_env *env,
         for (uint32_t id = 0; id < h->caps.streams; id++) {
             const struct meta_stream *s = meta_stream_by_id(st, id);
             if (s)
-                meta_wr_stream_record(out, s, 0, 0);
+                wr_stream(out, st, s);
         }
         return 0;
     case SERVE_C_GET_TOPICS: {

@@ -14,7 +14,9 @@
  *     reads -> served here (H 3 undecodable, H 41 denied, not found =
  *     status 0 empty); any other code -> H 3; the connection stays;
  *  4. Register (1) -> login.c; Logout (3) and metadata ops 128..149 ->
- *     Eviction 1 before login, else propose.c; partition plane 160..162
+ *     Eviction 1 before login, else propose.c (DeleteSegments 138:
+ *     segments.c, which asks the owner for the watermark first); partition
+ * plane 160..162
  *     -> Eviction 1 before login, else data.c (send, store/delete
  *     offset; also NR Poll, GetOffset, Flush); any other operation -> H 3.
  * Every request gets exactly one answer (or, for a framing error, the
@@ -43,6 +45,7 @@
 #include "shard/serve/data.h"
 #include "shard/serve/liveness.h"
 #include "shard/serve/reads.h"
+#include "shard/serve/segments.h"
 #include "shard/serve/server.h"
 
 static void
@@ -211,6 +214,10 @@ serve_dispatch(struct serve_conn *c, const struct vs_hdr_request *req,
     }
     if (partition) {
         serve_data_request(c, req, body, len);
+        return;
+    }
+    if (op == VS_OP_DELETE_SEGMENTS) {
+        serve_segments_start(c, req, body, len);
         return;
     }
     serve_propose_start(c, req, body, len);
