@@ -58,7 +58,7 @@ stop_clean(struct vs_node *n)
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
     ck_assert_int_eq(vs_wait_gone(kids, nk, STOP_MS), 0);
     pid_t orphans[8];
-    ck_assert_uint_eq(vs_harness_orphans(NULL, 0, orphans, 8), 0);
+    ck_assert_uint_eq(vs_harness_orphans_wait(NULL, 0, orphans, 8, STOP_MS), 0);
 }
 
 static long
@@ -181,7 +181,7 @@ START_TEST(test_child_exit_2_stops_node)
     /* no restart was attempted and nobody is left */
     ck_assert(!vs_file_contains(node.log_file, "shard 0 restarts"));
     pid_t orphans[8];
-    ck_assert_uint_eq(vs_harness_orphans(NULL, 0, orphans, 8), 0);
+    ck_assert_uint_eq(vs_harness_orphans_wait(NULL, 0, orphans, 8, STOP_MS), 0);
     ck_assert_int_eq(access(node.ready_file, F_OK), -1);
 }
 END_TEST
@@ -237,7 +237,7 @@ START_TEST(test_supervisor_killed)
     vs_node_kill(&node);
     ck_assert_int_eq(vs_wait_gone(r.shard_pids, r.n_shard_pids, STOP_MS), 0);
     pid_t orphans[8];
-    ck_assert_uint_eq(vs_harness_orphans(NULL, 0, orphans, 8), 0);
+    ck_assert_uint_eq(vs_harness_orphans_wait(NULL, 0, orphans, 8, STOP_MS), 0);
     start_ok(&node, args);
     stop_clean(&node);
 }

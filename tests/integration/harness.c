@@ -325,6 +325,19 @@ vs_harness_orphans(const struct vs_node *const *nodes, size_t nn, pid_t *out,
     return count;
 }
 
+size_t
+vs_harness_orphans_wait(const struct vs_node *const *nodes, size_t nn,
+                        pid_t *out, size_t max, uint32_t timeout_ms)
+{
+    uint64_t end = h_now_ms() + timeout_ms;
+    for (;;) {
+        size_t n = vs_harness_orphans(nodes, nn, out, max);
+        if (n == 0 || h_now_ms() >= end)
+            return n;
+        h_sleep_ms(10);
+    }
+}
+
 int
 vs_wait_gone(const pid_t *pids, size_t n, uint32_t timeout_ms)
 {

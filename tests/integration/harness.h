@@ -84,6 +84,11 @@ int vs_proc_alive(pid_t pid);
  * max of their pids. */
 size_t vs_harness_orphans(const struct vs_node *const *nodes, size_t n,
                           pid_t *out, size_t max);
+/* Like vs_harness_orphans, but waits up to timeout_ms for children that
+ * are still exiting (a SIGKILLed ASan process can take a while to tear
+ * down its address space): returns the number still alive at the end. */
+size_t vs_harness_orphans_wait(const struct vs_node *const *nodes, size_t n,
+                               pid_t *out, size_t max, uint32_t timeout_ms);
 /* Waits until none of pids[0..n) is alive. 0 or -ETIMEDOUT. */
 int vs_wait_gone(const pid_t *pids, size_t n, uint32_t timeout_ms);
 
