@@ -74,7 +74,8 @@ endif
 # Issue 7: messages and consumer groups end to end (two data shards).
 if HAVE_CHECK
 E2E_DATA_TESTS = tests/integration/check_e2e_messages \
-	tests/integration/check_e2e_groups
+	tests/integration/check_e2e_groups \
+	tests/integration/check_e2e_send_durable
 check_PROGRAMS += $(E2E_DATA_TESTS)
 INTEG_TESTS += $(E2E_DATA_TESTS)
 INTEG_FAST_TESTS += tests/integration/check_e2e_groups
@@ -85,6 +86,11 @@ tests_integration_check_e2e_messages_SOURCES = \
 	tests/integration/check_e2e_messages.c $(E2E_COMMON)
 tests_integration_check_e2e_messages_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_e2e_messages_LDADD = $(E2E_DATA_LDADD)
+
+tests_integration_check_e2e_send_durable_SOURCES = \
+	tests/integration/check_e2e_send_durable.c $(E2E_COMMON)
+tests_integration_check_e2e_send_durable_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_e2e_send_durable_LDADD = $(E2E_DATA_LDADD)
 
 tests_integration_check_e2e_groups_SOURCES = \
 	tests/integration/check_e2e_groups.c $(E2E_COMMON)
