@@ -285,10 +285,13 @@ START_TEST(test_kill_owning_shard)
     start(2);
     struct dr_sess s;
     prepare(&s, 4);
-    uint32_t mine = dr_my_shard(&s);
     dr_close(&s);
-    /* the sender's connection: find one on shard `mine`, then a
-     * partition owned by the other shard */
+    /* The sender's connection, on whichever data shard the kernel gave it
+     * (both watch one listener), and a partition owned by the OTHER data
+     * shard, so its sends are forwarded. */
+    struct dr_sess t;
+    dr_login(&t, &node, 0x8000);
+    uint32_t mine = dr_my_shard(&t);
     uint32_t p = 0;
     while (p < 4 && dr_owner(0, 0, p, 2) == mine)
         p++;
@@ -303,20 +306,9 @@ START_TEST(test_kill_owning_shard)
     if (child == 0) {
         close(pfd[0]);
         close(sfd[1]);
-        /* a connection on shard `mine` (the kernel spreads connections
-         * over the shards' listeners): its sends to p are forwarded */
-        struct dr_sess t;
-        t.fd = -1;
-        for (int tries = 0; tries < 100; tries++) {
-            dr_login(&t, &node, 0x8000 + (uint64_t)tries);
-            if (dr_my_shard(&t) == mine)
-                break;
-            dr_close(&t);
-        }
-        if (t.fd < 0)
-            _exit(3);
         sender(p, pfd[1], sfd[0], &t);
     }
+    close(t.fd); /* the child owns the connection */
     close(pfd[1]);
     close(sfd[0]);
     static struct run r;
