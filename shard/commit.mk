@@ -28,7 +28,7 @@ if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_groups0
 check_PROGRAMS += tests/unit/check_groups0
 tests_unit_check_groups0_SOURCES = tests/unit/check_groups0.c \
-	tests/unit/commit_fixture.h
+	tests/unit/commit_fixture.h tests/unit/groups_fixture.h
 tests_unit_check_groups0_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_groups0_LDADD = libvs_server.a libvs_data.a libvs_ipc.a \
 	libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) \
@@ -41,7 +41,8 @@ if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_groups_liveness
 check_PROGRAMS += tests/unit/check_groups_liveness
 tests_unit_check_groups_liveness_SOURCES = \
-	tests/unit/check_groups_liveness.c tests/unit/commit_fixture.h
+	tests/unit/check_groups_liveness.c tests/unit/commit_fixture.h \
+	tests/unit/groups_fixture.h
 tests_unit_check_groups_liveness_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_groups_liveness_LDADD = libvs_server.a libvs_data.a \
 	libvs_ipc.a libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a \

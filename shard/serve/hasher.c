@@ -26,8 +26,8 @@ struct serve_hasher {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stop;
-    struct serve_hash_job *todo_head, *todo_tail; /* loop -> worker */
-    struct serve_hash_job *done_head, *done_tail; /* worker -> loop */
+    struct serve_hash_job *pending_head, *pending_tail; /* loop -> worker */
+    struct serve_hash_job *done_head, *done_tail;       /* worker -> loop */
     size_t pending;
     int efd;
     struct event *ev;
@@ -87,14 +87,14 @@ serve_hasher_thread(void *arg)
     struct serve_hasher *h = arg;
     pthread_mutex_lock(&h->mu);
     for (;;) {
-        while (!h->stop && h->todo_head == NULL)
+        while (!h->stop && h->pending_head == NULL)
             pthread_cond_wait(&h->cv, &h->mu);
         if (h->stop)
             break;
-        struct serve_hash_job *j = h->todo_head;
-        h->todo_head = j->next;
-        if (h->todo_head == NULL)
-            h->todo_tail = NULL;
+        struct serve_hash_job *j = h->pending_head;
+        h->pending_head = j->next;
+        if (h->pending_head == NULL)
+            h->pending_tail = NULL;
         pthread_mutex_unlock(&h->mu);
         run_job(h, j);
         pthread_mutex_lock(&h->mu);
@@ -176,7 +176,7 @@ void
 serve_hasher_submit(struct serve_hasher *h, struct serve_hash_job *job)
 {
     pthread_mutex_lock(&h->mu);
-    push(&h->todo_head, &h->todo_tail, job);
+    push(&h->pending_head, &h->pending_tail, job);
     h->pending++;
     pthread_cond_signal(&h->cv);
     pthread_mutex_unlock(&h->mu);
@@ -213,7 +213,7 @@ serve_hasher_destroy(struct serve_hasher *h)
         pthread_mutex_unlock(&h->mu);
         pthread_join(h->thread, NULL);
     }
-    free_list(h->todo_head);
+    free_list(h->pending_head);
     free_list(h->done_head);
     if (h->ev != NULL)
         event_free(h->ev);

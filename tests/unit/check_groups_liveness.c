@@ -24,6 +24,7 @@
 #include "shard/meta/lookup.h"
 #include "shard/serve/polled.h"
 #include "tests/unit/commit_fixture.h"
+#include "tests/unit/groups_fixture.h"
 
 static const struct vs_u128 CLIENT_A = {0x1111, 0xaaaa};
 static const struct vs_u128 CLIENT_B = {0x2222, 0xbbbb};
@@ -60,85 +61,10 @@ boot(struct fx *f)
     shard0_recovered_fini(&f->rec);
 }
 
-struct sess {
-    struct vs_u128 client;
-    uint64_t session;
-    uint64_t request;
-    uint64_t conn;
-};
-
-static void
-reg(struct fx *f, struct sess *s, struct vs_u128 client)
-{
-    fx_clear_sent(f);
-    ck_assert_int_eq(fx_register(f, client, 0), 0);
-    ck_assert_uint_eq(f->nsent, 1);
-    ck_assert_uint_eq(fx_last(f)->h.flags, FWD_F_BIND);
-    s->client = client;
-    s->session = fx_last(f)->h.session;
-    s->request = 1;
-    s->conn = f->conn;
-}
-
-static uint32_t
-op_code(struct fx *f, struct sess *s, struct meta_op *op)
-{
-    fx_clear_sent(f);
-    ck_assert_int_eq(fx_propose(f, s->client, s->session, s->request++, 0, op),
-                     0);
-    ck_assert_uint_eq(f->nsent, 1);
-    const uint8_t *body = fx_last(f)->frame + VS_HEADER_SIZE;
-    ck_assert_uint_ge(fx_last(f)->len, VS_HEADER_SIZE + 4);
-    return vs_load_u32(body) == 0 ? 0 : vs_load_u32(body + 8);
-}
-
-static void
-target(struct meta_op *op, unsigned operation)
-{
-    meta_op_init(op, operation);
-    meta_ident_id(&op->stream, 0);
-    meta_ident_id(&op->topic, 0);
-    meta_ident_id(&op->group, 0);
-}
-
-/* Genesis, A and B registered, stream 0 / topic 0 with `parts`
- * partitions, group 0 that A joined (A owns every partition). */
 static void
 setup(struct fx *f, struct sess *a, struct sess *b, uint32_t parts)
 {
-    char err[512];
-    struct meta_op *op = vs_xcalloc(1, sizeof(*op));
-    fx_init(f);
-    boot(f);
-    ck_assert_msg(commit_genesis(f->c, err, sizeof(err)) == 0, "%s", err);
-    reg(f, a, CLIENT_A);
-    reg(f, b, CLIENT_B);
-    meta_op_init(op, VS_OP_CREATE_STREAM);
-    meta_op_set_name(op, "s", 1);
-    ck_assert_uint_eq(op_code(f, a, op), 0);
-    meta_op_init(op, VS_OP_CREATE_TOPIC);
-    meta_ident_id(&op->stream, 0);
-    meta_op_set_name(op, "t", 1);
-    op->count = parts;
-    op->opts.compression = 1;
-    op->opts.message_expiry = UINT64_MAX;
-    op->opts.max_topic_size = UINT64_MAX;
-    op->opts.segment_size = 1073741824ull;
-    op->opts.size_of_messages_required_to_save = 1048576;
-    op->opts.messages_required_to_save = 1024;
-    ck_assert_uint_eq(op_code(f, a, op), 0);
-    target(op, VS_OP_CREATE_CONSUMER_GROUP);
-    meta_op_set_name(op, "g", 1);
-    ck_assert_uint_eq(op_code(f, a, op), 0);
-    target(op, VS_OP_JOIN_CONSUMER_GROUP);
-    ck_assert_uint_eq(op_code(f, a, op), 0);
-    free(op);
-}
-
-static const void *
-state(struct fx *f)
-{
-    return commit_state(f->c);
+    groups_setup(f, a, b, parts, boot, CLIENT_A, CLIENT_B);
 }
 
 static uint64_t
