@@ -217,32 +217,32 @@ batch_err_code(enum batch_err e)
     case BATCH_OK:
         return VS_E_OK;
     case BATCH_E_SHORT:
-        return DATA_E_TOO_SMALL_MESSAGE;
+        return VS_E_TOO_SMALL_MESSAGE;
     case BATCH_E_LENGTH:
     case BATCH_E_FRAME_BOUNDS:
-        return DATA_E_INVALID_MESSAGES_SIZE;
+        return VS_E_INVALID_MESSAGES_SIZE;
     case BATCH_E_TOO_LARGE:
-        return DATA_E_TOO_BIG_MESSAGE_PAYLOAD;
+        return VS_E_TOO_BIG_MESSAGE_PAYLOAD;
     case BATCH_E_EMPTY:
     case BATCH_E_COUNT:
-        return DATA_E_INVALID_MESSAGES_COUNT;
+        return VS_E_INVALID_MESSAGES_COUNT;
     case BATCH_E_TOO_MANY:
-        return DATA_E_TOO_MANY_MESSAGES;
+        return VS_E_TOO_MANY_MESSAGES;
     case BATCH_E_RESERVED:
     case BATCH_E_FRAME_RESERVED:
-        return DATA_E_INVALID_RESERVED_FIELD;
+        return VS_E_INVALID_RESERVED_FIELD;
     case BATCH_E_OFFSET_DELTA:
-        return DATA_E_NON_ZERO_OFFSET;
+        return VS_E_NON_ZERO_OFFSET;
     case BATCH_E_PAYLOAD_TOO_LARGE:
-        return DATA_E_TOO_BIG_MESSAGE_PAYLOAD;
+        return VS_E_TOO_BIG_MESSAGE_PAYLOAD;
     case BATCH_E_HEADERS_TOO_LARGE:
-        return DATA_E_TOO_BIG_USER_HEADERS;
+        return VS_E_TOO_BIG_USER_HEADERS;
     case BATCH_E_MSG_CHECKSUM:
-        return DATA_E_INVALID_MESSAGE_CHECKSUM;
+        return VS_E_INVALID_MESSAGE_CHECKSUM;
     case BATCH_E_BATCH_CHECKSUM:
-        return DATA_E_INVALID_BATCH_CHECKSUM;
+        return VS_E_INVALID_BATCH_CHECKSUM;
     case BATCH_E_NOT_ZEROED:
-        return DATA_E_NON_ZERO_TIMESTAMP;
+        return VS_E_NON_ZERO_TIMESTAMP;
     }
     return VS_E_INVALID_FORMAT;
 }

@@ -38,6 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/errors.h"
+
 #define BATCH_HEADER_SIZE 256u
 #define BATCH_FRAME_SIZE  48u
 
@@ -59,23 +61,6 @@
 #define BATCH_FOFF_HEADERS_LEN 32u
 #define BATCH_FOFF_PAYLOAD_LEN 36u
 #define BATCH_FOFF_RESERVED    40u
-
-/* Iggy error codes for refused batches and data-plane failures that
- * common/errors.h does not list (values from Iggy's IggyError). */
-#define DATA_E_SEGMENT_NOT_FOUND        4000u
-#define DATA_E_CANNOT_SAVE_MESSAGES     4006u
-#define DATA_E_INVALID_MESSAGES_COUNT   4009u
-#define DATA_E_TOO_BIG_USER_HEADERS     4017u
-#define DATA_E_TOO_BIG_MESSAGE_PAYLOAD  4022u
-#define DATA_E_TOO_MANY_MESSAGES        4023u
-#define DATA_E_INVALID_MESSAGE_CHECKSUM 4027u
-#define DATA_E_NON_ZERO_OFFSET          4031u
-#define DATA_E_NON_ZERO_TIMESTAMP       4032u
-#define DATA_E_INVALID_MESSAGES_SIZE    4036u
-#define DATA_E_TOO_SMALL_MESSAGE        4037u
-#define DATA_E_INVALID_BATCH_CHECKSUM   4039u
-#define DATA_E_INVALID_RESERVED_FIELD   4101u
-#define DATA_E_CANNOT_APPEND_TO_FILE    10005u
 
 /* Why a batch was refused. */
 enum batch_err {

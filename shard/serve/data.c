@@ -171,7 +171,7 @@ exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
           uint8_t *batch, size_t blen, struct vs_wbuf *out)
 {
     if (disk_low(s))
-        return DATA_E_CANNOT_SAVE_MESSAGES;
+        return VS_E_CANNOT_SAVE_MESSAGES;
     struct part_append_result res;
     enum batch_err berr = BATCH_OK;
     int rc = part_append(dp->p, batch, blen, vs_realtime_us(), &res, &berr);
@@ -184,10 +184,10 @@ exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
     if (rc == -ENOSPC) {
         vs_log_warn("partition %u.%u.%u: out of space: send refused",
                     cmd->stream_id, cmd->topic_id, cmd->partition_id);
-        return DATA_E_CANNOT_SAVE_MESSAGES;
+        return VS_E_CANNOT_SAVE_MESSAGES;
     }
     if (rc != 0)
-        return DATA_E_CANNOT_APPEND_TO_FILE;
+        return VS_E_CANNOT_APPEND_TO_FILE;
     dparts_stats_note(&s->data->parts, dp);
     vs_wr_u32(out, 1);
     vs_wr_u32(out, cmd->stream_id);
@@ -467,7 +467,7 @@ data_send(struct serve_conn *c, const struct vs_hdr_request *req,
     const uint8_t *batch = body + m.batch_off;
     size_t blen = len - m.batch_off;
     if (blen >= BATCH_HEADER_SIZE && batch_count(batch) != m.messages_count) {
-        serve_conn_reply(c, req, DATA_E_INVALID_MESSAGES_COUNT, NULL, 0);
+        serve_conn_reply(c, req, VS_E_INVALID_MESSAGES_COUNT, NULL, 0);
         return;
     }
     struct data_cmd cmd;

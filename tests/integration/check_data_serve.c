@@ -319,7 +319,7 @@ START_TEST(test_bad_batches)
         batch = dr_batch("bad", 3, &bl);
         body = dr_send_body(0, 0, 2, &p, 4, batch, bl, 4, &len);
         ck_assert_uint_eq(dr_send(&s, body, len, &got, &base),
-                          DATA_E_INVALID_MESSAGES_COUNT);
+                          VS_E_INVALID_MESSAGES_COUNT);
         free(body);
         free(batch);
     }
@@ -436,7 +436,7 @@ START_TEST(test_disk_watermark)
         uint8_t *batch = dr_batch("w", 2, &bl);
         uint8_t *body = dr_send_body(0, 0, 2, &p, 4, batch, bl, 2, &len);
         ck_assert_uint_eq(dr_send(&s, body, len, NULL, NULL),
-                          DATA_E_CANNOT_SAVE_MESSAGES);
+                          VS_E_CANNOT_SAVE_MESSAGES);
         free(batch);
         free(body);
         static struct dr_poll r;

@@ -81,6 +81,10 @@ START_TEST(test_error_names)
                      "UnsupportedOptionKey");
     ck_assert_str_eq(vs_iggy_error_name(41), "Unauthorized");
     ck_assert_str_eq(vs_iggy_error_str(40), "unauthenticated");
+    ck_assert_str_eq(vs_iggy_error_name(VS_E_INVALID_MESSAGE_CHECKSUM),
+                     "InvalidMessageChecksum");
+    ck_assert_uint_eq(VS_E_INVALID_MESSAGE_CHECKSUM, 4027);
+    ck_assert_str_eq(vs_iggy_error_name(4006), "CannotSaveMessagesToSegment");
     ck_assert_str_eq(vs_iggy_error_name(77777), "Unknown");
     ck_assert_str_eq(vs_iggy_error_str(77777), "unknown error");
 }
