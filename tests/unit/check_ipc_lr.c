@@ -271,9 +271,14 @@ wait_until_gt(_Atomic uint64_t *v, uint64_t than, const char *what)
 static void
 stop_readers(pid_t *pids, uint32_t first, uint32_t last)
 {
-    atomic_store(&sh->stop, 1);
+    /* a reader the scheduler has not run yet must still read once (the
+     * wait is bounded: a reader that never reads fails the test) */
     for (uint32_t i = first; i <= last; i++) {
         atomic_store(&sh->hold[i], 0);
+        wait_until_gt(&sh->reads[i], 0, "a reader's first read");
+    }
+    atomic_store(&sh->stop, 1);
+    for (uint32_t i = first; i <= last; i++) {
         int st = wait_exit(pids[i]);
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
                       "reader %u status %d", i, st);
@@ -416,6 +421,10 @@ START_TEST(test_stress_readers)
     pid_t pids[MAX_SLOTS] = {0};
     for (uint32_t i = 1; i <= R; i++)
         pids[i] = spawn_reader(i);
+    /* every reader is reading before the writer starts, so the run
+     * overlaps reads with publishes even on a loaded machine */
+    for (uint32_t i = 1; i <= R; i++)
+        wait_until_gt(&sh->reads[i], 0, "reader running");
     pid_t w = spawn_writer(1, OPS_STRESS, 200);
     int st = wait_exit(w);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer %d", st);
