@@ -240,14 +240,15 @@ END_TEST
 /* ---- two processes through ports on libevent ---- */
 
 struct shared {
-    _Atomic uint64_t sent;      /* frames the producer handed over */
-    _Atomic uint64_t got;       /* frames the consumer accepted */
-    _Atomic uint64_t bad;       /* corrupt or out of order */
-    _Atomic uint64_t last_seq;  /* consumer's last seq + 1 */
-    _Atomic uint32_t congested; /* producer saw port_send return 1 */
-    _Atomic uint32_t drained;   /* producer's on_drain calls */
-    _Atomic uint64_t ticks;     /* producer loop timer ticks */
-    _Atomic uint32_t go;        /* consumer may run its loop */
+    _Atomic uint64_t sent;       /* frames the producer handed over */
+    _Atomic uint64_t got;        /* frames the consumer accepted */
+    _Atomic uint64_t bad;        /* corrupt or out of order */
+    _Atomic uint64_t last_seq;   /* consumer's last seq + 1 */
+    _Atomic uint32_t congested;  /* producer saw port_send return 1 */
+    _Atomic uint32_t drained;    /* producer's on_drain calls */
+    _Atomic uint64_t ticks;      /* producer loop timer ticks */
+    _Atomic uint32_t go;         /* consumer may run its loop */
+    _Atomic uint32_t cons_ready; /* consumer's port exists (rings reset) */
     _Atomic uint64_t gen_got[4];
 };
 
@@ -369,6 +370,7 @@ consumer_main(const struct vs_seg *seg, int wait_go)
     struct vs_port *port = port_create(base, seg, 1, &ops);
     if (port == NULL)
         _exit(3);
+    atomic_store(&sh->cons_ready, 1);
     uint64_t end = now_ms() + WAIT_MS;
     while (wait_go && !atomic_load(&sh->go) && now_ms() < end)
         sleep_us(200);
@@ -447,7 +449,14 @@ START_TEST(test_two_processes_backpressure)
     two_setup();
     const uint64_t total = 20000;
     pid_t c = spawn_consumer(1);
-    sleep_us(1000);
+    /* A process drops what its incoming rings hold when it creates its
+     * port (frames of a previous incarnation): start the producer only
+     * once the consumer's port exists, or early frames would be lost. */
+    uint64_t ready_end = now_ms() + WAIT_MS;
+    while (!atomic_load(&sh->cons_ready)) {
+        ck_assert_msg(now_ms() < ready_end, "consumer never attached");
+        sleep_us(200);
+    }
     pid_t p = spawn_producer(0, total, 0);
     uint64_t end = now_ms() + WAIT_MS;
     while (!atomic_load(&sh->congested)) {
