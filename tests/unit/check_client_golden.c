@@ -35,6 +35,7 @@
 #include "common/checksum.h"
 #include "common/errors.h"
 #include "tools/client/vsc.h"
+#include "tools/client/vsc_int.h"
 
 static size_t
 hex_to_bytes(const char *hex, uint8_t *out, size_t cap)
@@ -801,6 +802,53 @@ START_TEST(test_send_keeps_request_and_resends)
 }
 END_TEST
 
+/* A list reply without a count: records back to back to the end of the
+ * body; a record cut short refuses the whole reply (no partial list). */
+static int
+rec_u32_name(struct vs_rbuf *r, void *e)
+{
+    uint32_t *v = e;
+    v[0] = vs_rd_u32(r);
+    uint8_t len = vs_rd_u8(r);
+    return vs_rd_bytes(r, len) == NULL ? -1 : 0;
+}
+
+START_TEST(test_list_records)
+{
+    struct vs_wbuf w;
+    vs_wbuf_init(&w);
+    for (uint32_t i = 0; i < 20; i++) {
+        vs_wr_u32(&w, i * 7);
+        vs_wr_u8(&w, 3);
+        vs_wr_bytes(&w, "abc", 3);
+    }
+    uint32_t *out = NULL;
+    size_t n = 99;
+    ck_assert_int_eq(vsc_decode_records(w.data, w.len, sizeof(*out),
+                                        rec_u32_name, (void **)&out, &n),
+                     0);
+    ck_assert_uint_eq(n, 20);
+    ck_assert_uint_eq(out[19], 19 * 7);
+    free(out);
+    /* empty body: an empty list */
+    ck_assert_int_eq(vsc_decode_records(w.data, 0, sizeof(*out), rec_u32_name,
+                                        (void **)&out, &n),
+                     0);
+    ck_assert_uint_eq(n, 0);
+    free(out);
+    /* every truncation inside the last record refuses the whole reply */
+    for (size_t cut = 1; cut < 8; cut++) {
+        out = (uint32_t *)&n; /* must be reset to NULL */
+        ck_assert_int_eq(vsc_decode_records(w.data, w.len - cut, sizeof(*out),
+                                            rec_u32_name, (void **)&out, &n),
+                         -EPROTO);
+        ck_assert_ptr_null(out);
+        ck_assert_uint_eq(n, 0);
+    }
+    vs_wbuf_fini(&w);
+}
+END_TEST
+
 static Suite *
 client_golden_suite(void)
 {
@@ -817,6 +865,7 @@ client_golden_suite(void)
     tcase_add_test(tc, test_eviction_codes);
     tcase_add_test(tc, test_permissions_example);
     tcase_add_test(tc, test_records_decode);
+    tcase_add_test(tc, test_list_records);
     tcase_add_test(tc, test_id_parse);
     suite_add_tcase(s, tc);
     tc = tcase_create("session");

@@ -36,26 +36,7 @@ fake_incarnation(void *ctx, uint32_t slot)
 static void
 boot(struct fx *f)
 {
-    char err[512];
-    if (f->region == NULL)
-        fx_region(f);
-    struct vs_lr_writer_opts wo = {.deadline_ns = 1000000000ull};
-    lr_writer_start(&f->lr, &wo);
-    ck_assert_msg(shard0_boot(&f->cfg, &f->rec, err, sizeof(err)) == 0, "%s",
-                  err);
-    struct commit_options o = {
-        .cfg = &f->cfg,
-        .lr = &f->lr,
-        .send = fx_send,
-        .send_ctx = f,
-        .clock = fx_clock,
-        .clock_ctx = f,
-        .incarnation = fake_incarnation,
-        .rebalancing_timeout_us = 5000000,
-    };
-    ck_assert_msg(commit_create(&o, &f->rec, &f->c, err, sizeof(err)) == 0,
-                  "%s", err);
-    shard0_recovered_fini(&f->rec);
+    groups_boot(f, fake_incarnation, 5000000);
 }
 
 static void

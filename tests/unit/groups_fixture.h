@@ -18,6 +18,34 @@
 #include "shard/meta/ops.h"
 #include "tests/unit/commit_fixture.h"
 
+/* Starts the commit path of `f` (boot of shard 0 from its data dir) with
+ * a fake incarnation source and the given revocation timeout. */
+static inline void
+groups_boot(struct fx *f, uint64_t (*incarnation)(void *, uint32_t),
+            uint64_t rebalancing_timeout_us)
+{
+    char err[512];
+    if (f->region == NULL)
+        fx_region(f);
+    struct vs_lr_writer_opts wo = {.deadline_ns = 1000000000ull};
+    lr_writer_start(&f->lr, &wo);
+    ck_assert_msg(shard0_boot(&f->cfg, &f->rec, err, sizeof(err)) == 0, "%s",
+                  err);
+    struct commit_options o = {
+        .cfg = &f->cfg,
+        .lr = &f->lr,
+        .send = fx_send,
+        .send_ctx = f,
+        .clock = fx_clock,
+        .clock_ctx = f,
+        .incarnation = incarnation,
+        .rebalancing_timeout_us = rebalancing_timeout_us,
+    };
+    ck_assert_msg(commit_create(&o, &f->rec, &f->c, err, sizeof(err)) == 0,
+                  "%s", err);
+    shard0_recovered_fini(&f->rec);
+}
+
 struct sess {
     struct vs_u128 client;
     uint64_t session;

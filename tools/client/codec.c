@@ -560,6 +560,32 @@ vsc_rd_stream_record(struct vs_rbuf *r, struct vsc_stream *s)
 
 /* Decodes one stream record at the reader (for lists). */
 int
+vsc_decode_records(const uint8_t *p, size_t len, size_t elem_size,
+                   vsc_record_fn *decode, void **out, size_t *n)
+{
+    struct vs_rbuf r;
+    uint8_t *arr = NULL;
+    size_t cap = 0, count = 0;
+    vs_rbuf_init(&r, p, len);
+    while (vs_rbuf_left(&r) > 0) {
+        if (count == cap) {
+            cap = cap ? cap * 2 : 8;
+            arr = vs_xrealloc(arr, cap * elem_size);
+        }
+        if (decode(&r, arr + count * elem_size) != 0 || r.err != 0) {
+            free(arr);
+            *out = NULL;
+            *n = 0;
+            return -EPROTO;
+        }
+        count++;
+    }
+    *out = arr;
+    *n = count;
+    return 0;
+}
+
+int
 vsc_decode_stream_at(struct vs_rbuf *r, struct vsc_stream *s)
 {
     memset(s, 0, sizeof *s);

@@ -205,32 +205,52 @@ vsc_client_get(struct vsc *c, uint32_t id, struct vsc_client_info *ci,
     return vsc_client_details(c, &rep, ci);
 }
 
+/* Record decoders for vsc_decode_records. */
+static int
+rec_client(struct vs_rbuf *r, void *e)
+{
+    vsc_rd_client_info(r, e);
+    return r->err;
+}
+
+static int
+rec_stream(struct vs_rbuf *r, void *e)
+{
+    return vsc_decode_stream_at(r, e);
+}
+
+static int
+rec_user(struct vs_rbuf *r, void *e)
+{
+    return vsc_decode_user_at(r, e, 0);
+}
+
+static int
+rec_pat(struct vs_rbuf *r, void *e)
+{
+    struct vsc_pat *t = e;
+    uint8_t len = vs_rd_u8(r);
+    const uint8_t *p = vs_rd_bytes(r, len);
+    t->expiry_at = vs_rd_u64(r);
+    if (r->err || p == NULL)
+        return -1;
+    memcpy(t->name, p, len);
+    t->name[len] = '\0';
+    return 0;
+}
+
 int
 vsc_clients(struct vsc *c, struct vsc_client_info **out, size_t *n)
 {
     struct vsc_reply rep;
-    struct vs_rbuf r;
-    size_t cap = 0;
     int rc = vsc_call(c, VSC_GET_CLIENTS, NULL, 0, &rep);
     *out = NULL;
     *n = 0;
     if (rc != 0)
         return rc;
-    vs_rbuf_init(&r, rep.payload, rep.payload_len);
-    while (vs_rbuf_left(&r) > 0) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *out = vs_xrealloc(*out, cap * sizeof **out);
-        }
-        vsc_rd_client_info(&r, &(*out)[*n]);
-        if (r.err) {
-            free(*out);
-            *out = NULL;
-            *n = 0;
-            return vsc_bad_reply(c);
-        }
-        (*n)++;
-    }
+    if (vsc_decode_records(rep.payload, rep.payload_len, sizeof **out,
+                           rec_client, (void **)out, n) != 0)
+        return vsc_bad_reply(c);
     return 0;
 }
 
@@ -275,27 +295,14 @@ int
 vsc_stream_list(struct vsc *c, struct vsc_stream **out, size_t *n)
 {
     struct vsc_reply rep;
-    struct vs_rbuf r;
-    size_t cap = 0;
     int rc = vsc_call(c, VSC_GET_STREAMS, NULL, 0, &rep);
     *out = NULL;
     *n = 0;
     if (rc != 0)
         return rc;
-    vs_rbuf_init(&r, rep.payload, rep.payload_len);
-    while (vs_rbuf_left(&r) > 0) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *out = vs_xrealloc(*out, cap * sizeof **out);
-        }
-        if (vsc_decode_stream_at(&r, &(*out)[*n]) != 0) {
-            free(*out);
-            *out = NULL;
-            *n = 0;
-            return vsc_bad_reply(c);
-        }
-        (*n)++;
-    }
+    if (vsc_decode_records(rep.payload, rep.payload_len, sizeof **out,
+                           rec_stream, (void **)out, n) != 0)
+        return vsc_bad_reply(c);
     return 0;
 }
 
@@ -532,27 +539,14 @@ int
 vsc_user_list(struct vsc *c, struct vsc_user **out, size_t *n)
 {
     struct vsc_reply rep;
-    struct vs_rbuf r;
-    size_t cap = 0;
     int rc = vsc_call(c, VSC_GET_USERS, NULL, 0, &rep);
     *out = NULL;
     *n = 0;
     if (rc != 0)
         return rc;
-    vs_rbuf_init(&r, rep.payload, rep.payload_len);
-    while (vs_rbuf_left(&r) > 0) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *out = vs_xrealloc(*out, cap * sizeof **out);
-        }
-        if (vsc_decode_user_at(&r, &(*out)[*n], 0) != 0) {
-            free(*out);
-            *out = NULL;
-            *n = 0;
-            return vsc_bad_reply(c);
-        }
-        (*n)++;
-    }
+    if (vsc_decode_records(rep.payload, rep.payload_len, sizeof **out, rec_user,
+                           (void **)out, n) != 0)
+        return vsc_bad_reply(c);
     return 0;
 }
 
@@ -643,36 +637,14 @@ int
 vsc_pat_list(struct vsc *c, struct vsc_pat **out, size_t *n)
 {
     struct vsc_reply rep;
-    struct vs_rbuf r;
-    size_t cap = 0;
     int rc = vsc_call(c, VSC_GET_PATS, NULL, 0, &rep);
     *out = NULL;
     *n = 0;
     if (rc != 0)
         return rc;
-    vs_rbuf_init(&r, rep.payload, rep.payload_len);
-    while (vs_rbuf_left(&r) > 0) {
-        uint8_t len;
-        const uint8_t *p;
-        struct vsc_pat *t;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *out = vs_xrealloc(*out, cap * sizeof **out);
-        }
-        t = &(*out)[*n];
-        len = vs_rd_u8(&r);
-        p = vs_rd_bytes(&r, len);
-        t->expiry_at = vs_rd_u64(&r);
-        if (r.err || p == NULL) {
-            free(*out);
-            *out = NULL;
-            *n = 0;
-            return vsc_bad_reply(c);
-        }
-        memcpy(t->name, p, len);
-        t->name[len] = '\0';
-        (*n)++;
-    }
+    if (vsc_decode_records(rep.payload, rep.payload_len, sizeof **out, rec_pat,
+                           (void **)out, n) != 0)
+        return vsc_bad_reply(c);
     return 0;
 }
 

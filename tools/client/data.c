@@ -213,14 +213,18 @@ vsc_group_get(struct vsc *c, const struct vsc_id *stream,
     return 0;
 }
 
+static int
+rec_group(struct vs_rbuf *r, void *e)
+{
+    return vsc_decode_group_at(r, e, 0);
+}
+
 int
 vsc_group_list(struct vsc *c, const struct vsc_id *stream,
                const struct vsc_id *topic, struct vsc_group **out, size_t *n)
 {
     struct vsc_reply rep;
     struct vs_wbuf *b = vsc_body(c);
-    struct vs_rbuf r;
-    size_t cap = 0;
     int rc;
     *out = NULL;
     *n = 0;
@@ -229,20 +233,9 @@ vsc_group_list(struct vsc *c, const struct vsc_id *stream,
     rc = vsc_call(c, VSC_GET_CONSUMER_GROUPS, b->data, b->len, &rep);
     if (rc != 0)
         return rc;
-    vs_rbuf_init(&r, rep.payload, rep.payload_len);
-    while (vs_rbuf_left(&r) > 0) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *out = vs_xrealloc(*out, cap * sizeof **out);
-        }
-        if (vsc_decode_group_at(&r, &(*out)[*n], 0) != 0) {
-            free(*out);
-            *out = NULL;
-            *n = 0;
-            return vsc_data_bad(c);
-        }
-        (*n)++;
-    }
+    if (vsc_decode_records(rep.payload, rep.payload_len, sizeof **out,
+                           rec_group, (void **)out, n) != 0)
+        return vsc_data_bad(c);
     return 0;
 }
 
