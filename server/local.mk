@@ -1,4 +1,4 @@
-# server/: vstreamd, the supervisor; shard/shard0.c, shard/worker.c and
+# server/: vstreamd, the supervisor; shard/zero/main.c, shard/serve/main.c and
 # shard/loop.c (the shard process mains it forks into) live in the same
 # library because the supervisor calls them after fork.
 noinst_LIBRARIES += libvs_server.a
@@ -10,9 +10,9 @@ libvs_server_a_SOURCES = \
 	shard/loop.c shard/loop.h \
 	shard/fwd.h \
 	shard/shard.h \
-	shard/shard0.c \
-	shard/shard0_boot.c shard/shard0_boot.h \
-	shard/worker.c
+	shard/zero/main.c \
+	shard/zero/boot.c shard/zero/boot.h \
+	shard/serve/main.c
 
 sbin_PROGRAMS += vstreamd
 vstreamd_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)

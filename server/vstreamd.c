@@ -29,7 +29,7 @@
 #include "common/mem.h"
 #include "server/datadir.h"
 #include "server/supervisor.h"
-#include "shard/shard0_boot.h"
+#include "shard/zero/boot.h"
 
 extern char **environ;
 

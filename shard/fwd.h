@@ -68,7 +68,7 @@
  *               when it proposes the join, because the proposing data
  *               shard only knows the partitions it owns.
  *
- * Between data shards (issue 7, shard/serve/data.h): a partition lives on
+ * Between data shards (shard/serve/data.h): a partition lives on
  * one data shard (meta_partition_owner); a data-plane request (send, poll,
  * consumer offsets, flush) arriving on another shard's connection is
  * resolved and authorized there, then forwarded to the owner:

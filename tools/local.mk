@@ -71,7 +71,7 @@ tests_integration_check_e2e_durable_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_e2e_durable_LDADD = $(E2E_LDADD)
 endif
 
-# Issue 7: messages and consumer groups end to end (two data shards).
+# Messages and consumer groups end to end (two data shards).
 if HAVE_CHECK
 E2E_DATA_TESTS = tests/integration/check_e2e_messages \
 	tests/integration/check_e2e_groups \

@@ -8,7 +8,7 @@
  * (every op goes through the one-replica commit path: client table,
  * prepare, WAL fsync, apply, publish, reply); `--op read` measures
  * GetStreams (NonReplicated, served by the data shard) for contrast.
- * Data plane (issue 7): `--op send` (N producers, each sending --ops
+ * Data plane: `--op send` (N producers, each sending --ops
  * batches of --batch messages of --msg-size bytes to its own partition
  * i % partitions of --stream/--topic, created if missing, with the topic
  * option enforce_fsync = --enforce-fsync) and `--op poll` (N consumers

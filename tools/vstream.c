@@ -1454,7 +1454,7 @@ cmd_pat(struct cli *cl)
     return cli_usage(USAGE_PAT, "pat: unknown action");
 }
 
-/* ---- messages, offsets, groups (issue 7) ---- */
+/* ---- messages, offsets, groups ---- */
 
 static const char USAGE_SEND[] =
     "usage: vstream send STREAM TOPIC [--partition N | --key K] "

@@ -1,4 +1,4 @@
-# shard/data: partitions, segments, indexes, offsets (issue 7).
+# shard/data: partitions, segments, indexes, offsets.
 # The partition storage engine used by the data shards: batch validation
 # and stamping, segments and sparse indexes, recovery, reads, consumer
 # offsets, retention, partition directory lifecycle. Tests and a bench.

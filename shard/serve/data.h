@@ -1,6 +1,6 @@
 /*
  * shard/serve/data.h - the data plane of a data shard's client protocol
- * (issue 7): SendMessages (op 160), PollMessages (NR 100), consumer
+ *: SendMessages (op 160), PollMessages (NR 100), consumer
  * offsets (NR 120 get, op 161 store, op 162 delete), FlushUnsavedBuffer
  * (NR 102), with the request executed on the partition's owning shard.
  *

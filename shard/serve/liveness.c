@@ -21,7 +21,7 @@
 #include "common/mem.h"
 #include "ipc/segment.h"
 #include "shard/fwd.h"
-#include "shard/groups0.h"
+#include "shard/zero/groups0.h"
 #include "shard/meta/index.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/state.h"

@@ -1,4 +1,4 @@
-# shard/serve: the client protocol on the data shards (issue 6).
+# shard/serve: the client protocol on the data shards.
 # Sources are appended to libvs_server.a (listed in server/local.mk).
 libvs_server_a_SOURCES += \
 	shard/serve/conn.c \
@@ -36,7 +36,7 @@ tests_integration_check_serve_basic_LDADD = libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)
 endif
 
-# Consumer-group liveness end to end (issue 7 item 6): heartbeat loss,
+# Consumer-group liveness end to end: heartbeat loss,
 # reconnects, cooperative revocation completion.
 if HAVE_CHECK
 check_PROGRAMS += tests/integration/check_groups_liveness

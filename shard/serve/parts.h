@@ -2,7 +2,7 @@
  * shard/serve/parts.h - the partitions a data shard owns: opened on the
  * owning shard when the published metadata lists them, closed and removed
  * when it stops listing them, reconciled with the directories on disk,
- * and ticked for the durability policy and retention (issue 7, DESIGN §1,
+ * and ticked for the durability policy and retention (DESIGN §1,
  * §4).
  *
  * Ownership: partition (s, t, p) belongs to data shard

@@ -1,11 +1,11 @@
 /*
- * shard/serve/serve.h - the client listener of a data shard (issue 6,
- * DESIGN §5): accepts connections on the inherited client socket and
+ * shard/serve/serve.h - the client listener of a data shard
+ * (DESIGN §5): accepts connections on the inherited client socket and
  * speaks Iggy's VSR client framing on them; answers Ping, reads and
  * pre-consensus refusals itself and forwards Register, Logout and
  * metadata ops to shard 0 (shard/fwd.h), relaying shard 0's answer.
  *
- * Public API for the data shard's main (shard/worker.c): create on the
+ * Public API for the data shard's main (shard/serve/main.c): create on the
  * process's loop after the left-right reader slot and the IPC port
  * exist, route the port's frames and drains to serve_on_frame and
  * serve_on_drain, destroy after the loop stopped.

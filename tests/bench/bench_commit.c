@@ -1,6 +1,6 @@
 /*
  * tests/bench/bench_commit.c - metadata ops/s and latency of shard 0's
- * one-replica commit path, in-process (shard/commit.h): one client,
+ * one-replica commit path, in-process (shard/zero/commit.h): one client,
  * requests forwarded as FWD_PROPOSE frames, each answered after WAL
  * append + fsync, apply to both left-right instances and publish.
  * Alternates CreateStream / DeleteStream so capacities never fill.

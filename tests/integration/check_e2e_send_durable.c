@@ -1,6 +1,6 @@
 /*
  * tests/integration/check_e2e_send_durable.c - the client library's send
- * loop (resend on) across a SIGKILL of the whole node (issue 7).
+ * loop (resend on) across a SIGKILL of the whole node.
  *
  * A child process sends numbered batches through the library and reports
  * on a pipe each batch before it is sent ("S i") and each acknowledged one

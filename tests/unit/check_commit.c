@@ -1,5 +1,5 @@
 /*
- * tests/unit/check_commit.c - shard 0's commit path (shard/commit.h)
+ * tests/unit/check_commit.c - shard 0's commit path (shard/zero/commit.h)
  * driven in-process: real files in a temp data dir, a left-right region
  * in anonymous shared memory, replies captured instead of sent.
  * Covers: genesis (root user with a verifiable hash), byte-exact and
@@ -18,7 +18,7 @@
 
 #include "common/errors.h"
 #include "common/layout.h"
-#include "shard/commit_frames.h"
+#include "shard/zero/commit_frames.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/secrets.h"
 #include "shard/storage/io.h"

@@ -6,7 +6,7 @@
  * dead data shard (new incarnation) removes the members bound to it; a
  * pending cooperative revocation completes (67) after the rebalancing
  * timeout; the removals are durable (a reboot keeps them). Plus the pure
- * bookkeeping of shard/groups0.h.
+ * bookkeeping of shard/zero/groups0.h.
  * Drives shard 0's commit path in-process (tests/unit/commit_fixture.h)
  * with a fake clock.
  */
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shard/groups0.h"
+#include "shard/zero/groups0.h"
 #include "shard/meta/lookup.h"
 #include "tests/unit/commit_fixture.h"
 #include "tests/unit/groups_fixture.h"

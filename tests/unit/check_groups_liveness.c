@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shard/groups0.h"
+#include "shard/zero/groups0.h"
 #include "shard/meta/lookup.h"
 #include "shard/serve/polled.h"
 #include "tests/unit/commit_fixture.h"

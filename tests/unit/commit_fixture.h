@@ -24,11 +24,11 @@
 #include "common/mem.h"
 #include "common/wire.h"
 #include "ipc/lr.h"
-#include "shard/commit.h"
+#include "shard/zero/commit.h"
 #include "shard/fwd.h"
 #include "shard/meta/ops.h"
 #include "shard/shard.h"
-#include "shard/shard0_boot.h"
+#include "shard/zero/boot.h"
 
 #define FX_WORKER_SLOT 1u
 #define FX_INCARNATION 7u

@@ -14,7 +14,7 @@
 
 #include "common/buf.h"
 #include "common/mem.h"
-#include "shard/commit.h"
+#include "shard/zero/commit.h"
 #include "shard/meta/ops.h"
 #include "tests/unit/commit_fixture.h"
 

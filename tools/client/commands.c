@@ -1,5 +1,5 @@
 /*
- * tools/client/commands.c - one function per Iggy command of issue 6.
+ * tools/client/commands.c - one function per Iggy command.
  *
  * Role: encode the command's body (protocol-2 §1-§4), send it through
  * vsc_call (which applies the numbering, resend and error rules), decode

@@ -469,7 +469,7 @@ enum vsc_code {
 };
 
 /* ---------------------------------------------------------------- */
-/* Messages, consumer offsets, consumer groups (issue 7)              */
+/* Messages, consumer offsets, consumer groups              */
 /* ---------------------------------------------------------------- */
 
 /*
@@ -717,7 +717,7 @@ int vsc_group_sync(struct vsc *c, const struct vsc_id *stream,
 int vsc_flush(struct vsc *c, const struct vsc_id *stream,
               const struct vsc_id *topic, uint32_t partition_id, int fsync);
 
-/* Codes of issue 7. */
+/* Data-plane command codes. */
 enum vsc_code_data {
     VSC_POLL_MESSAGES = 100,
     VSC_SEND_MESSAGES = 101,

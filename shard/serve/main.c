@@ -1,5 +1,5 @@
 /*
- * shard/worker.c - a data shard's process main (slots 1..K).
+ * shard/serve/main.c - a data shard's process main (slots 1..K).
  *
  * Claims its left-right reader slot, maps the metadata instances
  * read-only, then serves Iggy's VSR client protocol on the inherited

@@ -1,9 +1,9 @@
-# shard/commit: shard 0's commit path (issue 6): VSR engine binding,
+# shard/zero: shard 0's process: commit path, VSR engine binding,
 # client table, replies, checkpoints. Sources append to libvs_server.a.
 libvs_server_a_SOURCES += \
-	shard/commit.c shard/commit.h \
-	shard/commit_frames.c shard/commit_frames.h \
-	shard/groups0.c shard/groups0.h
+	shard/zero/commit.c shard/zero/commit.h \
+	shard/zero/commit_frames.c shard/zero/commit_frames.h \
+	shard/zero/groups0.c shard/zero/groups0.h
 
 # In-process bench of the commit path (not run by make check).
 noinst_PROGRAMS += tests/bench/bench_commit
@@ -23,7 +23,7 @@ tests_unit_check_commit_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
 	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
 
-# Consumer-group membership on shard 0 (issue 7).
+# Consumer-group membership on shard 0.
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_groups0
 check_PROGRAMS += tests/unit/check_groups0

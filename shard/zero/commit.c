@@ -1,5 +1,5 @@
 /*
- * shard/commit.c - shard 0's one-replica commit path; see commit.h.
+ * shard/zero/commit.c - shard 0's one-replica commit path; see commit.h.
  *
  * The binding, numbered once here (n = 1, everything synchronous):
  *  1. An input (FWD_PROPOSE, tick, genesis) reaches the engine.
@@ -38,10 +38,10 @@
 #include "common/layout.h"
 #include "common/log.h"
 #include "common/mem.h"
-#include "shard/commit.h"
-#include "shard/commit_frames.h"
+#include "shard/zero/commit.h"
+#include "shard/zero/commit_frames.h"
 #include "shard/fwd.h"
-#include "shard/groups0.h"
+#include "shard/zero/groups0.h"
 #include "shard/meta/apply.h"
 #include "shard/meta/client_table.h"
 #include "shard/meta/ops.h"

@@ -1,5 +1,5 @@
 /*
- * shard/commit.h - shard 0's one-replica commit path: the I/O-free VSR
+ * shard/zero/commit.h - shard 0's one-replica commit path: the I/O-free VSR
  * engine (shard/vsr/engine.h, its n = 1 form) bound to the metadata
  * journal, the superblock, the left-right buffer, the client table and
  * the data shards' forwarded requests (shard/fwd.h). DESIGN §3-§5,
@@ -56,7 +56,7 @@
 
 #include "common/config.h"
 #include "ipc/lr.h"
-#include "shard/shard0_boot.h"
+#include "shard/zero/boot.h"
 #include "shard/storage/io.h"
 #include "shard/storage/journal.h"
 #include "shard/vsr/engine.h"
@@ -79,7 +79,7 @@ struct commit_options {
     void *send_ctx;
     commit_clock_fn *clock; /* NULL: vs_realtime_us */
     void *clock_ctx;
-    /* Consumer-group liveness (shard/groups0.h): the current incarnation
+    /* Consumer-group liveness (shard/zero/groups0.h): the current incarnation
      * of a process slot, to drop the memberships of clients bound to a
      * data shard that died (NULL: no such sweep); and the cooperative
      * revocation timeout (0: the config's group_heartbeat_interval_ms;

@@ -1,5 +1,5 @@
 /*
- * shard/shard0_boot.c - see shard0_boot.h. Shard 0 only.
+ * shard/zero/boot.c - see boot.h. Shard 0 only.
  */
 #include "config.h"
 
@@ -13,7 +13,7 @@
 #include "common/mem.h"
 #include "server/listen.h"
 #include "shard/meta/snapshot_codec.h"
-#include "shard/shard0_boot.h"
+#include "shard/zero/boot.h"
 
 uint32_t
 shard0_replica_count(const struct vs_config *cfg)

@@ -1,5 +1,5 @@
 /*
- * shard/commit_frames.h - the frames shard 0 answers a forwarded request
+ * shard/zero/commit_frames.h - the frames shard 0 answers a forwarded request
  * with: the Reply of a committed op, a pre-commit status Reply and an
  * Eviction (reference/iggy-client-protocol.md §3, -2.md §8).
  *

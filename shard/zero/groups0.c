@@ -1,5 +1,5 @@
 /*
- * shard/groups0.c - shard 0's consumer-group liveness bookkeeping; see
+ * shard/zero/groups0.c - shard 0's consumer-group liveness bookkeeping; see
  * groups0.h for the rules.
  *
  * Storage: small heap arrays searched linearly (bindings: one per
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/mem.h"
-#include "shard/groups0.h"
+#include "shard/zero/groups0.h"
 #include "shard/meta/index.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/state.h"

@@ -1,8 +1,8 @@
 /*
- * shard/shard0.c - shard 0's process main: the metadata shard and the
+ * shard/zero/main.c - shard 0's process main: the metadata shard and the
  * only writer of the metadata left-right buffer.
  *
- * Boot (shard/shard0_boot.h): the storage recovery verdict of
+ * Boot (shard/zero/boot.h): the storage recovery verdict of
  * DATA/metadata; a refusal or a fatal storage error ends the process with
  * exit 2 and the one-line reason, which stops the node (no restart loop).
  * A fresh one-replica dir is formatted (superblock first). The metadata
@@ -14,7 +14,7 @@
  * below the op already published by an earlier shard 0 of this node means
  * acknowledged metadata is missing from disk: refuse (exit 2).
  *
- * Serving: the commit path (shard/commit.h) owns the VSR engine, the
+ * Serving: the commit path (shard/zero/commit.h) owns the VSR engine, the
  * journal, the superblock and the client table; IPC frames from the data
  * shards (FWD_PROPOSE, FWD_CLOSED) go to it and its FWD_REPLY frames go
  * out through the port; a 10 ms libevent timer ticks it. On a node whose
@@ -42,11 +42,11 @@
 #include "common/layout.h"
 #include "common/log.h"
 #include "ipc/lr.h"
-#include "shard/commit.h"
+#include "shard/zero/commit.h"
 #include "shard/loop.h"
 #include "shard/meta/state.h"
 #include "shard/shard.h"
-#include "shard/shard0_boot.h"
+#include "shard/zero/boot.h"
 
 size_t
 shard0_instance_size(const struct vs_config *cfg)

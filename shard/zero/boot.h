@@ -1,5 +1,5 @@
 /*
- * shard/shard0_boot.h - shard 0's boot: the storage verdict and the
+ * shard/zero/boot.h - shard 0's boot: the storage verdict and the
  * rebuild of the metadata state it publishes.
  *
  * Role: shard0_boot() runs the recovery verdict of shard/storage/recovery.h

@@ -1,12 +1,12 @@
 /*
- * shard/commit_frames.c - see commit_frames.h. Pure functions; shard 0
+ * shard/zero/commit_frames.c - see commit_frames.h. Pure functions; shard 0
  * and tests.
  */
 #include "config.h"
 
 #include <string.h>
 
-#include "shard/commit_frames.h"
+#include "shard/zero/commit_frames.h"
 #include "shard/meta/apply.h"
 #include "shard/meta/ops.h"
 

@@ -1,12 +1,12 @@
 /*
- * shard/groups0.h - shard 0's consumer-group liveness bookkeeping: which
+ * shard/zero/groups0.h - shard 0's consumer-group liveness bookkeeping: which
  * connection each registered client is bound to, and when a member's
  * removal (RemoveConsumerGroupMember, op 66) or a pending cooperative
  * revocation's completion (CompleteConsumerGroupRevocation, op 67) must
  * be proposed (iggy-client-protocol-2.md §6.3).
  *
  * Rules (the proposals themselves go through shard 0's ordinary commit
- * path as internal ops: client 0, no reply; shard/commit.c):
+ * path as internal ops: client 0, no reply; shard/zero/commit.c):
  *  - Disconnect: a FWD_CLOSED for the connection a client is bound to
  *    (or for a client with no recorded binding, e.g. after a shard-0
  *    restart) removes the client from every group. A FWD_CLOSED for an
