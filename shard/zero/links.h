@@ -1,0 +1,140 @@
+/*
+ * shard/zero/links.h - shard 0's replica links: one authenticated TCP
+ * connection to every other replica of the cluster (DESIGN §3).
+ *
+ * Role: carries whole VSR frames ([256-byte header][body], the size at
+ * header byte 48) between shard 0 of the nodes of one cluster. The engine
+ * never sees a socket: the binding hands frames to links_send() and gets
+ * the peers' frames through the on_frame callback, which only checks the
+ * framing (256 <= size <= frame_max); every checksum, cluster and view
+ * check is the engine's (it trusts no field before its checksum).
+ *
+ * Connections: for a pair of replicas the lower id dials the higher one's
+ * address in `addrs`; the higher one accepts on the inherited replica
+ * listener. A dialer reconnects with exponential back-off (100 ms doubling
+ * to 5 s, with jitter) after any close or refusal. An accepted, newly
+ * authenticated connection from a peer replaces the old one (the peer
+ * restarted); a connection from an id that is not a lower replica of
+ * this cluster is refused.
+ *
+ * Handshake (every frame sealed with vs_frame_seal; the body, if any,
+ * under checksum_body):
+ *   dialer -> REPLICA_HELLO      f.cluster, f.replica = dialer id,
+ *                                release window, replica count, nonce_d
+ *                                (32 random bytes), body = the dialer's
+ *                                client address (for cluster metadata)
+ *   acceptor -> REPLICA_CHALLENGE status 0 (else a refusal reason and
+ *                                close), nonce_a, mac_a = MAC(key,
+ *                                "vsl-a" | cluster | d | a | nonce_d |
+ *                                nonce_a), body = the acceptor's client
+ *                                address
+ *   dialer -> REPLICA_FINISH     mac_d = MAC(key, "vsl-d" | cluster | d | a
+ *                                | nonce_a | nonce_d)
+ * MAC = libsodium crypto_auth (HMAC-SHA-512-256) keyed by the 32-byte
+ * cluster secret. The MAC binds both fresh nonces and both ids, so a
+ * recorded handshake cannot be replayed; it proves membership of the
+ * cluster (whoever holds the secret), not identity, as upstream. The
+ * dialer's link is up once it verified mac_a and sent FINISH; the
+ * acceptor's once it verified mac_d. Only then are frames delivered.
+ * A wrong cluster id, an unknown or out-of-range replica id, a replica
+ * count that differs, a release window that does not overlap, a bad seal
+ * or a bad MAC closes the connection and is logged at most once per peer
+ * (per claimed id; one shared slot for ids out of range) per minute.
+ *
+ * Send queues: each link's output is bounded by queue_max bytes. A frame
+ * that does not fit is dropped (-ENOBUFS, counted): the engine retransmits
+ * what matters and repairs the rest, so a slow peer never makes shard 0
+ * buffer without limit. Frames queued together leave in one write
+ * (libevent's output buffer coalesces them).
+ *
+ * Invariants: on_frame gets only frames of an authenticated link, each
+ * exactly `size` bytes with 256 <= size <= frame_max; links_send never
+ * blocks; at most one live link per peer.
+ * Callers: shard 0's process only (one thread, its libevent base).
+ */
+#ifndef VS_SHARD_ZERO_LINKS_H
+#define VS_SHARD_ZERO_LINKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/wire.h"
+
+struct event_base;
+struct links;
+
+#define LINKS_SECRET_BYTES 32u
+#define LINKS_ADDR_MAX     128u /* "HOST:PORT" incl. NUL */
+
+struct links_opts {
+    uint8_t self;  /* this replica's id, < count */
+    uint8_t count; /* replicas in the cluster, 2..VS_REPLICAS_MAX */
+    /* Replica address of every id ("HOST:PORT"); addrs[self] is unused
+     * (the listener is bound by the supervisor). */
+    const char *addrs[VS_REPLICAS_MAX];
+    struct vs_u128 cluster;                 /* XXH3-128 of the name */
+    uint8_t secret[LINKS_SECRET_BYTES];     /* the cluster secret */
+    uint32_t release_min, release_max;      /* wire formats understood */
+    const char *client_addr;                /* advertised to peers */
+    size_t queue_max;  /* bytes queued per link; 0 = 64 MiB */
+    uint32_t frame_max; /* largest frame accepted; 0 = 64 MiB + 256 */
+};
+
+/* A whole frame from authenticated peer `peer` (valid for the call). */
+typedef void (*links_frame_cb)(void *ctx, uint8_t peer, const void *frame,
+                               size_t len);
+/* The link to `peer` came up (1) or went down (0). */
+typedef void (*links_state_cb)(void *ctx, uint8_t peer, int up);
+
+enum links_state {
+    LINKS_DOWN = 0,    /* no connection (a dialer waits for its retry) */
+    LINKS_CONNECTING,  /* dialing */
+    LINKS_HANDSHAKE,   /* connected, not yet authenticated */
+    LINKS_UP,          /* authenticated: frames flow */
+};
+
+struct links_peer_info {
+    enum links_state state;
+    uint64_t bytes_in, bytes_out;   /* frame bytes of the up link(s) */
+    uint64_t frames_in, frames_out;
+    uint64_t dropped;               /* frames refused by a full queue */
+    uint64_t connects;              /* links that came up */
+    uint64_t refusals;              /* handshakes refused (either side) */
+    size_t queued;                  /* bytes waiting in the output */
+    char client_addr[LINKS_ADDR_MAX]; /* as the peer advertised it; "" */
+    char last_error[160];             /* why the last link ended; "" */
+};
+
+/* Starts the links on `base`: listens on `listen_fd` (the inherited,
+ * non-blocking replica listener; links takes it over and closes it in
+ * links_destroy) and dials every higher id. Returns 0 and *out, or
+ * -errno with a one-line reason in err. */
+int links_create(struct event_base *base, const struct links_opts *o,
+                 int listen_fd, links_frame_cb on_frame,
+                 links_state_cb on_state, void *ctx, struct links **out,
+                 char *err, size_t errlen);
+
+/* Queues one whole frame for `peer`. Returns 0 (queued), -EINVAL (peer
+ * is self or out of range, or len is not the frame's size), -ENOTCONN
+ * (no authenticated link now) or -ENOBUFS (the queue is full: dropped). */
+int links_send(struct links *l, uint8_t peer, const void *frame, size_t len);
+
+/* 1 if the link to `peer` is authenticated and up. */
+int links_up(const struct links *l, uint8_t peer);
+
+/* Copies the counters and state of the link to `peer` (zeroed for self
+ * or out of range). */
+void links_peer(const struct links *l, uint8_t peer,
+                struct links_peer_info *out);
+
+/* Closes the link to `peer` now (a dialer reconnects after its back-off).
+ * For tests and for the binding's "peer misbehaves" path. */
+void links_drop(struct links *l, uint8_t peer, const char *why);
+
+/* Closes every connection and the listener; frees. NULL is accepted. */
+void links_destroy(struct links *l);
+
+/* The name of a link state, for logs and `vstream cluster`. */
+const char *links_state_name(enum links_state s);
+
+#endif /* VS_SHARD_ZERO_LINKS_H */
