@@ -3,7 +3,8 @@
 noinst_LIBRARIES += libvs_vsr.a
 libvs_vsr_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 libvs_vsr_a_SOURCES = \
-	shard/vsr/engine.c shard/vsr/engine.h
+	shard/vsr/engine.c shard/vsr/engine.h shard/vsr/internal.h \
+	shard/vsr/view.c shard/vsr/repair.c
 
 # The deterministic harness is compiled into each suite that drives it.
 VSR_SIM_SOURCES = tests/sim/sim_net.c tests/sim/sim_net.h
