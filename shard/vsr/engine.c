@@ -1027,10 +1027,13 @@ classify(struct vs_vsr *v, const void *frame, size_t len)
         return VSR_DROP_UNSUPPORTED;
     if (group != v->group)
         return VSR_DROP_GROUP;
-    if (h.f.replica >= v->n || h.f.replica == v->replica)
+    uint8_t command = ((const struct vs_header *)frame)->f.command;
+    /* A RepairPrepare keeps the replica byte of the primary that built
+     * it (the identity covers it), which may be this replica. */
+    if (h.f.replica >= v->n ||
+        (h.f.replica == v->replica && command != VS_CMD_REPAIR_PREPARE))
         return VSR_DROP_REPLICA;
 
-    uint8_t command = ((const struct vs_header *)frame)->f.command;
     switch (command) {
     case VS_CMD_PREPARE:
         return on_prepare(v, (const struct vs_hdr_prepare *)&h, frame);
