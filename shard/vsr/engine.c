@@ -806,7 +806,7 @@ on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
            const uint8_t *frame)
 {
     uint32_t body_len = p->f.size - VS_HEADER_SIZE;
-    if (p->f.view > v->view)
+    if (p->f.view >= v->view)
         vsr_observe_view(v, p->f.view, p->f.replica);
     if (v->status != VSR_STATUS_NORMAL)
         return VSR_DROP_STATUS;
@@ -885,7 +885,7 @@ on_prepare_ok(struct vs_vsr *v, const struct vs_hdr_prepare_ok *ok)
 static enum vsr_verdict
 on_commit(struct vs_vsr *v, const struct vs_hdr_commit *c)
 {
-    if (c->f.view > v->view)
+    if (c->f.view >= v->view)
         vsr_observe_view(v, c->f.view, c->f.replica);
     if (c->f.view < v->view && vsr_is_settled_primary(v) &&
         c->f.replica == vsr_primary_index(c->f.view, v->n)) {

@@ -243,7 +243,9 @@ vsr_observe_view(struct vs_vsr *v, uint32_t view, uint8_t from)
     if (view > v->observed_view)
         v->observed_view = view;
     if (v->status == VSR_STATUS_RECOVERING || from >= v->n ||
-        from != vsr_primary_index(view, v->n) || v->now < v->rsv_deadline)
+        from != vsr_primary_index(view, v->n) || v->now < v->rsv_deadline ||
+        view < v->view ||
+        (view == v->view && v->status != VSR_STATUS_VIEW_CHANGE))
         return;
     v->rsv_deadline = v->now + v->to.rsv;
     struct vsr_msg *m = vsr_msg_alloc(VS_HEADER_SIZE);
@@ -342,6 +344,13 @@ vsr_on_svc(struct vs_vsr *v, const struct vs_hdr_start_view_change *h)
         v->vc_attempts = 0;
         vsr_view_change_start(v, h->f.view);
     } else if (v->status != VSR_STATUS_VIEW_CHANGE) {
+        if (vsr_primary_here(v) && v->log_view == v->view) {
+            /* The sender missed our StartView. */
+            struct vs_u128 zero = {0, 0};
+            struct vsr_msg *m = vsr_start_view_build(v, zero);
+            vsr_send(v, h->f.replica, m);
+            vsr_msg_unref(m);
+        }
         return VSR_DROP_STATUS; /* already Normal in that view */
     }
     uint32_t b = bit(h->f.replica);
@@ -456,6 +465,10 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
         vsr_set_head(v, top);
     if (commit > v->commit_max)
         v->commit_max = commit;
+    /* A faulty op the view's log does not reach was never committed:
+     * nothing to repair (the mark goes with the log_view write). */
+    if (v->faulty_op > v->head)
+        vsr_faulty_clear(v);
     return 0;
 }
 
@@ -541,6 +554,8 @@ merge_try(struct vs_vsr *v)
             vsr_journal_truncate(v, new_top + 1);
         if (commit > v->commit_max)
             v->commit_max = commit;
+        if (v->faulty_op > v->head)
+            vsr_faulty_clear(v);
     }
     /* Where to repair each op from: the DVCs that hold it. */
     for (uint64_t x = lo; x <= new_top && keep > 0; x++) {
@@ -747,6 +762,8 @@ vsr_on_sv(struct vs_vsr *v, const struct vs_header *hh, const uint8_t *frame)
             vsr_journal_truncate(v, h->op + 1);
         if (h->commit > v->commit_max)
             v->commit_max = h->commit;
+        if (v->faulty_op > v->head)
+            vsr_faulty_clear(v);
     }
     for (size_t i = 0; i < count; i++) {
         struct vsr_slot *s = vsr_slot_get(v, canon[i]->op);
