@@ -284,7 +284,7 @@ vsr_view_tick(struct vs_vsr *v)
         if (++v->primary_silence < v->silence_limit)
             return;
         v->primary_silence = 0;
-        v->silence_limit = vsr_jitter(v, v->to.normal_heartbeat);
+        v->silence_limit = vsr_silence_limit(v);
         if (v->rebuilding) {
             send_probe(v); /* it never elects: ask for the view */
             return;
@@ -461,7 +461,7 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
     for (uint64_t x = lo; x <= top; x++)
         if (headers[x - lo] != NULL && x > v->commit_min)
             header_install(v, headers[x - lo]);
-    if (top >= v->head || vsr_slot_cget(v, top) != NULL)
+    if (vsr_slot_cget(v, top) != NULL || top == v->commit_min || top == 0)
         vsr_set_head(v, top);
     if (commit > v->commit_max)
         v->commit_max = commit;
@@ -525,6 +525,11 @@ merge_try(struct vs_vsr *v)
     }
     /* Every kept uncommitted op needs a known header, chained. */
     int undecided = commit > new_top;
+    /* The new head's header must be known (the chain continues from
+     * it): a canonical one, or the applied op. */
+    if (new_top > 0 && new_top != v->commit_min &&
+        (new_top < lo || canon[new_top - lo] == NULL))
+        undecided = 1;
     for (uint64_t x = commit + 1; x <= new_top && !undecided; x++) {
         if (x < lo || canon[x - lo] == NULL)
             undecided = 1;
@@ -779,7 +784,7 @@ vsr_on_sv(struct vs_vsr *v, const struct vs_header *hh, const uint8_t *frame)
     v->probes = 0;
     v->primary_silence = 0;
     v->heartbeat_seen = 0;
-    v->silence_limit = vsr_jitter(v, v->to.normal_heartbeat);
+    v->silence_limit = vsr_silence_limit(v);
     v->stats.sv_adopted++;
     if (v->rebuilding && was_recovering) {
         v->rebuild_target = h->op;
