@@ -11,8 +11,9 @@
  * restarted replica probes (incarnation echo) and a whole-cluster restart
  * elects after the probes; a restarted primary-by-index is elected past;
  * a damaged tail (faulty op) repaired from peers; a lost disk rebuilt;
- * n = 2; seeded random loss/dup/reorder/crash/partition runs. Every run
- * is bounded in ticks; seeds are fixed.
+ * n = 2; seeded random runs (300 seeds of n = 3, 100 of n = 5, 50 of
+ * n = 2) of loss/dup/reorder/crash/damaged tail/partition. Every run is
+ * bounded in ticks; seeds are fixed.
  */
 #include "config.h"
 
@@ -654,7 +655,7 @@ dump(const struct sim *s, uint64_t seed)
 
 /* Seeded random runs: loss, duplication, reordering, crashes with
  * restarts (some with a damaged tail) and partitions that heal, for
- * n = 3 and 5. Checks: one committed history (the harness), progress
+ * n = 2, 3 and 5. Checks: one committed history (the harness), progress
  * after the faults stop, every replica converges. */
 struct coverage {
     uint64_t view_changes, views_started, repairs, nack_truncations,
@@ -766,10 +767,12 @@ START_TEST(test_random_seeds)
     uint64_t mul = env != NULL ? strtoull(env, NULL, 10) : 1;
     if (mul < 1 || mul > 1000)
         mul = 1;
-    for (uint64_t seed = 1; seed <= 150 * mul; seed++)
+    for (uint64_t seed = 1; seed <= 300 * mul; seed++)
         random_run(3, 7000 + seed, &cov);
-    for (uint64_t seed = 1; seed <= 50 * mul; seed++)
+    for (uint64_t seed = 1; seed <= 100 * mul; seed++)
         random_run(5, 900000 + seed, &cov);
+    for (uint64_t seed = 1; seed <= 50 * mul; seed++)
+        random_run(2, 500000 + seed, &cov); /* no crash: no quorum left */
     fprintf(
         stderr,
         "coverage: crashes=%llu view_changes=%llu views_started=%llu "
