@@ -541,6 +541,43 @@ START_TEST(test_faulty_forces_wait)
 }
 END_TEST
 
+/* Beyond the fault model: a committed op damaged on both replicas that
+ * held it. No quorum proves it unprepared and nobody holds it: the
+ * cluster stays without a primary (halts) instead of losing it. */
+START_TEST(test_faulty_majority_halts)
+{
+    struct sim *s = sim_new(3, 215);
+    ck_assert_uint_eq(submit_any(s, 1, 4, 500), 4);
+    ck_assert_int_eq(run_applied(s, 4, 500), 0);
+    sim_partition(s, 0, 1, 1);
+    ck_assert_int_eq(sim_request(s, 0, 61, 1, VS_OP_CREATE_TOPIC, "m5", 2), 0);
+    for (int t = 0; t < 20; t++)
+        sim_step(s);
+    ck_assert_uint_eq(vsr_commit_max(s->r[0].eng), 5);
+    sim_crash(s, 0);
+    sim_crash(s, 2);
+    ck_assert_int_eq(sim_cut_tail(s, 0), 0);
+    ck_assert_int_eq(sim_cut_tail(s, 2), 0);
+    sim_partition(s, 0, 1, 0);
+    char why[160];
+    ck_assert_int_eq(sim_restart(s, 0, why, sizeof(why)), 0);
+    ck_assert_int_eq(sim_restart(s, 2, why, sizeof(why)), 0);
+    for (int t = 0; t < 4000; t++)
+        sim_step(s);
+    ck_assert_int_eq(settled(s), -1);
+    uint64_t waits = 0, deadlocks = 0;
+    for (unsigned i = 0; i < 3; i++) {
+        waits += vsr_stats(s->r[i].eng)->merge_waits;
+        deadlocks += vsr_stats(s->r[i].eng)->merge_deadlocks;
+        ck_assert_uint_le(s->r[i].applied, 5);
+    }
+    ck_assert_uint_gt(waits, 0);
+    ck_assert_uint_gt(deadlocks, 0);
+    ck_assert_clean(s);
+    sim_free(s);
+}
+END_TEST
+
 /* An uncommitted op held by one replica is truncated only by a nack
  * quorum: the two others never had it (op > their op). */
 START_TEST(test_nack_quorum_truncates)
@@ -680,6 +717,34 @@ coverage_add(struct coverage *c, const struct sim *s)
     }
 }
 
+/* The fault model: a damaged tail hits a minority of the copies of an
+ * op. Replica i's last entry may be cut only if every other replica is
+ * up, has no unrepaired faulty op, and holds that entry durably. */
+static int
+tail_redundant(const struct sim *s, unsigned i)
+{
+    const struct sim_replica *r = &s->r[i];
+    uint64_t op = r->journal_first;
+    if (op == 0)
+        return 0;
+    while (op < SIM_OPS_MAX && r->journal[op + 1].present)
+        op++;
+    for (unsigned j = 0; j < s->n; j++) {
+        if (j == i)
+            continue;
+        const struct sim_replica *o = &s->r[j];
+        if (o->eng == NULL || o->sb.faulty_op != 0 || o->cut_faulty != 0)
+            return 0;
+        struct vs_vsr_info info;
+        vsr_info(o->eng, &info);
+        if (info.faulty_op != 0 || !o->journal[op].present ||
+            !vs_u128_eq(o->journal[op].h.f.checksum,
+                        r->journal[op].h.f.checksum))
+            return 0;
+    }
+    return 1;
+}
+
 static void
 random_run(unsigned n, uint64_t seed, struct coverage *cov)
 {
@@ -703,7 +768,7 @@ random_run(unsigned n, uint64_t seed, struct coverage *cov)
             coverage_add(cov, s); /* its counters die with it */
             cov->crashes++;
             sim_crash(s, i);
-            if (sim_rand(s) % 3 == 0)
+            if (sim_rand(s) % 3 == 0 && tail_redundant(s, i))
                 (void)sim_cut_tail(s, i);
         } else if (f < 4 && s->r[i].eng == NULL) {
             ck_assert_msg(sim_restart(s, i, why, sizeof(why)) == 0,
@@ -811,6 +876,7 @@ main(void)
     tcase_add_test(tc, test_restarted_primary_elected_past);
     tcase_add_test(tc, test_faulty_tail_repaired);
     tcase_add_test(tc, test_faulty_forces_wait);
+    tcase_add_test(tc, test_faulty_majority_halts);
     tcase_add_test(tc, test_nack_quorum_truncates);
     tcase_add_test(tc, test_lost_disk_rebuild);
     tcase_add_test(tc, test_two_replicas);
