@@ -1172,6 +1172,19 @@ dispatch(struct actx *a)
     }
 }
 
+/* 1 if ctx is a numbered request of a client whose session no longer
+ * exists at commit (evicted or logged out after the client table admitted
+ * the request): it must not execute, since no watermark would record it
+ * and a retry after the client registers again would run it twice. */
+static int
+session_gone(const void *state, const struct meta_op_ctx *ctx)
+{
+    if (ctx->operation == VS_OP_REGISTER || ctx->operation == VS_OP_LOGOUT ||
+        vs_u128_is_zero(ctx->client) || ctx->request == 0)
+        return 0;
+    return meta_session_by_client(state, ctx->client) == NULL;
+}
+
 uint32_t
 meta_apply(void *state, const struct meta_op_ctx *ctx, const uint8_t *body,
            size_t len, struct meta_result *out)
@@ -1183,6 +1196,8 @@ meta_apply(void *state, const struct meta_op_ctx *ctx, const uint8_t *body,
     uint32_t code;
     if (meta_op_decode(body, len, op) != 0 || op->operation != ctx->operation)
         code = VS_E_INVALID_COMMAND;
+    else if (session_gone(state, ctx))
+        code = VS_E_UNAUTHENTICATED;
     else {
         struct actx a = {state, h, ctx, op, out};
         code = dispatch(&a);

@@ -18,7 +18,11 @@
  * Authorization runs inside apply on ctx->user_id (authz.h); user 0
  * bypasses it. Register/Logout write the sessions table (the published
  * part of the client table); every other op from a registered client
- * advances that client's watermark to ctx->request.
+ * advances that client's watermark to ctx->request. A numbered request
+ * (client != 0, request > 0) whose client has no session when it commits
+ * (evicted or logged out after the client table admitted it) does not
+ * execute: it answers Unauthenticated (40) and changes nothing, so a
+ * retry after the client registers again runs it exactly once.
  *
  * Callers: shard 0 only (the single writer of the metadata instances).
  */

@@ -190,6 +190,33 @@ START_TEST(test_reregister_and_logout)
 }
 END_TEST
 
+/* A request admitted while its client still had a session, committed
+ * after the session ended (a logout here; an eviction by other clients'
+ * registers in a full table is the same), never executes: no watermark
+ * could record it, so a retry after a new register would run it twice. */
+START_TEST(test_sessionless_request_never_executes)
+{
+    fx_register(st, &run, &ct, 0xB, 0);
+    struct meta_op op;
+    meta_op_init(&op, VS_OP_LOGOUT);
+    ck_assert_uint_eq(th_apply_full(st, &run, 0, th_client(0xB), 1, &op), 0);
+    ck_assert_ptr_null(meta_session_by_client(st, th_client(0xB)));
+    meta_op_init(&op, VS_OP_CREATE_STREAM);
+    meta_op_set_name(&op, "once", 4);
+    ck_assert_uint_eq(th_apply_full(st, &run, 0, th_client(0xB), 2, &op),
+                      VS_E_UNAUTHENTICATED);
+    ck_assert_ptr_null(meta_stream_by_name(st, "once", 4));
+    /* registered again, the retry executes exactly once */
+    fx_register(st, &run, &ct, 0xB, 0);
+    ck_assert_uint_eq(th_apply_full(st, &run, 0, th_client(0xB), 2, &op), 0);
+    ck_assert_ptr_nonnull(meta_stream_by_name(st, "once", 4));
+    ck_assert_uint_eq(meta_session_by_client(st, th_client(0xB))->watermark, 2);
+    /* internal ops (client 0) and unnumbered ones still run */
+    meta_op_set_name(&op, "internal", 8);
+    ck_assert_uint_eq(th_apply_full(st, &run, 0, th_client(0), 0, &op), 0);
+}
+END_TEST
+
 START_TEST(test_create_pat_never_cached)
 {
     fx_register(st, &run, &ct, 0xA, 0);
@@ -363,6 +390,7 @@ suite(void)
     tcase_add_test(tc, test_answers);
     tcase_add_test(tc, test_reregister_and_logout);
     tcase_add_test(tc, test_create_pat_never_cached);
+    tcase_add_test(tc, test_sessionless_request_never_executes);
     tcase_add_test(tc, test_eviction_order_survives_restore);
     tcase_add_test(tc, test_capacity_knob_full_table_restore);
     tcase_add_test(tc, test_eviction_tie_first_slot);
