@@ -209,6 +209,20 @@ xfer_fetch_on_target(struct xfer_fetch *f, uint8_t from, const void *frame,
                      size_t len)
 {
     const struct vs_hdr_state_transfer_target *t = frame;
+    if (f->stage == XFER_FETCHING && !t->available && from == f->peer &&
+        vs_u128_eq(t->nonce, f->nonce)) {
+        /* the server no longer holds our offer (it expired, or it stopped
+         * serving): start over with the same nonce, or give up */
+        if (t->reason == XFER_UNKNOWN_SESSION) {
+            xfer_fetch_retarget(f, from);
+            return XFER_TAKEN;
+        }
+        char why[160];
+        snprintf(why, sizeof(why), "replica %u stopped serving: %s", from,
+                 xfer_unavailable_name(t->reason));
+        xfer_fetch_abandon(f, why);
+        return XFER_TAKEN;
+    }
     if (f->stage != XFER_AWAITING_TARGET)
         return drop(f, XFER_DROP_STAGE);
     if (from != f->peer)

@@ -27,6 +27,9 @@
  * chunk livelock). Every artifact's length and XXH3 are verified before
  * Installing; nothing is handed to the installer unverified. A second
  * Target for the same nonce while Fetching is dropped (first wins).
+ * An unavailable Target for our nonce while Fetching means the server
+ * dropped our offer: "unknown session" starts over (AwaitingTarget, same
+ * nonce), any other reason ends the session.
  * Decode failures at install are charged to the snapshot generation (its
  * frontier); past decode_failures_max that generation is refused until the
  * peer offers a newer one.

@@ -817,6 +817,47 @@ START_TEST(test_empty_table_artifact)
 }
 END_TEST
 
+START_TEST(test_offer_lost_while_fetching)
+{
+    struct world w;
+    world_init(&w, 5000, 10);
+    struct xfer_manifest m = manifest_of(w.art[0], w.art_len[0], w.snap_op,
+                                         w.art[1], w.art_len[1], w.commit);
+    struct vs_u128 nonce = {400, 0};
+    uint64_t replaced;
+    const struct xfer_offer *o = xfer_serve_offer(
+        &w.s, LAGGER, nonce, &m, w.commit, w.commit, &replaced);
+    xfer_fetch_arm(&w.f, nonce, PRIMARY);
+    ck_assert_int_eq(
+        xfer_fetch_on_target(&w.f, PRIMARY, o->target, o->target_len),
+        XFER_TAKEN);
+    ck_assert_int_eq(w.f.stage, XFER_FETCHING);
+    /* the server expired our offer: "unknown session" starts over */
+    uint8_t t[VS_HEADER_SIZE];
+    size_t tn =
+        xfer_serve_unavailable(&w.s, t, nonce, XFER_UNKNOWN_SESSION, 0, 1, 1);
+    ck_assert_int_eq(xfer_fetch_on_target(&w.f, PRIMARY, t, tn), XFER_TAKEN);
+    ck_assert_int_eq(w.f.stage, XFER_AWAITING_TARGET);
+    ck_assert_uint_eq(w.f.nonce.lo, 400);
+    ck_assert_ptr_null(w.f.bytes[0]);
+    /* the retried request gets a (new) offer and the fetch completes */
+    run(&w, &m, 1000);
+    ck_assert_int_eq(w.f.stage, XFER_INSTALLING);
+    assert_installed_bytes(&w);
+    /* any other reason while Fetching ends the session */
+    xfer_fetch_installed(&w.f);
+    struct vs_u128 n2 = {401, 0};
+    o = xfer_serve_offer(&w.s, LAGGER, n2, &m, w.commit, w.commit, &replaced);
+    xfer_fetch_arm(&w.f, n2, PRIMARY);
+    xfer_fetch_on_target(&w.f, PRIMARY, o->target, o->target_len);
+    tn = xfer_serve_unavailable(&w.s, t, n2, XFER_SNAPSHOT_UNREADABLE, 0, 1, 1);
+    ck_assert_int_eq(xfer_fetch_on_target(&w.f, PRIMARY, t, tn), XFER_TAKEN);
+    ck_assert_int_eq(w.f.stage, XFER_IDLE);
+    ck_assert_ptr_nonnull(strstr(w.f.reason, "stopped serving"));
+    world_free(&w);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -840,6 +881,7 @@ main(void)
     tcase_add_test(tt, test_unavailable_and_transient);
     tcase_add_test(tt, test_decode_failures_per_generation);
     tcase_add_test(tt, test_empty_table_artifact);
+    tcase_add_test(tt, test_offer_lost_while_fetching);
     suite_add_tcase(s, tt);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
