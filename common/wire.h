@@ -319,7 +319,9 @@ struct vs_hdr_state_transfer_target { /* command 23, sealed; body: manifest */
     uint8_t unavailable_transient; /* 161 */
     uint8_t padding[6];            /* 162 */
     uint64_t commit_max;           /* 168 */
-    uint8_t reserved[80];          /* 176 */
+    uint8_t reason;                /* 176: why not available (enum
+                                      xfer_unavailable, vsr/xfer_frames.h) */
+    uint8_t reserved[79];          /* 177 */
 };
 
 struct vs_hdr_request_state_chunk { /* command 24, sealed */
@@ -550,7 +552,8 @@ VS_WIRE_AT(struct vs_hdr_state_transfer_target, available, 160);
 VS_WIRE_AT(struct vs_hdr_state_transfer_target, unavailable_transient, 161);
 VS_WIRE_AT(struct vs_hdr_state_transfer_target, padding, 162);
 VS_WIRE_AT(struct vs_hdr_state_transfer_target, commit_max, 168);
-VS_WIRE_AT(struct vs_hdr_state_transfer_target, reserved, 176);
+VS_WIRE_AT(struct vs_hdr_state_transfer_target, reason, 176);
+VS_WIRE_AT(struct vs_hdr_state_transfer_target, reserved, 177);
 
 VS_WIRE_AT(struct vs_hdr_request_state_chunk, nonce, 128);
 VS_WIRE_AT(struct vs_hdr_request_state_chunk, offset, 144);

@@ -67,3 +67,15 @@ tests_integration_check_inspect_SOURCES = \
 tests_integration_check_inspect_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_inspect_LDADD = $(STORAGE_TEST_LDADD)
 endif
+
+# Bounded, verifying reads of snapshot.bin for state transfer.
+libvs_storage_a_SOURCES += shard/storage/snapshot_reader.c \
+	shard/storage/snapshot_reader.h
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_storage_snapreader
+check_PROGRAMS += tests/unit/check_storage_snapreader
+tests_unit_check_storage_snapreader_SOURCES = \
+	tests/unit/check_storage_snapreader.c
+tests_unit_check_storage_snapreader_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_storage_snapreader_LDADD = $(STORAGE_TEST_LDADD)
+endif

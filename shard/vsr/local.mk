@@ -6,6 +6,21 @@ libvs_vsr_a_SOURCES = \
 	shard/vsr/engine.c shard/vsr/engine.h shard/vsr/internal.h \
 	shard/vsr/view.c shard/vsr/repair.c
 
+# State transfer's I/O-free core: manifest, frames, receiver, offers.
+libvs_vsr_a_SOURCES += \
+	shard/vsr/xfer_manifest.c shard/vsr/xfer_manifest.h \
+	shard/vsr/xfer_frames.c shard/vsr/xfer_frames.h \
+	shard/vsr/xfer_fetch.c shard/vsr/xfer_fetch.h \
+	shard/vsr/xfer_serve.c shard/vsr/xfer_serve.h
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_vsr_xfer
+check_PROGRAMS += tests/unit/check_vsr_xfer
+tests_unit_check_vsr_xfer_SOURCES = tests/unit/check_vsr_xfer.c
+tests_unit_check_vsr_xfer_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_vsr_xfer_LDADD = libvs_vsr.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
 # The deterministic harness is compiled into each suite that drives it.
 VSR_SIM_SOURCES = tests/sim/sim_net.c tests/sim/sim_net.h
 

@@ -59,4 +59,13 @@ tests_unit_check_links_SOURCES = tests/unit/check_links.c
 tests_unit_check_links_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_links_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)
+# Metadata state transfer on shard 0 (serve offers, fetch, install hook).
+libvs_server_a_SOURCES += shard/zero/transfer.c shard/zero/transfer.h
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_zero_transfer
+check_PROGRAMS += tests/unit/check_zero_transfer
+tests_unit_check_zero_transfer_SOURCES = tests/unit/check_zero_transfer.c
+tests_unit_check_zero_transfer_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_zero_transfer_LDADD = libvs_server.a libvs_vsr.a \
+	libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 endif

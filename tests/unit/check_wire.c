@@ -122,6 +122,7 @@ static const struct field_row rows[] = {
     ROW(struct vs_hdr_state_transfer_target, available, 160, 1),
     ROW(struct vs_hdr_state_transfer_target, unavailable_transient, 161, 1),
     ROW(struct vs_hdr_state_transfer_target, commit_max, 168, 8),
+    ROW(struct vs_hdr_state_transfer_target, reason, 176, 1),
     ROW(struct vs_hdr_request_state_chunk, nonce, 128, 16),
     ROW(struct vs_hdr_request_state_chunk, offset, 144, 8),
     ROW(struct vs_hdr_request_state_chunk, group, 152, 8),
