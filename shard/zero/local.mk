@@ -59,6 +59,8 @@ tests_unit_check_links_SOURCES = tests/unit/check_links.c
 tests_unit_check_links_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_links_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)
+endif
+
 # Metadata state transfer on shard 0 (serve offers, fetch, install hook).
 libvs_server_a_SOURCES += shard/zero/transfer.c shard/zero/transfer.h
 if HAVE_CHECK
