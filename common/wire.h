@@ -253,6 +253,15 @@ struct vs_hdr_commit { /* command 9, sealed; also the heartbeat */
     uint8_t reserved[80];           /* 176 */
 };
 
+struct vs_hdr_pong { /* command 2, sealed: a backup's answer to the
+                       primary's Commit heartbeat (the primary's lease) */
+    struct vs_frame f;
+    uint64_t timestamp_monotonic; /* 128: the heartbeat answered */
+    uint64_t commit_min;          /* 136: the backup's applied op */
+    uint64_t group;               /* 144 */
+    uint8_t reserved[104];        /* 152 */
+};
+
 struct vs_hdr_start_view_change { /* command 10, sealed */
     struct vs_frame f;
     uint64_t group;        /* 128 */
@@ -429,6 +438,7 @@ VS_WIRE_SIZE(struct vs_hdr_eviction);
 VS_WIRE_SIZE(struct vs_hdr_prepare);
 VS_WIRE_SIZE(struct vs_hdr_prepare_ok);
 VS_WIRE_SIZE(struct vs_hdr_commit);
+VS_WIRE_SIZE(struct vs_hdr_pong);
 VS_WIRE_SIZE(struct vs_hdr_start_view_change);
 VS_WIRE_SIZE(struct vs_hdr_do_view_change);
 VS_WIRE_SIZE(struct vs_hdr_start_view);
@@ -508,6 +518,10 @@ VS_WIRE_AT(struct vs_hdr_commit, commit, 152);
 VS_WIRE_AT(struct vs_hdr_commit, checkpoint_op, 160);
 VS_WIRE_AT(struct vs_hdr_commit, group, 168);
 VS_WIRE_AT(struct vs_hdr_commit, reserved, 176);
+VS_WIRE_AT(struct vs_hdr_pong, timestamp_monotonic, 128);
+VS_WIRE_AT(struct vs_hdr_pong, commit_min, 136);
+VS_WIRE_AT(struct vs_hdr_pong, group, 144);
+VS_WIRE_AT(struct vs_hdr_pong, reserved, 152);
 
 VS_WIRE_AT(struct vs_hdr_start_view_change, group, 128);
 VS_WIRE_AT(struct vs_hdr_start_view_change, reserved, 136);

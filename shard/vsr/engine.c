@@ -396,6 +396,7 @@ send_allowed(const struct vs_vsr *v, const struct vs_header *h)
     }
     case VS_CMD_PREPARE_OK:
     case VS_CMD_COMMIT:
+    case VS_CMD_PONG:
     case VS_CMD_START_VIEW:
         /* They imply log_view == view (Normal status). */
         return h->f.view <= v->durable.view &&
@@ -885,6 +886,7 @@ on_prepare_ok(struct vs_vsr *v, const struct vs_hdr_prepare_ok *ok)
         return VSR_DROP_VIEW_NEW;
     if (!vsr_primary_here(v))
         return VSR_DROP_NOT_PRIMARY;
+    vsr_lease_heard(v, ok->f.replica); /* even a late one: it hears us */
     struct vsr_slot *s = vsr_slot_get(v, ok->op);
     if (s == NULL || ok->op > v->head)
         return VSR_DROP_LATE;
@@ -898,6 +900,36 @@ on_prepare_ok(struct vs_vsr *v, const struct vs_hdr_prepare_ok *ok)
     if (ok->op <= v->commit_max)
         return VSR_DROP_LATE;
     vsr_pipeline_commit(v);
+    return VSR_ACCEPTED;
+}
+
+/* Backup: answers an accepted Commit heartbeat, so the primary knows a
+ * quorum still hears it (its lease, vsr_is_settled_primary). */
+static void
+send_pong(struct vs_vsr *v, const struct vs_hdr_commit *c)
+{
+    struct vsr_msg *m = vsr_msg_alloc(VS_HEADER_SIZE);
+    struct vs_hdr_pong *p = (struct vs_hdr_pong *)&m->hdr;
+    vsr_frame_init(v, &m->hdr, VS_CMD_PONG, VS_HEADER_SIZE);
+    p->timestamp_monotonic = c->timestamp_monotonic;
+    p->commit_min = v->commit_min;
+    p->group = v->group;
+    vs_frame_seal(&m->hdr);
+    vsr_send(v, c->f.replica, m);
+    vsr_msg_unref(m);
+}
+
+/* Primary: a backup heard our heartbeat in our view. */
+static enum vsr_verdict
+on_pong(struct vs_vsr *v, const struct vs_hdr_pong *p)
+{
+    if (v->status != VSR_STATUS_NORMAL || !vsr_primary_here(v))
+        return VSR_DROP_NOT_PRIMARY;
+    if (p->f.view != v->view)
+        return p->f.view < v->view ? VSR_DROP_VIEW_OLD : VSR_DROP_VIEW_NEW;
+    if (p->timestamp_monotonic > v->heartbeat_seq)
+        return VSR_DROP_STALE;
+    vsr_lease_heard(v, p->f.replica);
     return VSR_ACCEPTED;
 }
 
@@ -927,6 +959,7 @@ on_commit(struct vs_vsr *v, const struct vs_hdr_commit *c)
         return VSR_DROP_STALE;
     v->heartbeat_seen = c->timestamp_monotonic;
     v->primary_silence = 0;
+    send_pong(v, c);
     if (c->commit > v->commit_max)
         v->commit_max = c->commit;
     if (c->commit > v->commit_min) {
@@ -952,6 +985,9 @@ frame_group(const struct vs_header *h, uint64_t *group)
         return 1;
     case VS_CMD_COMMIT:
         *group = ((const struct vs_hdr_commit *)h)->group;
+        return 1;
+    case VS_CMD_PONG:
+        *group = ((const struct vs_hdr_pong *)h)->group;
         return 1;
     case VS_CMD_START_VIEW_CHANGE:
         *group = ((const struct vs_hdr_start_view_change *)h)->group;
@@ -989,7 +1025,7 @@ static int
 command_header_only(uint8_t command)
 {
     return command == VS_CMD_PREPARE_OK || command == VS_CMD_COMMIT ||
-           command == VS_CMD_START_VIEW_CHANGE ||
+           command == VS_CMD_PONG || command == VS_CMD_START_VIEW_CHANGE ||
            command == VS_CMD_REQUEST_START_VIEW ||
            command == VS_CMD_REQUEST_PREPARES ||
            command == VS_CMD_REPAIR_DONE || command == VS_CMD_RANGE_EVICTED;
@@ -1066,6 +1102,8 @@ classify(struct vs_vsr *v, const void *frame, size_t len)
         return on_prepare_ok(v, (const struct vs_hdr_prepare_ok *)&h);
     case VS_CMD_COMMIT:
         return on_commit(v, (const struct vs_hdr_commit *)&h);
+    case VS_CMD_PONG:
+        return on_pong(v, (const struct vs_hdr_pong *)&h);
     case VS_CMD_START_VIEW_CHANGE:
         return vsr_on_svc(v, (const struct vs_hdr_start_view_change *)&h);
     case VS_CMD_DO_VIEW_CHANGE:
@@ -1180,6 +1218,8 @@ vsr_tick(struct vs_vsr *v)
     if (v->n == 1)
         return;
     vsr_view_tick(v);
+    if (vsr_primary_here(v) && v->lease_view != v->view)
+        vsr_lease_heard(v, v->replica);
     if (vsr_primary_here(v)) {
         primary_retransmit(v);
         if (v->now >= v->heartbeat_deadline) {
@@ -1534,11 +1574,38 @@ vsr_header(const struct vs_vsr *v, uint64_t op, struct vs_hdr_prepare *out)
     return 1;
 }
 
+void
+vsr_lease_heard(struct vs_vsr *v, uint8_t replica)
+{
+    if (v->lease_view != v->view) {
+        /* first word in this view: every replica starts fresh */
+        for (unsigned r = 0; r < v->n; r++)
+            v->heard[r] = v->now;
+        v->lease_view = v->view;
+    }
+    v->heard[replica] = v->now;
+}
+
+/* 1 while a replication quorum (counting this primary) heard from it in
+ * its view within normal_heartbeat ticks. A primary that just took the
+ * view counts as heard by everyone: the DVC quorum spoke to it. */
+static int
+lease_fresh(const struct vs_vsr *v)
+{
+    if (v->n == 1 || v->lease_view != v->view)
+        return 1;
+    unsigned heard = 1;
+    for (unsigned r = 0; r < v->n; r++)
+        if (r != v->replica && v->now - v->heard[r] <= v->to.normal_heartbeat)
+            heard++;
+    return heard >= vsr_quorum_replication(v->n);
+}
+
 int
 vsr_is_settled_primary(const struct vs_vsr *v)
 {
     return vsr_primary_here(v) && v->log_view == v->view &&
-           v->commit_min >= v->recovery_barrier;
+           v->commit_min >= v->recovery_barrier && lease_fresh(v);
 }
 
 int

@@ -31,7 +31,7 @@
  *    Anything else is dropped with a typed reason (enum vsr_verdict).
  *  - R3: PrepareOk for op N is sent only after the binding reported the
  *    journal append of N durable (vsr_on_journal_durable).
- *  - R1 persist before send: PrepareOk, Commit, StartViewChange,
+ *  - R1 persist before send: PrepareOk, Commit, Pong, StartViewChange,
  *    DoViewChange and StartView are withheld (queued inside the engine)
  *    until the view and log_view they carry are durable in the superblock,
  *    i.e. <= the values last confirmed by vsr_on_superblock_durable() (or
@@ -510,9 +510,15 @@ enum vsr_status vsr_status(const struct vs_vsr *v);
 /* 1 when Normal and primary_index(view) == replica (it prepares). */
 int vsr_is_primary(const struct vs_vsr *v);
 /* 1 when this replica is the settled primary: Normal, primary of view,
- * log_view == view, not Recovering, and it applied every op committed
- * before it took the view (vsr_on_request accepts). The binding names
- * only a settled primary `Leader`. */
+ * log_view == view, not Recovering, it applied every op committed
+ * before it took the view, and it holds its lease: a replication quorum
+ * (itself included) heard from it in this view within normal_heartbeat
+ * ticks (backups answer each Commit heartbeat with a Pong; a PrepareOk
+ * counts too; a view just taken starts fresh). An isolated old primary
+ * so stops accepting requests and stops claiming `Leader` within
+ * normal_heartbeat ticks, though it cannot know the view moved on.
+ * vsr_on_request accepts only here. The binding names only a settled
+ * primary `Leader`. */
 int vsr_is_settled_primary(const struct vs_vsr *v);
 /* The primary of the current view if this replica is Normal (itself
  * included), else -1 (view change or Recovering: unknown). */

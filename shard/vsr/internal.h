@@ -109,7 +109,11 @@ struct vs_vsr {
     uint64_t heartbeat_seen;  /* backup: last accepted */
     uint64_t primary_silence; /* backup: ticks since the primary spoke */
     uint64_t silence_limit;   /* normal_heartbeat + jitter */
-    uint64_t hb_commit_op;    /* backup: commit op + checksum announced */
+    /* primary lease: tick each replica was last heard in lease_view
+     * (PrepareOk, Pong); lease_view != view means "not yet counted" */
+    uint64_t heard[VS_REPLICAS_MAX];
+    uint32_t lease_view;
+    uint64_t hb_commit_op; /* backup: commit op + checksum announced */
     struct vs_u128 hb_commit_checksum;
 
     /* view change */
@@ -220,5 +224,8 @@ enum vsr_verdict vsr_on_repair_prepare(struct vs_vsr *v,
                                        const uint8_t *frame);
 enum vsr_verdict vsr_on_repair_done(struct vs_vsr *v,
                                     const struct vs_hdr_repair_done *h);
+
+/* Primary: `replica` spoke to us in our view (engine.c). */
+void vsr_lease_heard(struct vs_vsr *v, uint8_t replica);
 
 #endif /* VS_SHARD_VSR_INTERNAL_H */

@@ -298,6 +298,47 @@ START_TEST(test_isolated_primary)
 }
 END_TEST
 
+/* The primary's lease: an idle, connected primary stays settled across
+ * many heartbeat timeouts (backups answer each Commit with a Pong); an
+ * isolated one stops being settled within normal_heartbeat ticks (no
+ * request accepted, no `Leader` claim) while it still believes it is the
+ * primary of its view; healed, the cluster converges on the new view. */
+START_TEST(test_isolated_primary_loses_lease)
+{
+    struct sim *s = sim_new(3, 211);
+    ck_assert_uint_eq(submit_any(s, 1, 2, 500), 2);
+    ck_assert_int_eq(run_applied(s, 2, 500), 0);
+    ck_assert_int_eq(settled(s), 0);
+    /* the harness's normal_heartbeat is 100 ticks, the heartbeat 10 */
+    for (int t = 0; t < 1600; t++)
+        sim_step(s);
+    ck_assert(vsr_is_settled_primary(s->r[0].eng));
+    ck_assert_uint_eq(vsr_view(s->r[0].eng), 0);
+    sim_isolate(s, 0, 1);
+    for (int t = 0; t < 50; t++)
+        sim_step(s);
+    ck_assert(vsr_is_settled_primary(s->r[0].eng)); /* within its lease */
+    for (int t = 0; t < 100; t++)
+        sim_step(s);
+    ck_assert(vsr_is_primary(s->r[0].eng));          /* it still thinks so */
+    ck_assert(!vsr_is_settled_primary(s->r[0].eng)); /* but serves nothing */
+    ck_assert_int_eq(sim_request(s, 0, 90, 1, VS_OP_CREATE_STREAM, "x", 1),
+                     -EAGAIN);
+    struct vs_vsr_info info;
+    vsr_info(s->r[0].eng, &info);
+    ck_assert(!info.settled);
+    int p = await_primary(s, 0, 3000);
+    ck_assert_int_ge(p, 1);
+    sim_isolate(s, 0, 0);
+    ck_assert_uint_eq(submit_any(s, 30, 1, 1000), 1);
+    ck_assert_int_eq(run_applied(s, 3, 3000), 0);
+    ck_assert_uint_eq(vsr_view(s->r[0].eng), vsr_view(s->r[p].eng));
+    assert_history(s, 3);
+    ck_assert_clean(s);
+    sim_free(s);
+}
+END_TEST
+
 /* Holding the new primary's superblock write (the one carrying
  * log_view = view) keeps its StartView and Commits off the wire: the
  * harness would flag either. The backups stay in the view change. */
@@ -869,6 +910,7 @@ main(void)
     tcase_add_test(tc, test_primary_crash_mid_pipeline);
     tcase_add_test(tc, test_duelling_candidates);
     tcase_add_test(tc, test_isolated_primary);
+    tcase_add_test(tc, test_isolated_primary_loses_lease);
     tcase_add_test(tc, test_start_view_waits_for_log_view);
     tcase_add_test(tc, test_backup_gap_repair);
     tcase_add_test(tc, test_range_evicted_surfaced);
