@@ -87,6 +87,9 @@ static const struct field_row rows[] = {
     ROW(struct vs_hdr_commit, commit, 152, 8),
     ROW(struct vs_hdr_commit, checkpoint_op, 160, 8),
     ROW(struct vs_hdr_commit, group, 168, 8),
+    ROW(struct vs_hdr_pong, timestamp_monotonic, 128, 8),
+    ROW(struct vs_hdr_pong, commit_min, 136, 8),
+    ROW(struct vs_hdr_pong, group, 144, 8),
     /* SVC */
     ROW(struct vs_hdr_start_view_change, group, 128, 8),
     /* DVC */
@@ -181,6 +184,7 @@ START_TEST(test_struct_sizes)
         sizeof(struct vs_hdr_prepare),
         sizeof(struct vs_hdr_prepare_ok),
         sizeof(struct vs_hdr_commit),
+        sizeof(struct vs_hdr_pong),
         sizeof(struct vs_hdr_start_view_change),
         sizeof(struct vs_hdr_do_view_change),
         sizeof(struct vs_hdr_start_view),
