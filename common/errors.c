@@ -59,6 +59,7 @@ static const struct error_row error_rows[] = {
     {2021, "TooManyTopics", "too many topics"},
     {3007, "PartitionNotFound", "partition not found"},
     {3013, "PartitionIdSpaceExhausted", "partition id space exhausted"},
+    {3020, "CannotReadConsumerOffsets", "consumer offsets damaged on disk"},
     {3021, "ConsumerOffsetNotFound", "consumer offset not found"},
     {4000, "SegmentNotFound", "segment not found"},
     {4006, "CannotSaveMessagesToSegment",

@@ -310,8 +310,10 @@ struct part_consumer {
 /* The offset key of a named consumer: XXH32(name, seed 0). */
 uint32_t part_consumer_name_key(const void *name, size_t len);
 
-/* 0 and *offset, -ENOENT (nothing stored), -EBADMSG (file corrupt: the
- * checksum fails; treated by callers as nothing stored), -errno. */
+/* The stored offset: 0, -ENOENT (nothing stored), -EBADMSG (the file is
+ * damaged beyond its fallback record: the caller reports the offsets
+ * damaged, never "nothing stored"), -errno. A damaged current record
+ * falls back to the previous durable value (0 is returned). */
 int part_offset_get(struct vs_part *p, const struct part_consumer *c,
                     uint64_t *offset);
 /* Explicit store (may move backwards). The partition must hold a message
@@ -320,7 +322,8 @@ int part_offset_get(struct vs_part *p, const struct part_consumer *c,
 int part_offset_store(struct vs_part *p, const struct part_consumer *c,
                       uint64_t offset);
 /* Auto-commit: stores max(stored, offset); never decreases. *stored (may
- * be NULL) gets the value now stored. 0, -ENOSPC, -VS_EFATAL. */
+ * be NULL) gets the value now stored. 0, -EBADMSG (damaged file: left
+ * alone, an explicit store repairs it), -ENOSPC, -VS_EFATAL. */
 int part_offset_commit(struct vs_part *p, const struct part_consumer *c,
                        uint64_t offset, uint64_t *stored);
 /* 0, -ENOENT (nothing stored: Iggy 3021), -VS_EFATAL. */

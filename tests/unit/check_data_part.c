@@ -1025,19 +1025,50 @@ START_TEST(test_consumer_offsets)
     ck_assert_uint_eq(off, 4);
     ck_assert_int_eq(part_offset_get(p, &nm, &off), 0);
     ck_assert_uint_eq(off, 2);
-    /* corrupt file -> -EBADMSG; commit repairs it */
+    /* damage: the current record (4) falls back to the previous durable
+     * value (3); both records damaged -> -EBADMSG, never "nothing
+     * stored"; an auto-commit leaves it alone, an explicit store
+     * repairs it */
     char path[1100];
     snprintf(path, sizeof(path), "%s/offsets/groups/1.900", part_dir(p));
     size_t len;
     uint8_t *f = dt_read_file(path, &len);
-    ck_assert_uint_eq(len, 16);
+    ck_assert_uint_eq(len, 32);
     f[0] ^= 1;
     dt_write_file(path, f, len);
-    free(f);
+    ck_assert_int_eq(part_offset_get(p, &g, &off), 0);
+    ck_assert_uint_eq(off, 3);
+    for (size_t i = 0; i < 32; i++) { /* any one flipped bit */
+        uint8_t *h = dt_read_file(path, &len);
+        memcpy(h, f, 32);
+        h[0] ^= 1; /* restore the current record */
+        h[i] ^= 0x40;
+        dt_write_file(path, h, 32);
+        ck_assert_int_eq(part_offset_get(p, &g, &off), 0);
+        ck_assert_uint_eq(off, i < 16 ? 3 : 4);
+        free(h);
+    }
+    f[20] ^= 1;
+    dt_write_file(path, f, len);
     ck_assert_int_eq(part_offset_get(p, &g, &off), -EBADMSG);
-    ck_assert_int_eq(part_offset_commit(p, &g, 1, NULL), 0);
+    ck_assert_int_eq(part_offset_commit(p, &g, 9, NULL), -EBADMSG);
+    uint8_t *same = dt_read_file(path, &len);
+    ck_assert_int_eq(memcmp(same, f, 32), 0);
+    free(same);
+    dt_write_file(path, f, 7); /* truncated: damaged too */
+    ck_assert_int_eq(part_offset_get(p, &g, &off), -EBADMSG);
+    free(f);
+    ck_assert_int_eq(part_offset_store(p, &g, 1), 0);
     ck_assert_int_eq(part_offset_get(p, &g, &off), 0);
     ck_assert_uint_eq(off, 1);
+    /* a one-record file (earlier releases) still reads */
+    uint8_t old[16];
+    vs_store_u64(old, 2);
+    vs_store_u64(old + 8, vs_xxh3_64(old, 8));
+    dt_write_file(path, old, sizeof(old));
+    ck_assert_int_eq(part_offset_get(p, &g, &off), 0);
+    ck_assert_uint_eq(off, 2);
+    ck_assert_int_eq(part_offset_store(p, &g, 1), 0);
     /* delete */
     ck_assert_int_eq(part_offset_delete(p, &c), 0);
     ck_assert_int_eq(part_offset_delete(p, &c), -ENOENT);
