@@ -87,6 +87,9 @@ static const struct error_row error_rows[] = {
     {9000, "SnapshotFileCompletionFailed", "snapshot file completion failed"},
     {10005, "CannotAppendToFile", "cannot append to file"},
     {14003, "IncompatibleProtocolVersion", "incompatible protocol version"},
+    {60000, "DiskFull",
+     "no space left for metadata on the data dir's filesystem (deletes, "
+     "purges and logins still work)"},
 };
 
 static const struct error_row *
