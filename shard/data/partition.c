@@ -96,6 +96,11 @@ part_reason_str(enum part_reason r)
         return "interior damage in a segment";
     case PART_R_TAIL_CHECKSUM:
         return "last batch fails its checksum and may have been acknowledged";
+    case PART_R_TRUNCATED:
+        return "acknowledged messages missing: the log is shorter than "
+               "recorded";
+    case PART_R_SEGMENT_GAP:
+        return "acknowledged messages missing: a gap between segments";
     }
     return "unknown reason";
 }
@@ -451,7 +456,7 @@ load_segments(struct vs_part *p, struct part_verdict *v)
         else
             rc = dseg_load_active(p->io, s, p->opts.index_interval, expect,
                                   p->opts.durability, p->opts.cut_damaged_tail,
-                                  v);
+                                  p->floor, v);
         if (rc == -EBADMSG && v) {
             /* prefix the partition identity */
             struct part_verdict tmp = *v;
@@ -459,6 +464,26 @@ load_segments(struct vs_part *p, struct part_verdict *v)
         }
         if (rc < 0)
             break;
+        int strict = p->opts.durability == PART_FSYNC_EVERY_BATCH &&
+                     !p->opts.cut_damaged_tail;
+        if (strict && i + 1 < n &&
+            (s->empty || s->last_offset + 1 != starts[i + 1])) {
+            char what[200];
+            if (s->empty)
+                snprintf(what, sizeof(what),
+                         "sealed segment starting at offset %" PRIu64
+                         " is empty; the next starts at %" PRIu64,
+                         starts[i], starts[i + 1]);
+            else
+                snprintf(what, sizeof(what),
+                         "offsets %" PRIu64 "..%" PRIu64
+                         " are missing between this segment and the next",
+                         s->last_offset + 1, starts[i + 1] - 1);
+            refuse(v, &p->id, PART_R_SEGMENT_GAP, s->log_name,
+                   s->empty ? 0 : s->last_batch_pos, what);
+            rc = -EBADMSG;
+            break;
+        }
         if (!s->empty) {
             if (i + 1 < n && s->last_offset >= starts[i + 1]) {
                 refuse(v, &p->id, PART_R_SEGMENT_ORDER, s->log_name,

@@ -61,6 +61,17 @@
  *     checksum: under every-batch it may have been acknowledged -> refuse
  *     PART_R_TAIL_CHECKSUM (unless opts.cut_damaged_tail, the operator's
  *     explicit choice); under interval it was never promised durable -> cut.
+ *   Acknowledged data missing (every-batch, where every acknowledged batch
+ *   was fsynced before the next append began): refuse
+ *     PART_R_TRUNCATED when the valid end of the last segment is below an
+ *     old index entry other than the last one (that one may be the torn
+ *     batch's), or below the offset floor a clean close recorded;
+ *     PART_R_SEGMENT_GAP when a sealed segment is empty or does not end
+ *     exactly where the next segment starts (a sealed segment missing in
+ *     the middle, emptied or cut short). The first segment may start
+ *     above 0 (retention and DeleteSegments remove the oldest ones).
+ *     opts.cut_damaged_tail overrides these too (the operator accepts the
+ *     loss); a cluster replica repairs instead (replication).
  *   A refusal returns -EBADMSG and fills struct part_verdict (reason, file,
  *   position, a one-line message). Nothing is modified before a refusal.
  *
@@ -139,6 +150,11 @@ enum part_reason {
     PART_R_INTERIOR_DAMAGE, /* a damaged batch before valid data */
     PART_R_TAIL_CHECKSUM,   /* last batch full length, checksum fails,
                                every-batch policy: maybe acknowledged */
+    PART_R_TRUNCATED,       /* every-batch: the log ends before what its
+                               index or the state records as written */
+    PART_R_SEGMENT_GAP,     /* every-batch: a sealed segment is empty, or
+                               consecutive segments leave an offset gap
+                               (a segment missing or cut short) */
 };
 
 struct part_verdict {

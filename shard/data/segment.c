@@ -267,6 +267,18 @@ walk_headers(struct vs_sio *io, int fd, struct dseg *s, uint64_t pos,
     return 0;
 }
 
+/* Strictly increasing positions and offsets, non-decreasing times. */
+static int
+idx_monotonic(const struct pidx_entry *e, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (e[i].position <= e[i - 1].position ||
+            e[i].offset <= e[i - 1].offset ||
+            e[i].timestamp < e[i - 1].timestamp)
+            return 0;
+    return 1;
+}
+
 static int
 idx_consistent(const struct pidx_entry *e, size_t n, uint64_t fsize,
                uint64_t start)
@@ -417,7 +429,8 @@ tail_cut_allowed(struct vs_sio *io, struct dseg *s, uint64_t pos,
 int
 dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
                  uint64_t expect_min, enum part_durability policy,
-                 int cut_damaged_tail, struct part_verdict *v)
+                 int cut_damaged_tail, uint64_t written_floor,
+                 struct part_verdict *v)
 {
     struct batch_limits lim = {UINT64_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
     uint8_t *buf = NULL;
@@ -522,6 +535,43 @@ dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
         seg_account(s, buf, pos, interval, 1);
         expect = batch_last_offset(buf) + 1;
         pos += blen;
+    }
+    /* Under every-batch an index entry was written after its batch and
+     * the batch fsynced before the next append began: an old entry past
+     * the valid end -- other than a last one at exactly the end, the torn
+     * batch's own -- proves acknowledged batches are missing. An index
+     * that is not monotonic is no evidence (it is rebuilt). */
+    uint64_t vend = cut != UINT64_MAX ? cut : fsize;
+    if (policy == PART_FSYNC_EVERY_BATCH && !cut_damaged_tail && fn > 0 &&
+        idx_monotonic(fe, fn)) {
+        for (size_t i = 0; i < fn; i++) {
+            if (fe[i].position > vend ||
+                (fe[i].position == vend && i + 1 < fn)) {
+                char what[200];
+                snprintf(what, sizeof(what),
+                         "the index records a batch at position %" PRIu64
+                         " (offset %" PRIu64 ") but the log's valid data "
+                         "ends at %" PRIu64,
+                         fe[i].position, fe[i].offset, vend);
+                verdict_set(v, PART_R_TRUNCATED, s->log_name, vend, what);
+                rc = -EBADMSG;
+                goto fail;
+            }
+        }
+    }
+    /* the floor is written only by a clean close (= the next offset) or a
+     * purge under every-batch: never ahead of acknowledged data */
+    uint64_t vend_off = s->empty ? s->start : expect;
+    if (policy == PART_FSYNC_EVERY_BATCH && !cut_damaged_tail &&
+        vend_off < written_floor) {
+        char what[200];
+        snprintf(what, sizeof(what),
+                 "the log ends at offset %" PRIu64 " but offsets up to %" PRIu64
+                 " were written (the state at the last clean close)",
+                 vend_off, written_floor - 1);
+        verdict_set(v, PART_R_TRUNCATED, s->log_name, vend, what);
+        rc = -EBADMSG;
+        goto fail;
     }
     if (cut != UINT64_MAX) {
         rc = sio_ftruncate(io, s->fd, (off_t)cut, s->log_path);
