@@ -45,3 +45,13 @@ tests_integration_check_disk_full_SOURCES = \
 tests_integration_check_disk_full_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_disk_full_LDADD = $(DATA_SERVE_ITEST_LDADD)
 endif
+
+# vstream-inspect and boot agree over every corruption fixture.
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_verdicts_agree
+INTEG_TESTS += tests/integration/check_verdicts_agree
+tests_integration_check_verdicts_agree_SOURCES = \
+	tests/integration/check_verdicts_agree.c $(DATA_SERVE_ITEST_SRC)
+tests_integration_check_verdicts_agree_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_verdicts_agree_LDADD = $(DATA_SERVE_ITEST_LDADD)
+endif

@@ -290,6 +290,8 @@ list_segments(struct vs_part *p, uint64_t **out, size_t *n)
                 v = vs_xrealloc(v, cap * sizeof(*v));
             }
             v[cnt++] = start;
+        } else if (p->opts.read_only) {
+            continue; /* inspection: leftovers stay */
         } else if (len > 4 && strcmp(nm + len - 4, ".tmp") == 0) {
             if (afile_join(path, sizeof(path), p->dir, nm) == 0)
                 (void)sio_unlink(p->io, path);
@@ -445,6 +447,7 @@ load_segments(struct vs_part *p, struct part_verdict *v)
         rc = dseg_init(s, p->dir, starts[i]);
         if (rc < 0)
             break;
+        s->read_only = p->opts.read_only;
         if (i > 0 && starts[i] < expect) {
             refuse(v, &p->id, PART_R_SEGMENT_ORDER, s->log_name, 0,
                    "segment starts below the previous segment's end");
@@ -534,6 +537,10 @@ part_open(struct vs_sio *io, const char *partitions_dir,
         rc = -ENAMETOOLONG;
         goto fail;
     }
+    if (p->opts.read_only && (create || purge_generation)) {
+        rc = -EINVAL;
+        goto fail;
+    }
     struct stat st;
     if (stat(p->dir, &st) == -1) {
         rc = -errno;
@@ -596,7 +603,7 @@ part_close(struct vs_part *p)
     if (!p)
         return 0;
     int rc = 0;
-    if (p->nsegs > 0 && !sio_is_fatal(p->io)) {
+    if (p->nsegs > 0 && !sio_is_fatal(p->io) && !p->opts.read_only) {
         struct dseg *a = active(p);
         rc = dseg_sync(p->io, a, 1);
         if (rc == 0)
@@ -664,6 +671,8 @@ part_append(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
         *berr = be;
     if (be != BATCH_OK)
         return -EINVAL;
+    if (p->opts.read_only)
+        return -EROFS;
     if (sio_is_fatal(p->io))
         return -VS_EFATAL;
     if (p->nsegs == 0)

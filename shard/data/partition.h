@@ -129,6 +129,9 @@ struct part_opts {
     int purge_keep_offsets;     /* 0: a purge restarts offsets at 0 (Iggy) */
     int verify_reads; /* 1 (default): verify every batch read for a poll;
                          0 only to measure what verification costs */
+    int read_only;    /* vstream-inspect: open runs the boot verdict and
+                         modifies nothing (create = 0, purge_generation 0;
+                         release with part_abandon, never append) */
     struct batch_limits limits;
 };
 

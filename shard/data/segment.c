@@ -342,7 +342,7 @@ dseg_load_sealed(struct vs_sio *io, struct dseg *s, uint32_t interval,
     /* No usable index: walk the whole log and rewrite the index. */
     s->nidx = 0;
     rc = walk_headers(io, fd, s, 0, fsize, expect_min, interval, 1, v);
-    if (rc == 0)
+    if (rc == 0 && !s->read_only)
         rc = idx_rewrite(io, s);
 out:
     free(fe);
@@ -437,7 +437,7 @@ dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
     size_t cap = 0;
     struct pidx_entry *fe = NULL;
     int rc;
-    s->fd = sio_open(io, s->log_path, O_RDWR, 0);
+    s->fd = sio_open(io, s->log_path, s->read_only ? O_RDONLY : O_RDWR, 0);
     if (s->fd < 0) {
         rc = s->fd;
         s->fd = -1;
@@ -573,7 +573,7 @@ dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
         rc = -EBADMSG;
         goto fail;
     }
-    if (cut != UINT64_MAX) {
+    if (cut != UINT64_MAX && !s->read_only) {
         rc = sio_ftruncate(io, s->fd, (off_t)cut, s->log_path);
         if (rc == 0)
             rc = sio_fsync(io, s->fd, s->log_path);
@@ -581,6 +581,11 @@ dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
             goto fail;
     }
     s->size = cut != UINT64_MAX ? cut : fsize;
+    if (s->read_only) { /* the verdict is all inspection needs */
+        free(buf);
+        free(fe);
+        return 0;
+    }
     /* Keep the index file when it matches the rebuilt one exactly. */
     int same = fn == s->nidx;
     for (size_t i = 0; same && i < fn; i++)

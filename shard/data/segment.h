@@ -47,6 +47,9 @@ struct dseg {
     uint64_t idx_file_len; /* bytes of the .index file that match idx */
     int idx_stale;         /* file lacks entries: rewrite at seal/close */
     int fd, idx_fd;        /* active segment only, else -1 */
+    int read_only;         /* inspection: loads never modify a file (the
+                              active log is opened read-only, no cut, no
+                              index rewrite); set before loading */
     char dir[DSEG_PATH_MAX];
     char log_path[DSEG_PATH_MAX];
     char idx_path[DSEG_PATH_MAX];
