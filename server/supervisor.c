@@ -485,7 +485,8 @@ sup_prepare(struct sup *s)
     int rc = sup_datadir_lock(s->cfg.data_dir, err, sizeof(err));
     if (rc < 0) {
         sup_say_fatal(err);
-        return VS_EXIT_FATAL;
+        /* a dead node's processes still exiting: worth a restart */
+        return rc == -ETIMEDOUT ? VS_EXIT_RESTART : VS_EXIT_FATAL;
     }
     s->lock_fd = rc;
     rc = sup_shards_resolve(s->cfg.data_dir, s->cfg.shards,
