@@ -13,7 +13,9 @@
  *     replicated code -> H 5; 39/40/45 -> status 0, empty; Flush -> H 5;
  *     reads -> served here (H 3 undecodable, H 41 denied, not found =
  *     status 0 empty); any other code -> H 3; the connection stays;
- *  4. Register (1) -> login.c; Logout (3) and metadata ops 128..149 ->
+ *  4. Register (1), replicated requests and metadata reads are answered
+ *     58 until the published metadata can judge them (gate.h);
+ *     Register (1) -> login.c; Logout (3) and metadata ops 128..149 ->
  *     Eviction 1 before login, else propose.c (DeleteSegments 138:
  *     segments.c, which asks the owner for the watermark first); partition
  * plane 160..162
@@ -43,6 +45,7 @@
 #include "shard/fwd.h"
 #include "shard/meta/lookup.h"
 #include "shard/serve/data.h"
+#include "shard/serve/gate.h"
 #include "shard/serve/liveness.h"
 #include "shard/serve/reads.h"
 #include "shard/serve/segments.h"
@@ -149,6 +152,10 @@ serve_nr(struct serve_conn *c, const struct vs_hdr_request *req,
         serve_conn_reply(c, req, 0, NULL, 0);
         return;
     case SERVE_NR_READ:
+        if (!serve_gate_open(c->srv)) {
+            serve_conn_reply(c, req, VS_E_NOT_ACCEPTED, NULL, 0);
+            return;
+        }
         serve_read_request(c, req, code, body, len);
         return;
     default:
@@ -193,6 +200,10 @@ serve_dispatch(struct serve_conn *c, const struct vs_hdr_request *req,
         return;
     }
     if (op == VS_OP_REGISTER) {
+        if (!serve_gate_open(c->srv)) { /* gate.h: not judgeable yet */
+            serve_conn_reply(c, req, VS_E_NOT_ACCEPTED, NULL, 0);
+            return;
+        }
         serve_login_start(c, req, body, len);
         return;
     }
@@ -214,6 +225,10 @@ serve_dispatch(struct serve_conn *c, const struct vs_hdr_request *req,
     }
     if (partition) {
         serve_data_request(c, req, body, len);
+        return;
+    }
+    if (!serve_gate_open(c->srv)) {
+        serve_conn_reply(c, req, VS_E_NOT_ACCEPTED, NULL, 0);
         return;
     }
     if (op == VS_OP_DELETE_SEGMENTS) {

@@ -112,6 +112,11 @@ struct serve {
     uint64_t login_window; /* second of the current window (monotonic) */
     uint32_t login_count;
 
+    /* readiness gate (gate.c): 1 once the published metadata can judge
+     * logins; requests answered 58 before that */
+    int gate_open;
+    uint64_t gate_refused;
+
     struct serve_data *data; /* the data plane (data.c) */
     struct serve_live *live; /* group liveness reports (liveness.c) */
 
