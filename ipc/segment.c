@@ -40,6 +40,7 @@ seg_pow2(uint32_t x)
 struct seg_layout {
     uint64_t procs_off, lr_off, lr_size, rings_off, ring_stride, total;
     uint64_t stats_off;
+    uint64_t throttle_off;
     uint32_t ring_bytes;
 };
 
@@ -48,7 +49,8 @@ seg_compute(const struct vs_seg_params *p, struct seg_layout *l)
 {
     if (p->n_procs < 2 || p->n_procs > VS_SEG_MAX_PROCS ||
         p->lr_instance_size == 0 || p->ring_bytes == 0 ||
-        p->ring_bytes > (1u << 30) || p->stats_capacity > (1u << 24))
+        p->ring_bytes > (1u << 30) || p->stats_capacity > (1u << 24) ||
+        p->throttle_slots > (1u << 24))
         return -EINVAL;
     uint64_t page = seg_page();
     l->ring_bytes = seg_pow2(p->ring_bytes);
@@ -67,6 +69,12 @@ seg_compute(const struct vs_seg_params *p, struct seg_layout *l)
         l->stats_off = seg_round_up(l->total, page);
         l->total = seg_round_up(
             l->stats_off + stats_region_size(p->stats_capacity), page);
+    }
+    l->throttle_off = 0;
+    if (p->throttle_slots > 0) {
+        l->throttle_off = seg_round_up(l->total, page);
+        l->total = seg_round_up(
+            l->throttle_off + throttle_region_size(p->throttle_slots), page);
     }
     return 0;
 }
@@ -93,7 +101,8 @@ seg_validate(const struct vs_seg_hdr_shm *h, size_t size)
     struct vs_seg_params p = {.n_procs = h->n_procs,
                               .lr_instance_size = h->lr_instance_size,
                               .ring_bytes = h->ring_bytes,
-                              .stats_capacity = h->stats_capacity};
+                              .stats_capacity = h->stats_capacity,
+                              .throttle_slots = h->throttle_slots};
     struct seg_layout l;
     if (seg_compute(&p, &l) != 0 || l.ring_bytes != h->ring_bytes ||
         l.stats_off != h->stats_off || l.procs_off != h->procs_off ||
@@ -164,6 +173,7 @@ seg_create(struct vs_seg *s, const struct vs_seg_params *p)
     atomic_init(&h->stopping, 0);
     h->stats_off = l.stats_off;
     h->stats_capacity = p->stats_capacity;
+    h->throttle_slots = p->throttle_slots;
 
     rc = lr_region_init(s->base + l.lr_off, (size_t)l.lr_size, p->n_procs,
                         (size_t)p->lr_instance_size);
@@ -183,6 +193,13 @@ seg_create(struct vs_seg *s, const struct vs_seg_params *p)
         rc = stats_region_init(s->base + l.stats_off,
                                stats_region_size(p->stats_capacity),
                                p->stats_capacity);
+        if (rc != 0)
+            goto fail;
+    }
+    if (p->throttle_slots > 0) {
+        rc = throttle_region_init(s->base + l.throttle_off,
+                                  throttle_region_size(p->throttle_slots),
+                                  p->throttle_slots);
         if (rc != 0)
             goto fail;
     }
@@ -290,6 +307,25 @@ seg_stats_region(const struct vs_seg *s, size_t *len)
     if (len != NULL)
         *len = stats_region_size(s->hdr->stats_capacity);
     return s->base + s->hdr->stats_off;
+}
+
+void *
+seg_throttle_region(const struct vs_seg *s, size_t *len)
+{
+    struct seg_layout l;
+    struct vs_seg_params p = {.n_procs = s->hdr->n_procs,
+                              .lr_instance_size = s->hdr->lr_instance_size,
+                              .ring_bytes = s->hdr->ring_bytes,
+                              .stats_capacity = s->hdr->stats_capacity,
+                              .throttle_slots = s->hdr->throttle_slots};
+    if (s->hdr->throttle_slots == 0 || seg_compute(&p, &l) != 0) {
+        if (len != NULL)
+            *len = 0;
+        return NULL;
+    }
+    if (len != NULL)
+        *len = throttle_region_size(s->hdr->throttle_slots);
+    return s->base + l.throttle_off;
 }
 
 void *

@@ -555,6 +555,7 @@ sup_prepare(struct sup *s)
         .lr_instance_size = shard0_instance_size(&s->cfg),
         .ring_bytes = s->cfg.ring_bytes,
         .stats_capacity = s->cfg.max_partitions,
+        .throttle_slots = VS_THROTTLE_NODE_SLOTS,
     };
     rc = seg_create(&s->seg, &p);
     if (rc != 0) {

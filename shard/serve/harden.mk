@@ -2,7 +2,8 @@
 # login throttling, sessions that end with their credentials, timeouts.
 # Sources are appended to libvs_server.a (listed in server/local.mk).
 libvs_server_a_SOURCES += \
-	shard/serve/gate.c shard/serve/gate.h
+	shard/serve/gate.c shard/serve/gate.h \
+	shard/serve/throttle.c shard/serve/throttle.h
 
 if HAVE_CHECK
 check_PROGRAMS += tests/integration/check_serve_harden

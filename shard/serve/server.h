@@ -26,6 +26,7 @@
 #include "common/wire.h"
 #include "ipc/lr.h"
 #include "ipc/port.h"
+#include "ipc/throttle.h"
 #include "shard/meta/ops.h"
 #include "shard/meta/secrets.h"
 #include "shard/serve/hasher.h"
@@ -116,6 +117,12 @@ struct serve {
      * logins; requests answered 58 before that */
     int gate_open;
     uint64_t gate_refused;
+
+    /* failed-login throttle (throttle.c): the node's shared table,
+     * attached on first use */
+    struct vs_throttle throttle;
+    int throttle_failed; /* no table: logged once, unthrottled */
+    uint64_t login_throttled;
 
     struct serve_data *data; /* the data plane (data.c) */
     struct serve_live *live; /* group liveness reports (liveness.c) */

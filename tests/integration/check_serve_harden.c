@@ -2,7 +2,8 @@
  * tests/integration/check_serve_harden.c - hardening of the data shards'
  * client listener on real vstreamd nodes (127.0.0.1, --profile test):
  * logins on a node that has just started (answered 58 until the
- * published metadata can judge them, never refused as final).
+ * published metadata can judge them, never refused as final); failed
+ * logins throttled per user name and per address across data shards.
  * Every wait is bounded; nodes are stopped by pid (harness).
  * Callers: make check (INTEG_TESTS, INTEG_FAST_TESTS).
  */
@@ -138,6 +139,123 @@ START_TEST(test_login_the_instant_the_port_answers)
 }
 END_TEST
 
+/* One login on a new connection: returns the frame's command (8 reply,
+ * 13 eviction) and stores status / reason. */
+static int
+login_once(const char *addr, const char *user, const char *pw, uint32_t *status,
+           uint8_t *reason)
+{
+    int fd = vs_connect(addr);
+    ck_assert_msg(fd >= 0, "connect %s: %d", addr, fd);
+    size_t len;
+    uint8_t *b = rc_login_body(11264, user, pw, &len);
+    static uint64_t client = 0x7000;
+    ck_assert_int_eq(rc_send(fd, 1, 0, b, (uint32_t)len, ++client, 0, 0), 0);
+    free(b);
+    struct rc_frame f;
+    ck_assert_int_eq(rc_read(fd, &f, READ_MS), 1);
+    int cmd = f.command;
+    *status = f.status;
+    *reason = f.reason;
+    rc_frame_fini(&f);
+    close(fd);
+    return cmd;
+}
+
+static void
+expect_login(const char *addr, const char *user, const char *pw, int command,
+             uint32_t status_or_reason)
+{
+    uint32_t st = 0;
+    uint8_t reason = 0;
+    int cmd = login_once(addr, user, pw, &st, &reason);
+    ck_assert_msg(cmd == command &&
+                      (cmd == 8 ? st : reason) == status_or_reason,
+                  "login %s: command %d status %u reason %u, want %d/%u", user,
+                  cmd, st, reason, command, status_or_reason);
+}
+
+/* Logs in until the readiness gate lets the login through. */
+static void
+login_when_ready(const char *addr, const char *user, const char *pw)
+{
+    for (int i = 0; i < 2000; i++) {
+        uint32_t st = 0;
+        uint8_t reason = 0;
+        int cmd = login_once(addr, user, pw, &st, &reason);
+        ck_assert_int_eq(cmd, 8);
+        if (st == 0)
+            return;
+        ck_assert_uint_eq(st, 58);
+        sleep_ms(5);
+    }
+    ck_abort_msg("never logged in");
+}
+
+static int
+count_lines(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strstr(line, needle) != NULL)
+            n++;
+    fclose(f);
+    return n;
+}
+
+/* Failed logins are throttled per user name and per source address on
+ * every data shard, whatever connection the next attempt uses: 58 inside
+ * the back-off (also for the right password), exponential, reset by a
+ * success; logged once per interval. */
+START_TEST(test_login_throttle)
+{
+    const char *args[] = {"--shards",
+                          "2",
+                          "--with-default-root-credentials=true",
+                          "--login-backoff-base-ms",
+                          "1000",
+                          "--login-backoff-max-ms",
+                          "8000",
+                          NULL};
+    int rc = vs_node_start(&node, args, START_MS);
+    ck_assert_msg(rc == 0, "start: %d", rc);
+    const char *addr = node.ready.client;
+    login_when_ready(addr, "iggy", "iggy");
+    expect_login(addr, "iggy", "wrong-password", 13, 9);
+    uint64_t t0 = now_ms();
+    /* new connections (spread over the data shards): the right password
+     * and another name from this address wait too */
+    for (int i = 0; i < 6; i++)
+        expect_login(addr, "iggy", "iggy", 8, 58);
+    expect_login(addr, "someone", "whatever", 8, 58);
+    ck_assert_uint_lt(now_ms() - t0, 1000);
+    sleep_ms(1100);
+    /* the second failure in a row: 2 s */
+    expect_login(addr, "iggy", "wrong-again", 13, 9);
+    t0 = now_ms();
+    sleep_ms(1100);
+    expect_login(addr, "iggy", "iggy", 8, 58);
+    ck_assert_uint_lt(now_ms() - t0, 2000);
+    sleep_ms(1000);
+    expect_login(addr, "iggy", "iggy", 8, 0);
+    /* the name is forgiven by the success; the address is not (its last
+     * back-off has passed, so the next failure doubles it again) */
+    expect_login(addr, "iggy", "iggy", 8, 0);
+    /* failures logged once per interval (10 s): one line per name and
+     * address despite two failures */
+    ck_assert_int_eq(count_lines(node.log_file, "failed logins as user 'iggy'"),
+                     1);
+    ck_assert_int_eq(count_lines(node.log_file, "failed logins from 127.0.0.1"),
+                     1);
+    int st = vs_node_stop(&node, START_MS);
+    ck_assert(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -146,6 +264,7 @@ main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_login_the_instant_the_port_answers);
+    tcase_add_test(tc, test_login_throttle);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
