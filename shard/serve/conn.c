@@ -9,7 +9,9 @@
  * trusted). A body over the operation's limit (max_message_body for
  * SendMessages and PollMessages, max_metadata_body otherwise) ->
  * Eviction 6 (InvalidRequestBodySize), then close once flushed.
- * Frames are parsed only while no request is in flight.
+ * Frames are parsed only while no request is in flight. A frame whose
+ * first byte arrived must complete within frame_timeout_ms
+ * (frametimer.h), else the connection is closed.
  * Invariants: see server.h. Process: data shards, loop thread.
  */
 #include "config.h"
@@ -31,6 +33,7 @@
 
 #include "common/log.h"
 #include "common/mem.h"
+#include "shard/serve/frametimer.h"
 #include "shard/serve/server.h"
 
 static size_t
@@ -75,6 +78,7 @@ serve_conn_free(struct serve_conn *c)
     conn_unlink(c);
     if (c->unauth_ev)
         event_free(c->unauth_ev);
+    serve_frame_timer_fini(c);
     if (c->bev)
         bufferevent_free(c->bev); /* closes the fd (BEV_OPT_CLOSE_ON_FREE) */
     free(c->body);
@@ -100,6 +104,7 @@ serve_conn_update_read(struct serve_conn *c)
         bufferevent_enable(c->bev, EV_READ);
     else
         bufferevent_disable(c->bev, EV_READ);
+    serve_frame_timer_update(c);
 }
 
 void
@@ -229,6 +234,7 @@ frame_check(struct serve_conn *c, struct evbuffer *in, uint32_t *size)
 static void
 conn_finish(struct serve_conn *c)
 {
+    serve_frame_timer_update(c);
     if (c->closing && !c->in_flight) {
         bufferevent_disable(c->bev, EV_READ);
         if (out_len(c) == 0)
@@ -266,6 +272,7 @@ conn_process(struct serve_conn *c)
         struct vs_hdr_request h;
         memcpy(&h, f, sizeof(h));
         c->srv->n.requests++;
+        c->frames++;
         c->dispatching = 1;
         serve_dispatch(c, &h, f + VS_HEADER_SIZE, size - VS_HEADER_SIZE);
         c->dispatching = 0;
@@ -369,13 +376,15 @@ serve_conn_accept(struct serve *s, int fd)
     snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, (unsigned)port);
     c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     c->unauth_ev = evtimer_new(s->base, conn_unauth_timeout, c);
-    if (c->bev == NULL || c->unauth_ev == NULL) {
+    if (c->bev == NULL || c->unauth_ev == NULL ||
+        serve_frame_timer_init(c) != 0) {
         if (c->bev == NULL)
             close(fd);
         else
             bufferevent_free(c->bev);
         if (c->unauth_ev)
             event_free(c->unauth_ev);
+        serve_frame_timer_fini(c);
         free(c);
         return -ENOMEM;
     }

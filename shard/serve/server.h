@@ -79,10 +79,15 @@ struct serve_conn {
     int closing;
     int dispatching; /* inside serve_dispatch (frame loop) */
 
-    /* consumer-group liveness (liveness.c): monotonic ms of the last
-     * request, and of the last FWD_MEMBER_SILENT sent (0: none since) */
+    /* client liveness (liveness.c): monotonic ms of the last request */
     uint64_t last_active_ms;
-    uint64_t silent_sent_ms;
+
+    /* frame timer (frametimer.c): frames dispatched on this connection,
+     * and the count when the running timer was started */
+    struct event *frame_ev;
+    uint64_t frames;
+    uint64_t frame_seq;
+    int frame_armed;
 };
 
 struct serve_data; /* data.c */
@@ -123,6 +128,8 @@ struct serve {
     struct vs_throttle throttle;
     int throttle_failed; /* no table: logged once, unthrottled */
     uint64_t login_throttled;
+    uint64_t frames_timed_out; /* closed by the frame timer */
+    uint64_t stale_evicted;    /* evicted StaleClient (liveness.c) */
 
     struct serve_data *data; /* the data plane (data.c) */
     struct serve_live *live; /* group liveness reports (liveness.c) */

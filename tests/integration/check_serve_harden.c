@@ -3,7 +3,8 @@
  * client listener on real vstreamd nodes (127.0.0.1, --profile test):
  * logins on a node that has just started (answered 58 until the
  * published metadata can judge them, never refused as final); failed
- * logins throttled per user name and per address across data shards.
+ * logins throttled per user name and per address across data shards;
+ * the frame timeout; stale authenticated clients evicted (StaleClient).
  * Every wait is bounded; nodes are stopped by pid (harness).
  * Callers: make check (INTEG_TESTS, INTEG_FAST_TESTS).
  */
@@ -256,6 +257,151 @@ START_TEST(test_login_throttle)
 }
 END_TEST
 
+/* Logs in on fd (client id `client`), retrying 58; returns the session. */
+static uint64_t
+login_on(int fd, uint64_t client, const char *user, const char *pw)
+{
+    size_t len;
+    uint8_t *b = rc_login_body(11264, user, pw, &len);
+    for (int i = 0; i < 2000; i++) {
+        ck_assert_int_eq(rc_send(fd, 1, 0, b, (uint32_t)len, client, 0, 0), 0);
+        struct rc_frame f;
+        ck_assert_int_eq(rc_read(fd, &f, READ_MS), 1);
+        ck_assert_uint_eq(f.command, 8);
+        if (f.status == 0) {
+            uint64_t session = 0;
+            ck_assert_uint_ge(f.body_len, 16);
+            memcpy(&session, f.body + 8, 8);
+            rc_frame_fini(&f);
+            free(b);
+            return session;
+        }
+        ck_assert_uint_eq(f.status, 58);
+        rc_frame_fini(&f);
+        sleep_ms(5);
+    }
+    ck_abort_msg("login never answered");
+    return 0;
+}
+
+/* A frame whose first byte arrived must complete within frame_timeout_ms,
+ * logged in or not; a frame completed in pieces inside it is served. */
+START_TEST(test_frame_timeout)
+{
+    const char *args[] = {"--shards",
+                          "1",
+                          "--frame-timeout-ms",
+                          "600",
+                          "--with-default-root-credentials=true",
+                          NULL};
+    int rc = vs_node_start(&node, args, START_MS);
+    ck_assert_msg(rc == 0, "start: %d", rc);
+    const char *addr = node.ready.client;
+    size_t n;
+    /* a Ping in two pieces 200 ms apart: served */
+    int fd = vs_connect(addr);
+    ck_assert_int_ge(fd, 0);
+    uint8_t *f = rc_build(2, 1, NULL, 0, 77, 1, 0, &n);
+    ck_assert_int_eq(rc_send_all(fd, f, 100), 0);
+    sleep_ms(200);
+    ck_assert_int_eq(rc_send_all(fd, f + 100, n - 100), 0);
+    struct rc_frame r;
+    ck_assert_int_eq(rc_read(fd, &r, READ_MS), 1);
+    ck_assert_uint_eq(r.command, 8);
+    ck_assert_uint_eq(r.status, 0);
+    rc_frame_fini(&r);
+    /* idle between frames is not a partial frame: still open */
+    ck_assert_int_eq(rc_wait_closed(fd, 1000), 0);
+    /* half a header, then nothing: closed */
+    uint64_t t0 = now_ms();
+    ck_assert_int_eq(rc_send_all(fd, f, 100), 0);
+    ck_assert_int_eq(rc_wait_closed(fd, READ_MS), 1);
+    ck_assert_uint_ge(now_ms() - t0, 500);
+    close(fd);
+    /* a logged-in client trickling a frame byte by byte (more bytes never
+     * extend the deadline): closed */
+    fd = vs_connect(addr);
+    ck_assert_int_ge(fd, 0);
+    login_on(fd, 0x4242, "iggy", "iggy");
+    t0 = now_ms();
+    int closed = 0;
+    for (size_t i = 0; i < n && !closed; i++) {
+        if (rc_send_all(fd, f + i, 1) != 0)
+            break;
+        closed = rc_wait_closed(fd, 50);
+    }
+    if (!closed)
+        closed = rc_wait_closed(fd, READ_MS);
+    ck_assert_int_eq(closed, 1);
+    ck_assert_uint_lt(now_ms() - t0, 5000);
+    close(fd);
+    free(f);
+    ck_assert(vs_file_contains(node.log_file, "is still incomplete"));
+    /* the node serves on */
+    fd = vs_connect(addr);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(rc_send(fd, 2, 1, NULL, 0, 78, 1, 0), 0);
+    ck_assert_int_eq(rc_read(fd, &r, READ_MS), 1);
+    ck_assert_uint_eq(r.status, 0);
+    rc_frame_fini(&r);
+    close(fd);
+    int st = vs_node_stop(&node, START_MS);
+    ck_assert(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
+
+/* An authenticated client silent past 1.2 x the heartbeat interval is
+ * evicted with StaleClient (13) and its session ends; one that pings
+ * keeps it. */
+START_TEST(test_stale_client_evicted)
+{
+    const char *args[] = {"--shards",
+                          "2",
+                          "--group-heartbeat-interval-ms",
+                          "500",
+                          "--with-default-root-credentials=true",
+                          NULL};
+    int rc = vs_node_start(&node, args, START_MS);
+    ck_assert_msg(rc == 0, "start: %d", rc);
+    const char *addr = node.ready.client;
+    int quiet = vs_connect(addr), busy = vs_connect(addr);
+    ck_assert(quiet >= 0 && busy >= 0);
+    uint64_t sq = login_on(quiet, 0x1001, "iggy", "iggy");
+    uint64_t sb = login_on(busy, 0x1002, "iggy", "iggy");
+    struct rc_frame r;
+    for (int i = 0; i < 10; i++) { /* 1.5 s, limit 0.6 s */
+        ck_assert_int_eq(rc_send(busy, 2, 1, NULL, 0, 0x1002, 1, sb), 0);
+        ck_assert_int_eq(rc_read(busy, &r, READ_MS), 1);
+        ck_assert_uint_eq(r.command, 8);
+        ck_assert_uint_eq(r.status, 0);
+        rc_frame_fini(&r);
+        sleep_ms(150);
+    }
+    /* the silent one: the eviction is waiting before any answer */
+    ck_assert_int_eq(rc_read(quiet, &r, READ_MS), 1);
+    ck_assert_uint_eq(r.command, 13);
+    ck_assert_uint_eq(r.reason, 13);
+    rc_frame_fini(&r);
+    /* its session is gone: a metadata request is refused (Eviction 1) */
+    ck_assert_int_eq(rc_send(quiet, 128, 0, "\x01x", 2, 0x1001, 1, sq), 0);
+    ck_assert_int_eq(rc_read(quiet, &r, READ_MS), 1);
+    ck_assert_uint_eq(r.command, 13);
+    ck_assert_uint_eq(r.reason, 1);
+    rc_frame_fini(&r);
+    /* the busy one still has its session: GetMe (code 20) answers */
+    ck_assert_int_eq(rc_send(busy, 2, 20, NULL, 0, 0x1002, 1, sb), 0);
+    ck_assert_int_eq(rc_read(busy, &r, READ_MS), 1);
+    ck_assert_uint_eq(r.command, 8);
+    ck_assert_uint_eq(r.status, 0);
+    rc_frame_fini(&r);
+    ck_assert(vs_file_contains(node.log_file, "evicted (StaleClient)"));
+    close(quiet);
+    close(busy);
+    int st = vs_node_stop(&node, START_MS);
+    ck_assert(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -265,6 +411,8 @@ main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_login_the_instant_the_port_answers);
     tcase_add_test(tc, test_login_throttle);
+    tcase_add_test(tc, test_frame_timeout);
+    tcase_add_test(tc, test_stale_client_evicted);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
