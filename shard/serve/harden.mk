@@ -4,6 +4,7 @@
 libvs_server_a_SOURCES += \
 	shard/serve/frametimer.c shard/serve/frametimer.h \
 	shard/serve/gate.c shard/serve/gate.h \
+	shard/serve/sessend.c shard/serve/sessend.h \
 	shard/serve/throttle.c shard/serve/throttle.h
 
 if HAVE_CHECK

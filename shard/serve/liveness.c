@@ -30,6 +30,7 @@
 #include "shard/serve/parts.h"
 #include "shard/serve/polled.h"
 #include "shard/serve/server.h"
+#include "shard/serve/sessend.h"
 
 struct serve_live {
     struct polled rec;
@@ -167,15 +168,8 @@ live_silence(struct serve *s, uint64_t now)
 void
 serve_live_evict_stale(struct serve_conn *c)
 {
-    /* The session ends: StaleClient (13), then FWD_CLOSED so shard 0
-     * releases the client's consumer-group memberships (it ignores the
-     * frame if the client is bound elsewhere now). The connection stays
-     * open unauthenticated: the client reads the eviction as the answer
-     * to its next request and may log in again; if it does not, the
-     * unauthenticated-connection timer closes it. */
-    serve_conn_evict(c, c->client, VS_EVICT_STALE_CLIENT);
-    serve_propose_closed(c->srv, c);
-    serve_conn_unbind(c);
+    /* the session ends (sessend.h): StaleClient, memberships released */
+    serve_session_end(c, VS_EVICT_STALE_CLIENT);
     c->srv->stale_evicted++;
 }
 

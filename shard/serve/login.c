@@ -33,6 +33,7 @@
 #include "shard/meta/lookup.h"
 #include "shard/meta/secrets.h"
 #include "shard/serve/server.h"
+#include "shard/serve/sessend.h"
 #include "shard/serve/throttle.h"
 
 /* The user name of the login in flight (password shape), or NULL. */
@@ -102,8 +103,10 @@ login_try_pat(struct serve_conn *c)
             reason = VS_EVICT_INVALID_TOKEN;
         else if (u->status != 1)
             reason = VS_EVICT_USER_INACTIVE;
-        else
+        else {
             uid = u->id;
+            serve_cred_login(c, u->created_op, 1, digest);
+        }
     }
     lr_read_end(c->srv->lr);
     if (reason != 0) {
@@ -208,6 +211,8 @@ serve_login_hash_done(struct serve_conn *c, struct serve_hash_job *j)
         const struct meta_user *u = meta_user_by_id(st, uid);
         int ok = u != NULL && u->status == 1 &&
                  strncmp(u->pw_hash, j->phc, META_PWHASH_MAX) == 0;
+        if (ok)
+            serve_cred_login(c, u->created_op, 0, NULL);
         lr_read_end(c->srv->lr);
         if (ok) {
             login_propose(c, uid);

@@ -6,7 +6,9 @@
  * Answer rules, in order, for one framed request:
  *  1. request_checksum non-zero and != XXH3(body) -> H 4 (zero: the
  *     server computes it for forwarding);
- *  2. a bound connection whose session is no longer live in the
+ *  2. a bound connection whose credentials are gone (user deleted or
+ *     deactivated, token deleted or expired: sessend.h) gets the
+ *     eviction as its answer; one whose session is no longer live in the
  *     published client table is logged out first;
  *  3. NonReplicated (2): codes 38/44 -> Eviction 15 (before or after
  *     login); Ping -> status 0, empty body; before login -> H 40; a
@@ -50,6 +52,7 @@
 #include "shard/serve/reads.h"
 #include "shard/serve/segments.h"
 #include "shard/serve/server.h"
+#include "shard/serve/sessend.h"
 
 static void
 fill_info(const struct serve_conn *c, struct serve_client_info *ci)
@@ -186,7 +189,9 @@ void
 serve_dispatch(struct serve_conn *c, const struct vs_hdr_request *req,
                const uint8_t *body, size_t len)
 {
-    serve_live_touch(c); /* any request counts as a heartbeat */
+    serve_live_touch(c);     /* any request counts as a heartbeat */
+    if (serve_cred_check(c)) /* sessend.h: its eviction is the answer */
+        return;
     struct vs_u128 sum = vs_checksum(body, len);
     if (!vs_u128_is_zero(req->request_checksum) &&
         !vs_u128_eq(req->request_checksum, sum)) {
@@ -275,7 +280,8 @@ serve_hash_done(void *ctx, struct serve_hash_job *j)
 }
 
 /* Every 100 ms: forwards lost with a crashed shard 0 get an answer;
- * consumer-group liveness reports (liveness.c). */
+ * client liveness and group reports (liveness.c); sessions whose
+ * credentials are gone end (sessend.c). */
 static void
 serve_on_shard0_watch(evutil_socket_t fd, short what, void *arg)
 {
@@ -283,6 +289,7 @@ serve_on_shard0_watch(evutil_socket_t fd, short what, void *arg)
     (void)what;
     serve_propose_watch_shard0(arg);
     serve_live_tick(arg);
+    serve_cred_tick(arg);
 }
 
 struct serve *

@@ -39,6 +39,13 @@ struct event;
 
 #define SERVE_BUCKETS 1024u
 
+/* The credentials a session was opened with (sessend.c). */
+struct serve_cred {
+    uint64_t user_created_op; /* the user's, at login */
+    uint8_t pat;              /* 1: opened with the token of `digest` */
+    uint8_t digest[META_DIGEST_LEN];
+};
+
 struct serve_conn {
     struct serve *srv;
     uint64_t id; /* (counter << 9) | slot: unique on the node */
@@ -81,6 +88,12 @@ struct serve_conn {
 
     /* client liveness (liveness.c): monotonic ms of the last request */
     uint64_t last_active_ms;
+
+    /* credentials of the login in flight, and of the bound session */
+    struct serve_cred login_cred;
+    struct serve_cred cred;
+    uint64_t cred_checked_op; /* published op of the last check */
+    uint64_t cred_expiry;     /* its token's expiry (µs), 0: none */
 
     /* frame timer (frametimer.c): frames dispatched on this connection,
      * and the count when the running timer was started */
@@ -130,6 +143,11 @@ struct serve {
     uint64_t login_throttled;
     uint64_t frames_timed_out; /* closed by the frame timer */
     uint64_t stale_evicted;    /* evicted StaleClient (liveness.c) */
+    /* sessions ended with their credentials (sessend.c): the published
+     * op of the last scan, the earliest token expiry seen then (µs) */
+    uint64_t sessions_ended;
+    uint64_t cred_scan_op;
+    uint64_t cred_next_expiry;
 
     struct serve_data *data; /* the data plane (data.c) */
     struct serve_live *live; /* group liveness reports (liveness.c) */

@@ -4,7 +4,8 @@
  * logins on a node that has just started (answered 58 until the
  * published metadata can judge them, never refused as final); failed
  * logins throttled per user name and per address across data shards;
- * the frame timeout; stale authenticated clients evicted (StaleClient).
+ * the frame timeout; stale authenticated clients evicted (StaleClient);
+ * sessions that end with their credentials, permission changes at once.
  * Every wait is bounded; nodes are stopped by pid (harness).
  * Callers: make check (INTEG_TESTS, INTEG_FAST_TESTS).
  */
@@ -402,6 +403,210 @@ START_TEST(test_stale_client_evicted)
 }
 END_TEST
 
+/* A Register body of the token shape (the ClientVersionInfo prefix of
+ * rc_login_body, then [tlen][token][ctx_len u32 = 0]). */
+static uint8_t *
+pat_body(const uint8_t *token, uint8_t tlen, size_t *len)
+{
+    size_t n;
+    uint8_t *b = rc_login_body(11264, "xx", "", &n);
+    n = 4 + 1 + 8 + 1 + 13;
+    b = realloc(b, n + 1 + tlen + 4);
+    b[n++] = tlen;
+    memcpy(b + n, token, tlen);
+    n += tlen;
+    memset(b + n, 0, 4);
+    *len = n + 4;
+    return b;
+}
+
+struct sess {
+    int fd;
+    uint64_t client, session, request;
+};
+
+static void
+sess_login(struct sess *s, const char *addr, uint64_t client,
+           const uint8_t *body, size_t len)
+{
+    s->fd = vs_connect(addr);
+    ck_assert_int_ge(s->fd, 0);
+    s->client = client;
+    s->request = 0;
+    ck_assert_int_eq(rc_send(s->fd, 1, 0, body, (uint32_t)len, client, 0, 0),
+                     0);
+    struct rc_frame f;
+    ck_assert_int_eq(rc_read(s->fd, &f, READ_MS), 1);
+    ck_assert_msg(f.command == 8 && f.status == 0, "login: %u/%u/%u", f.command,
+                  f.status, f.reason);
+    memcpy(&s->session, f.body + 8, 8);
+    rc_frame_fini(&f);
+}
+
+/* A replicated request; returns its result code (first entry, 0 if
+ * none). */
+static uint32_t
+sess_meta(struct sess *s, uint8_t op, const void *body, uint32_t len,
+          struct rc_frame *out)
+{
+    s->request++;
+    ck_assert_int_eq(
+        rc_send(s->fd, op, 0, body, len, s->client, s->request, s->session), 0);
+    struct rc_frame f;
+    ck_assert_int_eq(rc_read(s->fd, &f, READ_MS), 1);
+    ck_assert_msg(f.command == 8 && f.status == 0 && f.body_len >= 4,
+                  "op %u: command %u status %u reason %u", op, f.command,
+                  f.status, f.reason);
+    /* the result section: [count u32], the first entry's code @8 */
+    uint32_t count, r = 0;
+    memcpy(&count, f.body, 4);
+    if (count > 0) {
+        ck_assert_uint_ge(f.body_len, 12);
+        memcpy(&r, f.body + 8, 4);
+    }
+    if (out != NULL)
+        *out = f;
+    else
+        rc_frame_fini(&f);
+    return r;
+}
+
+/* The session ended by itself: an eviction with `reason` arrives
+ * without a request. */
+static void
+expect_ended(struct sess *s, uint8_t reason)
+{
+    struct rc_frame f;
+    ck_assert_int_eq(rc_read(s->fd, &f, READ_MS), 1);
+    ck_assert_msg(f.command == 13 && f.reason == reason,
+                  "want eviction %u, got command %u reason %u", reason,
+                  f.command, f.reason);
+    rc_frame_fini(&f);
+    /* and it is over: a metadata op is NoSession (1) */
+    s->request++;
+    ck_assert_int_eq(
+        rc_send(s->fd, 128, 0, "\x01z", 2, s->client, s->request, s->session),
+        0);
+    ck_assert_int_eq(rc_read(s->fd, &f, READ_MS), 1);
+    ck_assert_uint_eq(f.command, 13);
+    ck_assert_uint_eq(f.reason, 1);
+    rc_frame_fini(&f);
+    close(s->fd);
+}
+
+/* Nothing arrives on s within ms (its session goes on). */
+static void
+expect_quiet(struct sess *s, uint32_t ms)
+{
+    struct rc_frame f;
+    ck_assert_int_eq(rc_read(s->fd, &f, ms), -ETIMEDOUT);
+}
+
+static void
+pat_create(struct sess *root, const char *name, uint64_t expiry_us,
+           uint8_t token[68])
+{
+    uint8_t b[64];
+    size_t nl = strlen(name);
+    b[0] = (uint8_t)nl;
+    memcpy(b + 1, name, nl);
+    memcpy(b + 1 + nl, &expiry_us, 8);
+    struct rc_frame f;
+    ck_assert_uint_eq(sess_meta(root, 146, b, (uint32_t)(nl + 9), &f), 0);
+    ck_assert_uint_eq(f.body_len, 4 + 1 + 68);
+    memcpy(token, f.body + 5, 68);
+    rc_frame_fini(&f);
+}
+
+/* Sessions end with their credentials: token deleted or expired ->
+ * Eviction 10, user deactivated -> 11, user deleted -> 9; a permission
+ * change applies to open sessions at once. */
+START_TEST(test_sessions_end_with_credentials)
+{
+    const char *args[] = {"--shards", "2",
+                          "--with-default-root-credentials=true", NULL};
+    int rc = vs_node_start(&node, args, START_MS);
+    ck_assert_msg(rc == 0, "start: %d", rc);
+    const char *addr = node.ready.client;
+    login_when_ready(addr, "iggy", "iggy");
+    size_t n;
+    uint8_t *b = rc_login_body(11264, "iggy", "iggy", &n);
+    struct sess root;
+    sess_login(&root, addr, 0xA001, b, n);
+    free(b);
+    ck_assert_uint_eq(sess_meta(&root, 141,
+                                "\x05"
+                                "alice"
+                                "\x07"
+                                "secret1"
+                                "\x01\x00",
+                                16, NULL),
+                      0);
+    ck_assert_uint_eq(sess_meta(&root, 141,
+                                "\x05"
+                                "carol"
+                                "\x07"
+                                "secret1"
+                                "\x01\x00",
+                                16, NULL),
+                      0);
+    uint8_t t1[68], t2[68];
+    pat_create(&root, "t1", 0, t1);
+    uint64_t t2_at = now_ms();
+    pat_create(&root, "t2", 2000000, t2); /* expires in 2 s */
+
+    struct sess a, c, p1, p2;
+    b = rc_login_body(11264, "alice", "secret1", &n);
+    sess_login(&a, addr, 0xA002, b, n);
+    free(b);
+    b = rc_login_body(11264, "carol", "secret1", &n);
+    sess_login(&c, addr, 0xA003, b, n);
+    free(b);
+    b = pat_body(t1, 68, &n);
+    sess_login(&p1, addr, 0xA004, b, n);
+    free(b);
+    b = pat_body(t2, 68, &n);
+    sess_login(&p2, addr, 0xA005, b, n);
+    free(b);
+
+    /* permissions: alice may not create a stream; granted manage_streams
+     * it works on the same session at once; revoked, refused again */
+    ck_assert_uint_eq(sess_meta(&a, 128, "\x04str1", 5, NULL), 41);
+    static const uint8_t grant[] = {1, 4, 1, 0, 0, 0, 1, 11, 0, 0, 0,
+                                    0, 0, 0, 0, 1, 0, 0, 0,  0, 0, 0};
+    ck_assert_uint_eq(sess_meta(&root, 145, grant, sizeof(grant), NULL), 0);
+    ck_assert_uint_eq(sess_meta(&a, 128, "\x04str1", 5, NULL), 0);
+    static const uint8_t revoke[] = {1, 4, 1, 0, 0, 0, 0};
+    ck_assert_uint_eq(sess_meta(&root, 145, revoke, sizeof(revoke), NULL), 0);
+    ck_assert_uint_eq(sess_meta(&a, 128, "\x04str2", 5, NULL), 41);
+
+    /* carol deactivated: UserInactive (11), without a request */
+    static const uint8_t deact[] = {1, 4, 2, 0, 0, 0, 0, 1, 2};
+    ck_assert_uint_eq(sess_meta(&root, 142, deact, sizeof(deact), NULL), 0);
+    expect_ended(&c, 11);
+    /* alice deleted: InvalidCredentials (9) */
+    static const uint8_t del[] = {1, 4, 1, 0, 0, 0};
+    ck_assert_uint_eq(sess_meta(&root, 143, del, sizeof(del), NULL), 0);
+    expect_ended(&a, 9);
+    /* token t1 deleted: its session ends (10); t2's goes on */
+    ck_assert_uint_eq(sess_meta(&root, 147, "\x02t1", 3, NULL), 0);
+    expect_ended(&p1, 10);
+    uint64_t left = now_ms() - t2_at < 1500 ? 1500 - (now_ms() - t2_at) : 0;
+    if (left > 0)
+        expect_quiet(&p2, (uint32_t)left);
+    /* t2 expires: its session ends (10) */
+    expect_ended(&p2, 10);
+    ck_assert(vs_file_contains(node.log_file, "the user was deactivated"));
+    ck_assert(vs_file_contains(node.log_file,
+                               "its access token was deleted or expired"));
+    /* root's password session is untouched */
+    ck_assert_uint_eq(sess_meta(&root, 128, "\x04str3", 5, NULL), 0);
+    close(root.fd);
+    int st = vs_node_stop(&node, START_MS);
+    ck_assert(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -413,6 +618,7 @@ main(void)
     tcase_add_test(tc, test_login_throttle);
     tcase_add_test(tc, test_frame_timeout);
     tcase_add_test(tc, test_stale_client_evicted);
+    tcase_add_test(tc, test_sessions_end_with_credentials);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
