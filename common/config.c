@@ -105,7 +105,7 @@ static const struct vs_config_key config_keys[] = {
      "data area of each inter-shard IPC ring"},
     /* clients */
     {"max_connections", VS_CFG_U32, F(max_connections), 1, 1000000, "10000", "256",
-     "client connections per node"},
+     "client connections per node (all data shards together)"},
     {"max_metadata_body", VS_CFG_SIZE, F(max_metadata_body), 256, 1 * MIB, "1M", NULL,
      "largest metadata request body"},
     {"max_message_body", VS_CFG_SIZE, F(max_message_body), 4096, 64 * MIB - 256, "64M-256", NULL,

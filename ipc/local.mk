@@ -9,7 +9,8 @@ libvs_ipc_a_SOURCES = \
 	ipc/segment.c ipc/segment.h \
 	ipc/shardmap.c ipc/shardmap.h \
 	ipc/stats.c ipc/stats.h \
-	ipc/throttle.c ipc/throttle.h
+	ipc/throttle.c ipc/throttle.h \
+	ipc/conntab.c ipc/conntab.h
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_ipc_lr tests/unit/check_ipc_ring \
@@ -39,8 +40,12 @@ tests_unit_check_ipc_segment_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_ipc_segment_LDADD = libvs_ipc.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
 
-UNIT_TESTS += tests/unit/check_ipc_throttle
-check_PROGRAMS += tests/unit/check_ipc_throttle
+UNIT_TESTS += tests/unit/check_ipc_throttle tests/unit/check_ipc_conntab
+check_PROGRAMS += tests/unit/check_ipc_throttle tests/unit/check_ipc_conntab
+tests_unit_check_ipc_conntab_SOURCES = tests/unit/check_ipc_conntab.c
+tests_unit_check_ipc_conntab_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_ipc_conntab_LDADD = libvs_ipc.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
 tests_unit_check_ipc_throttle_SOURCES = tests/unit/check_ipc_throttle.c
 tests_unit_check_ipc_throttle_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_ipc_throttle_LDADD = libvs_ipc.a libvs_common.a \

@@ -556,6 +556,7 @@ sup_prepare(struct sup *s)
         .ring_bytes = s->cfg.ring_bytes,
         .stats_capacity = s->cfg.max_partitions,
         .throttle_slots = VS_THROTTLE_NODE_SLOTS,
+        .conntab_slots = s->cfg.max_connections,
     };
     rc = seg_create(&s->seg, &p);
     if (rc != 0) {

@@ -33,6 +33,7 @@
 
 #include "common/log.h"
 #include "common/mem.h"
+#include "shard/serve/clients.h"
 #include "shard/serve/frametimer.h"
 #include "shard/serve/server.h"
 
@@ -75,6 +76,7 @@ serve_conn_free(struct serve_conn *c)
     struct serve *s = c->srv;
     if (c->bound)
         serve_propose_closed(s, c);
+    serve_clients_gone(c);
     conn_unlink(c);
     if (c->unauth_ev)
         event_free(c->unauth_ev);
@@ -186,6 +188,7 @@ serve_conn_bind(struct serve_conn *c, uint64_t session, uint32_t user,
     c->user_id = user;
     c->client = client;
     evtimer_del(c->unauth_ev);
+    serve_clients_session(c);
 }
 
 void
@@ -197,6 +200,7 @@ serve_conn_unbind(struct serve_conn *c)
     c->session = 0;
     c->user_id = META_NONE;
     arm_unauth(c);
+    serve_clients_session(c);
 }
 
 /* 1 = close now (garbage), 0 = frame complete in *size, -1 = need more,
@@ -344,11 +348,11 @@ conn_on_event(struct bufferevent *bev, short what, void *arg)
 int
 serve_conn_accept(struct serve *s, int fd)
 {
-    if (s->n.open >= s->max_conns) {
+    if (serve_clients_full(s)) { /* node-wide (clients.h) */
         s->n.refused++;
-        vs_log_warn("client connection refused: %u connections open (limit "
-                    "%u per data shard)",
-                    s->n.open, s->max_conns);
+        vs_log_warn("client connection refused: the node has "
+                    "max_connections (%u) open",
+                    s->cfg->max_connections);
         close(fd);
         return -EMFILE;
     }
@@ -374,6 +378,15 @@ serve_conn_accept(struct serve *s, int fd)
         }
     }
     snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, (unsigned)port);
+    if (serve_clients_admit(c) != 0) { /* lost a race for the last entry */
+        s->n.refused++;
+        vs_log_warn("client %s: refused: the node has max_connections (%u) "
+                    "open",
+                    c->peer, s->cfg->max_connections);
+        close(fd);
+        free(c);
+        return -EMFILE;
+    }
     c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     c->unauth_ev = evtimer_new(s->base, conn_unauth_timeout, c);
     if (c->bev == NULL || c->unauth_ev == NULL ||
@@ -385,6 +398,7 @@ serve_conn_accept(struct serve *s, int fd)
         if (c->unauth_ev)
             event_free(c->unauth_ev);
         serve_frame_timer_fini(c);
+        serve_clients_gone(c);
         free(c);
         return -ENOMEM;
     }

@@ -2,6 +2,7 @@
 # login throttling, sessions that end with their credentials, timeouts.
 # Sources are appended to libvs_server.a (listed in server/local.mk).
 libvs_server_a_SOURCES += \
+	shard/serve/clients.c shard/serve/clients.h \
 	shard/serve/frametimer.c shard/serve/frametimer.h \
 	shard/serve/gate.c shard/serve/gate.h \
 	shard/serve/sessend.c shard/serve/sessend.h \

@@ -46,6 +46,7 @@
 #include "common/mem.h"
 #include "shard/fwd.h"
 #include "shard/meta/lookup.h"
+#include "shard/serve/clients.h"
 #include "shard/serve/data.h"
 #include "shard/serve/gate.h"
 #include "shard/serve/liveness.h"
@@ -62,29 +63,6 @@ fill_info(const struct serve_conn *c, struct serve_client_info *ci)
     ci->user_id = c->bound ? c->user_id : META_NONE;
     ci->client = c->bound ? c->client : (struct vs_u128){0, 0};
     memcpy(ci->address, c->peer, sizeof(ci->address));
-}
-
-static int
-env_client_by_id(void *arg, uint32_t id, struct serve_client_info *out)
-{
-    struct serve *s = arg;
-    for (struct serve_conn *c = s->all; c; c = c->next)
-        if ((uint32_t)c->id == id) {
-            fill_info(c, out);
-            return 1;
-        }
-    return 0;
-}
-
-static void
-env_each_client(void *arg, serve_client_visit_fn *fn, void *fnarg)
-{
-    struct serve *s = arg;
-    for (struct serve_conn *c = s->all; c; c = c->next) {
-        struct serve_client_info ci;
-        fill_info(c, &ci);
-        fn(fnarg, &ci);
-    }
 }
 
 static void
@@ -106,8 +84,8 @@ serve_read_request(struct serve_conn *c, const struct vs_hdr_request *req,
         .self = &self,
         .listen_port = s->listen_port,
         .start_time_us = s->start_time_us,
-        .client_by_id = env_client_by_id,
-        .each_client = env_each_client,
+        .client_by_id = serve_clients_by_id, /* every data shard's */
+        .each_client = serve_clients_each,
         .arg = s,
     };
     memcpy(env.listen_ip, s->listen_ip, sizeof(env.listen_ip));

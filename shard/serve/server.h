@@ -25,6 +25,7 @@
 #include "common/config.h"
 #include "common/wire.h"
 #include "ipc/lr.h"
+#include "ipc/conntab.h"
 #include "ipc/port.h"
 #include "ipc/throttle.h"
 #include "shard/meta/ops.h"
@@ -89,6 +90,8 @@ struct serve_conn {
     /* client liveness (liveness.c): monotonic ms of the last request */
     uint64_t last_active_ms;
 
+    int ct_idx; /* its entry in the node's connection table, or -1 */
+
     /* credentials of the login in flight, and of the bound session */
     struct serve_cred login_cred;
     struct serve_cred cred;
@@ -135,6 +138,10 @@ struct serve {
      * logins; requests answered 58 before that */
     int gate_open;
     uint64_t gate_refused;
+
+    /* the node's connection table (clients.c), attached on first use */
+    struct vs_conntab conntab;
+    int conntab_absent;
 
     /* failed-login throttle (throttle.c): the node's shared table,
      * attached on first use */

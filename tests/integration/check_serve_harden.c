@@ -5,7 +5,8 @@
  * published metadata can judge them, never refused as final); failed
  * logins throttled per user name and per address across data shards;
  * the frame timeout; stale authenticated clients evicted (StaleClient);
- * sessions that end with their credentials, permission changes at once.
+ * sessions that end with their credentials, permission changes at once;
+ * GetClients and max_connections node-wide.
  * Every wait is bounded; nodes are stopped by pid (harness).
  * Callers: make check (INTEG_TESTS, INTEG_FAST_TESTS).
  */
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -607,6 +609,112 @@ START_TEST(test_sessions_end_with_credentials)
 }
 END_TEST
 
+/* 1 if a new connection is served (a Ping answered), 0 if the node
+ * closed it; the open fd is returned in *fd (-1 when closed). */
+static int
+try_conn(const char *addr, int *fd)
+{
+    *fd = vs_connect(addr);
+    ck_assert_int_ge(*fd, 0);
+    ck_assert_int_eq(rc_send(*fd, 2, 1, NULL, 0, 99, 1, 0), 0);
+    struct rc_frame f;
+    int rc = rc_read(*fd, &f, READ_MS);
+    if (rc == 1) {
+        ck_assert_uint_eq(f.command, 8);
+        rc_frame_fini(&f);
+        return 1;
+    }
+    ck_assert_msg(rc == 0 || rc == -ECONNRESET, "read: %d", rc);
+    close(*fd);
+    *fd = -1;
+    return 0;
+}
+
+/* GetClients lists the connections of every data shard, and
+ * max_connections holds for the node, not per data shard. */
+START_TEST(test_clients_node_wide)
+{
+    const char *args[] = {"--shards",
+                          "2",
+                          "--max-connections",
+                          "5",
+                          "--with-default-root-credentials=true",
+                          NULL};
+    int rc = vs_node_start(&node, args, START_MS);
+    ck_assert_msg(rc == 0, "start: %d", rc);
+    const char *addr = node.ready.client;
+    login_when_ready(addr, "iggy", "iggy");
+    int root = vs_connect(addr);
+    ck_assert_int_ge(root, 0);
+    uint64_t sr = login_on(root, 0xB001, "iggy", "iggy");
+    /* root's data shard (GetMe: client_id = counter << 9 | slot) */
+    struct rc_frame f;
+    ck_assert_int_eq(rc_send(root, 2, 20, NULL, 0, 0xB001, 1, sr), 0);
+    ck_assert_int_eq(rc_read(root, &f, READ_MS), 1);
+    ck_assert_uint_eq(f.status, 0);
+    uint32_t me;
+    memcpy(&me, f.body, 4);
+    rc_frame_fini(&f);
+    uint32_t slot = me & 0x1ffu;
+    ck_assert(slot >= 1 && slot < node.ready.n_shard_pids);
+    /* which shard accepts is the kernel's choice (both watch the one
+     * listener): stop root's, so the next connection lands on the other */
+    pid_t sp = node.ready.shard_pids[slot];
+    int fds[8], open_n = 0;
+    ck_assert_int_eq(kill(sp, SIGSTOP), 0);
+    int fd0;
+    int served = try_conn(addr, &fd0);
+    ck_assert_int_eq(kill(sp, SIGCONT), 0);
+    ck_assert(served);
+    fds[open_n++] = fd0;
+    /* 3 more fill the node (5); the next ones are refused, whichever
+     * data shard takes them */
+    for (int i = 0; i < 7; i++) {
+        int fd;
+        if (try_conn(addr, &fd))
+            fds[open_n++] = fd;
+    }
+    ck_assert_int_eq(open_n, 4);
+    ck_assert(vs_file_contains(node.log_file, "max_connections (5)"));
+    /* GetClients (code 22) from root's shard: all 5, from both shards */
+    ck_assert_int_eq(rc_send(root, 2, 22, NULL, 0, 0xB001, 1, sr), 0);
+    ck_assert_int_eq(rc_read(root, &f, READ_MS), 1);
+    ck_assert_uint_eq(f.command, 8);
+    ck_assert_uint_eq(f.status, 0);
+    int listed = 0, logged_in = 0;
+    uint32_t slots_seen = 0;
+    for (uint32_t off = 0; off + 17 <= f.body_len; listed++) {
+        uint32_t id, user, alen;
+        memcpy(&id, f.body + off, 4);
+        memcpy(&user, f.body + off + 4, 4);
+        memcpy(&alen, f.body + off + 9, 4);
+        slots_seen |= 1u << (id & 0x1ffu);
+        if (user == 0)
+            logged_in++;
+        off += 4 + 4 + 1 + 4 + alen + 4;
+    }
+    rc_frame_fini(&f);
+    ck_assert_int_eq(listed, 5);
+    ck_assert_int_eq(logged_in, 1);
+    ck_assert_msg(slots_seen == 0x6, "data shard slots seen: %#x", slots_seen);
+    /* a closed connection frees its place */
+    close(fds[--open_n]);
+    int fd = -1, ok = 0;
+    for (int i = 0; i < 200 && !ok; i++) {
+        ok = try_conn(addr, &fd);
+        if (!ok)
+            sleep_ms(10);
+    }
+    ck_assert(ok);
+    close(fd);
+    for (int i = 0; i < open_n; i++)
+        close(fds[i]);
+    close(root);
+    int st = vs_node_stop(&node, START_MS);
+    ck_assert(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -619,6 +727,7 @@ main(void)
     tcase_add_test(tc, test_frame_timeout);
     tcase_add_test(tc, test_stale_client_evicted);
     tcase_add_test(tc, test_sessions_end_with_credentials);
+    tcase_add_test(tc, test_clients_node_wide);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
