@@ -107,7 +107,7 @@ static const struct vs_config_key config_keys[] = {
      "data area of each inter-shard IPC ring"},
     /* clients */
     {"max_connections", VS_CFG_U32, F(max_connections), 1, 1000000, "10000", "256",
-     "client connections per node"},
+     "client connections per node (all data shards together)"},
     {"max_metadata_body", VS_CFG_SIZE, F(max_metadata_body), 256, 1 * MIB, "1M", NULL,
      "largest metadata request body"},
     {"max_message_body", VS_CFG_SIZE, F(max_message_body), 4096, 64 * MIB - 256, "64M-256", NULL,
@@ -131,6 +131,15 @@ static const struct vs_config_key config_keys[] = {
      "refuse new sends while the data dir's filesystem has less free space"},
     {"group_heartbeat_interval_ms", VS_CFG_U32, F(group_heartbeat_interval_ms), 100, 3600000, "30000", NULL,
      "consumer groups: a member silent for 1.2 x this is removed; also the cooperative revocation timeout"},
+    /* client hardening */
+    {"login_backoff_base_ms", VS_CFG_U32, F(login_backoff_base_ms), 0, 3600000, "100", "0",
+     "failed logins per user name and per source address (all data shards): after n in a row the next attempt waits base x 2^(n-1) ms (answered 58); 0 = off"},
+    {"login_backoff_max_ms", VS_CFG_U32, F(login_backoff_max_ms), 1, 86400000, "30000", NULL,
+     "longest login back-off; failures older than this are forgotten"},
+    {"login_failure_log_interval_ms", VS_CFG_U32, F(login_failure_log_interval_ms), 1, 86400000, "10000", NULL,
+     "repeated failed logins of one user or address are logged once per interval"},
+    {"frame_timeout_ms", VS_CFG_U32, F(frame_timeout_ms), 1, 3600000, "30000", NULL,
+     "a request frame whose first byte arrived must be complete within this long, else the connection is closed"},
 };
 /* clang-format on */
 #define N_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))

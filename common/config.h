@@ -109,6 +109,12 @@ struct vs_config {
      * cooperative revocation fallback timeout (reference: both 30 s) */
     uint32_t group_heartbeat_interval_ms;
 
+    /* --- client hardening (shard/serve) --- */
+    uint32_t login_backoff_base_ms; /* failed-login back-off unit */
+    uint32_t login_backoff_max_ms;
+    uint32_t login_failure_log_interval_ms;
+    uint32_t frame_timeout_ms; /* first byte of a frame -> complete */
+
     /* which keys were set explicitly (bit i = key i of the table) */
     uint64_t explicit_set[2];
 };

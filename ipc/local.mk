@@ -8,7 +8,9 @@ libvs_ipc_a_SOURCES = \
 	ipc/ring.c ipc/ring.h \
 	ipc/segment.c ipc/segment.h \
 	ipc/shardmap.c ipc/shardmap.h \
-	ipc/stats.c ipc/stats.h
+	ipc/stats.c ipc/stats.h \
+	ipc/throttle.c ipc/throttle.h \
+	ipc/conntab.c ipc/conntab.h
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_ipc_lr tests/unit/check_ipc_ring \
@@ -36,6 +38,17 @@ tests_unit_check_ipc_ring_LDADD = libvs_ipc.a libvs_common.a \
 tests_unit_check_ipc_segment_SOURCES = tests/unit/check_ipc_segment.c
 tests_unit_check_ipc_segment_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_ipc_segment_LDADD = libvs_ipc.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
+
+UNIT_TESTS += tests/unit/check_ipc_throttle tests/unit/check_ipc_conntab
+check_PROGRAMS += tests/unit/check_ipc_throttle tests/unit/check_ipc_conntab
+tests_unit_check_ipc_conntab_SOURCES = tests/unit/check_ipc_conntab.c
+tests_unit_check_ipc_conntab_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_ipc_conntab_LDADD = libvs_ipc.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
+tests_unit_check_ipc_throttle_SOURCES = tests/unit/check_ipc_throttle.c
+tests_unit_check_ipc_throttle_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_ipc_throttle_LDADD = libvs_ipc.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
 
 tests_unit_check_ipc_stats_SOURCES = tests/unit/check_ipc_stats.c

@@ -40,6 +40,8 @@ seg_pow2(uint32_t x)
 struct seg_layout {
     uint64_t procs_off, lr_off, lr_size, rings_off, ring_stride, total;
     uint64_t stats_off;
+    uint64_t throttle_off;
+    uint64_t conntab_off;
     uint32_t ring_bytes;
 };
 
@@ -48,7 +50,8 @@ seg_compute(const struct vs_seg_params *p, struct seg_layout *l)
 {
     if (p->n_procs < 2 || p->n_procs > VS_SEG_MAX_PROCS ||
         p->lr_instance_size == 0 || p->ring_bytes == 0 ||
-        p->ring_bytes > (1u << 30) || p->stats_capacity > (1u << 24))
+        p->ring_bytes > (1u << 30) || p->stats_capacity > (1u << 24) ||
+        p->throttle_slots > (1u << 24) || p->conntab_slots > (1u << 24))
         return -EINVAL;
     uint64_t page = seg_page();
     l->ring_bytes = seg_pow2(p->ring_bytes);
@@ -67,6 +70,18 @@ seg_compute(const struct vs_seg_params *p, struct seg_layout *l)
         l->stats_off = seg_round_up(l->total, page);
         l->total = seg_round_up(
             l->stats_off + stats_region_size(p->stats_capacity), page);
+    }
+    l->throttle_off = 0;
+    if (p->throttle_slots > 0) {
+        l->throttle_off = seg_round_up(l->total, page);
+        l->total = seg_round_up(
+            l->throttle_off + throttle_region_size(p->throttle_slots), page);
+    }
+    l->conntab_off = 0;
+    if (p->conntab_slots > 0) {
+        l->conntab_off = seg_round_up(l->total, page);
+        l->total = seg_round_up(
+            l->conntab_off + conntab_region_size(p->conntab_slots), page);
     }
     return 0;
 }
@@ -93,7 +108,9 @@ seg_validate(const struct vs_seg_hdr_shm *h, size_t size)
     struct vs_seg_params p = {.n_procs = h->n_procs,
                               .lr_instance_size = h->lr_instance_size,
                               .ring_bytes = h->ring_bytes,
-                              .stats_capacity = h->stats_capacity};
+                              .stats_capacity = h->stats_capacity,
+                              .throttle_slots = h->throttle_slots,
+                              .conntab_slots = h->conntab_slots};
     struct seg_layout l;
     if (seg_compute(&p, &l) != 0 || l.ring_bytes != h->ring_bytes ||
         l.stats_off != h->stats_off || l.procs_off != h->procs_off ||
@@ -164,6 +181,8 @@ seg_create(struct vs_seg *s, const struct vs_seg_params *p)
     atomic_init(&h->stopping, 0);
     h->stats_off = l.stats_off;
     h->stats_capacity = p->stats_capacity;
+    h->throttle_slots = p->throttle_slots;
+    h->conntab_slots = p->conntab_slots;
 
     rc = lr_region_init(s->base + l.lr_off, (size_t)l.lr_size, p->n_procs,
                         (size_t)p->lr_instance_size);
@@ -183,6 +202,20 @@ seg_create(struct vs_seg *s, const struct vs_seg_params *p)
         rc = stats_region_init(s->base + l.stats_off,
                                stats_region_size(p->stats_capacity),
                                p->stats_capacity);
+        if (rc != 0)
+            goto fail;
+    }
+    if (p->throttle_slots > 0) {
+        rc = throttle_region_init(s->base + l.throttle_off,
+                                  throttle_region_size(p->throttle_slots),
+                                  p->throttle_slots);
+        if (rc != 0)
+            goto fail;
+    }
+    if (p->conntab_slots > 0) {
+        rc = conntab_region_init(s->base + l.conntab_off,
+                                 conntab_region_size(p->conntab_slots),
+                                 p->conntab_slots);
         if (rc != 0)
             goto fail;
     }
@@ -292,6 +325,47 @@ seg_stats_region(const struct vs_seg *s, size_t *len)
     return s->base + s->hdr->stats_off;
 }
 
+/* The layout of an attached segment (validated at create/attach). */
+static int
+seg_layout_of(const struct vs_seg *s, struct seg_layout *l)
+{
+    struct vs_seg_params p = {.n_procs = s->hdr->n_procs,
+                              .lr_instance_size = s->hdr->lr_instance_size,
+                              .ring_bytes = s->hdr->ring_bytes,
+                              .stats_capacity = s->hdr->stats_capacity,
+                              .throttle_slots = s->hdr->throttle_slots,
+                              .conntab_slots = s->hdr->conntab_slots};
+    return seg_compute(&p, l);
+}
+
+void *
+seg_conntab_region(const struct vs_seg *s, size_t *len)
+{
+    struct seg_layout l;
+    if (s->hdr->conntab_slots == 0 || seg_layout_of(s, &l) != 0) {
+        if (len != NULL)
+            *len = 0;
+        return NULL;
+    }
+    if (len != NULL)
+        *len = conntab_region_size(s->hdr->conntab_slots);
+    return s->base + l.conntab_off;
+}
+
+void *
+seg_throttle_region(const struct vs_seg *s, size_t *len)
+{
+    struct seg_layout l;
+    if (s->hdr->throttle_slots == 0 || seg_layout_of(s, &l) != 0) {
+        if (len != NULL)
+            *len = 0;
+        return NULL;
+    }
+    if (len != NULL)
+        *len = throttle_region_size(s->hdr->throttle_slots);
+    return s->base + l.throttle_off;
+}
+
 void *
 seg_ring_region(const struct vs_seg *s, uint32_t src, uint32_t dst, size_t *len)
 {
@@ -315,4 +389,9 @@ seg_slot_clear(struct vs_seg *s, uint32_t slot)
     int rc = lr_attach(&lr, region, len);
     VS_ASSERT(rc == 0);
     lr_slot_clear(&lr, slot);
+    /* the reaped process's client connections are gone with it */
+    region = seg_conntab_region(s, &len);
+    struct vs_conntab ct;
+    if (region != NULL && conntab_attach(&ct, region, len) == 0)
+        (void)conntab_release_owner(&ct, slot);
 }

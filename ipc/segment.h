@@ -17,6 +17,13 @@
  *   [per-partition stats table: stats.h]            stats_off (page-aligned;
  *                                                   absent when the
  *                                                   capacity is 0)
+ *   [failed-login throttle table: throttle.h]       seg_throttle_region
+ *                                                   (page-aligned after the
+ *                                                   previous regions; absent
+ *                                                   when throttle_slots is 0)
+ *   [client connection table: conntab.h]            seg_conntab_region
+ *                                                   (likewise; absent when
+ *                                                   conntab_slots is 0)
  * The header holds offsets and the sizes of every shared struct; a
  * mismatch refuses to attach (-EPROTO). (The stats region took header
  * padding that was zero: a build without it computes another total size
@@ -46,6 +53,8 @@
 #include "ipc/lr.h"
 #include "ipc/ring.h"
 #include "ipc/stats.h"
+#include "ipc/conntab.h"
+#include "ipc/throttle.h"
 
 #define VS_SEG_MAGIC          0x31544d4753535656ull /* "VVSSGMT1" */
 #define VS_SEG_LAYOUT_VERSION 1u
@@ -80,7 +89,12 @@ struct vs_seg_hdr_shm {
     _Atomic uint32_t stopping;
     uint32_t stats_capacity; /* entries of the stats table */
     uint64_t stats_off;      /* 0 when stats_capacity is 0 */
-    uint8_t pad[8];
+    /* entries of the login throttle table (0: none); the region follows
+     * the others, page-aligned (it took header padding that was zero) */
+    uint32_t throttle_slots;
+    /* entries of the client connection table (max_connections; 0: none),
+     * after the throttle table, page-aligned */
+    uint32_t conntab_slots;
 };
 
 /* Per process slot, one cache line plus the exit reason. */
@@ -103,6 +117,10 @@ _Static_assert(offsetof(struct vs_seg_hdr_shm, log_level) == 100,
                "segment header layout");
 _Static_assert(offsetof(struct vs_seg_hdr_shm, stats_off) == 112,
                "segment header layout");
+_Static_assert(offsetof(struct vs_seg_hdr_shm, throttle_slots) == 120,
+               "segment header layout");
+_Static_assert(offsetof(struct vs_seg_hdr_shm, conntab_slots) == 124,
+               "segment header layout");
 _Static_assert(VS_STATS_MAX_OWNERS >= VS_SEG_MAX_PROCS, "stats owners");
 _Static_assert(sizeof(struct vs_proc_shm) == 256, "proc slot layout");
 _Static_assert(offsetof(struct vs_proc_shm, reason) == 64, "proc reason");
@@ -114,6 +132,8 @@ struct vs_seg_params {
     uint64_t lr_instance_size; /* bytes of one left-right instance */
     uint32_t ring_bytes;       /* rounded up to a power of two */
     uint32_t stats_capacity;   /* stats entries (max_partitions); 0 none */
+    uint32_t throttle_slots;   /* login throttle entries; 0 none */
+    uint32_t conntab_slots;    /* client connection entries; 0 none */
 };
 
 /* Process-private handle (inherited across fork as a plain struct). */
@@ -157,12 +177,19 @@ void *seg_lr_region(const struct vs_seg *s, size_t *len);
 /* The stats region (stats.h) and its length; NULL and 0 if the segment
  * has none. */
 void *seg_stats_region(const struct vs_seg *s, size_t *len);
+/* The login throttle region (throttle.h) and its length; NULL and 0 if
+ * the segment has none. */
+void *seg_throttle_region(const struct vs_seg *s, size_t *len);
+/* The client connection table region (conntab.h) and its length; NULL
+ * and 0 if the segment has none. */
+void *seg_conntab_region(const struct vs_seg *s, size_t *len);
 /* The ring from process slot src to dst (src != dst), and its length. */
 void *seg_ring_region(const struct vs_seg *s, uint32_t src, uint32_t dst,
                       size_t *len);
 
-/* Clears a reaped process's slot state: proc pid/ready/reason and the
- * left-right reader slot. Supervisor only, after waitpid. */
+/* Clears a reaped process's slot state: proc pid/ready/reason, the
+ * left-right reader slot and its client connection entries. Supervisor
+ * only, after waitpid. */
 void seg_slot_clear(struct vs_seg *s, uint32_t slot);
 
 #endif /* VS_IPC_SEGMENT_H */

@@ -24,6 +24,9 @@ if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_server
 check_PROGRAMS += tests/unit/check_server tests/integration/check_supervisor
 INTEG_TESTS += tests/integration/check_supervisor
+# a whole node SIGKILLed and restarted at once, 30 times
+check_PROGRAMS += tests/integration/check_restart_crash
+INTEG_TESTS += tests/integration/check_restart_crash
 INTEG_FAST_TESTS += tests/integration/check_supervisor
 
 tests_unit_check_server_SOURCES = tests/unit/check_server.c
@@ -38,5 +41,12 @@ tests_integration_check_supervisor_SOURCES = \
 	tests/integration/harness.c tests/integration/harness.h
 tests_integration_check_supervisor_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_supervisor_LDADD = libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
+
+tests_integration_check_restart_crash_SOURCES = \
+	tests/integration/check_restart_crash.c \
+	tests/integration/harness.c tests/integration/harness.h
+tests_integration_check_restart_crash_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_restart_crash_LDADD = libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)
 endif

@@ -488,7 +488,8 @@ sup_prepare(struct sup *s)
     int rc = sup_datadir_lock(s->cfg.data_dir, err, sizeof(err));
     if (rc < 0) {
         sup_say_fatal(err);
-        return VS_EXIT_FATAL;
+        /* a dead node's processes still exiting: worth a restart */
+        return rc == -ETIMEDOUT ? VS_EXIT_RESTART : VS_EXIT_FATAL;
     }
     s->lock_fd = rc;
     rc = sup_shards_resolve(s->cfg.data_dir, s->cfg.shards,
@@ -573,6 +574,8 @@ sup_prepare(struct sup *s)
         .lr_instance_size = shard0_instance_size(&s->cfg),
         .ring_bytes = s->cfg.ring_bytes,
         .stats_capacity = s->cfg.max_partitions,
+        .throttle_slots = VS_THROTTLE_NODE_SLOTS,
+        .conntab_slots = s->cfg.max_connections,
     };
     rc = seg_create(&s->seg, &p);
     if (rc != 0) {

@@ -113,7 +113,7 @@ main(int argc, char **argv)
         int fd = sup_datadir_lock(cfg.data_dir, err, sizeof(err));
         if (fd < 0) {
             fprintf(stderr, "vstreamd: %s\n", err);
-            return VS_EXIT_FATAL;
+            return fd == -ETIMEDOUT ? VS_EXIT_RESTART : VS_EXIT_FATAL;
         }
         int rc = shard0_format(&cfg, err, sizeof(err));
         close(fd);

@@ -15,7 +15,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -24,6 +23,7 @@
 
 #include "common/buf.h"
 #include "common/checksum.h"
+#include "common/mem.h"
 #include "shard/data/partition.h"
 #include "shard/storage/atomic_file.h"
 
@@ -166,27 +166,44 @@ part_offset_delete(struct vs_part *p, const struct part_consumer *c)
     return rc;
 }
 
+struct clear_ctx {
+    char **names;
+    size_t n;
+};
+
+static int
+clear_collect(void *arg, const char *name)
+{
+    struct clear_ctx *c = arg;
+    if (name[0] == '.')
+        return 0;
+    c->names = vs_xrealloc(c->names, (c->n + 1) * sizeof(*c->names));
+    c->names[c->n++] = vs_xstrdup(name);
+    return 0;
+}
+
 static int
 clear_dir(struct vs_sio *io, const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return errno == ENOENT ? 0 : -errno;
-    int rc = 0, any = 0;
-    struct dirent *de;
-    while (rc == 0 && (de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
+    /* listed first, then removed: never change a directory being read */
+    struct clear_ctx c = {0};
+    int rc = sio_readdir(io, dir, clear_collect, &c);
+    if (rc == -ENOENT)
+        rc = 0;
+    for (size_t i = 0; i < c.n; i++) {
         char path[OFFSETS_PATH_MAX];
-        rc = afile_join(path, sizeof(path), dir, de->d_name);
+        if (rc == 0)
+            rc = afile_join(path, sizeof(path), dir, c.names[i]);
         if (rc == 0) {
             rc = sio_unlink(io, path);
             if (rc == -ENOENT)
                 rc = 0;
         }
-        any = 1;
     }
-    closedir(d);
+    int any = c.n > 0;
+    for (size_t i = 0; i < c.n; i++)
+        free(c.names[i]);
+    free(c.names);
     if (rc == 0 && any)
         rc = sio_dir_fsync(io, dir);
     return rc;

@@ -13,7 +13,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -237,11 +236,9 @@ state_read(struct vs_part *p, struct part_verdict *v)
 /* ---- helpers ---- */
 
 static int
-mkdir_0700(const char *path)
+mkdir_0700(struct vs_sio *io, const char *path)
 {
-    if (mkdir(path, 0700) == -1 && errno != EEXIST)
-        return -errno;
-    return 0;
+    return sio_mkdir(io, path, 0700); /* an existing directory is fine */
 }
 
 static struct dseg *
@@ -269,47 +266,69 @@ cmp_u64(const void *a, const void *b)
 
 /* Lists segment starts (sorted); removes leftover .tmp files and .index
  * files without a .log. */
+struct seg_list {
+    struct vs_part *p;
+    uint64_t *v;
+    size_t cnt, cap;
+    char **junk; /* leftovers to unlink once the listing is done */
+    size_t njunk;
+};
+
+static int
+seg_list_add(void *arg, const char *nm)
+{
+    struct seg_list *l = arg;
+    uint64_t start;
+    size_t len = strlen(nm);
+    char path[DSEG_PATH_MAX];
+    int drop = 0;
+    if (dseg_parse_name(nm, &start)) {
+        if (l->cnt == l->cap) {
+            l->cap = l->cap ? l->cap * 2 : 16;
+            l->v = vs_xrealloc(l->v, l->cap * sizeof(*l->v));
+        }
+        l->v[l->cnt++] = start;
+    } else if (len > 4 && strcmp(nm + len - 4, ".tmp") == 0) {
+        drop = 1;
+    } else if (len == 26 && strcmp(nm + 20, ".index") == 0) {
+        char logn[32];
+        struct stat st;
+        snprintf(logn, sizeof(logn), "%.20s.log", nm);
+        drop = afile_join(path, sizeof(path), l->p->dir, logn) == 0 &&
+               stat(path, &st) == -1 && errno == ENOENT;
+    }
+    if (drop) {
+        l->junk = vs_xrealloc(l->junk, (l->njunk + 1) * sizeof(*l->junk));
+        l->junk[l->njunk++] = vs_xstrdup(nm);
+    }
+    return 0;
+}
+
+/* Lists segment starts (sorted); removes leftover .tmp files and .index
+ * files without a .log (after the listing: a directory is never changed
+ * while it is read). */
 static int
 list_segments(struct vs_part *p, uint64_t **out, size_t *n)
 {
-    DIR *d = opendir(p->dir);
-    if (!d)
-        return -errno;
-    uint64_t *v = NULL;
-    size_t cnt = 0, cap = 0;
-    struct dirent *de;
-    int rc = 0;
-    while ((de = readdir(d)) != NULL) {
-        uint64_t start;
-        const char *nm = de->d_name;
-        size_t len = strlen(nm);
+    struct seg_list l = {.p = p};
+    int rc = sio_readdir(p->io, p->dir, seg_list_add, &l);
+    for (size_t i = 0; i < l.njunk; i++) {
         char path[DSEG_PATH_MAX];
-        if (dseg_parse_name(nm, &start)) {
-            if (cnt == cap) {
-                cap = cap ? cap * 2 : 16;
-                v = vs_xrealloc(v, cap * sizeof(*v));
-            }
-            v[cnt++] = start;
-        } else if (p->opts.read_only) {
-            continue; /* inspection: leftovers stay */
-        } else if (len > 4 && strcmp(nm + len - 4, ".tmp") == 0) {
-            if (afile_join(path, sizeof(path), p->dir, nm) == 0)
-                (void)sio_unlink(p->io, path);
-        } else if (len == 26 && strcmp(nm + 20, ".index") == 0) {
-            char logn[32];
-            struct stat st;
-            snprintf(logn, sizeof(logn), "%.20s.log", nm);
-            if (afile_join(path, sizeof(path), p->dir, logn) == 0 &&
-                stat(path, &st) == -1 && errno == ENOENT &&
-                afile_join(path, sizeof(path), p->dir, nm) == 0)
-                (void)sio_unlink(p->io, path);
-        }
+        /* inspection (read_only): leftovers stay */
+        if (rc == 0 && !p->opts.read_only &&
+            afile_join(path, sizeof(path), p->dir, l.junk[i]) == 0)
+            (void)sio_unlink(p->io, path);
+        free(l.junk[i]);
     }
-    closedir(d);
-    qsort(v, cnt, sizeof(*v), cmp_u64);
-    *out = v;
-    *n = cnt;
-    return rc;
+    free(l.junk);
+    if (rc != 0) {
+        free(l.v);
+        return rc;
+    }
+    qsort(l.v, l.cnt, sizeof(*l.v), cmp_u64);
+    *out = l.v;
+    *n = l.cnt;
+    return 0;
 }
 
 static void
@@ -393,7 +412,7 @@ create_dir(struct vs_sio *io, const char *parent, const char *name,
     rc = pdir_rmtree(io, tmp);
     if (rc < 0)
         return rc;
-    rc = mkdir_0700(tmp);
+    rc = mkdir_0700(io, tmp);
     if (rc < 0)
         return rc;
     uint8_t fmt[PART_FORMAT_LEN];
@@ -414,13 +433,13 @@ create_dir(struct vs_sio *io, const char *parent, const char *name,
     for (size_t i = 0; i < 3; i++) {
         rc = afile_join(sub, sizeof(sub), tmp, subs[i]);
         if (rc == 0)
-            rc = mkdir_0700(sub);
+            rc = mkdir_0700(io, sub);
         if (rc < 0)
             return rc;
     }
     rc = sio_dir_fsync(io, tmp);
     if (rc == 0)
-        rc = sio_rename(io, tmp, final);
+        rc = sio_dir_rename(io, tmp, final);
     if (rc == 0)
         rc = sio_dir_fsync(io, parent);
     return rc;
@@ -546,7 +565,7 @@ part_open(struct vs_sio *io, const char *partitions_dir,
         rc = -errno;
         if (rc != -ENOENT || !create)
             goto fail;
-        rc = mkdir_0700(partitions_dir);
+        rc = mkdir_0700(io, partitions_dir);
         if (rc == 0)
             rc = create_dir(io, partitions_dir, name, id, purge_generation);
         if (rc < 0)

@@ -8,7 +8,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -76,6 +75,32 @@ pdir_parse(const char *name, struct part_id *id)
     return 1;
 }
 
+/* Names collected by sio_readdir (a directory is never changed while it
+ * is being read). */
+struct pdir_names {
+    char **v;
+    size_t n;
+};
+
+static int
+collect_name(void *arg, const char *name)
+{
+    struct pdir_names *l = arg;
+    l->v = vs_xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+    l->v[l->n++] = vs_xstrdup(name);
+    return 0;
+}
+
+static void
+names_free(struct pdir_names *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
 int
 pdir_rmtree(struct vs_sio *io, const char *path)
 {
@@ -86,22 +111,20 @@ pdir_rmtree(struct vs_sio *io, const char *path)
         int rc = sio_unlink(io, path);
         return rc == -ENOENT ? 0 : rc;
     }
-    DIR *d = opendir(path);
-    if (!d)
-        return -errno;
-    int rc = 0;
-    struct dirent *de;
-    while (rc == 0 && (de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
+    struct pdir_names l = {0};
+    int rc = sio_readdir(io, path, collect_name, &l);
+    for (size_t i = 0; rc == 0 && i < l.n; i++) {
         char sub[PDIR_PATH_MAX];
-        rc = afile_join(sub, sizeof(sub), path, de->d_name);
+        rc = afile_join(sub, sizeof(sub), path, l.v[i]);
         if (rc == 0)
             rc = pdir_rmtree(io, sub);
     }
-    closedir(d);
-    if (rc == 0 && rmdir(path) == -1 && errno != ENOENT)
-        rc = -errno;
+    names_free(&l);
+    if (rc == 0) {
+        rc = sio_rmdir(io, path);
+        if (rc == -ENOENT)
+            rc = 0;
+    }
     return rc;
 }
 
@@ -123,7 +146,7 @@ remove_named(struct vs_sio *io, const char *dir, const char *name)
     } else {
         rc = pdir_rmtree(io, to); /* an older leftover of the same name */
         if (rc == 0)
-            rc = sio_rename(io, from, to);
+            rc = sio_dir_rename(io, from, to);
         if (rc == 0)
             rc = sio_dir_fsync(io, dir);
         if (rc < 0)
@@ -179,19 +202,22 @@ pdir_reconcile(struct vs_sio *io, const char *partitions_dir,
     if (!res)
         res = &local;
     memset(res, 0, sizeof(*res));
-    if (mkdir(partitions_dir, 0700) == -1 && errno != EEXIST)
-        return -errno;
-    DIR *d = opendir(partitions_dir);
-    if (!d)
-        return -errno;
+    int rc = sio_mkdir(io, partitions_dir, 0700);
+    if (rc < 0)
+        return rc;
     /* Collect first, act after: never modify a directory while reading. */
+    struct pdir_names all = {0};
+    rc = sio_readdir(io, partitions_dir, collect_name, &all);
+    if (rc < 0) {
+        names_free(&all);
+        return rc;
+    }
     char **stale = NULL, **leftovers = NULL;
     size_t nstale = 0, nleft = 0, owned_dirs = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
+    for (size_t k = 0; k < all.n; k++) {
         struct part_id id;
         char stem[256];
-        const char *nm = de->d_name;
+        const char *nm = all.v[k];
         if (pdir_parse(nm, &id)) {
             if (owned && !owned(&id, ctx))
                 continue;
@@ -208,8 +234,7 @@ pdir_reconcile(struct vs_sio *io, const char *partitions_dir,
             leftovers[nleft++] = vs_xstrdup(nm);
         }
     }
-    closedir(d);
-    int rc = 0;
+    names_free(&all);
     if (n == 0 && owned_dirs > 0) {
         res->reason = PDIR_R_EMPTY_METADATA;
         snprintf(res->msg, sizeof(res->msg),

@@ -644,7 +644,10 @@ op_topic(struct actx *a)
         struct meta_partition *p =
             (struct meta_partition *)meta_partition_by_id(
                 a->st, t->stream_id, t->id, op->partition_id);
-        if (!p)
+        /* the watermark belongs to the partition it was computed for:
+         * one that reuses the ids (topic deleted and recreated) is not
+         * it (format 1 ops carry created_op 0: unchecked) */
+        if (!p || (op->created_op != 0 && p->created_op != op->created_op))
             return VS_E_PARTITION_NOT_FOUND;
         if (op->offset > p->deleted_up_to_offset)
             p->deleted_up_to_offset = op->offset;

@@ -15,8 +15,9 @@
 #include "common/wire.h"
 #include "shard/meta/ops.h"
 
-uint32_t
-meta_op_fields(unsigned operation)
+/* Fields of `operation` in format 1. */
+static uint32_t
+fields_v1(unsigned operation)
 {
     switch (operation) {
     case VS_OP_REGISTER:
@@ -75,6 +76,35 @@ meta_op_fields(unsigned operation)
     default:
         return 0;
     }
+}
+
+uint32_t
+meta_op_fields_v(unsigned operation, unsigned format)
+{
+    uint32_t f = fields_v1(operation);
+    if (f == 0 || format < META_OP_FORMAT_MIN || format > META_OP_FORMAT)
+        return 0;
+    if (format >= 2 && (operation == VS_OP_DELETE_SEGMENTS ||
+                        operation == VS_OP_TRUNCATE_PARTITION))
+        f |= META_F_CREATED_OP;
+    return f;
+}
+
+uint32_t
+meta_op_fields(unsigned operation)
+{
+    return meta_op_fields_v(operation, META_OP_FORMAT);
+}
+
+/* The oldest format with the newest fields of `operation`: what the
+ * encoder writes (unchanged operations keep their format-1 bytes). */
+static uint8_t
+op_format(unsigned operation)
+{
+    for (unsigned v = META_OP_FORMAT_MIN; v < META_OP_FORMAT; v++)
+        if (meta_op_fields_v(operation, v) == meta_op_fields(operation))
+            return (uint8_t)v;
+    return META_OP_FORMAT;
 }
 
 void
@@ -189,7 +219,7 @@ meta_op_encode(const struct meta_op *op, struct vs_wbuf *w)
     uint32_t f = meta_op_fields(op->operation);
     if (f == 0)
         return -EINVAL;
-    vs_wr_u8(w, META_OP_FORMAT);
+    vs_wr_u8(w, op_format(op->operation));
     vs_wr_u8(w, op->operation);
     if ((f & META_F_STREAM) && put_ident(w, &op->stream) != 0)
         return -EINVAL;
@@ -260,6 +290,8 @@ meta_op_encode(const struct meta_op *op, struct vs_wbuf *w)
     }
     if (f & META_F_USER_ID)
         vs_wr_u32(w, op->user_id);
+    if (f & META_F_CREATED_OP)
+        vs_wr_u64(w, op->created_op);
     return 0;
 }
 
@@ -273,9 +305,9 @@ meta_op_decode(const uint8_t *body, size_t len, struct meta_op *op)
     uint8_t operation = vs_rd_u8(&r);
     if (r.err)
         return -EPROTO;
-    if (fmt != META_OP_FORMAT)
+    if (fmt < META_OP_FORMAT_MIN || fmt > META_OP_FORMAT)
         return -ENOTSUP;
-    uint32_t f = meta_op_fields(operation);
+    uint32_t f = meta_op_fields_v(operation, fmt);
     if (f == 0)
         return -EINVAL;
     meta_op_init(op, operation);
@@ -351,6 +383,8 @@ meta_op_decode(const uint8_t *body, size_t len, struct meta_op *op)
     }
     if (f & META_F_USER_ID)
         op->user_id = vs_rd_u32(&r);
+    if (f & META_F_CREATED_OP)
+        op->created_op = vs_rd_u64(&r);
     if (r.err)
         return -EPROTO;
     if (bad)

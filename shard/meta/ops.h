@@ -22,6 +22,14 @@
  * Trailing bytes are refused. Decoding never reads out of bounds and
  * returns -EPROTO (truncated/trailing), -EINVAL (bad value, unknown
  * operation) or -ENOTSUP (unknown format byte).
+ * Formats: 1 is the first; 2 adds META_F_CREATED_OP (the partition's
+ * created_op, u64, last) to DeleteSegments and TruncatePartition, so a
+ * watermark computed for one partition is never applied to another that
+ * reuses its ids. Every other operation has the same fields in both, and
+ * the encoder writes format 1 for them (their bytes, WAL entries and
+ * golden fixtures, stay as they were) and format 2 only where the fields
+ * differ; the decoder reads both (a format-1 op 68 has created_op 0:
+ * unchecked, as it was).
  *
  * Operations (enum vs_operation values): REGISTER, LOGOUT, GENESIS, every
  * metadata op 128..149 and the internal ones 64..68; 64 and 65 carry the
@@ -40,7 +48,8 @@
 #include "common/wire.h"
 #include "shard/meta/state.h"
 
-#define META_OP_FORMAT        1u
+#define META_OP_FORMAT        2u /* the newest format: written, with 1 read */
+#define META_OP_FORMAT_MIN    1u
 #define META_INFLIGHT_MAX     4096u
 #define META_PROTOCOL_VERSION 11264u /* 0.11.0 */
 #define META_SERVER_VERSION   "0.9.0-edge.5"
@@ -77,7 +86,8 @@ enum meta_op_field {
     META_F_CLIENT = 1u << 14,  /* client u128 */
     META_F_OFFSET = 1u << 15,  /* u64 */
     META_F_INFLIGHT = 1u << 16,
-    META_F_USER_ID = 1u << 17, /* u32 */
+    META_F_USER_ID = 1u << 17,    /* u32 */
+    META_F_CREATED_OP = 1u << 18, /* u64 (format 2) */
 };
 
 struct meta_op {
@@ -103,14 +113,21 @@ struct meta_op {
     struct vs_u128 client;
     uint64_t offset;
     uint32_t user_id;
+    /* DeleteSegments/TruncatePartition: the created_op of the partition
+     * `offset` was computed for (0: unchecked, format 1) */
+    uint64_t created_op;
     /* JoinGroup: partitions the group polled past its committed offset
      * (in flight), computed by the data plane before proposing */
     uint32_t inflight_count;
     uint32_t inflight[META_INFLIGHT_MAX];
 };
 
-/* Fields used by `operation` (enum meta_op_field), or 0 if unknown. */
+/* Fields used by `operation` (enum meta_op_field) in the newest format,
+ * or 0 if unknown. */
 uint32_t meta_op_fields(unsigned operation);
+/* The same in format `format` (META_OP_FORMAT_MIN..META_OP_FORMAT), or 0
+ * if unknown. */
+uint32_t meta_op_fields_v(unsigned operation, unsigned format);
 
 /* Zeroes an op and sets its operation. */
 void meta_op_init(struct meta_op *op, unsigned operation);

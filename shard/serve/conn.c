@@ -9,7 +9,9 @@
  * trusted). A body over the operation's limit (max_message_body for
  * SendMessages and PollMessages, max_metadata_body otherwise) ->
  * Eviction 6 (InvalidRequestBodySize), then close once flushed.
- * Frames are parsed only while no request is in flight.
+ * Frames are parsed only while no request is in flight. A frame whose
+ * first byte arrived must complete within frame_timeout_ms
+ * (frametimer.h), else the connection is closed.
  * Invariants: see server.h. Process: data shards, loop thread.
  */
 #include "config.h"
@@ -31,6 +33,8 @@
 
 #include "common/log.h"
 #include "common/mem.h"
+#include "shard/serve/clients.h"
+#include "shard/serve/frametimer.h"
 #include "shard/serve/server.h"
 
 static size_t
@@ -72,9 +76,11 @@ serve_conn_free(struct serve_conn *c)
     struct serve *s = c->srv;
     if (c->bound)
         serve_propose_closed(s, c);
+    serve_clients_gone(c);
     conn_unlink(c);
     if (c->unauth_ev)
         event_free(c->unauth_ev);
+    serve_frame_timer_fini(c);
     if (c->bev)
         bufferevent_free(c->bev); /* closes the fd (BEV_OPT_CLOSE_ON_FREE) */
     free(c->body);
@@ -100,6 +106,7 @@ serve_conn_update_read(struct serve_conn *c)
         bufferevent_enable(c->bev, EV_READ);
     else
         bufferevent_disable(c->bev, EV_READ);
+    serve_frame_timer_update(c);
 }
 
 void
@@ -181,6 +188,7 @@ serve_conn_bind(struct serve_conn *c, uint64_t session, uint32_t user,
     c->user_id = user;
     c->client = client;
     evtimer_del(c->unauth_ev);
+    serve_clients_session(c);
 }
 
 void
@@ -192,6 +200,7 @@ serve_conn_unbind(struct serve_conn *c)
     c->session = 0;
     c->user_id = META_NONE;
     arm_unauth(c);
+    serve_clients_session(c);
 }
 
 /* 1 = close now (garbage), 0 = frame complete in *size, -1 = need more,
@@ -229,6 +238,7 @@ frame_check(struct serve_conn *c, struct evbuffer *in, uint32_t *size)
 static void
 conn_finish(struct serve_conn *c)
 {
+    serve_frame_timer_update(c);
     if (c->closing && !c->in_flight) {
         bufferevent_disable(c->bev, EV_READ);
         if (out_len(c) == 0)
@@ -266,6 +276,7 @@ conn_process(struct serve_conn *c)
         struct vs_hdr_request h;
         memcpy(&h, f, sizeof(h));
         c->srv->n.requests++;
+        c->frames++;
         c->dispatching = 1;
         serve_dispatch(c, &h, f + VS_HEADER_SIZE, size - VS_HEADER_SIZE);
         c->dispatching = 0;
@@ -337,11 +348,11 @@ conn_on_event(struct bufferevent *bev, short what, void *arg)
 int
 serve_conn_accept(struct serve *s, int fd)
 {
-    if (s->n.open >= s->max_conns) {
+    if (serve_clients_full(s)) { /* node-wide (clients.h) */
         s->n.refused++;
-        vs_log_warn("client connection refused: %u connections open (limit "
-                    "%u per data shard)",
-                    s->n.open, s->max_conns);
+        vs_log_warn("client connection refused: the node has "
+                    "max_connections (%u) open",
+                    s->cfg->max_connections);
         close(fd);
         return -EMFILE;
     }
@@ -367,15 +378,27 @@ serve_conn_accept(struct serve *s, int fd)
         }
     }
     snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, (unsigned)port);
+    if (serve_clients_admit(c) != 0) { /* lost a race for the last entry */
+        s->n.refused++;
+        vs_log_warn("client %s: refused: the node has max_connections (%u) "
+                    "open",
+                    c->peer, s->cfg->max_connections);
+        close(fd);
+        free(c);
+        return -EMFILE;
+    }
     c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     c->unauth_ev = evtimer_new(s->base, conn_unauth_timeout, c);
-    if (c->bev == NULL || c->unauth_ev == NULL) {
+    if (c->bev == NULL || c->unauth_ev == NULL ||
+        serve_frame_timer_init(c) != 0) {
         if (c->bev == NULL)
             close(fd);
         else
             bufferevent_free(c->bev);
         if (c->unauth_ev)
             event_free(c->unauth_ev);
+        serve_frame_timer_fini(c);
+        serve_clients_gone(c);
         free(c);
         return -ENOMEM;
     }

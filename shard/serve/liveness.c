@@ -1,6 +1,7 @@
 /*
- * shard/serve/liveness.c - a data shard's consumer-group reports to
- * shard 0: silent members (heartbeat loss), completed cooperative
+ * shard/serve/liveness.c - a data shard's client liveness: silent
+ * authenticated clients evicted (StaleClient, memberships released), and
+ * its consumer-group reports to shard 0: completed cooperative
  * revocations and the in-flight set; see liveness.h and shard/fwd.h.
  *
  * Clock: the loop's monotonic clock (activity stamps and the limit are
@@ -29,6 +30,7 @@
 #include "shard/serve/parts.h"
 #include "shard/serve/polled.h"
 #include "shard/serve/server.h"
+#include "shard/serve/sessend.h"
 
 struct serve_live {
     struct polled rec;
@@ -75,7 +77,6 @@ void
 serve_live_touch(struct serve_conn *c)
 {
     c->last_active_ms = live_now_ms();
-    c->silent_sent_ms = 0;
 }
 
 void
@@ -125,20 +126,22 @@ live_silence(struct serve *s, uint64_t now)
     uint64_t limit = (uint64_t)s->cfg->group_heartbeat_interval_ms * 6u / 5u;
     const void *st = NULL;
     uint64_t *ids = NULL;
+    uint8_t *member = NULL;
     size_t n = 0;
     for (struct serve_conn *c = s->all; c != NULL; c = c->next) {
-        if (!c->bound || c->closing || c->last_active_ms == 0 ||
-            now - c->last_active_ms < limit ||
-            (c->silent_sent_ms != 0 && now - c->silent_sent_ms < limit))
+        if (!c->bound || c->closing || c->in_flight || c->last_active_ms == 0 ||
+            now - c->last_active_ms < limit)
             continue;
         if (st == NULL)
             st = lr_read_begin(s->lr, NULL);
+        /* a member whose session is still this connection's */
         const struct meta_session *m = meta_session_by_client(st, c->client);
-        if (m == NULL || m->epoch != c->session ||
-            !groups0_is_member(st, c->client))
-            continue;
+        int live_member = m != NULL && m->epoch == c->session &&
+                          groups0_is_member(st, c->client);
         ids = vs_xrealloc(ids, (n + 1) * sizeof(*ids));
-        ids[n++] = c->id;
+        member = vs_xrealloc(member, n + 1);
+        ids[n] = c->id;
+        member[n++] = (uint8_t)live_member;
     }
     if (st != NULL)
         lr_read_end(s->lr);
@@ -146,23 +149,28 @@ live_silence(struct serve *s, uint64_t now)
         struct serve_conn *c = serve_conn_find(s, ids[i]);
         if (c == NULL)
             continue;
-        struct fwd_hdr h;
-        memset(&h, 0, sizeof(h));
-        h.kind = FWD_MEMBER_SILENT;
-        h.worker_slot = s->ctx->slot;
-        h.worker_incarnation = s->ctx->incarnation;
-        h.conn_id = c->id;
-        h.session = c->session;
-        h.user_id = c->user_id;
-        h.client = c->client;
-        if (port_send(s->port, 0, &h, sizeof(h)) < 0)
-            continue;
-        c->silent_sent_ms = now;
-        vs_log_info("client %s: a consumer-group member silent for %llu ms: "
-                    "reported to shard 0",
-                    c->peer, (unsigned long long)(now - c->last_active_ms));
+        uint64_t quiet = now - c->last_active_ms;
+        if (member[i])
+            vs_log_info("client %s: a consumer-group member silent for %llu "
+                        "ms: evicted (StaleClient), its memberships released",
+                        c->peer, (unsigned long long)quiet);
+        else
+            vs_log_info("client %s: no request for %llu ms (limit %llu): "
+                        "evicted (StaleClient)",
+                        c->peer, (unsigned long long)quiet,
+                        (unsigned long long)limit);
+        serve_live_evict_stale(c);
     }
+    free(member);
     free(ids);
+}
+
+void
+serve_live_evict_stale(struct serve_conn *c)
+{
+    /* the session ends (sessend.h): StaleClient, memberships released */
+    serve_session_end(c, VS_EVICT_STALE_CLIENT);
+    c->srv->stale_evicted++;
 }
 
 /* ------------------------------------------------------ group reports */

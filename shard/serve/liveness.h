@@ -2,13 +2,17 @@
  * shard/serve/liveness.h - what a data shard tells shard 0 about its
  * consumer-group members (iggy-client-protocol-2.md §6.3, shard/fwd.h):
  *  - heartbeat loss: a bound connection whose client sent nothing (any
- *    request, Ping included) for 1.2 x group_heartbeat_interval_ms, while
- *    its session is live in the published client table and the client is
- *    a member of a group, is reported as FWD_MEMBER_SILENT (again at
- *    most once per limit while it stays silent and a member). The shard
- *    that owns the connection is the only one that sees its requests, and
- *    a client that registered again elsewhere has a newer session, so its
- *    old connection is never reported (shard 0 checks the binding too).
+ *    request, Ping included; Iggy's SDKs ping every 5 s) for 1.2 x
+ *    group_heartbeat_interval_ms, with no request of its own in flight,
+ *    is evicted with StaleClient (13) as upstream does: its session ends
+ *    on this connection, FWD_CLOSED tells shard 0, which releases the
+ *    client's consumer-group memberships unless the client is bound to
+ *    another connection now (a client that registered again elsewhere
+ *    keeps them); the connection stays open unauthenticated (the client
+ *    reads the eviction as the answer to its next request and may log in
+ *    again; else the unauthenticated-connection timer closes it). The
+ *    shard that owns the connection is the only one that sees its
+ *    requests.
  *  - cooperative revocations: the poll path records the last offset each
  *    member polled per partition this shard owns (polled.h); every
  *    LIVE_SCAN_MS the pending revocations of owned partitions are checked
@@ -40,6 +44,8 @@ void serve_live_init(struct serve *s);
 void serve_live_fini(struct serve *s);
 /* A request arrived on c (serve_dispatch). */
 void serve_live_touch(struct serve_conn *c);
+/* Evicts c with StaleClient and unbinds it (see above). */
+void serve_live_evict_stale(struct serve_conn *c);
 /* Called every ~100 ms (serve.c's watch timer). */
 void serve_live_tick(struct serve *s);
 /* The poll path (owner side): member `client` polled cmd's partition for

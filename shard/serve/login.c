@@ -8,9 +8,11 @@
  * Order (protocol-2 §4): the ClientVersionInfo prefix (fails -> Eviction
  * 15); the window (-> Eviction 14 with 11264/11264 @144/@148); the rate
  * limit (login_attempts_per_sec per data shard, over it -> H 58, which
- * the SDK retries); the password shape (lengths 3..50 / 3..100, known
- * active user, argon2 verify on the hasher thread); on failure the PAT
- * shape (unknown or expired token -> Eviction 10, inactive owner ->
+ * the SDK retries); the failed-login back-off of the user name and the
+ * source address, node-wide (throttle.h: inside it -> H 58; failures
+ * with Eviction 9 or 10 are recorded there); the password shape (lengths 3..50
+ * / 3..100, known active user, argon2 verify on the hasher thread); on failure
+ * the PAT shape (unknown or expired token -> Eviction 10, inactive owner ->
  * Eviction 11); neither -> Eviction 9 if the password shape had failed
  * on credentials, else 15. A header with client 0, or session/request
  * != 0, is refused with H 3.
@@ -31,10 +33,31 @@
 #include "shard/meta/lookup.h"
 #include "shard/meta/secrets.h"
 #include "shard/serve/server.h"
+#include "shard/serve/sessend.h"
+#include "shard/serve/throttle.h"
+
+/* The user name of the login in flight (password shape), or NULL. */
+static const char *
+login_user(const struct serve_conn *c, size_t *ulen)
+{
+    struct serve_login l;
+    *ulen = 0;
+    if (c->body == NULL || serve_login_decode(c->body, c->body_len, &l) != 0 ||
+        !l.pw_shape)
+        return NULL;
+    *ulen = l.ulen;
+    return l.username;
+}
 
 static void
 login_fail(struct serve_conn *c, uint8_t reason)
 {
+    if (reason == VS_EVICT_INVALID_CREDENTIALS ||
+        reason == VS_EVICT_INVALID_TOKEN) {
+        size_t ulen;
+        const char *user = login_user(c, &ulen);
+        serve_throttle_failed(c, user, ulen, reason);
+    }
     serve_conn_evict(c, c->req.client, reason);
     serve_conn_unbind(c);
     serve_conn_request_done(c);
@@ -43,6 +66,10 @@ login_fail(struct serve_conn *c, uint8_t reason)
 static void
 login_propose(struct serve_conn *c, uint32_t user_id)
 {
+    size_t ulen;
+    const char *user = login_user(c, &ulen);
+    if (!c->login_pw_failed) /* the password shape succeeded */
+        serve_throttle_succeeded(c, user, ulen);
     struct meta_op *op = vs_xmalloc(sizeof(*op));
     meta_op_init(op, VS_OP_REGISTER);
     op->user_id = user_id;
@@ -76,8 +103,10 @@ login_try_pat(struct serve_conn *c)
             reason = VS_EVICT_INVALID_TOKEN;
         else if (u->status != 1)
             reason = VS_EVICT_USER_INACTIVE;
-        else
+        else {
             uid = u->id;
+            serve_cred_login(c, u->created_op, 1, digest);
+        }
     }
     lr_read_end(c->srv->lr);
     if (reason != 0) {
@@ -124,6 +153,13 @@ serve_login_start(struct serve_conn *c, const struct vs_hdr_request *req,
         return;
     }
     if (!login_rate_ok(s)) {
+        serve_conn_reply(c, req, VS_E_NOT_ACCEPTED, NULL, 0);
+        return;
+    }
+    /* the name's or the address's back-off after failed logins (all
+     * data shards): 58 before any hashing, counting nothing */
+    if (serve_throttle_check(c, l.pw_shape ? l.username : NULL,
+                             l.pw_shape ? l.ulen : 0) > 0) {
         serve_conn_reply(c, req, VS_E_NOT_ACCEPTED, NULL, 0);
         return;
     }
@@ -175,6 +211,8 @@ serve_login_hash_done(struct serve_conn *c, struct serve_hash_job *j)
         const struct meta_user *u = meta_user_by_id(st, uid);
         int ok = u != NULL && u->status == 1 &&
                  strncmp(u->pw_hash, j->phc, META_PWHASH_MAX) == 0;
+        if (ok)
+            serve_cred_login(c, u->created_op, 0, NULL);
         lr_read_end(c->srv->lr);
         if (ok) {
             login_propose(c, uid);

@@ -6,7 +6,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -187,10 +186,12 @@ dparts_init(struct dparts *d, const struct vs_shard_ctx *ctx, struct vs_lr *lr)
         vs_log_info("stats: %u entries of a previous incarnation cleared",
                     left);
     stats_set_process(&d->stats);
-    if (mkdir(d->dir, 0700) == -1) {
-        if (errno != EEXIST)
-            return -errno;
-    } else {
+    struct stat st;
+    int existed = stat(d->dir, &st) == 0;
+    int mrc = sio_mkdir(&d->io, d->dir, 0700);
+    if (mrc != 0)
+        return mrc;
+    if (!existed) {
         int rc = sio_dir_fsync(&d->io, ctx->cfg->data_dir);
         if (rc != 0)
             dparts_check_fatal(d, rc, "partitions directory");
@@ -469,6 +470,29 @@ owned_cb(const struct part_id *id, void *ctx)
                            d->ctx->k, d->ctx->slot);
 }
 
+/* The first owned partition directory created by an op past `op`. */
+struct future_scan {
+    struct dparts *d;
+    uint64_t op;
+    int found;
+    uint64_t created_op;
+    char name[256];
+};
+
+static int
+future_check(void *arg, const char *name)
+{
+    struct future_scan *fs = arg;
+    struct part_id id;
+    if (!pdir_parse(name, &id) || !owned_cb(&id, fs->d) ||
+        id.created_op <= fs->op)
+        return 0;
+    fs->found = 1;
+    fs->created_op = id.created_op;
+    snprintf(fs->name, sizeof(fs->name), "%s", name);
+    return 1;
+}
+
 static void
 reconcile(struct dparts *d)
 {
@@ -481,27 +505,17 @@ reconcile(struct dparts *d)
         free(all.v);
         return;
     }
-    /* a directory from the future: the metadata lost acknowledged ops */
-    DIR *dir = opendir(d->dir);
-    if (dir != NULL) {
-        struct dirent *de;
-        while ((de = readdir(dir)) != NULL) {
-            struct part_id id;
-            if (!pdir_parse(de->d_name, &id) || !owned_cb(&id, d))
-                continue;
-            if (id.created_op > op) {
-                closedir(dir);
-                shard_fatal(d->ctx,
-                            "partition directory %s/%s was created by op "
-                            "%llu but the metadata is at op %llu: metadata "
-                            "lost or rolled back; refusing to serve",
-                            d->dir, de->d_name,
-                            (unsigned long long)id.created_op,
-                            (unsigned long long)op);
-            }
-        }
-        closedir(dir);
-    }
+    /* a directory from the future: the metadata lost acknowledged ops
+     * (an unreadable directory is reported by the reconcile below) */
+    struct future_scan fs = {.d = d, .op = op};
+    (void)sio_readdir(&d->io, d->dir, future_check, &fs);
+    if (fs.found)
+        shard_fatal(d->ctx,
+                    "partition directory %s/%s was created by op %llu but "
+                    "the metadata is at op %llu: metadata lost or rolled "
+                    "back; refusing to serve",
+                    d->dir, fs.name, (unsigned long long)fs.created_op,
+                    (unsigned long long)op);
     struct part_id *live = vs_xcalloc(all.n + 1, sizeof(*live));
     for (size_t i = 0; i < all.n; i++)
         live[i] = all.v[i].id;

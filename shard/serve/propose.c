@@ -38,6 +38,7 @@
 #include "shard/meta/authz.h"
 #include "shard/meta/lookup.h"
 #include "shard/serve/server.h"
+#include "shard/serve/sessend.h"
 
 static void
 propose_fail(struct serve_conn *c, uint32_t status)
@@ -283,9 +284,11 @@ serve_propose_on_reply(struct serve *s, const void *frame, uint32_t len)
     relay_reply(c, p, fh.payload_len);
     c->pat_pending = 0;
     sodium_memzero(c->pat_token, sizeof(c->pat_token));
-    if (fh.flags & FWD_F_BIND)
+    if (fh.flags & FWD_F_BIND) {
         serve_conn_bind(c, fh.session, fh.user_id,
                         vs_u128_is_zero(fh.client) ? c->req.client : fh.client);
+        serve_cred_bound(c); /* sessend.h: ends with its credentials */
+    }
     if (fh.flags & FWD_F_UNBIND)
         serve_conn_unbind(c);
     serve_conn_request_done(c);

@@ -42,7 +42,8 @@ struct serve_read_env {
     char listen_ip[64]; /* the client address really served */
     uint16_t listen_port;
     uint64_t start_time_us; /* this process's start (GetStats) */
-    /* this shard's connections: by id (1 found, 0 not) and all */
+    /* the node's connections (every data shard's, clients.h): by id (1
+     * found, 0 not) and all */
     int (*client_by_id)(void *arg, uint32_t id, struct serve_client_info *out);
     void (*each_client)(void *arg, serve_client_visit_fn *fn, void *fnarg);
     void *arg;

@@ -47,6 +47,9 @@ propose(struct serve_conn *c, uint64_t watermark)
             op->offset = 0;
         lr_read_end(c->srv->lr);
     }
+    /* apply checks it again at commit: a topic deleted and recreated with
+     * the same ids before then is refused (partition not found) */
+    op->created_op = op->offset != 0 ? created_op : 0;
     c->req.operation = VS_OP_TRUNCATE_PARTITION;
     serve_propose_send(c, op);
 }

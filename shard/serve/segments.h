@@ -28,11 +28,12 @@
  *  the SDK accepts. Transient failures (the owner restarting) -> H 57
  *  (the SDK resends).
  *
- * Race left open (the meta op has no created_op): a topic deleted and
- * recreated with the same ids between step 3's recheck and the op's
- * commit would get the old partition's watermark. Step 3 re-reads the
- * published state and proposes watermark 0 if the partition's created_op
- * changed, which closes all but a window of one commit pipeline.
+ * Reused ids: the op carries the partition's created_op (meta op format
+ * 2), and apply refuses it (R 3007, partition not found) if the
+ * partition with those ids is another one by then, so a topic deleted
+ * and recreated with the same ids never takes the old watermark. Step 3
+ * also re-reads the published state and proposes watermark 0 if the
+ * partition's created_op already changed.
  *
  * Callers: the data shard's loop thread (serve.c dispatch, data.c).
  */

@@ -6,14 +6,18 @@
  * Answer rules, in order, for one framed request:
  *  1. request_checksum non-zero and != XXH3(body) -> H 4 (zero: the
  *     server computes it for forwarding);
- *  2. a bound connection whose session is no longer live in the
+ *  2. a bound connection whose credentials are gone (user deleted or
+ *     deactivated, token deleted or expired: sessend.h) gets the
+ *     eviction as its answer; one whose session is no longer live in the
  *     published client table is logged out first;
  *  3. NonReplicated (2): codes 38/44 -> Eviction 15 (before or after
  *     login); Ping -> status 0, empty body; before login -> H 40; a
  *     replicated code -> H 5; 39/40/45 -> status 0, empty; Flush -> H 5;
  *     reads -> served here (H 3 undecodable, H 41 denied, not found =
  *     status 0 empty); any other code -> H 3; the connection stays;
- *  4. Register (1) -> login.c; Logout (3) and metadata ops 128..149 ->
+ *  4. Register (1), replicated requests and metadata reads are answered
+ *     58 until the published metadata can judge them (gate.h);
+ *     Register (1) -> login.c; Logout (3) and metadata ops 128..149 ->
  *     Eviction 1 before login, else propose.c (DeleteSegments 138:
  *     segments.c, which asks the owner for the watermark first); partition
  * plane 160..162
@@ -42,11 +46,14 @@
 #include "common/mem.h"
 #include "shard/fwd.h"
 #include "shard/meta/lookup.h"
+#include "shard/serve/clients.h"
 #include "shard/serve/data.h"
+#include "shard/serve/gate.h"
 #include "shard/serve/liveness.h"
 #include "shard/serve/reads.h"
 #include "shard/serve/segments.h"
 #include "shard/serve/server.h"
+#include "shard/serve/sessend.h"
 
 static void
 fill_info(const struct serve_conn *c, struct serve_client_info *ci)
@@ -56,29 +63,6 @@ fill_info(const struct serve_conn *c, struct serve_client_info *ci)
     ci->user_id = c->bound ? c->user_id : META_NONE;
     ci->client = c->bound ? c->client : (struct vs_u128){0, 0};
     memcpy(ci->address, c->peer, sizeof(ci->address));
-}
-
-static int
-env_client_by_id(void *arg, uint32_t id, struct serve_client_info *out)
-{
-    struct serve *s = arg;
-    for (struct serve_conn *c = s->all; c; c = c->next)
-        if ((uint32_t)c->id == id) {
-            fill_info(c, out);
-            return 1;
-        }
-    return 0;
-}
-
-static void
-env_each_client(void *arg, serve_client_visit_fn *fn, void *fnarg)
-{
-    struct serve *s = arg;
-    for (struct serve_conn *c = s->all; c; c = c->next) {
-        struct serve_client_info ci;
-        fill_info(c, &ci);
-        fn(fnarg, &ci);
-    }
 }
 
 static void
@@ -100,8 +84,8 @@ serve_read_request(struct serve_conn *c, const struct vs_hdr_request *req,
         .self = &self,
         .listen_port = s->listen_port,
         .start_time_us = s->start_time_us,
-        .client_by_id = env_client_by_id,
-        .each_client = env_each_client,
+        .client_by_id = serve_clients_by_id, /* every data shard's */
+        .each_client = serve_clients_each,
         .arg = s,
     };
     memcpy(env.listen_ip, s->listen_ip, sizeof(env.listen_ip));
@@ -149,6 +133,10 @@ serve_nr(struct serve_conn *c, const struct vs_hdr_request *req,
         serve_conn_reply(c, req, 0, NULL, 0);
         return;
     case SERVE_NR_READ:
+        if (!serve_gate_open(c->srv)) {
+            serve_conn_reply(c, req, VS_E_NOT_ACCEPTED, NULL, 0);
+            return;
+        }
         serve_read_request(c, req, code, body, len);
         return;
     default:
@@ -179,7 +167,9 @@ void
 serve_dispatch(struct serve_conn *c, const struct vs_hdr_request *req,
                const uint8_t *body, size_t len)
 {
-    serve_live_touch(c); /* any request counts as a heartbeat */
+    serve_live_touch(c);     /* any request counts as a heartbeat */
+    if (serve_cred_check(c)) /* sessend.h: its eviction is the answer */
+        return;
     struct vs_u128 sum = vs_checksum(body, len);
     if (!vs_u128_is_zero(req->request_checksum) &&
         !vs_u128_eq(req->request_checksum, sum)) {
@@ -193,6 +183,10 @@ serve_dispatch(struct serve_conn *c, const struct vs_hdr_request *req,
         return;
     }
     if (op == VS_OP_REGISTER) {
+        if (!serve_gate_open(c->srv)) { /* gate.h: not judgeable yet */
+            serve_conn_reply(c, req, VS_E_NOT_ACCEPTED, NULL, 0);
+            return;
+        }
         serve_login_start(c, req, body, len);
         return;
     }
@@ -214,6 +208,10 @@ serve_dispatch(struct serve_conn *c, const struct vs_hdr_request *req,
     }
     if (partition) {
         serve_data_request(c, req, body, len);
+        return;
+    }
+    if (!serve_gate_open(c->srv)) {
+        serve_conn_reply(c, req, VS_E_NOT_ACCEPTED, NULL, 0);
         return;
     }
     if (op == VS_OP_DELETE_SEGMENTS) {
@@ -260,7 +258,8 @@ serve_hash_done(void *ctx, struct serve_hash_job *j)
 }
 
 /* Every 100 ms: forwards lost with a crashed shard 0 get an answer;
- * consumer-group liveness reports (liveness.c). */
+ * client liveness and group reports (liveness.c); sessions whose
+ * credentials are gone end (sessend.c). */
 static void
 serve_on_shard0_watch(evutil_socket_t fd, short what, void *arg)
 {
@@ -268,6 +267,7 @@ serve_on_shard0_watch(evutil_socket_t fd, short what, void *arg)
     (void)what;
     serve_propose_watch_shard0(arg);
     serve_live_tick(arg);
+    serve_cred_tick(arg);
 }
 
 struct serve *

@@ -25,7 +25,9 @@
 #include "common/config.h"
 #include "common/wire.h"
 #include "ipc/lr.h"
+#include "ipc/conntab.h"
 #include "ipc/port.h"
+#include "ipc/throttle.h"
 #include "shard/meta/ops.h"
 #include "shard/meta/secrets.h"
 #include "shard/serve/hasher.h"
@@ -37,6 +39,13 @@ struct bufferevent;
 struct event;
 
 #define SERVE_BUCKETS 1024u
+
+/* The credentials a session was opened with (sessend.c). */
+struct serve_cred {
+    uint64_t user_created_op; /* the user's, at login */
+    uint8_t pat;              /* 1: opened with the token of `digest` */
+    uint8_t digest[META_DIGEST_LEN];
+};
 
 struct serve_conn {
     struct serve *srv;
@@ -78,10 +87,23 @@ struct serve_conn {
     int closing;
     int dispatching; /* inside serve_dispatch (frame loop) */
 
-    /* consumer-group liveness (liveness.c): monotonic ms of the last
-     * request, and of the last FWD_MEMBER_SILENT sent (0: none since) */
+    /* client liveness (liveness.c): monotonic ms of the last request */
     uint64_t last_active_ms;
-    uint64_t silent_sent_ms;
+
+    int ct_idx; /* its entry in the node's connection table, or -1 */
+
+    /* credentials of the login in flight, and of the bound session */
+    struct serve_cred login_cred;
+    struct serve_cred cred;
+    uint64_t cred_checked_op; /* published op of the last check */
+    uint64_t cred_expiry;     /* its token's expiry (µs), 0: none */
+
+    /* frame timer (frametimer.c): frames dispatched on this connection,
+     * and the count when the running timer was started */
+    struct event *frame_ev;
+    uint64_t frames;
+    uint64_t frame_seq;
+    int frame_armed;
 };
 
 struct serve_data; /* data.c */
@@ -111,6 +133,28 @@ struct serve {
 
     uint64_t login_window; /* second of the current window (monotonic) */
     uint32_t login_count;
+
+    /* readiness gate (gate.c): 1 once the published metadata can judge
+     * logins; requests answered 58 before that */
+    int gate_open;
+    uint64_t gate_refused;
+
+    /* the node's connection table (clients.c), attached on first use */
+    struct vs_conntab conntab;
+    int conntab_absent;
+
+    /* failed-login throttle (throttle.c): the node's shared table,
+     * attached on first use */
+    struct vs_throttle throttle;
+    int throttle_failed; /* no table: logged once, unthrottled */
+    uint64_t login_throttled;
+    uint64_t frames_timed_out; /* closed by the frame timer */
+    uint64_t stale_evicted;    /* evicted StaleClient (liveness.c) */
+    /* sessions ended with their credentials (sessend.c): the published
+     * op of the last scan, the earliest token expiry seen then (µs) */
+    uint64_t sessions_ended;
+    uint64_t cred_scan_op;
+    uint64_t cred_next_expiry;
 
     struct serve_data *data; /* the data plane (data.c) */
     struct serve_live *live; /* group liveness reports (liveness.c) */

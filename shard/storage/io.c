@@ -135,6 +135,7 @@ sio_init_real(struct vs_sio *io)
     io->ftruncate = real_ftruncate;
     io->unlink = real_unlink;
     io->close = real_close;
+    sio_dir_init_real(io);
 }
 
 /* ---- classification ---- */
@@ -159,6 +160,14 @@ sio_kind_name(enum sio_kind kind)
         return "ftruncate";
     case SIO_UNLINK:
         return "unlink";
+    case SIO_MKDIR:
+        return "mkdir";
+    case SIO_RMDIR:
+        return "rmdir";
+    case SIO_READDIR:
+        return "readdir";
+    case SIO_DIR_RENAME:
+        return "directory rename";
     case SIO_KIND_COUNT:
         break;
     }
@@ -522,6 +531,14 @@ sio_fault_init(struct sio_fault *f, int stub_fsync)
     f->io.unlink = fault_unlink;
     f->io.close = fault_close;
     f->stub_fsync = stub_fsync;
+    sio_dir_init_fault(f);
+}
+
+int
+sio_fault_fire(struct sio_fault *f, enum sio_kind kind, int *err)
+{
+    long tear;
+    return fault_fire(f, kind, err, &tear);
 }
 
 void

@@ -48,6 +48,11 @@ enum sio_kind {
     SIO_DIR_FSYNC,
     SIO_FTRUNCATE,
     SIO_UNLINK,
+    /* directory operations (io_dir.c) */
+    SIO_MKDIR,
+    SIO_RMDIR,
+    SIO_READDIR,    /* opening and reading a directory's entries */
+    SIO_DIR_RENAME, /* rename of a directory */
     SIO_KIND_COUNT,
 };
 
@@ -76,6 +81,14 @@ struct vs_sio {
     int (*unlink)(struct vs_sio *io, const char *path);
     int (*close)(struct vs_sio *io, int fd);
     struct sio_fatal fatal;
+    /* directory operations (io_dir.c); 0 or -errno */
+    int (*mkdir)(struct vs_sio *io, const char *path, mode_t mode);
+    int (*rmdir)(struct vs_sio *io, const char *path);
+    /* Calls fn for every entry of `path` but "." and "..", in directory
+     * order, until fn returns non-zero (returned); 0 or -errno. */
+    int (*readdir)(struct vs_sio *io, const char *path,
+                   int (*fn)(void *arg, const char *name), void *arg);
+    int (*dir_rename)(struct vs_sio *io, const char *from, const char *to);
 };
 
 /* The real implementation (EINTR retried inside). */
@@ -148,5 +161,34 @@ void sio_fault_arm(struct sio_fault *f, enum sio_kind kind, uint64_t nth,
                    int err, long tear);
 /* Clears all rules, the crash state and the io's fatal record. */
 void sio_fault_reset(struct sio_fault *f);
+
+/* ---- directories (io_dir.c) ----
+ * Classification: mkdir, rmdir and reading a directory fail cleanly with
+ * -errno (the caller refuses the operation: a partition that cannot get
+ * its directory is not created; a scan that cannot read the directory
+ * reports it), as open and unlink do; renaming a directory is a rename:
+ * any error is fatal. All but reading are refused on a poisoned io. */
+
+/* Entry callback of sio_readdir: 0 goes on, anything else stops. */
+typedef int sio_dirent_fn(void *arg, const char *name);
+
+/* mkdir; an existing directory is 0 (EEXIST of a non-directory is
+ * -ENOTDIR). 0 or -errno. */
+int sio_mkdir(struct vs_sio *io, const char *path, mode_t mode);
+/* 0, -ENOENT, or -errno. */
+int sio_rmdir(struct vs_sio *io, const char *path);
+/* See struct vs_sio's readdir. */
+int sio_readdir(struct vs_sio *io, const char *path, sio_dirent_fn *fn,
+                void *arg);
+/* 0 or -VS_EFATAL (any errno). */
+int sio_dir_rename(struct vs_sio *io, const char *from, const char *to);
+
+/* Fills the directory operations of a real / fault-injecting io (called
+ * by sio_init_real and sio_fault_init). */
+void sio_dir_init_real(struct vs_sio *io);
+void sio_dir_init_fault(struct sio_fault *f);
+/* The fault injector's decision for one call of `kind` (1: fail with
+ * *err), counting it; for io_dir.c's wrappers. */
+int sio_fault_fire(struct sio_fault *f, enum sio_kind kind, int *err);
 
 #endif /* VS_SHARD_STORAGE_IO_H */

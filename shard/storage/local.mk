@@ -4,6 +4,7 @@ noinst_LIBRARIES += libvs_storage.a
 libvs_storage_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 libvs_storage_a_SOURCES = \
 	shard/storage/io.c shard/storage/io.h \
+	shard/storage/io_dir.c \
 	shard/storage/atomic_file.c shard/storage/atomic_file.h \
 	shard/storage/vsr_state.c shard/storage/vsr_state.h \
 	shard/storage/superblock.c shard/storage/superblock.h \
@@ -36,6 +37,14 @@ INTEG_FAST_TESTS += tests/integration/check_inspect
 
 STORAGE_TEST_LDADD = libvs_storage.a libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)
+
+# directory operations through the I/O layer, with the fault injector
+UNIT_TESTS += tests/unit/check_storage_dirops
+check_PROGRAMS += tests/unit/check_storage_dirops
+tests_unit_check_storage_dirops_SOURCES = tests/unit/check_storage_dirops.c
+tests_unit_check_storage_dirops_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_storage_dirops_LDADD = libvs_data.a libvs_storage.a \
+	libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 
 tests_unit_check_storage_io_SOURCES = tests/unit/check_storage_io.c \
 	tests/unit/storage_testutil.h

@@ -2,8 +2,8 @@
  * tests/integration/check_groups_liveness.c - consumer-group liveness on
  * a real vstreamd (two data shards, a small group_heartbeat_interval_ms):
  *  - heartbeat loss: a member that stays connected but sends nothing for
- *    1.2 x the interval loses its partitions to the member that keeps
- *    pinging (which keeps its own throughout);
+ *    1.2 x the interval is evicted (StaleClient) and loses its partitions
+ *    to the member that keeps pinging (which keeps its own throughout);
  *  - a client that reconnects to the other data shard (same client id,
  *    new Register) and keeps pinging stays a member although its old
  *    connection is silent;
@@ -149,7 +149,10 @@ START_TEST(test_silent_member_loses_partitions)
         }
     }
     ck_assert_msg(took, "the silent member was never removed");
-    /* a's connection and session are still there, but not its membership */
+    /* a's session ended with its memberships: its next call reads the
+     * StaleClient eviction (30); it logs in again on a new session */
+    ck_assert_int_eq(vsc_ping(a), 30);
+    OK(a, vsc_login(a, "iggy", "iggy", NULL));
     int member = 1;
     uint32_t m = synced_g(a, &GID, &member);
     ck_assert_int_eq(member, 0);
@@ -161,9 +164,12 @@ START_TEST(test_silent_member_loses_partitions)
     ck_assert_uint_eq(g.members_count, 1);
     vsc_group_fini(&g);
     ck_assert(log_has("silent for"));
-    /* b, still pinging for more than the limit, stays a member */
+    ck_assert(log_has("evicted (StaleClient), its memberships released"));
+    /* b, still pinging for more than the limit, stays a member (a pings
+     * too now, as an SDK does, and keeps its new session) */
     for (int i = 0; i < 25; i++) {
         OK(b, vsc_ping(b));
+        OK(a, vsc_ping(a));
         sleep_ms(100);
     }
     ck_assert_uint_eq(synced(b), 0xf);
@@ -202,6 +208,7 @@ START_TEST(test_reconnect_other_shard_keeps_member)
      * three limits and stays a member with every partition */
     for (int i = 0; i < 40; i++) {
         OK(a2, vsc_ping(a2));
+        OK(adm, vsc_ping(adm));
         sleep_ms(100);
     }
     ck_assert_uint_eq(synced(a2), 0x3);

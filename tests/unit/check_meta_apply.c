@@ -462,6 +462,85 @@ START_TEST(test_groups_cooperative)
 }
 END_TEST
 
+/* DeleteSegments/TruncatePartition carry the partition's created_op
+ * (op format 2): a topic deleted and recreated with the same ids never
+ * takes the old partition's watermark; format-1 bodies still decode. */
+START_TEST(test_truncate_created_op)
+{
+    ck_assert_uint_eq(th_create_stream(st, &run, 0, "s"), 0);
+    ck_assert_uint_eq(th_create_topic(st, &run, 0, 0, "t", 1), 0);
+    uint64_t old_op = meta_partition_by_id(st, 0, 0, 0)->created_op;
+    ck_assert_uint_ne(old_op, 0);
+    struct meta_op op;
+    meta_op_init(&op, VS_OP_TRUNCATE_PARTITION);
+    meta_ident_id(&op.stream, 0);
+    meta_ident_id(&op.topic, 0);
+    op.partition_id = 0;
+    op.offset = 50;
+    op.created_op = old_op;
+    ck_assert_uint_eq(th_apply(st, &run, 0, &op), 0);
+    ck_assert_uint_eq(meta_partition_by_id(st, 0, 0, 0)->deleted_up_to_offset,
+                      50);
+    /* the topic deleted and recreated: same ids, another partition */
+    struct meta_op del;
+    meta_op_init(&del, VS_OP_DELETE_TOPIC);
+    meta_ident_id(&del.stream, 0);
+    meta_ident_id(&del.topic, 0);
+    ck_assert_uint_eq(th_apply(st, &run, 0, &del), 0);
+    ck_assert_uint_eq(th_create_topic(st, &run, 0, 0, "t", 1), 0);
+    const struct meta_partition *p = meta_partition_by_id(st, 0, 0, 0);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_ne(p->created_op, old_op);
+    op.offset = 80;
+    ck_assert_uint_eq(th_apply(st, &run, 0, &op), VS_E_PARTITION_NOT_FOUND);
+    ck_assert_uint_eq(meta_partition_by_id(st, 0, 0, 0)->deleted_up_to_offset,
+                      0);
+    op.created_op = meta_partition_by_id(st, 0, 0, 0)->created_op;
+    ck_assert_uint_eq(th_apply(st, &run, 0, &op), 0);
+    ck_assert_uint_eq(meta_partition_by_id(st, 0, 0, 0)->deleted_up_to_offset,
+                      80);
+
+    /* encodings: op 68 is written in format 2 (created_op last), other
+     * operations keep format 1 */
+    struct vs_wbuf w;
+    vs_wbuf_init(&w);
+    ck_assert_int_eq(meta_op_encode(&op, &w), 0);
+    ck_assert_uint_eq(w.data[0], 2);
+    ck_assert_uint_eq(w.len, 2 + 5 + 5 + 4 + 8 + 8);
+    ck_assert_uint_eq(vs_load_u64(w.data + w.len - 8), op.created_op);
+    struct meta_op back;
+    ck_assert_int_eq(meta_op_decode(w.data, w.len, &back), 0);
+    ck_assert_uint_eq(back.created_op, op.created_op);
+    ck_assert_uint_eq(back.offset, 80);
+    ck_assert_int_eq(meta_op_decode(w.data, w.len - 1, &back), -EPROTO);
+    /* the format-1 body of the same op: no created_op, unchecked */
+    uint8_t v1[2 + 5 + 5 + 4 + 8];
+    memcpy(v1, w.data, sizeof(v1));
+    v1[0] = 1;
+    ck_assert_int_eq(meta_op_decode(v1, sizeof(v1), &back), 0);
+    ck_assert_uint_eq(back.created_op, 0);
+    ck_assert_uint_eq(back.offset, 80);
+    ck_assert_int_eq(meta_op_decode(w.data + 0, w.len, &back), 0);
+    w.data[0] = 3;
+    ck_assert_int_eq(meta_op_decode(w.data, w.len, &back), -ENOTSUP);
+    vs_wbuf_reset(&w);
+    struct meta_op cs;
+    meta_op_init(&cs, VS_OP_CREATE_STREAM);
+    meta_op_set_name(&cs, "x", 1);
+    ck_assert_int_eq(meta_op_encode(&cs, &w), 0);
+    ck_assert_uint_eq(w.data[0], 1);
+    vs_wbuf_fini(&w);
+    /* a format-1 op 68 applies as before (no created_op check) */
+    struct meta_op_ctx c = {0};
+    c.op = ++run.op;
+    c.operation = VS_OP_TRUNCATE_PARTITION;
+    vs_store_u64(v1 + sizeof(v1) - 8, 90);
+    ck_assert_uint_eq(meta_apply(st, &c, v1, sizeof(v1), &run.res), 0);
+    ck_assert_uint_eq(meta_partition_by_id(st, 0, 0, 0)->deleted_up_to_offset,
+                      90);
+}
+END_TEST
+
 START_TEST(test_bad_body_is_invalid_command)
 {
     struct meta_op_ctx c = {0};
@@ -616,6 +695,7 @@ suite(void)
     tcase_add_test(tc, test_pat_limit_per_user);
     tcase_add_test(tc, test_groups_cooperative);
     tcase_add_test(tc, test_bad_body_is_invalid_command);
+    tcase_add_test(tc, test_truncate_created_op);
     tcase_add_test(tc, test_authz_each_permission_exactly);
     tcase_add_test(tc, test_secrets);
     suite_add_tcase(s, tc);

@@ -10,9 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "server/datadir.h"
 #include "server/listen.h"
 
@@ -67,6 +71,128 @@ START_TEST(test_lock)
     /* unusable parent */
     ck_assert_int_lt(sup_datadir_lock("/proc/nope/x", err, sizeof(err)), 0);
     ck_assert_ptr_nonnull(strstr(err, "cannot create data dir"));
+    rm_tmp();
+}
+END_TEST
+
+/* A "dying node": child A takes the lock (its pid is recorded) and forks
+ * B, which inherits the lock fd, reports on `ready` and lives hold_ms;
+ * A exits at once. Returns once A is reaped and B holds the lock. */
+static void
+dying_holder(const char *data, uint32_t hold_ms)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t a = fork();
+    ck_assert_int_ge(a, 0);
+    if (a == 0) {
+        char err[512];
+        int fd = sup_datadir_lock(data, err, sizeof(err));
+        if (fd < 0)
+            _exit(3);
+        pid_t b = fork();
+        if (b == 0) {
+            char x = 'b';
+            if (write(p[1], &x, 1) != 1)
+                _exit(4);
+            struct timespec ts = {.tv_sec = hold_ms / 1000,
+                                  .tv_nsec = (long)(hold_ms % 1000) * 1000000};
+            nanosleep(&ts, NULL);
+            _exit(0);
+        }
+        _exit(b > 0 ? 0 : 5);
+    }
+    close(p[1]);
+    char x = 0;
+    ck_assert_int_eq(read(p[0], &x, 1), 1);
+    close(p[0]);
+    int st = 0;
+    ck_assert_int_eq(waitpid(a, &st, 0), a);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+START_TEST(test_lock_dying_holder)
+{
+    mk_tmp();
+    char data[300], err[512];
+    snprintf(data, sizeof(data), "%s/data", dir);
+    /* the recorded pid is gone, its child still holds the lock: the
+     * restart waits for it instead of refusing */
+    dying_holder(data, 400);
+    uint64_t t0 = vs_monotonic_ns();
+    int fd = sup_datadir_lock_wait(data, 10000, err, sizeof(err));
+    uint64_t ms = (vs_monotonic_ns() - t0) / 1000000u;
+    ck_assert_int_ge(fd, 0);
+    ck_assert_uint_ge(ms, 100);
+    close(fd);
+    /* bounded: a dead node's process that does not go away ends the wait
+     * with -ETIMEDOUT (exit 1 upstream), never -EWOULDBLOCK (exit 2) */
+    dying_holder(data, 3000);
+    t0 = vs_monotonic_ns();
+    ck_assert_int_eq(sup_datadir_lock_wait(data, 300, err, sizeof(err)),
+                     -ETIMEDOUT);
+    ms = (vs_monotonic_ns() - t0) / 1000000u;
+    ck_assert_uint_ge(ms, 300);
+    ck_assert_uint_lt(ms, 2500);
+    ck_assert_ptr_nonnull(strstr(err, "still locked 300 ms after its node"));
+    rm_tmp();
+}
+END_TEST
+
+START_TEST(test_lock_live_holder)
+{
+    mk_tmp();
+    char data[300], err[512];
+    snprintf(data, sizeof(data), "%s/data", dir);
+    int p[2], q[2];
+    ck_assert_int_eq(pipe(p), 0);
+    ck_assert_int_eq(pipe(q), 0);
+    pid_t a = fork();
+    ck_assert_int_ge(a, 0);
+    if (a == 0) {
+        close(p[0]);
+        close(q[1]);
+        int fd = sup_datadir_lock(data, err, sizeof(err));
+        char x = fd >= 0 ? 'y' : 'n';
+        if (write(p[1], &x, 1) != 1)
+            _exit(4);
+        if (read(q[0], &x, 1) < 0) /* until the parent is done */
+            _exit(5);
+        _exit(0);
+    }
+    close(p[1]);
+    close(q[0]);
+    char x = 0;
+    ck_assert_int_eq(read(p[0], &x, 1), 1);
+    ck_assert_int_eq(x, 'y');
+    ck_assert_int_eq(sup_lock_holder_live(a), 1);
+    /* a live node's lock is refused at once, not waited for */
+    uint64_t t0 = vs_monotonic_ns();
+    ck_assert_int_eq(sup_datadir_lock_wait(data, 10000, err, sizeof(err)),
+                     -EWOULDBLOCK);
+    ck_assert_uint_lt((vs_monotonic_ns() - t0) / 1000000u, 2000);
+    char want[400];
+    snprintf(want, sizeof(want), "data dir %s is locked by vstreamd pid %d",
+             data, (int)a);
+    ck_assert_str_eq(err, want);
+    close(q[1]);
+    close(p[0]);
+    int st = 0;
+    ck_assert_int_eq(waitpid(a, &st, 0), a);
+    /* not live: a reaped pid, a zombie, a pid of another program */
+    ck_assert_int_eq(sup_lock_holder_live(a), 0);
+    ck_assert_int_eq(sup_lock_holder_live(0), 0);
+    pid_t z = fork();
+    ck_assert_int_ge(z, 0);
+    if (z == 0)
+        _exit(0);
+    for (int i = 0; i < 200 && sup_lock_holder_live(z); i++) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 10000000};
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_int_eq(sup_lock_holder_live(z), 0); /* a zombie until reaped */
+    ck_assert_int_eq(waitpid(z, &st, 0), z);
+    ck_assert_int_eq(sup_lock_holder_live(1), 0); /* init: not this program */
     rm_tmp();
 }
 END_TEST
@@ -154,7 +280,10 @@ main(void)
 {
     Suite *s = suite_create("server");
     TCase *tc = tcase_create("server");
+    tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_lock);
+    tcase_add_test(tc, test_lock_dying_holder);
+    tcase_add_test(tc, test_lock_live_holder);
     tcase_add_test(tc, test_shards);
     tcase_add_test(tc, test_listen);
     tcase_add_test(tc, test_addr_list);
