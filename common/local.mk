@@ -8,6 +8,7 @@ libvs_common_a_SOURCES = \
 	common/clock.h \
 	common/config.c common/config.h \
 	common/errors.c common/errors.h \
+	common/hist.c common/hist.h \
 	common/layout.h \
 	common/log.c common/log.h \
 	common/mem.c common/mem.h \
