@@ -110,3 +110,7 @@ tests_integration_check_bench_smoke_SOURCES = \
 tests_integration_check_bench_smoke_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_bench_smoke_LDADD = $(E2E_LDADD)
 endif
+
+# The side-by-side benchmark against Redis Streams and a raw loop, and its
+# documentation.
+EXTRA_DIST += tools/bench-compare docs/benchmarks.md
