@@ -114,3 +114,16 @@ endif
 # The side-by-side benchmark against Redis Streams and a raw loop, and its
 # documentation.
 EXTRA_DIST += tools/bench-compare docs/benchmarks.md
+
+# Group commit of the data shards end to end (concurrent fsync'd sends,
+# kill -9, restart).
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_data_gcommit
+INTEG_TESTS += tests/integration/check_data_gcommit
+INTEG_FAST_TESTS += tests/integration/check_data_gcommit
+tests_integration_check_data_gcommit_SOURCES = \
+	tests/integration/check_data_gcommit.c $(E2E_COMMON)
+tests_integration_check_data_gcommit_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_integration_check_data_gcommit_LDFLAGS = -pthread
+tests_integration_check_data_gcommit_LDADD = $(E2E_LDADD)
+endif

@@ -33,3 +33,13 @@ tests_unit_check_data_part_SOURCES = tests/unit/check_data_part.c \
 tests_unit_check_data_part_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_data_part_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
 endif
+
+# The group-commit API of the partition engine (nosync appends, targets).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_data_nosync
+check_PROGRAMS += tests/unit/check_data_nosync
+tests_unit_check_data_nosync_SOURCES = tests/unit/check_data_nosync.c \
+	tests/unit/data_testutil.h
+tests_unit_check_data_nosync_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_data_nosync_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
+endif
