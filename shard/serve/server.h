@@ -86,6 +86,7 @@ struct serve_conn {
 
 struct serve_data; /* data.c */
 struct serve_live; /* liveness.c */
+struct serve_bal;  /* balance.c */
 
 struct serve {
     struct event_base *base;
@@ -114,6 +115,7 @@ struct serve {
 
     struct serve_data *data; /* the data plane (data.c) */
     struct serve_live *live; /* group liveness reports (liveness.c) */
+    struct serve_bal *bal;   /* connection balance (balance.c) */
 
     struct serve_counters n;
     struct vs_wbuf scratch;
