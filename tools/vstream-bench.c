@@ -17,8 +17,8 @@
  *                        consumer group poll NEXT with auto-commit
  *   end-to-end           each actor sends a batch to its own stream and
  *                        polls it back; latency = send start to poll reply
- *   metadata             C clients alternate CreateTopic / DeleteTopic in
- *                        their own stream (through consensus)
+ *   metadata             C clients alternate CreateStream / DeleteStream of
+ *                        a stream of their own (through consensus)
  *   raw                  baseline: append + fdatasync the same batch to a
  *                        file in --dir (no server)
  * and the older single-stream layouts --op send|poll|write|read.
@@ -554,8 +554,9 @@ out:
     return NULL;
 }
 
-/* Metadata: CreateTopic / DeleteTopic pairs in the actor's own stream
- * (made during setup); --op read: GetStreams. */
+/* Metadata: CreateStream / DeleteStream pairs of a stream of the
+ * actor's own (through consensus, no partition files); --op read:
+ * GetStreams. */
 static void *
 meta_main(void *arg)
 {
@@ -563,17 +564,19 @@ meta_main(void *arg)
     struct bench *b = a->b;
     char sname[128];
     struct vsc *c;
-    struct vsc_id sid, tid = vsc_id_name("m");
+    struct vsc_id sid;
+    uint64_t k = 0;
     int rc = 0;
 
-    stream_name(b, a->index, sname, sizeof sname);
+    snprintf(sname, sizeof sname, "%s-m%u-%d", b->prefix, a->index,
+             (int)getpid());
     sid = vsc_id_name(sname);
     c = actor_connect(a);
     actor_barrier(b);
     if (c == NULL)
         return NULL;
     a->t_start = vs_monotonic_ns();
-    for (uint64_t k = 0; k < a->batches_target && !bench_stopped(b); k++) {
+    for (; k < a->batches_target && !bench_stopped(b); k++) {
         uint64_t t0 = pace(a, a->t_start, k, b->producers);
         if (b->mode == MODE_READ) {
             struct vsc_stream *v;
@@ -582,9 +585,9 @@ meta_main(void *arg)
             if (rc == 0)
                 free(v);
         } else if (k % 2 == 0) {
-            rc = vsc_topic_create(c, &sid, 1, "m", NULL, 0, NULL);
+            rc = vsc_stream_create(c, sname, NULL);
         } else {
-            rc = vsc_topic_delete(c, &sid, &tid);
+            rc = vsc_stream_delete(c, &sid);
         }
         if (rc != 0) {
             actor_fail(a, c, rc, "metadata op");
@@ -594,6 +597,8 @@ meta_main(void *arg)
         actor_count(a, 0, 0);
     }
     a->t_end = vs_monotonic_ns();
+    if (b->mode == MODE_META && k % 2 == 1)
+        (void)vsc_stream_delete(c, &sid); /* the last create's stream */
     if (a->err == 0)
         (void)vsc_logout(c);
     vsc_destroy(c);
@@ -684,8 +689,6 @@ bench_n_streams(const struct bench *b)
     case MODE_BCG:
     case MODE_SEND:
         return 1;
-    case MODE_META:
-        return b->producers;
     default:
         return 0;
     }
@@ -975,7 +978,7 @@ print_report(const struct bench *b, const struct run *r, uint64_t wall_ns,
     }
     if (b->mode == MODE_META || b->mode == MODE_READ) {
         printf("%s: %u client(s), %s", mode_names[b->mode], b->producers,
-               b->mode == MODE_META ? "CreateTopic/DeleteTopic through "
+               b->mode == MODE_META ? "CreateStream/DeleteStream through "
                                       "consensus"
                                     : "GetStreams");
     } else {
