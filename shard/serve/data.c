@@ -489,6 +489,7 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
         return;
     }
     s->n.data_forwarded++;
+    s->n.data_forwarded_bytes += dlen;
 }
 
 void

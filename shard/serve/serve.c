@@ -348,11 +348,16 @@ serve_destroy(struct serve *s)
         serve_conn_free(s->all);
     }
     serve_hasher_destroy(s->hasher);
-    if (s->data != NULL)
+    if (s->data != NULL) {
         vs_log_info("data shard %u: %llu data requests forwarded to other "
                     "shards, %llu served for them",
                     s->ctx->slot, (unsigned long long)s->n.data_forwarded,
                     (unsigned long long)s->n.data_remote);
+        vs_log_info("data shard %u: %llu batch bytes forwarded to other "
+                    "shards",
+                    s->ctx->slot,
+                    (unsigned long long)s->n.data_forwarded_bytes);
+    }
     serve_data_fini(s);
     serve_live_fini(s);
     if (s->shard0_watch_ev != NULL)

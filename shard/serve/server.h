@@ -84,6 +84,9 @@ struct serve_conn {
     uint64_t silent_sent_ms;
 };
 
+/* Bytes a connection reads or writes per system call at most. */
+#define SERVE_IO_CHUNK (1u << 20)
+
 struct serve_data; /* data.c */
 struct serve_live; /* liveness.c */
 struct serve_bal;  /* balance.c */
