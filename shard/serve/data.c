@@ -1065,6 +1065,17 @@ serve_data_fini(struct serve *s)
         return;
     if (d->tick_ev != NULL)
         event_free(d->tick_ev);
+    if (d->gc != NULL) {
+        struct gc_counters gn;
+        gcommit_counters(d->gc, &gn);
+        vs_log_info("data shard %u: group commit: %llu sends held for "
+                    "%llu fsyncs in %llu groups, %llu queued behind a "
+                    "waiting batch",
+                    s->ctx->slot, (unsigned long long)gn.held,
+                    (unsigned long long)gn.fsyncs,
+                    (unsigned long long)gn.groups,
+                    (unsigned long long)gn.queued);
+    }
     gcommit_destroy(d->gc); /* before the partitions it syncs close */
     d->gc = NULL;
     if (d->parts.buckets != NULL)

@@ -52,6 +52,7 @@ struct gc_queued {
     uint8_t *batch;
     size_t len;
     struct gc_waiter w;
+    uint32_t status; /* run_queued: the refusal to answer */
     struct gc_queued *next;
 };
 
@@ -300,14 +301,16 @@ gcommit_send(struct serve_gcommit *g, struct dpart *dp,
 }
 
 /* Runs the queued sends whose partition has no batch waiting any more,
- * in arrival order (a partition's later sends stay behind its first). */
+ * in arrival order (a partition's later sends stay behind its first).
+ * Refusals are answered only once the queue is consistent again: an
+ * answer lets its connection send, which may queue behind these. */
 static void
 run_queued(struct serve_gcommit *g)
 {
-    struct gc_queued **pp = &g->q_head, *q;
-    g->q_tail = NULL;
+    struct gc_queued **pp = &g->q_head, *q, *refused = NULL;
     struct part_id blocked[64];
     size_t n_blocked = 0;
+    g->q_tail = NULL;
     while ((q = *pp) != NULL) {
         struct part_id id = {
             .stream_id = q->cmd.stream_id,
@@ -315,20 +318,17 @@ run_queued(struct serve_gcommit *g)
             .partition_id = q->cmd.partition_id,
             .created_op = q->cmd.created_op,
         };
-        int behind = 0;
+        int behind = n_blocked == sizeof(blocked) / sizeof(blocked[0]);
         for (size_t i = 0; i < n_blocked && !behind; i++)
             behind = id_eq(&blocked[i], &id);
         struct dpart *dp = behind ? NULL : dparts_find(g->parts, &id);
+        uint32_t st = 0;
         if (!behind && dp == NULL) {
-            /* deleted meanwhile */
-            g->answer(g->s, &q->w, VS_E_RESOURCE_NOT_FOUND, NULL, 0);
+            st = VS_E_RESOURCE_NOT_FOUND; /* deleted meanwhile */
         } else if (!behind && !waiting(dp)) {
-            uint32_t st =
-                append_and_hold(g, dp, &q->cmd, q->batch, q->len, &q->w);
-            if (st != 0)
-                g->answer(g->s, &q->w, st, NULL, 0);
+            st = append_and_hold(g, dp, &q->cmd, q->batch, q->len, &q->w);
         } else {
-            if (!behind && n_blocked < sizeof(blocked) / sizeof(blocked[0]))
+            if (!behind)
                 blocked[n_blocked++] = id;
             g->q_tail = q;
             pp = &q->next;
@@ -336,6 +336,19 @@ run_queued(struct serve_gcommit *g)
         }
         *pp = q->next;
         free(q->batch);
+        q->batch = NULL;
+        if (st != 0) {
+            q->status = st;
+            q->next = refused;
+            refused = q;
+        } else {
+            free(q);
+        }
+    }
+    while (refused != NULL) {
+        q = refused;
+        refused = q->next;
+        g->answer(g->s, &q->w, q->status, NULL, 0);
         free(q);
     }
 }

@@ -7,7 +7,8 @@
  * Afterwards every acknowledged batch is at its offset byte for byte, the
  * offsets of each partition are exactly 0..n-1 (no gap, no duplicate);
  * after a SIGKILL of the whole node and a restart on the same data dir
- * the same holds (acknowledged means durable).
+ * the same holds (acknowledged means durable). A clean stop logs the
+ * group-commit counters (every send held, fsyncs no more than sends).
  * Every wait is bounded; processes are ended by pid.
  */
 #include "config.h"
@@ -178,6 +179,55 @@ START_TEST(test_concurrent_fsync_sends_durable)
 }
 END_TEST
 
+/* A clean stop logs each shard's group-commit counters: sends were held
+ * and made durable by fsyncs, never more fsyncs than sends held. */
+START_TEST(test_counters_logged)
+{
+    struct vsc *c = e2e_login(&node, "iggy", "iggy");
+    struct vs_wbuf opts;
+    vs_wbuf_init(&opts);
+    vsc_opt_bool(&opts, "enforce_fsync", 1);
+    ck_assert_int_eq(vsc_stream_create(c, "gc", NULL), 0);
+    ck_assert_int_eq(
+        vsc_topic_create(c, &SID, PARTS, "t", opts.data, opts.len, NULL), 0);
+    vs_wbuf_fini(&opts);
+    vsc_destroy(c);
+    static struct prod pr[PRODUCERS];
+    memset(pr, 0, sizeof pr);
+    for (int i = 0; i < PRODUCERS; i++) {
+        pr[i].index = i;
+        ck_assert_int_eq(pthread_create(&pr[i].th, NULL, producer, &pr[i]), 0);
+    }
+    for (int i = 0; i < PRODUCERS; i++)
+        pthread_join(pr[i].th, NULL);
+    for (int i = 0; i < PRODUCERS; i++)
+        ck_assert_msg(pr[i].err == 0, "producer %d: %s", i, pr[i].msg);
+    ck_assert_int_eq(vs_node_stop(&node, 20000), 0);
+    FILE *lf = fopen(node.log_file, "r");
+    ck_assert_ptr_nonnull(lf);
+    char line[1024];
+    unsigned long long held = 0, fsyncs = 0;
+    int lines = 0;
+    while (fgets(line, sizeof line, lf) != NULL) {
+        const char *q = strstr(line, "group commit: ");
+        unsigned long long h, f, g, qd;
+        if (q && sscanf(q,
+                        "group commit: %llu sends held for %llu fsyncs in "
+                        "%llu groups, %llu queued",
+                        &h, &f, &g, &qd) == 4) {
+            held += h;
+            fsyncs += f;
+            lines++;
+        }
+    }
+    fclose(lf);
+    ck_assert_int_eq(lines, 2); /* one per data shard */
+    ck_assert_uint_eq(held, PRODUCERS * BATCHES);
+    ck_assert_uint_gt(fsyncs, 0);
+    ck_assert_uint_le(fsyncs, held);
+}
+END_TEST
+
 static Suite *
 gcommit_suite(void)
 {
@@ -186,6 +236,7 @@ gcommit_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_concurrent_fsync_sends_durable);
+    tcase_add_test(tc, test_counters_logged);
     suite_add_tcase(s, tc);
     return s;
 }
