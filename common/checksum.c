@@ -7,11 +7,74 @@
 #include <string.h>
 
 #include "common/checksum.h"
+#include "common/xxh3_simd.h"
+
+/* Chosen once before main (constructors run before any thread exists),
+ * so every later read sees the final value. */
+static enum vs_xxh3_variant xxh3_variant = VS_XXH3_BASELINE;
+
+int
+vs_xxh3_variant_usable(enum vs_xxh3_variant v)
+{
+    switch (v) {
+    case VS_XXH3_BASELINE:
+        return 1;
+#if VS_XXH3_SIMD
+    case VS_XXH3_AVX2:
+        return __builtin_cpu_supports("avx2");
+    case VS_XXH3_AVX512:
+        return __builtin_cpu_supports("avx512f");
+#else
+    default:
+        return 0;
+#endif
+    }
+    return 0;
+}
+
+__attribute__((constructor)) static void
+xxh3_choose(void)
+{
+#if VS_XXH3_SIMD
+    __builtin_cpu_init();
+    if (vs_xxh3_variant_usable(VS_XXH3_AVX512))
+        xxh3_variant = VS_XXH3_AVX512;
+    else if (vs_xxh3_variant_usable(VS_XXH3_AVX2))
+        xxh3_variant = VS_XXH3_AVX2;
+#endif
+}
+
+enum vs_xxh3_variant
+vs_xxh3_impl(void)
+{
+    return xxh3_variant;
+}
+
+const char *
+vs_xxh3_impl_name(void)
+{
+    static const char *const names[] = {"baseline", "avx2", "avx512"};
+    return names[xxh3_variant];
+}
+
+uint64_t
+vs_xxh3_64_with(enum vs_xxh3_variant v, const void *data, size_t len)
+{
+#if VS_XXH3_SIMD
+    if (v == VS_XXH3_AVX512)
+        return vs_xxh3_64_avx512(data, len);
+    if (v == VS_XXH3_AVX2)
+        return vs_xxh3_64_avx2(data, len);
+#else
+    (void)v;
+#endif
+    return (uint64_t)XXH3_64bits(data, len);
+}
 
 uint64_t
 vs_xxh3_64(const void *data, size_t len)
 {
-    return (uint64_t)XXH3_64bits(data, len);
+    return vs_xxh3_64_with(xxh3_variant, data, len);
 }
 
 struct vs_u128

@@ -5,10 +5,12 @@ libvs_common_a_SOURCES = \
 	common/assert.c common/assert.h \
 	common/buf.c common/buf.h \
 	common/checksum.c common/checksum.h \
+	common/xxh3_simd.c common/xxh3_simd512.c common/xxh3_simd.h \
 	common/clock.h \
 	common/config.c common/config.h \
 	common/secret.c common/secret.h \
 	common/errors.c common/errors.h \
+	common/hist.c common/hist.h \
 	common/layout.h \
 	common/log.c common/log.h \
 	common/mem.c common/mem.h \

@@ -106,7 +106,9 @@ struct vs_proc_shm {
     _Atomic uint32_t ready;
     /* Spawn count of the slot; supervisor stores before fork. */
     _Atomic uint64_t incarnation;
-    uint8_t pad[48];
+    /* Data shards: open client connections (shard/serve/balance.h). */
+    _Atomic uint32_t conns;
+    uint8_t pad[44];
     /* One-line reason a child writes before exiting 2 (plain bytes:
      * read by the supervisor after waitpid, which orders them). */
     char reason[VS_SEG_REASON_MAX];
@@ -124,6 +126,7 @@ _Static_assert(offsetof(struct vs_seg_hdr_shm, conntab_slots) == 124,
 _Static_assert(VS_STATS_MAX_OWNERS >= VS_SEG_MAX_PROCS, "stats owners");
 _Static_assert(sizeof(struct vs_proc_shm) == 256, "proc slot layout");
 _Static_assert(offsetof(struct vs_proc_shm, reason) == 64, "proc reason");
+_Static_assert(offsetof(struct vs_proc_shm, conns) == 16, "proc conns");
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "lock-free 32-bit atomics");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "lock-free 64-bit atomics");
 

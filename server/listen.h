@@ -6,7 +6,9 @@
  * inherited by the children (no SOCK_CLOEXEC; there is no exec). All
  * data shards watch the one inherited client listener and accept from
  * it directly (the kernel wakes the waiting processes; a shard that loses
- * the race gets EAGAIN), so no SO_REUSEPORT and no fd passing is needed;
+ * the race gets EAGAIN; shard/serve/balance.h makes the shards take turns
+ * so connections spread evenly), so no SO_REUSEPORT and no fd passing is
+ * needed;
  * shard 0 owns the replica listener.
  * Callers: supervisor (bind), shards (use the inherited fd).
  */

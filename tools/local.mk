@@ -34,7 +34,8 @@ vstream_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS)
 bin_PROGRAMS += vstream-bench
 vstream_bench_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS) -pthread
 vstream_bench_LDFLAGS = -pthread
-vstream_bench_SOURCES = tools/vstream-bench.c
+vstream_bench_SOURCES = tools/vstream-bench.c \
+	tools/bench/procstat.c tools/bench/procstat.h
 vstream_bench_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS)
 
 # End-to-end tests: a real vstreamd (port 0, --with-default-root-credentials)
@@ -96,4 +97,33 @@ tests_integration_check_e2e_groups_SOURCES = \
 	tests/integration/check_e2e_groups.c $(E2E_COMMON)
 tests_integration_check_e2e_groups_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_e2e_groups_LDADD = $(E2E_DATA_LDADD)
+endif
+
+# vstream-bench: a smoke run of every mode (completion and non-zero
+# figures, never a timed threshold).
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_bench_smoke
+INTEG_TESTS += tests/integration/check_bench_smoke
+INTEG_FAST_TESTS += tests/integration/check_bench_smoke
+tests_integration_check_bench_smoke_SOURCES = \
+	tests/integration/check_bench_smoke.c $(E2E_COMMON)
+tests_integration_check_bench_smoke_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_bench_smoke_LDADD = $(E2E_LDADD)
+endif
+
+# The side-by-side benchmark against Redis Streams and a raw loop, and its
+# documentation.
+EXTRA_DIST += tools/bench-compare docs/benchmarks.md
+
+# Group commit of the data shards end to end (concurrent fsync'd sends,
+# kill -9, restart).
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_data_gcommit
+INTEG_TESTS += tests/integration/check_data_gcommit
+INTEG_FAST_TESTS += tests/integration/check_data_gcommit
+tests_integration_check_data_gcommit_SOURCES = \
+	tests/integration/check_data_gcommit.c $(E2E_COMMON)
+tests_integration_check_data_gcommit_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_integration_check_data_gcommit_LDFLAGS = -pthread
+tests_integration_check_data_gcommit_LDADD = $(E2E_LDADD)
 endif

@@ -55,3 +55,13 @@ tests_integration_check_verdicts_agree_SOURCES = \
 tests_integration_check_verdicts_agree_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_verdicts_agree_LDADD = $(DATA_SERVE_ITEST_LDADD)
 endif
+
+# The group-commit API of the partition engine (nosync appends, targets).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_data_nosync
+check_PROGRAMS += tests/unit/check_data_nosync
+tests_unit_check_data_nosync_SOURCES = tests/unit/check_data_nosync.c \
+	tests/unit/data_testutil.h
+tests_unit_check_data_nosync_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_data_nosync_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
+endif

@@ -53,6 +53,10 @@ struct vs_part {
     uint64_t unsynced_bytes;
     uint64_t last_sync_ms;
     uint64_t read_errors; /* batches that failed verification on read */
+    /* Every-batch appends made with part_append_nosync whose fsync has not
+     * completed: reads stop at hidden_from (part_visible_next). */
+    int hidden;
+    uint64_t hidden_from;
 };
 
 void
@@ -647,8 +651,10 @@ static int
 sync_active(struct vs_part *p)
 {
     int rc = dseg_sync(p->io, active(p), 0);
-    if (rc == 0)
+    if (rc == 0) {
         p->unsynced_bytes = 0;
+        p->hidden = 0; /* everything appended is durable */
+    }
     return rc;
 }
 
@@ -680,9 +686,11 @@ roll(struct vs_part *p)
     return 0;
 }
 
-int
-part_append(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
-            struct part_append_result *res, enum batch_err *berr)
+/* part_append and part_append_nosync; `sync` 0 leaves every fsync to the
+ * caller. */
+static int
+append_batch(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
+             struct part_append_result *res, enum batch_err *berr, int sync)
 {
     struct batch_info info;
     enum batch_err be = batch_validate(batch, len, &p->opts.limits, 1, &info);
@@ -720,8 +728,13 @@ part_append(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
     p->next_offset = base + n;
     p->last_ts = ts;
     p->unsynced_bytes += len;
-    if (p->opts.durability == PART_FSYNC_EVERY_BATCH ||
-        p->unsynced_bytes >= p->opts.fsync_bytes) {
+    if (!sync) {
+        if (p->opts.durability == PART_FSYNC_EVERY_BATCH && !p->hidden) {
+            p->hidden = 1;
+            p->hidden_from = base;
+        }
+    } else if (p->opts.durability == PART_FSYNC_EVERY_BATCH ||
+               p->unsynced_bytes >= p->opts.fsync_bytes) {
         rc = sync_active(p);
         if (rc < 0)
             return rc;
@@ -732,6 +745,74 @@ part_append(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
         res->message_count = n;
     }
     return 0;
+}
+
+int
+part_append(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
+            struct part_append_result *res, enum batch_err *berr)
+{
+    return append_batch(p, batch, len, wall_us, res, berr, 1);
+}
+
+int
+part_append_nosync(struct vs_part *p, uint8_t *batch, size_t len,
+                   uint64_t wall_us, struct part_append_result *res,
+                   enum batch_err *berr)
+{
+    return append_batch(p, batch, len, wall_us, res, berr, 0);
+}
+
+int
+part_sync_target(const struct vs_part *p, struct part_sync_target *t)
+{
+    if (p->nsegs == 0 || sio_is_fatal(p->io))
+        return -EIO;
+    const struct dseg *a = &p->segs[p->nsegs - 1];
+    if (a->fd < 0)
+        return -EIO;
+    t->fd = a->fd;
+    t->path = a->log_path;
+    t->unsynced_bytes = p->unsynced_bytes;
+    t->next_offset = p->next_offset;
+    return 0;
+}
+
+void
+part_sync_done(struct vs_part *p, const struct part_sync_target *t,
+               uint64_t now_ms)
+{
+    p->unsynced_bytes = p->unsynced_bytes > t->unsynced_bytes
+                            ? p->unsynced_bytes - t->unsynced_bytes
+                            : 0;
+    p->last_sync_ms = now_ms;
+    if (p->hidden && t->next_offset >= p->next_offset)
+        p->hidden = 0;
+    else if (p->hidden && t->next_offset > p->hidden_from)
+        p->hidden_from = t->next_offset;
+}
+
+int
+part_sync_due(const struct vs_part *p, uint64_t now_ms)
+{
+    if (p->unsynced_bytes == 0 || p->nsegs == 0)
+        return 0;
+    if (p->opts.durability == PART_FSYNC_EVERY_BATCH)
+        return 1;
+    return now_ms - p->last_sync_ms >= p->opts.fsync_interval_ms ||
+           p->unsynced_bytes >= p->opts.fsync_bytes;
+}
+
+int
+part_every_batch(const struct vs_part *p)
+{
+    return p->opts.durability == PART_FSYNC_EVERY_BATCH;
+}
+
+uint64_t
+part_visible_next(const struct vs_part *p)
+{
+    return p->hidden && p->hidden_from < p->next_offset ? p->hidden_from
+                                                        : p->next_offset;
 }
 
 int
@@ -882,6 +963,12 @@ part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
     }
     if (count == 0 || !has_messages(p, &first, &last))
         return 0;
+    /* batches still waiting for their fsync are not visible yet */
+    uint64_t visible = part_visible_next(p);
+    if (visible <= first)
+        return 0;
+    if (last >= visible)
+        last = visible - 1;
     switch (strategy) {
     case PART_POLL_FIRST:
         start = first;
@@ -917,6 +1004,8 @@ part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
     if (start > last)
         return 0;
     uint32_t left = count;
+    if (last - start + 1 < left)
+        left = (uint32_t)(last - start + 1);
     uint8_t *buf = NULL;
     size_t cap = 0;
     size_t out0 = out->len;

@@ -209,6 +209,40 @@ struct part_append_result {
 int part_append(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
                 struct part_append_result *res, enum batch_err *berr);
 
+/* Group commit (the serve layer fsyncs off its event loop): appends like
+ * part_append but never fsyncs, whatever the policy. Under every-batch
+ * the batch stays invisible to reads (part_visible_next) until a
+ * part_sync_done whose target covers it. The caller acknowledges only
+ * after that fsync, and keeps at most one such batch pending per
+ * partition: the recovery rules above assume at most one unsynced batch
+ * under every-batch. */
+int part_append_nosync(struct vs_part *p, uint8_t *batch, size_t len,
+                       uint64_t wall_us, struct part_append_result *res,
+                       enum batch_err *berr);
+/* What an fsync on another thread must cover now: the active log's fd
+ * (owned by the handle: dup it, the handle may close it meanwhile) and
+ * path, and the unsynced bytes and next offset at this moment. */
+struct part_sync_target {
+    int fd;
+    const char *path;
+    uint64_t unsynced_bytes;
+    uint64_t next_offset;
+};
+/* 0, or -EIO when the handle has no active segment or its io is fatal. */
+int part_sync_target(const struct vs_part *p, struct part_sync_target *t);
+/* The fsync of a target taken by part_sync_target completed: those bytes
+ * are durable, batches below t->next_offset become visible. */
+void part_sync_done(struct vs_part *p, const struct part_sync_target *t,
+                    uint64_t now_ms);
+/* 1 if an fsync is due: under every-batch whenever bytes are unsynced,
+ * under interval as part_tick decides. */
+int part_sync_due(const struct vs_part *p, uint64_t now_ms);
+/* 1 under the every-batch policy. */
+int part_every_batch(const struct vs_part *p);
+/* Reads end before this offset (next offset, or the first batch still
+ * waiting for its fsync under every-batch). */
+uint64_t part_visible_next(const struct vs_part *p);
+
 /* Interval policy: fsyncs if fsync_interval_ms passed since the last fsync
  * (now_ms is any monotonic clock the caller keeps) or fsync_bytes are
  * unsynced. Every-batch: no-op. 0 or -VS_EFATAL. */

@@ -403,6 +403,10 @@ serve_conn_accept(struct serve *s, int fd)
         return -ENOMEM;
     }
     bufferevent_setcb(c->bev, conn_on_read, conn_on_write, conn_on_event, c);
+    /* large frames in few read/write calls (libevent's default is 16 KiB
+     * per call: 64 loop passes for a 1 MiB batch) */
+    (void)bufferevent_set_max_single_read(c->bev, SERVE_IO_CHUNK);
+    (void)bufferevent_set_max_single_write(c->bev, SERVE_IO_CHUNK);
     size_t b = bucket_of(c->id);
     c->hnext = s->buckets[b];
     s->buckets[b] = c;

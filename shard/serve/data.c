@@ -34,6 +34,7 @@
 #include "shard/meta/authz.h"
 #include "shard/meta/lookup.h"
 #include "shard/serve/data.h"
+#include "shard/serve/gcommit.h"
 #include "shard/serve/liveness.h"
 #include "shard/serve/parts.h"
 #include "shard/serve/segments.h"
@@ -44,6 +45,8 @@
 #define DATA_DISK_CHECK_MS 100u
 #define DATA_RR_BUCKETS    256u
 #define DATA_SENTINEL      UINT32_MAX
+/* data_exec: the answer is held by the group commit (gcommit.h) */
+#define DATA_DEFERRED (UINT32_MAX - 1u)
 
 /* Per-topic round robin of Balanced sends (this shard's counter). */
 struct data_rr {
@@ -74,6 +77,7 @@ struct serve_data {
     int disk_low;
     struct vs_wbuf out;
     struct vs_wbuf tx;
+    struct serve_gcommit *gc; /* fsyncs off the loop, group commit */
 };
 
 /* ---------------------------------------------------------------- misc */
@@ -166,15 +170,20 @@ consumer_of(const struct data_cmd *cmd, struct part_consumer *pc)
     pc->group_created_op = cmd->group_created_op;
 }
 
+/* Appends a send's batch; `nosync`: the fsync is the group commit's
+ * (gcommit.h), else part_append's own under every-batch. */
 static uint32_t
 exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
-          uint8_t *batch, size_t blen, struct vs_wbuf *out)
+          uint8_t *batch, size_t blen, struct vs_wbuf *out, int nosync)
 {
     if (disk_low(s))
         return VS_E_CANNOT_SAVE_MESSAGES;
     struct part_append_result res;
     enum batch_err berr = BATCH_OK;
-    int rc = part_append(dp->p, batch, blen, vs_realtime_us(), &res, &berr);
+    int rc =
+        nosync ? part_append_nosync(dp->p, batch, blen, vs_realtime_us(), &res,
+                                    &berr)
+               : part_append(dp->p, batch, blen, vs_realtime_us(), &res, &berr);
     dparts_check_fatal(&s->data->parts, rc, "append");
     if (rc == -EINVAL) {
         vs_log_debug("partition %u.%u.%u: batch refused: %s", cmd->stream_id,
@@ -260,11 +269,45 @@ exec_poll(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
     return 0;
 }
 
+/* The group commit's append (gcommit.h gc_exec_fn). */
+static uint32_t
+gc_exec(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
+        uint8_t *batch, size_t len, struct vs_wbuf *out)
+{
+    return exec_send(s, dp, cmd, batch, len, out, 1);
+}
+
+/* A send: every-batch partitions go through the group commit (the answer
+ * to w is held until the batch is durable: DATA_DEFERRED); interval ones
+ * are appended without an inline fsync and the group commit schedules
+ * it. Without a waiter or a group commit, part_append's own fsync. */
+static uint32_t
+data_exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
+               uint8_t *data, size_t dlen, struct vs_wbuf *out,
+               const struct gc_waiter *w)
+{
+    struct serve_gcommit *gc = s->data->gc;
+    if (gc == NULL)
+        return exec_send(s, dp, cmd, data, dlen, out, 0);
+    if (part_every_batch(dp->p)) {
+        if (w == NULL)
+            return exec_send(s, dp, cmd, data, dlen, out, 0);
+        uint32_t st = gcommit_send(gc, dp, cmd, data, dlen, w);
+        return st == 0 ? DATA_DEFERRED : st;
+    }
+    uint32_t st = exec_send(s, dp, cmd, data, dlen, out, 1);
+    if (st == 0)
+        gcommit_note(gc, dp, mono_ms());
+    return st;
+}
+
 /* Runs a command on this (owning) shard. `data` is the batch of a send
- * (stamped in place). Appends the reply body to out; returns the status. */
+ * (stamped in place). Appends the reply body to out; returns the status,
+ * or DATA_DEFERRED when w will be answered by the group commit. */
 static uint32_t
 data_exec(struct serve *s, const struct data_cmd *cmd, struct vs_u128 client,
-          uint8_t *data, size_t dlen, struct vs_wbuf *out)
+          uint8_t *data, size_t dlen, struct vs_wbuf *out,
+          const struct gc_waiter *w)
 {
     struct dparts *parts = &s->data->parts;
     dparts_sync(parts);
@@ -285,7 +328,7 @@ data_exec(struct serve *s, const struct data_cmd *cmd, struct vs_u128 client,
     int rc;
     switch (cmd->kind) {
     case DATA_SEND:
-        return exec_send(s, dp, cmd, data, dlen, out);
+        return data_exec_send(s, dp, cmd, data, dlen, out, w);
     case DATA_POLL:
         return exec_poll(s, dp, cmd, client, out);
     case DATA_OFFSET_GET: {
@@ -407,8 +450,25 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
         s->ctx->k);
     int segs = req->operation == VS_OP_DELETE_SEGMENTS;
     if (owner == s->ctx->slot) {
+        struct gc_waiter w;
+        memset(&w, 0, sizeof(w));
+        w.conn_id = c->id;
+        w.seq = d->seq + 1;
         vs_wbuf_reset(&d->out);
-        uint32_t st = data_exec(s, cmd, c->client, data, dlen, &d->out);
+        uint32_t st =
+            data_exec(s, cmd, c->client, data, dlen, &d->out, segs ? NULL : &w);
+        if (st == DATA_DEFERRED) {
+            /* held until durable: the connection waits like a forward */
+            struct vs_proc_shm *me = seg_proc(s->ctx->seg, s->ctx->slot);
+            c->req = *req;
+            c->in_flight = 1;
+            c->data_pending = 1;
+            c->data_owner = s->ctx->slot;
+            c->data_owner_incarnation =
+                atomic_load_explicit(&me->incarnation, memory_order_relaxed);
+            c->data_seq = ++d->seq;
+            return;
+        }
         if (segs)
             serve_segments_on_watermark(c, st, st == 0 ? d->out.data : NULL,
                                         st == 0 ? d->out.len : 0);
@@ -451,6 +511,7 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
         return;
     }
     s->n.data_forwarded++;
+    s->n.data_forwarded_bytes += dlen;
 }
 
 void
@@ -835,8 +896,17 @@ on_request(struct serve *s, uint32_t src, const struct fwd_hdr *fh, uint8_t *p,
         st = VS_E_INVALID_COMMAND;
     } else {
         memcpy(&cmd, p, sizeof(cmd));
+        struct gc_waiter w;
+        memset(&w, 0, sizeof(w));
+        w.remote = 1;
+        w.src = src;
+        w.fh = *fh;
         st = data_exec(s, &cmd, fh->client, p + sizeof(cmd), len - sizeof(cmd),
-                       &d->out);
+                       &d->out, &w);
+        if (st == DATA_DEFERRED) {
+            s->n.data_remote++;
+            return; /* answered by gc_answer once durable */
+        }
     }
     if (st != 0)
         d->out.len = 4;
@@ -910,6 +980,33 @@ serve_data_on_frame(struct serve *s, uint32_t src, const void *frame,
     }
 }
 
+/* The group commit's answer of a held send (gcommit.h gc_answer_fn):
+ * back to the client shard, or to this shard's connection if it is still
+ * waiting for exactly this request. */
+static void
+gc_answer(struct serve *s, const struct gc_waiter *w, uint32_t status,
+          const uint8_t *body, size_t len)
+{
+    if (w->remote) {
+        uint8_t buf[64];
+        if (status != 0 || len > sizeof(buf) - 4)
+            len = 0;
+        vs_store_u32(buf, status);
+        if (len > 0)
+            memcpy(buf + 4, body, len);
+        struct fwd_hdr rh = w->fh;
+        rh.kind = FWD_DATA_REPLY;
+        int rc = send_pieces(s, w->src, &rh, buf, 4 + len, NULL, 0);
+        if (rc < 0)
+            vs_log_warn("data reply to shard %u not sent: %d", w->src, rc);
+        return;
+    }
+    struct serve_conn *c = serve_conn_find(s, w->conn_id);
+    if (c == NULL || !c->data_pending || c->data_seq != w->seq)
+        return; /* closed meanwhile */
+    data_done(c, status, status == 0 ? body : NULL, status == 0 ? len : 0);
+}
+
 /* ---------------------------------------------------------------- timer */
 
 /* Forwards whose owner died (or restarted) get 57: the client resends. */
@@ -942,7 +1039,10 @@ data_on_tick(evutil_socket_t fd, short what, void *arg)
     struct serve_data *d = s->data;
     d->ticks++;
     dparts_sync(&d->parts);
-    dparts_tick_fsync(&d->parts, mono_ms());
+    if (d->gc != NULL)
+        gcommit_tick(d->gc, mono_ms()); /* interval fsyncs, off the loop */
+    else
+        dparts_tick_fsync(&d->parts, mono_ms());
     if (d->ticks % (DATA_RETENTION_MS / DATA_TICK_MS) == 0)
         dparts_tick_retention(&d->parts, vs_realtime_us());
     watch_owners(s);
@@ -963,6 +1063,9 @@ serve_data_init(struct serve *s)
     if (rc != 0)
         return rc;
     dparts_sync(&d->parts);
+    d->gc = gcommit_create(s, &d->parts, gc_exec, gc_answer);
+    if (d->gc == NULL)
+        return -errno;
     d->tick_ev = event_new(s->base, -1, EV_PERSIST, data_on_tick, s);
     struct timeval tv = {0, DATA_TICK_MS * 1000};
     if (d->tick_ev == NULL || event_add(d->tick_ev, &tv) != 0)
@@ -984,6 +1087,19 @@ serve_data_fini(struct serve *s)
         return;
     if (d->tick_ev != NULL)
         event_free(d->tick_ev);
+    if (d->gc != NULL) {
+        struct gc_counters gn;
+        gcommit_counters(d->gc, &gn);
+        vs_log_info("data shard %u: group commit: %llu sends held for "
+                    "%llu fsyncs in %llu groups, %llu queued behind a "
+                    "waiting batch",
+                    s->ctx->slot, (unsigned long long)gn.held,
+                    (unsigned long long)gn.fsyncs,
+                    (unsigned long long)gn.groups,
+                    (unsigned long long)gn.queued);
+    }
+    gcommit_destroy(d->gc); /* before the partitions it syncs close */
+    d->gc = NULL;
     if (d->parts.buckets != NULL)
         dparts_fini(&d->parts);
     for (uint32_t i = 0; i < d->n_procs; i++)

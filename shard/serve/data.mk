@@ -4,6 +4,7 @@
 # partition engine is libvs_data.a (shard/data/local.mk).
 libvs_server_a_SOURCES += \
 	shard/serve/data.c shard/serve/data.h \
+	shard/serve/gcommit.c shard/serve/gcommit.h \
 	shard/serve/parts.c shard/serve/parts.h \
 	shard/serve/segments.c shard/serve/segments.h
 

@@ -1,6 +1,7 @@
 # shard/serve: the client protocol on the data shards.
 # Sources are appended to libvs_server.a (listed in server/local.mk).
 libvs_server_a_SOURCES += \
+	shard/serve/balance.c shard/serve/balance.h \
 	shard/serve/conn.c \
 	shard/serve/hasher.c shard/serve/hasher.h \
 	shard/serve/liveness.c shard/serve/liveness.h \
@@ -49,4 +50,17 @@ tests_integration_check_groups_liveness_SOURCES = \
 tests_integration_check_groups_liveness_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_groups_liveness_LDADD = libvs_client.a libvs_meta.a \
 	libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
+# Client connections spread evenly over the data shards.
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_conn_balance
+INTEG_TESTS += tests/integration/check_conn_balance
+INTEG_FAST_TESTS += tests/integration/check_conn_balance
+tests_integration_check_conn_balance_SOURCES = \
+	tests/integration/check_conn_balance.c \
+	tests/integration/harness.c tests/integration/harness.h
+tests_integration_check_conn_balance_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_conn_balance_LDADD = libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
 endif

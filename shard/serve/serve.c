@@ -47,6 +47,7 @@
 #include "shard/fwd.h"
 #include "shard/meta/lookup.h"
 #include "shard/serve/clients.h"
+#include "shard/serve/balance.h"
 #include "shard/serve/data.h"
 #include "shard/serve/gate.h"
 #include "shard/serve/liveness.h"
@@ -227,18 +228,7 @@ static void
 serve_on_accept(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
-    struct serve *s = arg;
-    for (int i = 0; i < 64; i++) {
-        int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (c == -1) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                vs_log_warn("accept: %s", strerror(errno));
-            return;
-        }
-        (void)serve_conn_accept(s, c);
-    }
+    serve_bal_on_accept(arg, fd); /* balance.h: an even spread */
 }
 
 static void
@@ -268,6 +258,7 @@ serve_on_shard0_watch(evutil_socket_t fd, short what, void *arg)
     serve_propose_watch_shard0(arg);
     serve_live_tick(arg);
     serve_cred_tick(arg);
+    serve_bal_publish(arg); /* closes since the last accept */
 }
 
 struct serve *
@@ -328,6 +319,10 @@ serve_create(struct event_base *base, const struct vs_shard_ctx *ctx,
         err = -drc;
         goto fail;
     }
+    if (serve_bal_init(s) != 0) {
+        err = ENOMEM;
+        goto fail;
+    }
     if (listen_fd >= 0) {
         s->listen_ev = event_new(base, listen_fd, EV_READ | EV_PERSIST,
                                  serve_on_accept, s);
@@ -353,15 +348,21 @@ serve_destroy(struct serve *s)
         serve_conn_free(s->all);
     }
     serve_hasher_destroy(s->hasher);
-    if (s->data != NULL)
+    if (s->data != NULL) {
         vs_log_info("data shard %u: %llu data requests forwarded to other "
                     "shards, %llu served for them",
                     s->ctx->slot, (unsigned long long)s->n.data_forwarded,
                     (unsigned long long)s->n.data_remote);
+        vs_log_info("data shard %u: %llu batch bytes forwarded to other "
+                    "shards",
+                    s->ctx->slot,
+                    (unsigned long long)s->n.data_forwarded_bytes);
+    }
     serve_data_fini(s);
     serve_live_fini(s);
     if (s->shard0_watch_ev != NULL)
         event_free(s->shard0_watch_ev);
+    serve_bal_fini(s);
     if (s->listen_ev != NULL)
         event_free(s->listen_ev);
     if (s->listen_fd >= 0)

@@ -46,8 +46,9 @@ struct serve_counters {
     uint64_t requests;
     uint64_t forwarded;
     uint64_t evictions;
-    uint64_t data_forwarded; /* data requests sent to the owning shard */
-    uint64_t data_remote;    /* data requests run for another shard */
+    uint64_t data_forwarded;       /* data requests sent to the owning shard */
+    uint64_t data_remote;          /* data requests run for another shard */
+    uint64_t data_forwarded_bytes; /* payload of those sent to another shard */
     uint32_t open;
 };
 void serve_get_counters(const struct serve *s, struct serve_counters *out);

@@ -106,8 +106,12 @@ struct serve_conn {
     int frame_armed;
 };
 
+/* Bytes a connection reads or writes per system call at most. */
+#define SERVE_IO_CHUNK (1u << 20)
+
 struct serve_data; /* data.c */
 struct serve_live; /* liveness.c */
+struct serve_bal;  /* balance.c */
 
 struct serve {
     struct event_base *base;
@@ -158,6 +162,7 @@ struct serve {
 
     struct serve_data *data; /* the data plane (data.c) */
     struct serve_live *live; /* group liveness reports (liveness.c) */
+    struct serve_bal *bal;   /* connection balance (balance.c) */
 
     struct serve_counters n;
     struct vs_wbuf scratch;

@@ -528,9 +528,10 @@ wal_read_body(struct wal *w, uint64_t op, void *buf, size_t cap)
     return (long)len;
 }
 
-int
-wal_append(struct wal *w, const struct vs_hdr_prepare *h, const void *body,
-           size_t body_len)
+/* wal_append (sync) and wal_append_nosync. */
+static int
+append_entry(struct wal *w, const struct vs_hdr_prepare *h, const void *body,
+             size_t body_len, int sync)
 {
     if (w->poisoned || sio_is_fatal(w->io))
         return -VS_EFATAL;
@@ -567,7 +568,7 @@ wal_append(struct wal *w, const struct vs_hdr_prepare *h, const void *body,
         }
         return -ENOSPC;
     }
-    if (rc == 0)
+    if (rc == 0 && sync)
         rc = sio_fsync(w->io, w->fd, w->path);
     if (rc < 0) {
         w->poisoned = 1;
@@ -585,6 +586,33 @@ wal_append(struct wal *w, const struct vs_hdr_prepare *h, const void *body,
     w->count++;
     w->size = at + h->f.size;
     return 0;
+}
+
+int
+wal_append(struct wal *w, const struct vs_hdr_prepare *h, const void *body,
+           size_t body_len)
+{
+    return append_entry(w, h, body, body_len, 1);
+}
+
+int
+wal_append_nosync(struct wal *w, const struct vs_hdr_prepare *h,
+                  const void *body, size_t body_len)
+{
+    return append_entry(w, h, body, body_len, 0);
+}
+
+int
+wal_sync(struct wal *w)
+{
+    if (w->poisoned || sio_is_fatal(w->io))
+        return -VS_EFATAL;
+    if (w->read_only || w->fd < 0)
+        return -EROFS;
+    int rc = sio_fsync(w->io, w->fd, w->path);
+    if (rc < 0)
+        w->poisoned = 1;
+    return rc;
 }
 
 /* Rewrites the journal to hold exactly entries [from, from + n) (by

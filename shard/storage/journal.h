@@ -138,6 +138,12 @@ void wal_close(struct wal *w);
  * written). -ENOSPC: nothing kept. -VS_EFATAL. */
 int wal_append(struct wal *w, const struct vs_hdr_prepare *h, const void *body,
                size_t body_len);
+/* Group commit: wal_append without the fsync (the entry is indexed and
+ * readable, not durable); wal_sync then makes every entry written so far
+ * durable. 0, or -errno with the journal poisoned (-VS_EFATAL after). */
+int wal_append_nosync(struct wal *w, const struct vs_hdr_prepare *h,
+                      const void *body, size_t body_len);
+int wal_sync(struct wal *w);
 
 /* 1 if the journal holds no entry. */
 int wal_empty(const struct wal *w);

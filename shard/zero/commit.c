@@ -15,6 +15,11 @@
  * Because each input is drained to the end, the pipeline holds at most
  * the op being proposed, and an out-of-space append can be undone by
  * rebuilding the engine from the journal (the op never reached it).
+ * With group commit (commit.h commit_flush) the JOURNAL_APPEND of a
+ * client proposal is written without its fsync and held instead; the
+ * pipeline then holds the pass's proposals until commit_flush makes them
+ * durable with one fsync and reports each durable (step 2 goes on from
+ * there); held appends are made durable before an out-of-space rebuild.
  *
  * Invariants: an answer is sent only after the op is durable, applied
  * to both instances and published; the frame cached for a request equals
@@ -104,6 +109,21 @@ struct commit {
     struct meta_client_table ct;
     struct vs_vsr *engine;
     int need_rebuild; /* an append failed for space: rebuild the engine */
+
+    /* group commit (commit.h commit_flush) */
+    int group_commit;
+    int in_propose; /* draining a client proposal: its append may be held */
+    struct commit_held {
+        uint64_t op;
+        struct vs_u128 checksum;
+    } held[VSR_PIPELINE_MAX];
+    uint32_t n_held;
+    struct commit_queued {
+        struct fwd_hdr fh;
+        uint8_t *payload;
+        uint32_t len;
+    } * queued;
+    size_t n_queued, cap_queued;
 
     struct commit_pending pending[VSR_PIPELINE_MAX];
     struct meta_result res, res2;
@@ -394,16 +414,48 @@ commit_engine_rebuild(struct commit *c)
 
 static int commit_drain(struct commit *c);
 
+/* Reports the held appends durable, in op order (an fsync covered them). */
+static void
+commit_release_held(struct commit *c)
+{
+    for (uint32_t i = 0; i < c->n_held; i++) {
+        int rc = vsr_on_journal_durable(c->engine, c->held[i].op,
+                                        c->held[i].checksum);
+        VS_ASSERT(rc == 0);
+    }
+    c->stats.grouped_ops += c->n_held;
+    c->n_held = 0;
+}
+
 static int
 commit_do_append(struct commit *c, const struct vs_vsr_action *a)
 {
     const struct vs_hdr_prepare *p = (const struct vs_hdr_prepare *)a->frame;
     VS_ASSERT(a->body != NULL || a->body_len == 0);
-    int rc = wal_append(&c->journal, p, a->body, a->body_len);
+    int hold = c->group_commit && c->in_propose && c->n_held < VSR_PIPELINE_MAX;
+    int rc = hold ? wal_append_nosync(&c->journal, p, a->body, a->body_len)
+                  : wal_append(&c->journal, p, a->body, a->body_len);
+    if (rc == 0 && hold) {
+        c->held[c->n_held].op = a->op;
+        c->held[c->n_held].checksum = p->f.checksum;
+        c->n_held++;
+        return 0;
+    }
     if (rc == 0) {
+        commit_release_held(c); /* this append's fsync covered them */
         rc = vsr_on_journal_durable(c->engine, a->op, p->f.checksum);
         VS_ASSERT(rc == 0);
         return 0;
+    }
+    if (rc == -ENOSPC && c->n_held > 0) {
+        /* the held appends before this one stay: make them durable
+         * before the engine is rebuilt from the journal */
+        int rc2 = wal_sync(&c->journal);
+        if (rc2 == -VS_EFATAL)
+            return -VS_EFATAL;
+        if (rc2 != 0)
+            return commit_set_fatal(c, "journal fsync failed");
+        commit_release_held(c);
     }
     if (rc == -ENOSPC) {
         /* DESIGN §4: not fatal; the partial append was cut back. */
@@ -867,6 +919,22 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
         rc = vsr_on_request(c->engine, &pr, body, body_len, commit_wall(c));
     }
     vs_wbuf_fini(&joined); /* the engine copied the body */
+    if (rc == -EBUSY && c->group_commit && c->n_held > 0) {
+        /* the pipeline is full of held appends: the next commit_flush
+         * makes room, the proposal is handled again then */
+        if (c->n_queued == c->cap_queued) {
+            c->cap_queued = c->cap_queued ? 2 * c->cap_queued : 64;
+            c->queued =
+                vs_xrealloc(c->queued, c->cap_queued * sizeof(*c->queued));
+        }
+        struct commit_queued *q = &c->queued[c->n_queued++];
+        q->fh = *fh;
+        q->len = len;
+        q->payload = vs_xmalloc(len);
+        memcpy(q->payload, payload, len);
+        c->stats.queued++;
+        return 0;
+    }
     switch (rc) {
     case 0:
         break;
@@ -897,10 +965,56 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
     pd->conn_id = fh->conn_id;
     pd->client = req.client;
     pd->req = req;
+    c->in_propose = 1;
     rc = commit_drain(c);
+    c->in_propose = 0;
     if (rc != 0)
         return rc;
     return commit_checkpoint(c, 0);
+}
+
+int
+commit_flush_needed(const struct commit *c)
+{
+    return c->n_held > 0 || c->n_queued > 0;
+}
+
+int
+commit_flush(struct commit *c)
+{
+    if (c->n_held > 0) {
+        int rc = wal_sync(&c->journal);
+        if (rc == -VS_EFATAL)
+            return -VS_EFATAL;
+        if (rc != 0) {
+            char msg[256];
+            snprintf(msg, sizeof(msg), "journal fsync failed: %s",
+                     sio_strerror(rc));
+            return commit_set_fatal(c, msg);
+        }
+        c->stats.journal_syncs++;
+        commit_release_held(c);
+        rc = commit_drain(c);
+        if (rc != 0)
+            return rc;
+        rc = commit_checkpoint(c, 0);
+        if (rc != 0)
+            return rc;
+    }
+    /* proposals that found the pipeline full, in arrival order; their
+     * appends are held for the next flush (or queued again) */
+    size_t n = c->n_queued;
+    struct commit_queued *q = c->queued;
+    c->queued = NULL;
+    c->n_queued = c->cap_queued = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0)
+            rc = commit_on_propose(c, &q[i].fh, q[i].payload, q[i].len);
+        free(q[i].payload);
+    }
+    free(q);
+    return rc;
 }
 
 /* Proposes an internal op (client 0, request 0, session 0: no client
@@ -1334,6 +1448,7 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
     c->clock_ctx = o->clock_ctx;
     c->groups = groups0_create();
     c->incarnation = o->incarnation;
+    c->group_commit = o->group_commit;
     c->incarnation_ctx = o->incarnation_ctx;
     /* The reference's rebalancing timeout and heartbeat interval are
      * both 30 s: the node's knob sets both (config.h). */
@@ -1468,6 +1583,9 @@ commit_destroy(struct commit *c)
     free(c->rbody);
     groups0_destroy(c->groups);
     free(c->retry_remove);
+    for (size_t i = 0; i < c->n_queued; i++)
+        free(c->queued[i].payload);
+    free(c->queued);
     free(c);
 }
 

@@ -87,6 +87,9 @@ struct commit_options {
     uint64_t (*incarnation)(void *ctx, uint32_t slot);
     void *incarnation_ctx;
     uint64_t rebalancing_timeout_us;
+    /* Group commit of client proposals (see commit_flush): 0 = every
+     * journal append fsyncs before the next input (tests, benches). */
+    int group_commit;
 };
 
 struct commit_stats {
@@ -103,6 +106,9 @@ struct commit_stats {
     uint64_t internal;        /* internal ops (66, 67) committed */
     uint64_t members_removed; /* RemoveConsumerGroupMember proposals */
     uint64_t revocations;     /* CompleteConsumerGroupRevocation proposals */
+    uint64_t journal_syncs;   /* group commit: fsyncs by commit_flush */
+    uint64_t grouped_ops;     /* group commit: appends they made durable */
+    uint64_t queued;          /* group commit: proposals held for room */
 };
 
 /* Builds the commit path from the recovered data dir: the state into
@@ -141,6 +147,22 @@ int commit_genesis(struct commit *c, char *err, size_t errlen);
  * shard 0 proposes internal ops. */
 int commit_on_frame(struct commit *c, uint32_t src, const void *frame,
                     uint32_t len);
+/* Group commit (options.group_commit): while handling the inputs of one
+ * event-loop pass, the journal appends of client proposals are written
+ * without an fsync and held (at most the pipeline depth); a proposal the
+ * full pipeline refuses is queued instead of answered 57. The caller
+ * runs commit_flush once the pass's inputs are handled: ONE fsync makes
+ * every held append durable, each is then reported durable to the
+ * engine in op order (commits, applies, replies follow as before), and
+ * the queued proposals are handled again (their appends are held for the
+ * next flush). Requests arriving while that fsync blocks wait in the IPC
+ * ring and share the next one. Nothing is answered before its op is
+ * durable. An append that must be durable at once (internal ops,
+ * genesis) fsyncs inline, which also covers the held ones. 0 or
+ * -VS_EFATAL. */
+int commit_flush(struct commit *c);
+/* 1 if commit_flush has work (held appends or queued proposals). */
+int commit_flush_needed(const struct commit *c);
 /* A 10 ms tick: engine timers, retries of a failed superblock write or
  * WAL drain, the checkpoint check; once a second (100 ticks) the
  * consumer-group sweep: removals for clients bound to a dead data shard

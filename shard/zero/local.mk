@@ -23,6 +23,17 @@ tests_unit_check_commit_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
 	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
 
+# Group commit on shard 0 (one fsync for the proposals of a pass).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_commit_group
+check_PROGRAMS += tests/unit/check_commit_group
+tests_unit_check_commit_group_SOURCES = tests/unit/check_commit_group.c \
+	tests/unit/commit_fixture.h
+tests_unit_check_commit_group_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_commit_group_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
+	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
 # Consumer-group membership on shard 0.
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_groups0

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/checksum.h"
+#include "common/xxh3_simd.h"
 
 START_TEST(test_known_answers)
 {
@@ -165,6 +166,39 @@ START_TEST(test_prepare_view_checksum_v2)
 }
 END_TEST
 
+/* Every vector variant the CPU can run gives the library's value for
+ * every length up to 4 KiB and at every alignment, and for large inputs
+ * (the stripe/block boundaries of XXH3 lie at 64 B, 1 KiB and 16 KiB). */
+START_TEST(test_simd_variants_match_library)
+{
+    static uint8_t data[70000];
+    static const size_t big[] = {16383, 16384, 16385, 65536, 69999};
+    fill(data, sizeof(data), 29);
+    ck_assert(vs_xxh3_variant_usable(vs_xxh3_impl()));
+    ck_assert_ptr_nonnull(vs_xxh3_impl_name());
+    for (int v = VS_XXH3_BASELINE; v <= VS_XXH3_AVX512; v++) {
+        if (!vs_xxh3_variant_usable((enum vs_xxh3_variant)v))
+            continue;
+        for (size_t off = 0; off < 8; off++)
+            for (size_t len = 0; len <= 4096; len++)
+                ck_assert_uint_eq(
+                    vs_xxh3_64_with((enum vs_xxh3_variant)v, data + off, len),
+                    (uint64_t)XXH3_64bits(data + off, len));
+        for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++)
+            ck_assert_uint_eq(
+                vs_xxh3_64_with((enum vs_xxh3_variant)v, data, big[i]),
+                (uint64_t)XXH3_64bits(data, big[i]));
+    }
+    /* the dispatching entry point is the chosen variant */
+    ck_assert_uint_eq(vs_xxh3_64(data, 1000),
+                      vs_xxh3_64_with(vs_xxh3_impl(), data, 1000));
+#if VS_XXH3_SIMD
+    if (__builtin_cpu_supports("avx2"))
+        ck_assert_int_ne(vs_xxh3_impl(), VS_XXH3_BASELINE);
+#endif
+}
+END_TEST
+
 static Suite *
 checksum_suite(void)
 {
@@ -175,6 +209,7 @@ checksum_suite(void)
     tcase_add_test(tc, test_prepare_identity);
     tcase_add_test(tc, test_prepare_view_checksum_v2);
     tcase_add_test(tc, test_stream_matches_one_shot);
+    tcase_add_test(tc, test_simd_variants_match_library);
     suite_add_tcase(s, tc);
     return s;
 }

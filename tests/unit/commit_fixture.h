@@ -54,6 +54,7 @@ struct fx {
     struct fx_sent sent[FX_MAX_SENT];
     unsigned nsent;
     uint64_t conn;
+    int group_commit; /* commit_options.group_commit */
 };
 
 static inline int
@@ -163,6 +164,7 @@ fx_boot(struct fx *f, char *err, size_t errlen)
         .send_ctx = f,
         .clock = fx_clock,
         .clock_ctx = f,
+        .group_commit = f->group_commit,
     };
     rc = commit_create(&o, &f->rec, &f->c, err, errlen);
     shard0_recovered_fini(&f->rec);

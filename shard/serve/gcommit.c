@@ -1,0 +1,489 @@
+/*
+ * shard/serve/gcommit.c - group commit of a data shard's appends; see
+ * gcommit.h. Threads: the loop thread (everything but sync_thread) and
+ * one sync thread (sync_thread: fdatasync of dup'd fds, nothing else).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/mem.h"
+#include "shard/serve/gcommit.h"
+#include "shard/serve/server.h"
+
+/* One partition of a group: its fsync target, and the thread's result. */
+struct gc_item {
+    struct part_id id;
+    struct part_sync_target t;
+    char path[600];
+    int fd; /* dup'd */
+    int err;
+};
+
+/* A held answer. */
+struct gc_hold {
+    struct gc_waiter w;
+    uint8_t body[32];
+    size_t len;
+};
+
+struct gc_group {
+    struct part_id *ids; /* partitions to fsync (each once) */
+    size_t n_ids, cap_ids;
+    struct gc_hold *holds;
+    size_t n_holds, cap_holds;
+    struct gc_item *items; /* sealed */
+    size_t n_items;
+};
+
+/* A send waiting for its partition's previous batch to be durable. */
+struct gc_queued {
+    struct data_cmd cmd;
+    uint8_t *batch;
+    size_t len;
+    struct gc_waiter w;
+    uint32_t status; /* run_queued: the refusal to answer */
+    struct gc_queued *next;
+};
+
+struct serve_gcommit {
+    struct serve *s;
+    struct dparts *parts;
+    gc_exec_fn *exec;
+    gc_answer_fn *answer;
+    struct gc_group next, flight;
+    int in_flight; /* flight handed to the thread */
+    struct gc_queued *q_head, *q_tail;
+    struct event *kick_ev, *done_ev;
+    int kick_pending;
+    int efd;
+    struct vs_wbuf out;
+    struct gc_counters n;
+    /* thread hand-off (mu): the loop sets work, the thread clears it */
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int work, stop;
+};
+
+static uint64_t
+now_ms(void)
+{
+    return vs_monotonic_ns() / 1000000u;
+}
+
+static int
+id_eq(const struct part_id *a, const struct part_id *b)
+{
+    return a->stream_id == b->stream_id && a->topic_id == b->topic_id &&
+           a->partition_id == b->partition_id && a->created_op == b->created_op;
+}
+
+static int
+group_has(const struct gc_group *gr, const struct part_id *id)
+{
+    for (size_t i = 0; i < gr->n_ids; i++)
+        if (id_eq(&gr->ids[i], id))
+            return 1;
+    return 0;
+}
+
+static void
+group_add_id(struct gc_group *gr, const struct part_id *id)
+{
+    if (group_has(gr, id))
+        return;
+    if (gr->n_ids == gr->cap_ids) {
+        gr->cap_ids = gr->cap_ids ? 2 * gr->cap_ids : 16;
+        gr->ids = vs_xrealloc(gr->ids, gr->cap_ids * sizeof(*gr->ids));
+    }
+    gr->ids[gr->n_ids++] = *id;
+}
+
+static void
+group_add_hold(struct gc_group *gr, const struct gc_waiter *w,
+               const uint8_t *body, size_t len)
+{
+    if (gr->n_holds == gr->cap_holds) {
+        gr->cap_holds = gr->cap_holds ? 2 * gr->cap_holds : 16;
+        gr->holds = vs_xrealloc(gr->holds, gr->cap_holds * sizeof(*gr->holds));
+    }
+    struct gc_hold *h = &gr->holds[gr->n_holds++];
+    h->w = *w;
+    h->len = len < sizeof(h->body) ? len : sizeof(h->body);
+    memcpy(h->body, body, h->len);
+}
+
+static void
+group_clear(struct gc_group *gr)
+{
+    gr->n_ids = 0;
+    gr->n_holds = 0;
+    free(gr->items);
+    gr->items = NULL;
+    gr->n_items = 0;
+}
+
+static void
+group_fini(struct gc_group *gr)
+{
+    for (size_t i = 0; i < gr->n_items; i++)
+        if (gr->items[i].fd >= 0)
+            close(gr->items[i].fd);
+    group_clear(gr);
+    free(gr->ids);
+    free(gr->holds);
+    memset(gr, 0, sizeof(*gr));
+}
+
+/* 1 if the partition is in the next group or in the one in flight. */
+static int
+in_some_group(const struct serve_gcommit *g, const struct part_id *id)
+{
+    if (group_has(&g->next, id))
+        return 1;
+    return g->in_flight && group_has(&g->flight, id);
+}
+
+static void *
+sync_thread(void *arg)
+{
+    struct serve_gcommit *g = arg;
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        while (!g->stop && !g->work)
+            pthread_cond_wait(&g->cv, &g->mu);
+        if (!g->work && g->stop)
+            break;
+        pthread_mutex_unlock(&g->mu);
+        /* the loop does not touch flight.items while work is set */
+        for (size_t i = 0; i < g->flight.n_items; i++) {
+            struct gc_item *it = &g->flight.items[i];
+            int rc;
+            do
+                rc = fdatasync(it->fd);
+            while (rc == -1 && errno == EINTR);
+            it->err = rc == -1 ? errno : 0;
+            close(it->fd);
+            it->fd = -1;
+        }
+        pthread_mutex_lock(&g->mu);
+        g->work = 0;
+        uint64_t one = 1;
+        ssize_t n;
+        do
+            n = write(g->efd, &one, sizeof(one));
+        while (n == -1 && errno == EINTR);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+/* Moves the next group into flight and starts the thread on it. */
+static void
+seal_and_submit(struct serve_gcommit *g)
+{
+    if (g->in_flight || (g->next.n_ids == 0 && g->next.n_holds == 0))
+        return;
+    struct gc_group tmp = g->flight;
+    g->flight = g->next;
+    g->next = tmp;
+    group_clear(&g->next);
+    struct gc_group *f = &g->flight;
+    f->items = vs_xcalloc(f->n_ids ? f->n_ids : 1, sizeof(*f->items));
+    f->n_items = 0;
+    for (size_t i = 0; i < f->n_ids; i++) {
+        struct dpart *dp = dparts_find(g->parts, &f->ids[i]);
+        struct gc_item *it = &f->items[f->n_items];
+        if (dp == NULL || part_sync_target(dp->p, &it->t) != 0)
+            continue; /* deleted meanwhile: nothing left to make durable */
+        it->fd = fcntl(it->t.fd, F_DUPFD_CLOEXEC, 0);
+        if (it->fd < 0)
+            shard_fatal(g->s->ctx, "fsync of %s: dup: %s", it->t.path,
+                        strerror(errno));
+        it->id = f->ids[i];
+        snprintf(it->path, sizeof(it->path), "%s", it->t.path);
+        it->t.path = NULL; /* the handle's string may go; use it->path */
+        it->err = 0;
+        f->n_items++;
+    }
+    g->in_flight = 1;
+    g->n.groups++;
+    pthread_mutex_lock(&g->mu);
+    g->work = 1;
+    pthread_cond_signal(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void
+on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct serve_gcommit *g = arg;
+    g->kick_pending = 0;
+    seal_and_submit(g);
+}
+
+/* Seals after the callbacks already active in this loop pass ran, so
+ * requests that arrived together share the fsync. */
+static void
+kick(struct serve_gcommit *g)
+{
+    if (g->in_flight || g->kick_pending)
+        return;
+    g->kick_pending = 1;
+    event_active(g->kick_ev, EV_TIMEOUT, 1);
+}
+
+/* Appends now (the partition has no batch waiting) and holds w. */
+static uint32_t
+append_and_hold(struct serve_gcommit *g, struct dpart *dp,
+                const struct data_cmd *cmd, uint8_t *batch, size_t len,
+                const struct gc_waiter *w)
+{
+    vs_wbuf_reset(&g->out);
+    uint32_t st = g->exec(g->s, dp, cmd, batch, len, &g->out);
+    if (st != 0)
+        return st;
+    group_add_id(&g->next, &dp->id);
+    group_add_hold(&g->next, w, g->out.data, g->out.len);
+    g->n.held++;
+    kick(g);
+    return 0;
+}
+
+static int
+waiting(const struct dpart *dp)
+{
+    return part_sync_due(dp->p, 0); /* every-batch: unsynced bytes */
+}
+
+uint32_t
+gcommit_send(struct serve_gcommit *g, struct dpart *dp,
+             const struct data_cmd *cmd, uint8_t *batch, size_t len,
+             const struct gc_waiter *w)
+{
+    int queued_same = 0;
+    for (struct gc_queued *q = g->q_head; q && !queued_same; q = q->next)
+        queued_same = q->cmd.stream_id == cmd->stream_id &&
+                      q->cmd.topic_id == cmd->topic_id &&
+                      q->cmd.partition_id == cmd->partition_id &&
+                      q->cmd.created_op == cmd->created_op;
+    if (!waiting(dp) && !queued_same)
+        return append_and_hold(g, dp, cmd, batch, len, w);
+    /* its previous batch is not durable yet: copy, append after it */
+    struct gc_queued *q = vs_xcalloc(1, sizeof(*q));
+    q->cmd = *cmd;
+    q->batch = vs_xmalloc(len ? len : 1);
+    memcpy(q->batch, batch, len);
+    q->len = len;
+    q->w = *w;
+    if (g->q_tail)
+        g->q_tail->next = q;
+    else
+        g->q_head = q;
+    g->q_tail = q;
+    g->n.queued++;
+    kick(g);
+    return 0;
+}
+
+/* Runs the queued sends whose partition has no batch waiting any more,
+ * in arrival order (a partition's later sends stay behind its first).
+ * Refusals are answered only once the queue is consistent again: an
+ * answer lets its connection send, which may queue behind these. */
+static void
+run_queued(struct serve_gcommit *g)
+{
+    struct gc_queued **pp = &g->q_head, *q, *refused = NULL;
+    struct part_id blocked[64];
+    size_t n_blocked = 0;
+    g->q_tail = NULL;
+    while ((q = *pp) != NULL) {
+        struct part_id id = {
+            .stream_id = q->cmd.stream_id,
+            .topic_id = q->cmd.topic_id,
+            .partition_id = q->cmd.partition_id,
+            .created_op = q->cmd.created_op,
+        };
+        int behind = n_blocked == sizeof(blocked) / sizeof(blocked[0]);
+        for (size_t i = 0; i < n_blocked && !behind; i++)
+            behind = id_eq(&blocked[i], &id);
+        struct dpart *dp = behind ? NULL : dparts_find(g->parts, &id);
+        uint32_t st = 0;
+        if (!behind && dp == NULL) {
+            st = VS_E_RESOURCE_NOT_FOUND; /* deleted meanwhile */
+        } else if (!behind && !waiting(dp)) {
+            st = append_and_hold(g, dp, &q->cmd, q->batch, q->len, &q->w);
+        } else {
+            if (!behind)
+                blocked[n_blocked++] = id;
+            g->q_tail = q;
+            pp = &q->next;
+            continue;
+        }
+        *pp = q->next;
+        free(q->batch);
+        q->batch = NULL;
+        if (st != 0) {
+            q->status = st;
+            q->next = refused;
+            refused = q;
+        } else {
+            free(q);
+        }
+    }
+    while (refused != NULL) {
+        q = refused;
+        refused = q->next;
+        g->answer(g->s, &q->w, q->status, NULL, 0);
+        free(q);
+    }
+}
+
+static void
+on_done(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    struct serve_gcommit *g = arg;
+    uint64_t v;
+    ssize_t r;
+    do
+        r = read(fd, &v, sizeof(v));
+    while (r == -1 && errno == EINTR);
+    pthread_mutex_lock(&g->mu);
+    int busy = g->work;
+    pthread_mutex_unlock(&g->mu);
+    if (busy || !g->in_flight)
+        return;
+    struct gc_group *f = &g->flight;
+    uint64_t now = now_ms();
+    for (size_t i = 0; i < f->n_items; i++) {
+        struct gc_item *it = &f->items[i];
+        if (it->err != 0)
+            shard_fatal(g->s->ctx, "fsync of %s: %s", it->path,
+                        strerror(it->err));
+        struct dpart *dp = dparts_find(g->parts, &it->id);
+        if (dp != NULL)
+            part_sync_done(dp->p, &it->t, now);
+        g->n.fsyncs++;
+    }
+    g->in_flight = 0;
+    size_t n = f->n_holds;
+    struct gc_hold *holds = f->holds;
+    f->holds = NULL;
+    f->cap_holds = 0;
+    group_clear(f);
+    /* queued sends first: they arrived before anything the answers
+     * below let their connections send */
+    run_queued(g);
+    /* answers only now that their batches are durable */
+    for (size_t i = 0; i < n; i++)
+        g->answer(g->s, &holds[i].w, 0, holds[i].body, holds[i].len);
+    free(holds);
+    seal_and_submit(g);
+}
+
+void
+gcommit_note(struct serve_gcommit *g, struct dpart *dp, uint64_t now)
+{
+    if (!part_sync_due(dp->p, now) || in_some_group(g, &dp->id))
+        return;
+    group_add_id(&g->next, &dp->id);
+    kick(g);
+}
+
+void
+gcommit_tick(struct serve_gcommit *g, uint64_t now)
+{
+    for (struct dpart *dp = g->parts->all; dp; dp = dp->next)
+        if (!part_every_batch(dp->p))
+            gcommit_note(g, dp, now);
+}
+
+void
+gcommit_counters(const struct serve_gcommit *g, struct gc_counters *out)
+{
+    *out = g->n;
+}
+
+struct serve_gcommit *
+gcommit_create(struct serve *s, struct dparts *parts, gc_exec_fn *exec,
+               gc_answer_fn *answer)
+{
+    struct serve_gcommit *g = vs_xcalloc(1, sizeof(*g));
+    int err = 0;
+    g->efd = -1;
+    g->s = s;
+    g->parts = parts;
+    g->exec = exec;
+    g->answer = answer;
+    vs_wbuf_init(&g->out);
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (g->efd == -1) {
+        err = errno;
+        goto fail;
+    }
+    g->done_ev = event_new(s->base, g->efd, EV_READ | EV_PERSIST, on_done, g);
+    g->kick_ev = event_new(s->base, -1, 0, on_kick, g);
+    if (g->done_ev == NULL || g->kick_ev == NULL ||
+        event_add(g->done_ev, NULL) != 0) {
+        err = ENOMEM;
+        goto fail;
+    }
+    err = pthread_create(&g->thread, NULL, sync_thread, g);
+    if (err != 0)
+        goto fail;
+    g->started = 1;
+    return g;
+fail:
+    gcommit_destroy(g);
+    errno = err;
+    return NULL;
+}
+
+void
+gcommit_destroy(struct serve_gcommit *g)
+{
+    if (g == NULL)
+        return;
+    if (g->started) {
+        pthread_mutex_lock(&g->mu);
+        g->stop = 1;
+        pthread_cond_signal(&g->cv);
+        pthread_mutex_unlock(&g->mu);
+        pthread_join(g->thread, NULL);
+    }
+    if (g->done_ev)
+        event_free(g->done_ev);
+    if (g->kick_ev)
+        event_free(g->kick_ev);
+    if (g->efd >= 0)
+        close(g->efd);
+    while (g->q_head) {
+        struct gc_queued *q = g->q_head;
+        g->q_head = q->next;
+        free(q->batch);
+        free(q);
+    }
+    group_fini(&g->next);
+    group_fini(&g->flight);
+    vs_wbuf_fini(&g->out);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g);
+}

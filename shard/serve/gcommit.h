@@ -1,0 +1,87 @@
+/*
+ * shard/serve/gcommit.h - group commit of a data shard's appends: fsync
+ * off the event loop, shared by the batches of many partitions.
+ *
+ * Role: a send to an every-batch partition is appended without an fsync
+ * (part_append_nosync) and its answer is held. The partitions with held
+ * answers form the NEXT group; when no fsync is in flight the group is
+ * sealed (each partition's active log fd dup'd, its unsynced bytes and
+ * next offset recorded) and handed to this shard's sync thread, which
+ * fdatasyncs each file. The loop meanwhile keeps reading and appending:
+ * batches to other partitions join the next group. When the thread is
+ * done the loop marks the partitions synced (the batches become visible
+ * to polls), answers every held send (replies only after durability),
+ * runs the sends that were queued, and seals the next group at once.
+ * Interval-policy partitions are appended without an inline fsync too;
+ * their periodic and size-triggered fsyncs go through the same thread
+ * (gcommit_note, gcommit_tick) with nothing held.
+ *
+ * Invariants: under every-batch a partition has at most one batch
+ * appended and not yet durable (the recovery rules of shard/data assume
+ * it): a send to a partition whose batch is waiting is copied and queued
+ * (the only copy, and only under contention for one partition), and
+ * appended after that fsync, in arrival order. Every held or queued send
+ * is answered exactly once (a refusal when its append fails). A failed
+ * fdatasync ends the process (exit 2, the file and errno on one line):
+ * never retried. The sync thread touches only dup'd fds and its own
+ * queue; everything else is loop-thread state.
+ * Process: data shards (loop thread, plus the one sync thread).
+ */
+#ifndef VS_SHARD_SERVE_GCOMMIT_H
+#define VS_SHARD_SERVE_GCOMMIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shard/fwd.h"
+#include "shard/serve/data.h"
+#include "shard/serve/parts.h"
+
+struct serve;
+
+/* Whom to answer once a send is durable. */
+struct gc_waiter {
+    int remote;        /* 0: a connection of this shard; 1: forwarded */
+    uint32_t src;      /* remote: the client shard's slot */
+    struct fwd_hdr fh; /* remote: the request's forwarding header */
+    uint64_t conn_id;  /* local: the connection */
+    uint64_t seq;      /* local: its data_seq */
+};
+
+/* Appends cmd's batch without an fsync; the reply body into out. Returns
+ * the status (0 = appended). */
+typedef uint32_t gc_exec_fn(struct serve *s, struct dpart *dp,
+                            const struct data_cmd *cmd, uint8_t *batch,
+                            size_t len, struct vs_wbuf *out);
+/* Delivers the answer of a held or queued send. */
+typedef void gc_answer_fn(struct serve *s, const struct gc_waiter *w,
+                          uint32_t status, const uint8_t *body, size_t len);
+
+struct serve_gcommit;
+
+/* NULL + errno when the thread or eventfd cannot be made. */
+struct serve_gcommit *gcommit_create(struct serve *s, struct dparts *parts,
+                                     gc_exec_fn *exec, gc_answer_fn *answer);
+/* Waits for an fsync in flight (its answers are dropped: the process is
+ * stopping), joins the thread and frees everything. */
+void gcommit_destroy(struct serve_gcommit *g);
+
+/* A send to the every-batch partition dp. Returns 0 when the answer is
+ * held or queued (w is answered later, exactly once), else the status to
+ * answer now (the append was refused; nothing stored). */
+uint32_t gcommit_send(struct serve_gcommit *g, struct dpart *dp,
+                      const struct data_cmd *cmd, uint8_t *batch, size_t len,
+                      const struct gc_waiter *w);
+/* After an interval-policy append: schedules an fsync if one is due. */
+void gcommit_note(struct serve_gcommit *g, struct dpart *dp, uint64_t now_ms);
+/* The interval policy's timer: every due partition joins the next group. */
+void gcommit_tick(struct serve_gcommit *g, uint64_t now_ms);
+
+/* Counters (tests, logs): groups synced, partition fsyncs, sends held,
+ * sends queued behind a waiting batch. */
+struct gc_counters {
+    uint64_t groups, fsyncs, held, queued;
+};
+void gcommit_counters(const struct serve_gcommit *g, struct gc_counters *out);
+
+#endif /* VS_SHARD_SERVE_GCOMMIT_H */
