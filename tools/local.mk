@@ -5,7 +5,7 @@ libvs_client_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 libvs_client_a_SOURCES = \
 	tools/client/vsc.h tools/client/vsc_int.h \
 	tools/client/codec.c tools/client/conn.c tools/client/commands.c \
-	tools/client/batch.c tools/client/data.c
+	tools/client/batch.c tools/client/data.c tools/client/tls.c
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_client_golden

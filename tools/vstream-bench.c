@@ -36,6 +36,7 @@
 
 struct bench {
     const char *addr;
+    const char *tls_ca, *tls_name; /* TLS when tls_ca is set */
     const char *user;
     const char *password;
     uint32_t clients;
@@ -78,6 +79,9 @@ bench_data_worker(void *arg)
     int rc;
     memset(&o, 0, sizeof o);
     o.addr = b->addr;
+    o.tls = b->tls_ca != NULL;
+    o.tls_ca_file = b->tls_ca;
+    o.tls_server_name = b->tls_name;
     c = vsc_create(&o);
     if (c == NULL) {
         w->err = -ENOMEM;
@@ -187,6 +191,9 @@ bench_prepare(struct bench *b)
     int rc;
     memset(&o, 0, sizeof o);
     o.addr = b->addr;
+    o.tls = b->tls_ca != NULL;
+    o.tls_ca_file = b->tls_ca;
+    o.tls_server_name = b->tls_name;
     c = vsc_create(&o);
     if (c == NULL)
         return -ENOMEM;
@@ -223,6 +230,9 @@ bench_worker(void *arg)
     int rc;
     memset(&o, 0, sizeof o);
     o.addr = w->b->addr;
+    o.tls = w->b->tls_ca != NULL;
+    o.tls_ca_file = w->b->tls_ca;
+    o.tls_server_name = w->b->tls_name;
     c = vsc_create(&o);
     if (c == NULL) {
         w->err = -ENOMEM;
@@ -277,6 +287,7 @@ static int
 bench_usage(void)
 {
     fputs("usage: vstream-bench [--addr H:P] [--user U] [--password P]\n"
+          "                     [--tls-ca FILE [--tls-server-name N]] (TLS)\n"
           "                     [--clients N] [--ops N per client]\n"
           "                     [--op write|read|send|poll|raw]\n"
           "                     [--stream S] [--topic T] [--partitions P]\n"
@@ -323,6 +334,10 @@ main(int argc, char **argv)
             return bench_usage();
         if (strcmp(a, "--addr") == 0)
             b.addr = v;
+        else if (strcmp(a, "--tls-ca") == 0)
+            b.tls_ca = v;
+        else if (strcmp(a, "--tls-server-name") == 0)
+            b.tls_name = v;
         else if (strcmp(a, "--user") == 0)
             b.user = v;
         else if (strcmp(a, "--password") == 0)

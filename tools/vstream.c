@@ -41,6 +41,9 @@ struct cli {
     int password_stdin;
     int json;
     int help;
+    int tls;
+    const char *tls_ca;
+    const char *tls_server_name;
     const char *pos[VS_CLI_ARGS_MAX];
     int npos;
     /* command options */
@@ -91,6 +94,12 @@ static const char USAGE[] =
     "  --password-stdin       read the password from the first line of "
     "stdin\n"
     "  --json                 print one JSON object instead of a table\n"
+    "  --tls                  connect with TLS (the server's tls_addr); the\n"
+    "                         server certificate is always verified\n"
+    "  --tls-ca FILE          trust the CAs in FILE (PEM) instead of the\n"
+    "                         system store (implies --tls)\n"
+    "  --tls-server-name NAME name the certificate must match (default: the\n"
+    "                         host of --addr; implies --tls)\n"
     "  -h, --help             help (also after any command)\n"
     "\n"
     "Commands:\n"
@@ -282,6 +291,8 @@ cli_value_slot(struct cli *cl, const char *opt)
         {"--addr", offsetof(struct cli, addr)},
         {"--user", offsetof(struct cli, user)},
         {"--password", offsetof(struct cli, password)},
+        {"--tls-ca", offsetof(struct cli, tls_ca)},
+        {"--tls-server-name", offsetof(struct cli, tls_server_name)},
         {"--partitions", offsetof(struct cli, partitions)},
         {"--message-expiry", offsetof(struct cli, message_expiry)},
         {"--max-topic-size", offsetof(struct cli, max_topic_size)},
@@ -341,6 +352,10 @@ cli_parse(struct cli *cl, int argc, char **argv)
         }
         if (strcmp(a, "--json") == 0) {
             cl->json = 1;
+            continue;
+        }
+        if (strcmp(a, "--tls") == 0) {
+            cl->tls = 1;
             continue;
         }
         if (strcmp(a, "--password-stdin") == 0) {
@@ -757,6 +772,9 @@ cli_open(struct cli *cl, int login)
     int rc;
     memset(&o, 0, sizeof o);
     o.addr = cl->addr;
+    o.tls = cl->tls || cl->tls_ca != NULL || cl->tls_server_name != NULL;
+    o.tls_ca_file = cl->tls_ca;
+    o.tls_server_name = cl->tls_server_name;
     cl->c = vsc_create(&o);
     if (cl->c == NULL)
         return cli_fail(cl, -ENOMEM);

@@ -29,8 +29,10 @@
 #include <event2/event.h>
 #include <sodium.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/metrics.h"
 #include "shard/serve/server.h"
 
 static size_t
@@ -80,6 +82,8 @@ serve_conn_free(struct serve_conn *c)
     free(c->body);
     free(c->op);
     sodium_memzero(c->pat_token, sizeof(c->pat_token));
+    vs_metrics_add(c->tls ? VS_M_CONN_CLOSED_TLS : VS_M_CONN_CLOSED_TCP, 1);
+    vs_metrics_sub(c->tls ? VS_M_CONN_OPEN_TLS : VS_M_CONN_OPEN_TCP, 1);
     free(c);
     s->n.closed++;
     s->n.open--;
@@ -109,9 +113,27 @@ serve_conns_update_read(struct serve *s)
         serve_conn_update_read(c);
 }
 
+/* A reply frame answers the request in flight: count it by operation
+ * and result code, with its latency. */
+static void
+conn_count_reply(struct serve_conn *c, const void *p, size_t len)
+{
+    struct vs_hdr_reply h;
+    if (len < sizeof(h))
+        return;
+    memcpy(&h, p, sizeof(h));
+    if (h.f.command != VS_CMD_REPLY || c->req_started_ns == 0)
+        return;
+    uint64_t ns = vs_monotonic_ns() - c->req_started_ns;
+    c->req_started_ns = 0;
+    vs_metrics_request(c->req_metric_op, h.status, ns / 1000u);
+}
+
 void
 serve_conn_send(struct serve_conn *c, const void *p, size_t len)
 {
+    vs_metrics_add(VS_M_CLIENT_BYTES_SENT, len);
+    conn_count_reply(c, p, len);
     if (bufferevent_write(c->bev, p, len) != 0) {
         vs_log_warn("client %s: output buffer: out of memory", c->peer);
         c->closing = 1;
@@ -139,6 +161,7 @@ serve_conn_evict(struct serve_conn *c, struct vs_u128 client, uint8_t reason)
     serve_conn_send(c, w.data, w.len);
     vs_wbuf_fini(&w);
     c->srv->n.evictions++;
+    vs_metrics_add(VS_M_EVICTIONS, 1);
     vs_log_debug("client %s: eviction %u (%s)", c->peer, reason,
                  vs_eviction_reason_name(reason));
 }
@@ -251,6 +274,7 @@ conn_process(struct serve_conn *c)
         if (rc == -1)
             break;
         if (rc == 1) {
+            vs_metrics_add(VS_M_FRAMING_ERRORS, 1);
             serve_conn_free(c);
             return;
         }
@@ -266,6 +290,10 @@ conn_process(struct serve_conn *c)
         struct vs_hdr_request h;
         memcpy(&h, f, sizeof(h));
         c->srv->n.requests++;
+        vs_metrics_add(VS_M_CLIENT_BYTES_RECEIVED, size);
+        c->req_metric_op =
+            (uint8_t)vs_metrics_op_index(h.operation, h.command_code);
+        c->req_started_ns = vs_monotonic_ns();
         c->dispatching = 1;
         serve_dispatch(c, &h, f + VS_HEADER_SIZE, size - VS_HEADER_SIZE);
         c->dispatching = 0;
@@ -327,6 +355,7 @@ conn_on_event(struct bufferevent *bev, short what, void *arg)
 {
     (void)bev;
     struct serve_conn *c = arg;
+    serve_transport_event(c, what);
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         vs_log_debug("client %s: %s", c->peer,
                      (what & BEV_EVENT_EOF) ? "closed" : "socket error");
@@ -335,10 +364,11 @@ conn_on_event(struct bufferevent *bev, short what, void *arg)
 }
 
 int
-serve_conn_accept(struct serve *s, int fd)
+serve_conn_accept(struct serve *s, int fd, int tls)
 {
     if (s->n.open >= s->max_conns) {
         s->n.refused++;
+        vs_metrics_add(tls ? VS_M_CONN_REFUSED_TLS : VS_M_CONN_REFUSED_TCP, 1);
         vs_log_warn("client connection refused: %u connections open (limit "
                     "%u per data shard)",
                     s->n.open, s->max_conns);
@@ -367,12 +397,11 @@ serve_conn_accept(struct serve *s, int fd)
         }
     }
     snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, (unsigned)port);
-    c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->tls = tls != 0;
+    c->bev = serve_transport_bev(s, fd, tls); /* closes fd on failure */
     c->unauth_ev = evtimer_new(s->base, conn_unauth_timeout, c);
     if (c->bev == NULL || c->unauth_ev == NULL) {
-        if (c->bev == NULL)
-            close(fd);
-        else
+        if (c->bev != NULL)
             bufferevent_free(c->bev);
         if (c->unauth_ev)
             event_free(c->unauth_ev);
@@ -389,6 +418,8 @@ serve_conn_accept(struct serve *s, int fd)
     s->all = c;
     s->n.accepted++;
     s->n.open++;
+    vs_metrics_add(tls ? VS_M_CONN_ACCEPTED_TLS : VS_M_CONN_ACCEPTED_TCP, 1);
+    vs_metrics_add(tls ? VS_M_CONN_OPEN_TLS : VS_M_CONN_OPEN_TCP, 1);
     arm_unauth(c);
     serve_conn_update_read(c);
     vs_log_debug("client %s: connected (connection %llu)", c->peer,
