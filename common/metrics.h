@@ -19,7 +19,9 @@
  *    never go backwards; gauges are cleared when a process is reaped and
  *    when a new incarnation binds the block;
  *  - labels are bounded by construction: transport, operation (a fixed
- *    table), result code (a fixed table + "other"), operation class.
+ *    table), result code (a fixed table + "other"), operation class;
+ *  - a request answered by an eviction is counted with the Iggy code the
+ *    eviction stands for (a refused login: 42 InvalidCredentials).
  * Callers: any process, from its own thread(s); the writers are not
  * async-signal-safe only in that they touch memory (they are lock-free).
  */
@@ -167,7 +169,7 @@ enum {
     VS_MO_COUNT
 };
 /* Result codes (label code="..."): a fixed set, then "other". */
-#define VS_MR_COUNT 20u
+#define VS_MR_COUNT 21u
 
 /* Slot map. */
 #define VS_M_HIST_REQ   VS_M_SCALARS_END /* VS_MC_COUNT histograms */

@@ -97,3 +97,19 @@ tests_integration_check_e2e_groups_SOURCES = \
 tests_integration_check_e2e_groups_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_e2e_groups_LDADD = $(E2E_DATA_LDADD)
 endif
+
+# TLS on the client listener and the HTTP endpoint (metrics, health).
+if HAVE_CHECK
+PROD_TESTS = tests/integration/check_tls tests/integration/check_http
+check_PROGRAMS += $(PROD_TESTS)
+INTEG_TESTS += $(PROD_TESTS)
+INTEG_FAST_TESTS += $(PROD_TESTS)
+tests_integration_check_tls_SOURCES = tests/integration/check_tls.c \
+	$(E2E_COMMON)
+tests_integration_check_tls_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_tls_LDADD = $(E2E_LDADD)
+tests_integration_check_http_SOURCES = tests/integration/check_http.c \
+	$(E2E_COMMON)
+tests_integration_check_http_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_http_LDADD = $(E2E_LDADD)
+endif

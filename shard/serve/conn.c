@@ -152,9 +152,35 @@ serve_conn_reply(struct serve_conn *c, const struct vs_hdr_request *req,
     serve_conn_send(c, w->data, w->len);
 }
 
+/* The Iggy code an eviction stands for, as the request's result code:
+ * a refused login is counted as InvalidCredentials (42), etc. */
+static uint32_t
+evict_code(uint8_t reason)
+{
+    switch (reason) {
+    case VS_EVICT_NO_SESSION:
+        return 40; /* Unauthenticated */
+    case VS_EVICT_INVALID_CREDENTIALS:
+        return 42;
+    case VS_EVICT_INVALID_TOKEN:
+        return 53;
+    case VS_EVICT_USER_INACTIVE:
+        return 47;
+    case VS_EVICT_STALE_CLIENT:
+        return 30;
+    default:
+        return 4; /* InvalidFormat: a malformed request */
+    }
+}
+
 void
 serve_conn_evict(struct serve_conn *c, struct vs_u128 client, uint8_t reason)
 {
+    if (c->req_started_ns != 0) { /* the eviction answers the request */
+        uint64_t ns = vs_monotonic_ns() - c->req_started_ns;
+        c->req_started_ns = 0;
+        vs_metrics_request(c->req_metric_op, evict_code(reason), ns / 1000u);
+    }
     struct vs_wbuf w;
     vs_wbuf_init(&w);
     serve_eviction_frame(&w, c->srv->cluster, client, reason);
