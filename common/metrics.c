@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/metrics.h"
@@ -18,15 +19,20 @@ static const uint64_t bounds_us[VS_MH_BOUNDS] = {
     50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000,
 };
 
+/* Result codes with their own label value; the rest are "other". */
 static const uint32_t codes[VS_MR_COUNT - 1] = {
-    0,  1,  3,  4,  5,    20,   30,   40,   41,   42,
-    43, 53, 57, 58, 1009, 1012, 2010, 3007, 4006,
+    0,  1,  3,  4,  5,  20,   30,   40,   41,   42,
+    43, 47, 53, 57, 58, 1009, 1012, 2010, 3007, 4006,
 };
-static const char *const code_names[VS_MR_COUNT] = {
-    "0",  "1",    "3",    "4",    "5",    "20",   "30",
-    "40", "41",   "42",   "43",   "47",   "53",   "57",
-    "58", "1009", "1012", "2010", "3007", "4006", "other",
-};
+static char code_names[VS_MR_COUNT][12];
+
+static const char *
+code_name(uint32_t i)
+{
+    if (code_names[i][0] == '\0') /* idempotent: racing threads agree */
+        snprintf(code_names[i], sizeof code_names[i], "%u", codes[i]);
+    return code_names[i];
+}
 
 static const struct vs_metric_desc scalars[] = {
 #define VS_M_DESC(id, name, labels, kind, help) {name, labels, help, kind},
@@ -186,7 +192,7 @@ vs_metrics_class_name(enum vs_metric_class c)
 const char *
 vs_metrics_code_name(uint32_t i)
 {
-    return i < VS_MR_COUNT ? code_names[i] : "other";
+    return i < VS_MR_COUNT - 1 ? code_name(i) : "other";
 }
 
 void

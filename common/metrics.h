@@ -84,6 +84,8 @@ enum vs_metric_kind {
       "Messages returned by PollMessages")                                     \
     X(MESSAGES_POLLED_BYTES, "vstream_messages_polled_bytes_total", "",        \
       VS_MK_COUNTER, "Bytes of messages returned by PollMessages")             \
+    X(DISK_WATERMARK, "vstream_disk_watermark_reached", "", VS_MK_GAUGE,       \
+      "Data shards refusing sends: free space below disk_watermark_bytes")     \
     X(WAL_APPENDS, "vstream_wal_appends_total", "", VS_MK_COUNTER,             \
       "Prepares appended to the metadata WAL")                                 \
     X(WAL_BYTES, "vstream_wal_appended_bytes_total", "", VS_MK_COUNTER,        \

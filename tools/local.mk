@@ -100,7 +100,8 @@ endif
 
 # TLS on the client listener and the HTTP endpoint (metrics, health).
 if HAVE_CHECK
-PROD_TESTS = tests/integration/check_tls tests/integration/check_http
+PROD_TESTS = tests/integration/check_tls tests/integration/check_http \
+	tests/integration/check_notify
 check_PROGRAMS += $(PROD_TESTS)
 INTEG_TESTS += $(PROD_TESTS)
 INTEG_FAST_TESTS += $(PROD_TESTS)
@@ -112,4 +113,8 @@ tests_integration_check_http_SOURCES = tests/integration/check_http.c \
 	$(E2E_COMMON)
 tests_integration_check_http_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_http_LDADD = $(E2E_LDADD)
+tests_integration_check_notify_SOURCES = tests/integration/check_notify.c \
+	$(E2E_COMMON)
+tests_integration_check_notify_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_notify_LDADD = $(E2E_LDADD)
 endif

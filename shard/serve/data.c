@@ -153,6 +153,7 @@ disk_low(struct serve *s)
                     (unsigned long long)wm,
                     low ? "refusing sends" : "accepting sends again");
     d->disk_low = low;
+    vs_metrics_set(VS_M_DISK_WATERMARK, (uint64_t)low);
     return low;
 }
 

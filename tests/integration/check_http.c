@@ -546,6 +546,39 @@ START_TEST(test_malformed_refused)
 }
 END_TEST
 
+/* Free space below disk_watermark_bytes: sends refused, gauge set. */
+START_TEST(test_disk_watermark)
+{
+    struct vs_node n2;
+    ck_assert_int_eq(vs_node_init(&n2), 0);
+    const char *extra[] = {"--http-addr", "127.0.0.1:0",
+                           "--disk-watermark-bytes", "4000000T", NULL};
+    e2e_start(&n2, 1, extra);
+    struct vsc *c = e2e_login(&n2, "iggy", "iggy");
+    OK(c, vsc_stream_create(c, "w", NULL));
+    struct vsc_id sid = vsc_id_name("w"), tid = vsc_id_name("t");
+    struct vsc_topic top;
+    OK(c, vsc_topic_create(c, &sid, 1, "t", NULL, 0, &top));
+    vsc_topic_fini(&top);
+    struct vsc_msg m;
+    memset(&m, 0, sizeof m);
+    m.payload = (uint8_t *)"x";
+    m.payload_len = 1;
+    struct vsc_partitioning part = vsc_part_id(0);
+    ck_assert_int_eq(vsc_send(c, &sid, &tid, &part, &m, 1, NULL), 4006);
+    vsc_destroy(c);
+    struct vs_node keep = node;
+    node = n2;
+    char *body = scrape();
+    node = keep;
+    ck_assert(value_of(body, "vstream_disk_watermark_reached") == 1);
+    ck_assert(value_of(body, "vstream_requests_total{operation="
+                             "\"SendMessages\",code=\"4006\"}") == 1);
+    free(body);
+    vs_node_cleanup(&n2);
+}
+END_TEST
+
 static Suite *
 http_suite(void)
 {
@@ -556,6 +589,7 @@ http_suite(void)
     tcase_add_test(t, test_counters_move);
     tcase_add_test(t, test_health);
     tcase_add_test(t, test_malformed_refused);
+    tcase_add_test(t, test_disk_watermark);
     tcase_set_timeout(t, 180);
     suite_add_tcase(s, t);
     return s;

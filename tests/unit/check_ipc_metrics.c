@@ -101,6 +101,14 @@ START_TEST(test_histogram_and_requests)
     ck_assert_uint_eq(b.v[row], 1); /* code 0 is index 0 */
     uint32_t h = VS_M_HIST_REQ + VS_MC_LOGIN * VS_MH_SLOTS;
     ck_assert_uint_eq(b.v[h + VS_MH_BOUNDS + 2], 3);
+    /* every named code lands in the slot of its own name */
+    for (uint32_t i = 0; i + 1 < VS_MR_COUNT; i++) {
+        uint32_t code = (uint32_t)atoi(vs_metrics_code_name(i));
+        uint32_t slot = VS_M_REQ + VS_MO_READ * VS_MR_COUNT + i;
+        uint64_t before = b.v[slot];
+        vs_metrics_request(VS_MO_READ, code, 1);
+        ck_assert_uint_eq(b.v[slot], before + 1);
+    }
     vs_metrics_me = keep;
 }
 END_TEST
