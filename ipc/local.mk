@@ -54,3 +54,8 @@ noinst_PROGRAMS += tests/bench/bench_ipc
 tests_bench_bench_ipc_SOURCES = tests/bench/bench_ipc.c
 tests_bench_bench_ipc_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 tests_bench_bench_ipc_LDADD = libvs_ipc.a libvs_common.a $(VS_DEP_LIBS)
+
+noinst_PROGRAMS += tests/bench/bench_metrics
+tests_bench_bench_metrics_SOURCES = tests/bench/bench_metrics.c
+tests_bench_bench_metrics_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_metrics_LDADD = libvs_ipc.a libvs_common.a $(VS_DEP_LIBS)

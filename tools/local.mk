@@ -28,7 +28,7 @@ endif
 
 bin_PROGRAMS += vstream
 vstream_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
-vstream_SOURCES = tools/vstream.c
+vstream_SOURCES = tools/vstream.c tools/cli_metrics.c tools/cli_metrics.h
 vstream_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS)
 
 bin_PROGRAMS += vstream-bench

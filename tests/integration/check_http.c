@@ -546,6 +546,31 @@ START_TEST(test_malformed_refused)
 }
 END_TEST
 
+/* `vstream stats --json --http-addr` carries the same figures. */
+START_TEST(test_cli_stats_json)
+{
+    char out[1 << 16], err[2048];
+    const char *args[] = {"--http-addr", node.ready.http, "--json", "stats",
+                          NULL};
+    int st =
+        e2e_cli(&node, "iggy", NULL, out, sizeof out, err, sizeof err, args);
+    ck_assert_msg(st == 0, "exit %d: %s", st, err);
+    ck_assert_ptr_nonnull(strstr(out, "\"hostname\""));
+    ck_assert_ptr_nonnull(strstr(out, ",\"metrics\":{\"vstream_"));
+    ck_assert_ptr_nonnull(strstr(out, "\"vstream_node_ready\":1"));
+    ck_assert_ptr_nonnull(
+        strstr(out, "\"vstream_connections_open{transport=\\\"tcp\\\"}\":"));
+    ck_assert_ptr_nonnull(strstr(out, "le=\\\"+Inf\\\"}\":"));
+    ck_assert_ptr_nonnull(strstr(out, "}}\n"));
+    /* one line: a JSON object */
+    ck_assert_ptr_eq(strchr(out, '\n'), out + strlen(out) - 1);
+    const char *bad[] = {"--http-addr", "127.0.0.1:1", "stats", NULL};
+    st = e2e_cli(&node, "iggy", NULL, out, sizeof out, err, sizeof err, bad);
+    ck_assert_int_eq(st, 2);
+    ck_assert_msg(strstr(err, "127.0.0.1:1"), "%s", err);
+}
+END_TEST
+
 /* Free space below disk_watermark_bytes: sends refused, gauge set. */
 START_TEST(test_disk_watermark)
 {
@@ -590,6 +615,7 @@ http_suite(void)
     tcase_add_test(t, test_health);
     tcase_add_test(t, test_malformed_refused);
     tcase_add_test(t, test_disk_watermark);
+    tcase_add_test(t, test_cli_stats_json);
     tcase_set_timeout(t, 180);
     suite_add_tcase(s, t);
     return s;
