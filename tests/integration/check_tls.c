@@ -19,6 +19,7 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,6 +391,31 @@ START_TEST(test_client_certificates)
 }
 END_TEST
 
+/* The server goes away under an established TLS session: the library
+ * reports errors and never raises SIGPIPE (default disposition here). */
+START_TEST(test_no_sigpipe)
+{
+    signal(SIGPIPE, SIG_DFL);
+    struct vsc *c = tls_login();
+    static uint8_t big[1 << 20];
+    struct vsc_msg m;
+    memset(&m, 0, sizeof m);
+    m.payload = big;
+    m.payload_len = sizeof big;
+    OK(c, vsc_stream_create(c, "p", NULL));
+    struct vsc_id sid = vsc_id_name("p"), tid = vsc_id_name("t");
+    struct vsc_topic top;
+    OK(c, vsc_topic_create(c, &sid, 1, "t", NULL, 0, &top));
+    vsc_topic_fini(&top);
+    e2e_kill_node(&node);
+    struct vsc_partitioning part = vsc_part_id(0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_ne(vsc_send(c, &sid, &tid, &part, &m, 1, NULL), 0);
+    ck_assert_int_ne(vsc_ping(c), 0);
+    vsc_destroy(c);
+}
+END_TEST
+
 /* A bad TLS configuration refuses the start: exit 2, one line. */
 static void
 expect_refusal(const char *certf, const char *keyf, const char *needle)
@@ -446,6 +472,7 @@ tls_suite(void)
     tcase_add_test(t, test_bad_peers_cost_one_connection);
     tcase_add_test(t, test_client_certificates);
     tcase_add_test(t, test_bad_files_refused);
+    tcase_add_test(t, test_no_sigpipe);
     tcase_set_timeout(t, 180);
     suite_add_tcase(s, t);
     return s;

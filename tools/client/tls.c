@@ -8,9 +8,12 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -24,6 +27,36 @@ struct vsc_tls {
     SSL_CTX *ctx;
     SSL *ssl;
 };
+
+struct tls_nosig {
+    sigset_t old;
+    int was_pending;
+};
+
+static void
+nosig_begin(struct tls_nosig *g)
+{
+    sigset_t pipe, pend;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+    sigpending(&pend);
+    g->was_pending = sigismember(&pend, SIGPIPE) == 1;
+}
+
+static void
+nosig_end(struct tls_nosig *g)
+{
+    if (!g->was_pending) {
+        sigset_t pipe;
+        sigemptyset(&pipe);
+        sigaddset(&pipe, SIGPIPE);
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe, NULL, &zero) == -1 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
 
 struct vsc_tls *
 vsc_tls_create(const struct vsc_opts *o, char *err, size_t errlen)
@@ -102,7 +135,10 @@ vsc_tls_start(struct vsc_tls *t, int fd, const char *name, uint64_t deadline,
         return -EINVAL;
     }
     for (;;) {
+        struct tls_nosig g;
+        nosig_begin(&g);
         int rc = SSL_connect(t->ssl);
+        nosig_end(&g);
         if (rc == 1)
             return 0;
         int e = SSL_get_error(t->ssl, rc);
@@ -131,7 +167,10 @@ vsc_tls_write_all(struct vsc_tls *t, int fd, const uint8_t *p, size_t len,
         return -ENOTCONN;
     while (len > 0) {
         size_t n = 0;
+        struct tls_nosig g;
+        nosig_begin(&g);
         int rc = SSL_write_ex(t->ssl, p, len, &n);
+        nosig_end(&g);
         if (rc == 1) {
             p += n;
             len -= n;
@@ -160,7 +199,10 @@ vsc_tls_read_all(struct vsc_tls *t, int fd, uint8_t *p, size_t len,
         return -ENOTCONN;
     while (len > 0) {
         size_t n = 0;
+        struct tls_nosig g;
+        nosig_begin(&g);
         int rc = SSL_read_ex(t->ssl, p, len, &n);
+        nosig_end(&g);
         if (rc == 1) {
             p += n;
             len -= n;
