@@ -201,4 +201,7 @@ vs_metrics_clear_gauges(struct vs_metrics_block_shm *b)
     for (uint32_t i = 0; i < VS_M_SCALARS_END; i++)
         if (scalars[i].kind == VS_MK_GAUGE)
             atomic_store_explicit(&b->v[i], 0, memory_order_relaxed);
+    for (uint32_t p = 0; p < VS_M_LINKS; p++)
+        atomic_store_explicit(&b->v[VS_M_LINK_STATE(p)], 0,
+                              memory_order_relaxed);
 }

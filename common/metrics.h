@@ -123,11 +123,7 @@ enum vs_metric_kind {
     X(VSR_REPAIRS, "vstream_vsr_repairs_total", "", VS_MK_COUNTER,             \
       "Prepares repaired from peers")                                          \
     X(VSR_STATE_TRANSFERS, "vstream_vsr_state_transfers_total", "",            \
-      VS_MK_COUNTER, "State transfers completed")                              \
-    X(LINK_BYTES_SENT, "vstream_vsr_link_sent_bytes_total", "", VS_MK_COUNTER, \
-      "Bytes sent on replica links")                                           \
-    X(LINK_BYTES_RECEIVED, "vstream_vsr_link_received_bytes_total", "",        \
-      VS_MK_COUNTER, "Bytes received on replica links")
+      VS_MK_COUNTER, "State transfers completed")
 
 enum vs_metric_scalar {
 #define VS_M_ENUM(id, name, labels, kind, help) VS_M_##id,
@@ -177,7 +173,15 @@ enum {
 #define VS_M_HIST_REQ   VS_M_SCALARS_END /* VS_MC_COUNT histograms */
 #define VS_M_HIST_FSYNC (VS_M_HIST_REQ + VS_MC_COUNT * VS_MH_SLOTS)
 #define VS_M_REQ        (VS_M_HIST_FSYNC + VS_MH_SLOTS) /* op x code */
-#define VS_M_END        (VS_M_REQ + VS_MO_COUNT * VS_MR_COUNT)
+/* Replica links, per peer replica id (< VS_M_LINKS): state (gauge: 0
+ * down, 1 connecting, 2 authenticated), bytes sent, bytes received. The
+ * replica-link code of shard 0 writes them; rendered for the peers of
+ * replica_addrs. */
+#define VS_M_LINKS         32u
+#define VS_M_LINK_STATE(p) (VS_M_REQ + VS_MO_COUNT * VS_MR_COUNT + (p)*3u)
+#define VS_M_LINK_SENT(p)  (VS_M_LINK_STATE(p) + 1u)
+#define VS_M_LINK_RECV(p)  (VS_M_LINK_STATE(p) + 2u)
+#define VS_M_END           (VS_M_LINK_STATE(VS_M_LINKS))
 _Static_assert(VS_M_END <= VS_METRICS_SLOTS, "metrics slots");
 
 /* This process's block: bound to the segment by metrics_bind, else a

@@ -6,6 +6,8 @@
  *  - requests_total{operation,code} (non-zero series only) and
  *    request_duration_seconds{class} histograms, fsync_duration_seconds;
  *  - shard_up{shard}, shard_restarts_total{shard} (spawns - 1), node_ready;
+ *  - vsr_link_state / _sent_bytes_total / _received_bytes_total{peer}
+ *    for each peer of replica_addrs;
  *  - ipc_ring_queued_bytes{dst} (bytes published and not yet consumed
  *    towards each process);
  *  - partition_messages / partition_size_bytes{stream,topic,partition}
@@ -195,6 +197,42 @@ render_procs(const struct vs_shard_ctx *ctx, struct evbuffer *out)
     }
 }
 
+/* Replica links: one series per peer of replica_addrs (none on a
+ * one-replica node). */
+static void
+render_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
+{
+    const char *addrs = ctx->cfg->replica_addrs;
+    uint32_t n = 0;
+    if (addrs[0] != '\0') {
+        n = 1;
+        for (const char *p = addrs; *p; p++)
+            n += *p == ',';
+    }
+    if (n > VS_M_LINKS)
+        n = VS_M_LINKS;
+    static const char *const names[3] = {
+        "vstream_vsr_link_state",
+        "vstream_vsr_link_sent_bytes_total",
+        "vstream_vsr_link_received_bytes_total",
+    };
+    static const char *const helps[3] = {
+        "Replica link to the peer: 0 down, 1 connecting, 2 authenticated",
+        "Bytes sent to the peer replica",
+        "Bytes received from the peer replica",
+    };
+    for (uint32_t k = 0; k < 3; k++) {
+        family(out, names[k], k == 0 ? "gauge" : "counter", helps[k]);
+        for (uint32_t peer = 0; peer < n; peer++) {
+            if (peer == ctx->cfg->replica_id)
+                continue;
+            evbuffer_add_printf(
+                out, "%s{peer=\"%u\"} %" PRIu64 "\n", names[k], peer,
+                metrics_sum(ctx->seg, VS_M_LINK_STATE(peer) + k));
+        }
+    }
+}
+
 struct prom_part {
     uint32_t stream, topic, id;
     uint64_t created_op;
@@ -253,5 +291,6 @@ serve_prom_render(const struct vs_shard_ctx *ctx, struct vs_lr *lr,
     render_scalars(ctx->seg, out);
     render_requests(ctx->seg, out);
     render_procs(ctx, out);
+    render_links(ctx, out);
     render_partitions(ctx, lr, out);
 }
