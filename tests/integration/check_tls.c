@@ -304,6 +304,50 @@ garbage_after_handshake(const char *addr)
     return closed;
 }
 
+/* A handshake with a client limited to max_version / ciphers: 1 if the
+ * server accepted it. */
+static int
+handshake_with(const char *addr, int max_version, const char *ciphers)
+{
+    int fd = vs_connect(addr);
+    ck_assert_int_ge(fd, 0);
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    SSL_CTX_set_min_proto_version(ctx, 0);
+    /* allow the old protocols on this side (the refusal must come from
+     * the server's policy) */
+    SSL_CTX_set_security_level(ctx, 0);
+    SSL_CTX_set_max_proto_version(ctx, max_version);
+    if (ciphers != NULL)
+        ck_assert_int_eq(SSL_CTX_set_cipher_list(ctx, ciphers), 1);
+    SSL *ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    int ok = SSL_connect(ssl) == 1;
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    close(fd);
+    return ok;
+}
+
+/* TLS 1.2+ with forward-secret AEAD suites only. */
+START_TEST(test_protocol_policy)
+{
+    ck_assert_int_eq(handshake_with(node.ready.tls, TLS1_1_VERSION, NULL), 0);
+    ck_assert_int_eq(handshake_with(node.ready.tls, TLS1_VERSION, NULL), 0);
+    ck_assert_int_eq(handshake_with(node.ready.tls, TLS1_2_VERSION,
+                                    "AES128-SHA:AES256-SHA256"),
+                     0);
+    ck_assert_int_eq(handshake_with(node.ready.tls, TLS1_2_VERSION,
+                                    "ECDHE-ECDSA-AES128-GCM-SHA256"),
+                     1);
+    ck_assert_int_eq(handshake_with(node.ready.tls, TLS1_3_VERSION, NULL), 1);
+    /* the node still serves */
+    struct vsc *c = tls_login();
+    OK(c, vsc_ping(c));
+    vsc_destroy(c);
+}
+END_TEST
+
 START_TEST(test_bad_peers_cost_one_connection)
 {
     /* an established TLS session that must survive everything below */
@@ -470,6 +514,7 @@ tls_suite(void)
     tcase_add_test(t, test_verification_refusals);
     tcase_add_test(t, test_cli);
     tcase_add_test(t, test_bad_peers_cost_one_connection);
+    tcase_add_test(t, test_protocol_policy);
     tcase_add_test(t, test_client_certificates);
     tcase_add_test(t, test_bad_files_refused);
     tcase_add_test(t, test_no_sigpipe);
