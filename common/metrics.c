@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/errors.h"
 #include "common/metrics.h"
 #include "common/wire.h"
 
@@ -21,8 +22,26 @@ static const uint64_t bounds_us[VS_MH_BOUNDS] = {
 
 /* Result codes with their own label value; the rest are "other". */
 static const uint32_t codes[VS_MR_COUNT - 1] = {
-    0,  1,  3,  4,  5,  20,   30,   40,   41,   42,
-    43, 47, 53, 57, 58, 1009, 1012, 2010, 3007, 4006,
+    VS_E_OK,
+    VS_E_ERROR,
+    VS_E_INVALID_COMMAND,
+    VS_E_INVALID_FORMAT,
+    VS_E_FEATURE_UNAVAILABLE,
+    VS_E_RESOURCE_NOT_FOUND,
+    VS_E_STALE_CLIENT,
+    VS_E_UNAUTHENTICATED,
+    VS_E_UNAUTHORIZED,
+    VS_E_INVALID_CREDENTIALS,
+    VS_E_INVALID_USERNAME,
+    VS_E_USER_INACTIVE,
+    VS_E_INVALID_PAT,
+    VS_E_TRANSIENT_NOT_COMMITTED,
+    VS_E_NOT_ACCEPTED,
+    VS_E_STREAM_ID_NOT_FOUND,
+    VS_E_STREAM_NAME_ALREADY_EXISTS,
+    VS_E_TOPIC_ID_NOT_FOUND,
+    VS_E_PARTITION_NOT_FOUND,
+    VS_E_CANNOT_SAVE_MESSAGES,
 };
 static char code_names[VS_MR_COUNT][12];
 
@@ -101,14 +120,14 @@ vs_metrics_op_index(uint8_t operation, uint32_t command_code)
     case VS_OP_DELETE_CONSUMER_OFFSET:
         return VS_MO_DELETE_OFFSET;
     case VS_OP_NON_REPLICATED:
-        switch (command_code) {
-        case 1:
+        switch (command_code) { /* Iggy's legacy command codes */
+        case 1:                 /* Ping */
             return VS_MO_PING;
-        case 100:
+        case 100: /* PollMessages */
             return VS_MO_POLL;
-        case 102:
+        case 102: /* FlushUnsavedBuffer */
             return VS_MO_FLUSH;
-        case 120:
+        case 120: /* GetConsumerOffset */
             return VS_MO_GET_OFFSET;
         default:
             return VS_MO_READ;

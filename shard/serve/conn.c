@@ -10,6 +10,9 @@
  * SendMessages and PollMessages, max_metadata_body otherwise) ->
  * Eviction 6 (InvalidRequestBodySize), then close once flushed.
  * Frames are parsed only while no request is in flight.
+ * Metrics (common/metrics.h): connections by transport; each request is
+ * timed from its dispatch to the reply (or eviction) frame that answers
+ * it and counted by operation and result code.
  * Invariants: see server.h. Process: data shards, loop thread.
  */
 #include "config.h"
@@ -30,6 +33,7 @@
 #include <sodium.h>
 
 #include "common/clock.h"
+#include "common/errors.h"
 #include "common/log.h"
 #include "common/mem.h"
 #include "common/metrics.h"
@@ -159,17 +163,17 @@ evict_code(uint8_t reason)
 {
     switch (reason) {
     case VS_EVICT_NO_SESSION:
-        return 40; /* Unauthenticated */
+        return VS_E_UNAUTHENTICATED;
     case VS_EVICT_INVALID_CREDENTIALS:
-        return 42;
+        return VS_E_INVALID_CREDENTIALS;
     case VS_EVICT_INVALID_TOKEN:
-        return 53;
+        return VS_E_INVALID_PAT;
     case VS_EVICT_USER_INACTIVE:
-        return 47;
+        return VS_E_USER_INACTIVE;
     case VS_EVICT_STALE_CLIENT:
-        return 30;
+        return VS_E_STALE_CLIENT;
     default:
-        return 4; /* InvalidFormat: a malformed request */
+        return VS_E_INVALID_FORMAT; /* a malformed request */
     }
 }
 
