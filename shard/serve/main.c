@@ -24,6 +24,13 @@
 #include "shard/serve/serve.h"
 #include "shard/shard.h"
 
+/* SIGHUP (after the loop reopened the log): rotate the TLS certificate. */
+static void
+worker_on_hup(void *srv)
+{
+    serve_tls_reload(srv);
+}
+
 int
 worker_main(const struct vs_shard_ctx *ctx)
 {
@@ -58,9 +65,16 @@ worker_main(const struct vs_shard_ctx *ctx)
         return VS_EXIT_RESTART;
     }
     if (ctx->tls_fd >= 0) {
+        /* the supervisor checked the files at start: a failure here means
+         * they changed since; retry with back-off rather than stop the
+         * node (the other shards go on serving) */
         char err[512];
-        if (serve_tls_listen(srv, ctx->tls_fd, err, sizeof(err)) != 0)
-            shard_fatal(ctx, "TLS listener: %s", err);
+        if (serve_tls_listen(srv, ctx->tls_fd, err, sizeof(err)) != 0) {
+            vs_log_error("TLS listener: %s", err);
+            serve_destroy(srv);
+            shard_loop_fini(&loop);
+            return VS_EXIT_RESTART;
+        }
     }
     struct serve_http *http = NULL;
     if (ctx->http_fd >= 0) {
@@ -73,6 +87,7 @@ worker_main(const struct vs_shard_ctx *ctx)
         }
     }
     shard_loop_set_frame_handler(&loop, serve_on_frame, srv);
+    shard_loop_set_hup_handler(&loop, worker_on_hup, srv);
     shard_loop_set_drain_handler(&loop, serve_on_drain, srv);
     vs_log_info("serving: data shard %u of %u, metadata op %llu", ctx->slot,
                 ctx->k, (unsigned long long)op);

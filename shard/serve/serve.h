@@ -40,6 +40,11 @@ void serve_destroy(struct serve *s);
  * that the supervisor accepted no longer loads). */
 int serve_tls_listen(struct serve *s, int listen_fd, char *err, size_t errlen);
 
+/* SIGHUP: rebuilds the TLS context from the tls_* files (certificate
+ * rotation). New connections use the new certificate, open ones keep
+ * theirs; if the files do not load, the current context stays (logged). */
+void serve_tls_reload(struct serve *s);
+
 /* IPC: a frame from process slot `src` (FWD_REPLY from shard 0). */
 void serve_on_frame(void *srv, uint32_t src, const void *frame, uint32_t len);
 /* IPC: the queue towards `dst` emptied (resume reading clients). */

@@ -12,9 +12,12 @@
  * connection; the listener and every other connection go on. A TLS
  * client on the plain port sends a ClientHello, which is not a request
  * frame: conn.c's framing closes it.
- * Invariants: the TLS context is built once per process from the files
- * the supervisor already validated; each connection's SSL belongs to its
- * bufferevent (freed with it: BEV_OPT_CLOSE_ON_FREE).
+ * Invariants: the TLS context is built at start from the files the
+ * supervisor validated, and again on SIGHUP (certificate rotation: the
+ * new context replaces the old only if it loads; sessions already open
+ * hold their own reference to the context they started on); each
+ * connection's SSL belongs to its bufferevent (freed with it:
+ * BEV_OPT_CLOSE_ON_FREE).
  * Process: data shards, loop thread.
  */
 #include "config.h"
@@ -112,10 +115,9 @@ serve_tls_on_accept(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-int
-serve_tls_listen(struct serve *s, int listen_fd, char *err, size_t errlen)
+static SSL_CTX *
+serve_tls_ctx(const struct vs_config *cfg, char *err, size_t errlen)
 {
-    const struct vs_config *cfg = s->cfg;
     struct vs_tls_opts o = {
         .cert_file = cfg->tls_cert_file,
         .key_file = cfg->tls_key_file,
@@ -124,8 +126,32 @@ serve_tls_listen(struct serve *s, int listen_fd, char *err, size_t errlen)
         .key_what = "tls_key_file",
         .ca_what = "tls_ca_file",
     };
+    return vs_tls_server_ctx(&o, err, errlen);
+}
+
+void
+serve_tls_reload(struct serve *s)
+{
+    if (s->tls_ctx == NULL)
+        return;
+    char err[512];
+    SSL_CTX *ctx = serve_tls_ctx(s->cfg, err, sizeof(err));
+    if (ctx == NULL) {
+        vs_log_warn("SIGHUP: keeping the current TLS certificate: %s", err);
+        return;
+    }
+    /* SSL objects of open connections hold a reference to the old one */
+    SSL_CTX_free(s->tls_ctx);
+    s->tls_ctx = ctx;
+    vs_log_info("SIGHUP: TLS certificate reloaded from %s",
+                s->cfg->tls_cert_file);
+}
+
+int
+serve_tls_listen(struct serve *s, int listen_fd, char *err, size_t errlen)
+{
     s->tls_fd = listen_fd;
-    s->tls_ctx = vs_tls_server_ctx(&o, err, errlen);
+    s->tls_ctx = serve_tls_ctx(s->cfg, err, errlen);
     if (s->tls_ctx == NULL)
         return -EINVAL;
     s->tls_ev = event_new(s->base, listen_fd, EV_READ | EV_PERSIST,

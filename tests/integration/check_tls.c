@@ -12,7 +12,9 @@
  * a TLS client on the plain port and random bytes after a handshake
  * each cost that connection only while an established TLS session goes
  * on; client certificates required by tls_ca_file; a missing, garbage or
- * mismatched certificate or key refuses the start with one line (exit 2).
+ * mismatched certificate or key refuses the start with one line (exit 2);
+ * SIGHUP rotates the certificate (a broken file keeps the current one);
+ * the library never raises SIGPIPE when the server goes away.
  */
 #include "config.h"
 
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/ssl.h>
@@ -460,6 +463,62 @@ START_TEST(test_no_sigpipe)
 }
 END_TEST
 
+/* 1 if a fresh library session trusting cafile logs in (one try). */
+static int
+tls_try(const char *cafile)
+{
+    struct vsc *c = tls_client(node.ready.tls, cafile, NULL);
+    int ok = vsc_connect(c) == 0 && vsc_login(c, "iggy", "iggy", NULL) == 0;
+    vsc_destroy(c);
+    return ok;
+}
+
+/* Waits until n consecutive sessions trusting cafile succeed (every data
+ * shard reloaded). */
+static int
+tls_wait_trusted(const char *cafile, int n)
+{
+    int streak = 0;
+    for (int i = 0; i < 400 && streak < n; i++) {
+        streak = tls_try(cafile) ? streak + 1 : 0;
+        if (streak == 0) {
+            struct timespec ts = {0, 25000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return streak >= n;
+}
+
+/* SIGHUP rotates the certificate; a broken file keeps the current one;
+ * sessions opened before keep working. */
+START_TEST(test_reload_certificate)
+{
+    struct vsc *keep = tls_login();
+    /* the same key, now certified by the other CA */
+    sh("openssl x509 -req -in %s/server.csr -CA %s -CAkey %s "
+       "-CAcreateserial -days 2 -extfile %s/san.ext -out %s/new.pem "
+       ">/dev/null 2>&1 && mv %s/new.pem %s",
+       node.dir, other_ca, other_key, node.dir, node.dir, node.dir, cert);
+    ck_assert(tls_try(ca));
+    ck_assert_int_eq(kill(node.pid, SIGHUP), 0);
+    ck_assert(tls_wait_trusted(other_ca, 6));
+    ck_assert(!tls_try(ca));
+    OK(keep, vsc_ping(keep));
+    /* a broken certificate: the current one stays */
+    sh("echo garbage > %s/bad.pem && mv %s/bad.pem %s", node.dir, node.dir,
+       cert);
+    ck_assert_int_eq(kill(node.pid, SIGHUP), 0);
+    ck_assert_int_eq(vs_wait_file_contains(node.log_file,
+                                           "keeping the current TLS "
+                                           "certificate",
+                                           20000),
+                     0);
+    ck_assert(tls_wait_trusted(other_ca, 4));
+    OK(keep, vsc_ping(keep));
+    vsc_destroy(keep);
+}
+END_TEST
+
 /* A bad TLS configuration refuses the start: exit 2, one line. */
 static void
 expect_refusal(const char *certf, const char *keyf, const char *needle)
@@ -518,6 +577,7 @@ tls_suite(void)
     tcase_add_test(t, test_client_certificates);
     tcase_add_test(t, test_bad_files_refused);
     tcase_add_test(t, test_no_sigpipe);
+    tcase_add_test(t, test_reload_certificate);
     tcase_set_timeout(t, 180);
     suite_add_tcase(s, t);
     return s;
