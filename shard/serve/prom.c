@@ -5,7 +5,9 @@
  *  - the scalar table of common/metrics.h, summed over the processes;
  *  - requests_total{operation,code} (non-zero series only) and
  *    request_duration_seconds{class} histograms, fsync_duration_seconds;
- *  - shard_up{shard}, shard_restarts_total{shard} (spawns - 1), node_ready;
+ *  - shard_up{shard}, shard_restarts_total{shard} (spawns - 1), node_ready,
+ *    process_resident_memory_bytes / process_cpu_seconds_total{shard}
+ *    (from /proc: the only reads outside the segment);
  *  - vsr_link_state / _sent_bytes_total / _received_bytes_total{peer}
  *    for each peer of replica_addrs;
  *  - ipc_ring_queued_bytes{dst} (bytes published and not yet consumed
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 
@@ -150,6 +153,67 @@ render_requests(const struct vs_seg *seg, struct evbuffer *out)
                 VS_M_HIST_FSYNC);
 }
 
+/* Resident memory and CPU time of each shard process, from /proc (a
+ * process that is not running has no series). */
+static void
+render_proc_usage(const struct vs_seg *seg, struct evbuffer *out)
+{
+    uint32_t n = seg->hdr->n_procs;
+    long page = sysconf(_SC_PAGESIZE), tck = sysconf(_SC_CLK_TCK);
+    uint64_t rss[VS_SEG_MAX_PROCS], cpu[VS_SEG_MAX_PROCS];
+    int have[VS_SEG_MAX_PROCS];
+    for (uint32_t i = 0; i < n; i++) {
+        have[i] = 0;
+        int32_t pid =
+            atomic_load_explicit(&seg_proc(seg, i)->pid, memory_order_relaxed);
+        if (pid <= 0)
+            continue;
+        char path[64], buf[1024];
+        snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+        FILE *f = fopen(path, "r");
+        unsigned long long size = 0, res = 0;
+        int ok = f != NULL && fscanf(f, "%llu %llu", &size, &res) == 2;
+        if (f != NULL)
+            fclose(f);
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        f = ok ? fopen(path, "r") : NULL;
+        size_t len = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f != NULL)
+            fclose(f);
+        buf[len] = '\0';
+        /* fields after the ")" closing the command name: state is field
+         * 3, utime 14, stime 15 */
+        const char *p = strrchr(buf, ')');
+        unsigned long long ut = 0, st = 0;
+        if (!ok || p == NULL ||
+            sscanf(p + 2,
+                   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+                   &st) != 2)
+            continue;
+        have[i] = 1;
+        rss[i] = (uint64_t)res * (uint64_t)(page > 0 ? page : 4096);
+        cpu[i] = ut + st;
+    }
+    family(out, "vstream_process_resident_memory_bytes", "gauge",
+           "Resident memory of the shard process");
+    for (uint32_t i = 0; i < n; i++)
+        if (have[i])
+            evbuffer_add_printf(out,
+                                "vstream_process_resident_memory_bytes{shard="
+                                "\"%u\"} %" PRIu64 "\n",
+                                i, rss[i]);
+    family(out, "vstream_process_cpu_seconds_total", "counter",
+           "CPU time (user + system) of the shard process's current "
+           "incarnation");
+    for (uint32_t i = 0; i < n; i++)
+        if (have[i])
+            evbuffer_add_printf(out,
+                                "vstream_process_cpu_seconds_total{shard="
+                                "\"%u\"} %.2f\n",
+                                i,
+                                (double)cpu[i] / (double)(tck > 0 ? tck : 100));
+}
+
 static void
 render_procs(const struct vs_shard_ctx *ctx, struct evbuffer *out)
 {
@@ -171,6 +235,7 @@ render_procs(const struct vs_shard_ctx *ctx, struct evbuffer *out)
                             "%" PRIu64 "\n",
                             i, inc > 0 ? inc - 1 : 0);
     }
+    render_proc_usage(seg, out);
     char why[128];
     family(out, "vstream_node_ready", "gauge",
            "1 when the node serves clients (as /health/ready)");

@@ -368,11 +368,15 @@ START_TEST(test_metrics_parse)
         "vstream_ipc_ring_queued_bytes{dst=\"1\"}",
         "vstream_leftright_publishes_total",
         "vstream_request_duration_seconds_bucket{class=\"send\",le=\"+Inf\"}",
+        "vstream_process_resident_memory_bytes{shard=\"1\"}",
+        "vstream_process_cpu_seconds_total{shard=\"0\"}",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(m, want[i]) != NULL, "missing %s", want[i]);
     ck_assert(value_of(m, "vstream_node_ready") == 1);
     ck_assert(value_of(m, "vstream_vsr_status") == 1);
+    ck_assert(value_of(m, "vstream_process_resident_memory_bytes{shard="
+                          "\"1\"}") > 1e6);
     ck_assert(value_of(m, "vstream_wal_appends_total") >= 1);
     free(m);
     /* HEAD works too */
