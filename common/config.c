@@ -129,6 +129,8 @@ static const struct vs_config_key config_keys[] = {
      "TLS: PEM CAs of client certificates; set = clients must present one"},
     {"http_addr", VS_CFG_STR, F(http_addr), 0, 0, "", NULL,
      "HTTP endpoint HOST:PORT for /metrics, /health/live, /health/ready, /ping; empty = off"},
+    {"metrics_max_partition_series", VS_CFG_U32, F(metrics_max_partition_series), 0, 16777216, "10000", NULL,
+     "/metrics: per-partition series for at most this many partitions (a scrape stays cheap)"},
     /* data plane */
     {"segment_size", VS_CFG_SIZE, F(segment_size), MIB, GIB, "1G", "1M",
      "segment roll size"},

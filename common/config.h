@@ -105,6 +105,7 @@ struct vs_config {
     char tls_key_file[VS_CONFIG_PATH_MAX];  /* PEM private key */
     char tls_ca_file[VS_CONFIG_PATH_MAX];   /* "" = no client certs */
     char http_addr[VS_CONFIG_STR_MAX];      /* "" = no HTTP endpoint */
+    uint32_t metrics_max_partition_series;  /* per-partition series cap */
 
     /* --- data plane (shard/data) --- */
     uint64_t segment_size;

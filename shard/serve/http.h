@@ -10,8 +10,8 @@
  * do. Not a dedicated child: every figure is already readable from the
  * shared segment by any process, and a data shard is up exactly when
  * clients can be served; with K >= 2 a crashed data shard leaves the
- * endpoint served by the others. Each scrape costs one short loop
- * callback on one shard (a few microseconds per series).
+ * endpoint served by the others. Each scrape costs one loop callback on
+ * one shard, proportional to the number of series (partitions dominate).
  *
  * Limits: GET and HEAD only (others 405), 8 KiB of headers, no body,
  * 5 s timeout; malformed requests get evhttp's 400 and cost only their

@@ -308,18 +308,25 @@ render_partitions(const struct vs_shard_ctx *ctx, struct vs_lr *lr,
                   struct evbuffer *out)
 {
     const struct vs_stats *st = stats_process();
+    /* the copy is bounded by the config and allocated before the read
+     * section (which must not block) */
+    uint32_t max = ctx->cfg->metrics_max_partition_series, n = 0;
+    struct prom_part *parts = max ? vs_xcalloc(max, sizeof(*parts)) : NULL;
     const void *state = lr_read_begin(lr, NULL);
     const struct meta_hdr *h = state;
-    uint32_t cap = h->caps.partitions, n = 0;
+    uint32_t cap = h->caps.partitions;
     uint32_t count = h->count[META_TAB_PARTITION];
-    struct prom_part *parts = count ? vs_xcalloc(count, sizeof(*parts)) : NULL;
     const struct meta_partition *tab = meta_tab_c(state, META_TAB_PARTITION);
-    for (uint32_t i = 0; i < cap && n < count; i++)
+    for (uint32_t i = 0; i < cap && n < count && n < max; i++)
         if (tab[i].in_use)
             parts[n++] = (struct prom_part){tab[i].stream_id, tab[i].topic_id,
                                             tab[i].id, tab[i].created_op};
     lr_read_end(lr);
-    (void)ctx;
+    uint32_t omitted = count - n;
+    family(out, "vstream_partition_series_omitted", "gauge",
+           "Partitions left out of the per-partition series "
+           "(metrics_max_partition_series)");
+    evbuffer_add_printf(out, "vstream_partition_series_omitted %u\n", omitted);
     family(out, "vstream_partition_messages", "gauge",
            "Messages stored in the partition");
     for (uint32_t i = 0; i < n; i++) {

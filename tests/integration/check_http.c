@@ -591,8 +591,13 @@ START_TEST(test_disk_watermark)
 {
     struct vs_node n2;
     ck_assert_int_eq(vs_node_init(&n2), 0);
-    const char *extra[] = {"--http-addr", "127.0.0.1:0",
-                           "--disk-watermark-bytes", "4000000T", NULL};
+    const char *extra[] = {"--http-addr",
+                           "127.0.0.1:0",
+                           "--disk-watermark-bytes",
+                           "4000000T",
+                           "--metrics-max-partition-series",
+                           "0",
+                           NULL};
     e2e_start(&n2, 1, extra);
     struct vsc *c = e2e_login(&n2, "iggy", "iggy");
     OK(c, vsc_stream_create(c, "w", NULL));
@@ -612,6 +617,9 @@ START_TEST(test_disk_watermark)
     char *body = scrape();
     node = keep;
     ck_assert(value_of(body, "vstream_disk_watermark_reached") == 1);
+    /* per-partition series capped at 0: the one partition is omitted */
+    ck_assert(value_of(body, "vstream_partition_series_omitted") == 1);
+    ck_assert_ptr_null(strstr(body, "vstream_partition_messages{"));
     ck_assert(value_of(body, "vstream_requests_total{operation="
                              "\"SendMessages\",code=\"4006\"}") == 1);
     free(body);
