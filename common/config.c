@@ -118,6 +118,21 @@ static const struct vs_config_key config_keys[] = {
      "login attempts per second per connection"},
     {"conn_output_max", VS_CFG_SIZE, F(conn_output_max), 4096, 1 * GIB, "16M", NULL,
      "bytes queued to one client before its reads pause"},
+    /* TLS and the HTTP endpoint */
+    {"tls_enabled", VS_CFG_BOOL, F(tls_enabled), 0, 1, "false", NULL,
+     "serve TLS clients on tls_addr (plain TCP stays on client_addr)"},
+    {"tls_addr", VS_CFG_STR, F(tls_addr), 1, 0, "127.0.0.1:8091", NULL,
+     "TLS client listener HOST:PORT (port 0 = any free port)"},
+    {"tls_cert_file", VS_CFG_PATH, F(tls_cert_file), 0, 0, "", NULL,
+     "TLS: PEM certificate chain of this node, leaf first"},
+    {"tls_key_file", VS_CFG_PATH, F(tls_key_file), 0, 0, "", NULL,
+     "TLS: PEM private key of tls_cert_file"},
+    {"tls_ca_file", VS_CFG_PATH, F(tls_ca_file), 0, 0, "", NULL,
+     "TLS: PEM CAs of client certificates; set = clients must present one"},
+    {"http_addr", VS_CFG_STR, F(http_addr), 0, 0, "", NULL,
+     "HTTP endpoint HOST:PORT for /metrics, /health/live, /health/ready, /ping; empty = off"},
+    {"metrics_max_partition_series", VS_CFG_U32, F(metrics_max_partition_series), 0, 16777216, "10000", NULL,
+     "/metrics: per-partition series for at most this many partitions (a scrape stays cheap)"},
     /* data plane */
     {"segment_size", VS_CFG_SIZE, F(segment_size), MIB, GIB, "1G", "1M",
      "segment roll size"},
@@ -650,6 +665,20 @@ vs_config_finalize(struct vs_config *c, char *err, size_t errlen)
     if (strchr(c->client_addr, ':') == NULL) {
         set_err(err, errlen, "client_addr: '%s' is not HOST:PORT",
                 c->client_addr);
+        return -EINVAL;
+    }
+    if (c->tls_enabled &&
+        (c->tls_cert_file[0] == '\0' || c->tls_key_file[0] == '\0')) {
+        set_err(err, errlen,
+                "tls_enabled: needs tls_cert_file and tls_key_file");
+        return -EINVAL;
+    }
+    if (c->tls_enabled && strchr(c->tls_addr, ':') == NULL) {
+        set_err(err, errlen, "tls_addr: '%s' is not HOST:PORT", c->tls_addr);
+        return -EINVAL;
+    }
+    if (c->http_addr[0] != '\0' && strchr(c->http_addr, ':') == NULL) {
+        set_err(err, errlen, "http_addr: '%s' is not HOST:PORT", c->http_addr);
         return -EINVAL;
     }
     if (c->root_username[0] != '\0') {

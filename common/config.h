@@ -99,6 +99,15 @@ struct vs_config {
     uint32_t login_attempts_per_sec;
     uint32_t conn_output_max; /* bytes queued to one client */
 
+    /* --- TLS for clients and the HTTP endpoint (production) --- */
+    uint32_t tls_enabled;                   /* bool: serve tls_addr too */
+    char tls_addr[VS_CONFIG_STR_MAX];       /* HOST:PORT of the TLS port */
+    char tls_cert_file[VS_CONFIG_PATH_MAX]; /* PEM chain, leaf first */
+    char tls_key_file[VS_CONFIG_PATH_MAX];  /* PEM private key */
+    char tls_ca_file[VS_CONFIG_PATH_MAX];   /* "" = no client certs */
+    char http_addr[VS_CONFIG_STR_MAX];      /* "" = no HTTP endpoint */
+    uint32_t metrics_max_partition_series;  /* per-partition series cap */
+
     /* --- data plane (shard/data) --- */
     uint64_t segment_size;
     enum vs_fsync_policy fsync_policy;

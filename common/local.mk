@@ -14,5 +14,7 @@ libvs_common_a_SOURCES = \
 	common/layout.h \
 	common/log.c common/log.h \
 	common/mem.c common/mem.h \
+	common/metrics.c common/metrics.h \
 	common/readyfile.c common/readyfile.h \
+	common/tls.c common/tls.h \
 	common/wire.c common/wire.h

@@ -23,6 +23,12 @@ vs_ready_file_write(const char *path, const struct vs_ready_info *info)
     if (info->replica[0] != '\0')
         n += snprintf(buf + n, sizeof(buf) - (size_t)n, ",\"replica\":\"%s\"",
                       info->replica);
+    if (info->tls[0] != '\0')
+        n += snprintf(buf + n, sizeof(buf) - (size_t)n, ",\"tls\":\"%s\"",
+                      info->tls);
+    if (info->http[0] != '\0')
+        n += snprintf(buf + n, sizeof(buf) - (size_t)n, ",\"http\":\"%s\"",
+                      info->http);
     n += snprintf(buf + n, sizeof(buf) - (size_t)n, ",\"pid\":%d",
                   (int)info->pid);
     if (info->n_shard_pids > 0) {
@@ -86,6 +92,8 @@ vs_ready_file_read(const char *path, struct vs_ready_info *info)
     if (json_string(buf, "client", info->client, sizeof(info->client)) != 0)
         return -EPROTO;
     (void)json_string(buf, "replica", info->replica, sizeof(info->replica));
+    (void)json_string(buf, "tls", info->tls, sizeof(info->tls));
+    (void)json_string(buf, "http", info->http, sizeof(info->http));
     const char *p = strstr(buf, "\"pid\":");
     if (p == NULL)
         return -EPROTO;

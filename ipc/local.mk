@@ -4,6 +4,7 @@ noinst_LIBRARIES += libvs_ipc.a
 libvs_ipc_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 libvs_ipc_a_SOURCES = \
 	ipc/lr.c ipc/lr.h \
+	ipc/metrics.c ipc/metrics.h \
 	ipc/port.c ipc/port.h \
 	ipc/ring.c ipc/ring.h \
 	ipc/segment.c ipc/segment.h \
@@ -15,10 +16,15 @@ libvs_ipc_a_SOURCES = \
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_ipc_lr tests/unit/check_ipc_ring \
 	tests/unit/check_ipc_segment tests/unit/check_ipc_lr_threads \
-	tests/unit/check_ipc_stats
+	tests/unit/check_ipc_stats tests/unit/check_ipc_metrics
 check_PROGRAMS += tests/unit/check_ipc_lr tests/unit/check_ipc_ring \
 	tests/unit/check_ipc_segment tests/unit/check_ipc_lr_threads \
-	tests/unit/check_ipc_stats
+	tests/unit/check_ipc_stats tests/unit/check_ipc_metrics
+
+tests_unit_check_ipc_metrics_SOURCES = tests/unit/check_ipc_metrics.c
+tests_unit_check_ipc_metrics_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_ipc_metrics_LDADD = libvs_ipc.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
 
 tests_unit_check_ipc_lr_SOURCES = tests/unit/check_ipc_lr.c
 tests_unit_check_ipc_lr_CFLAGS = $(TEST_CFLAGS)
@@ -61,3 +67,8 @@ noinst_PROGRAMS += tests/bench/bench_ipc
 tests_bench_bench_ipc_SOURCES = tests/bench/bench_ipc.c
 tests_bench_bench_ipc_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 tests_bench_bench_ipc_LDADD = libvs_ipc.a libvs_common.a $(VS_DEP_LIBS)
+
+noinst_PROGRAMS += tests/bench/bench_metrics
+tests_bench_bench_metrics_SOURCES = tests/bench/bench_metrics.c
+tests_bench_bench_metrics_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_metrics_LDADD = libvs_ipc.a libvs_common.a $(VS_DEP_LIBS)

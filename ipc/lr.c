@@ -48,6 +48,7 @@
 #include "common/assert.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "ipc/lr.h"
 
 #define LR_SPINS        256u
@@ -205,6 +206,7 @@ lr_bank_wait(struct vs_lr *lr, uint32_t bank)
     }
     uint64_t sleep_ns = LR_SLEEP_MIN_NS;
     uint64_t deadline = vs_monotonic_ns() + lr->opts.deadline_ns;
+    vs_metrics_add(VS_M_LR_READER_WAITS, 1);
     int reported = 0;
     for (;;) {
         busy = lr_bank_busy(lr, bank, busy);
@@ -217,6 +219,7 @@ lr_bank_wait(struct vs_lr *lr, uint32_t bank)
                 if (atomic_load(&sl->in[bank]) == 0)
                     continue;
                 uint32_t missed = atomic_fetch_add(&sl->missed, 1) + 1;
+                vs_metrics_add(VS_M_LR_SLOW_READERS, 1);
                 atomic_fetch_add_explicit(&sl->missed_total, 1,
                                           memory_order_relaxed);
                 int32_t pid = atomic_load(&sl->pid);
@@ -289,6 +292,7 @@ lr_switch(struct vs_lr *lr, uint64_t op, lr_apply_fn *fn, void *ctx,
     fn(lr->inst[live], size, ctx);
     atomic_store(&lr->hdr->inst_op[live], op);
     atomic_fetch_add_explicit(&lr->hdr->flips, 1, memory_order_relaxed);
+    vs_metrics_add(VS_M_LR_PUBLISHES, 1);
     return 0;
 }
 

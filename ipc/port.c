@@ -20,6 +20,7 @@
 
 #include "common/assert.h"
 #include "common/mem.h"
+#include "common/metrics.h"
 #include "ipc/port.h"
 
 #define PORT_BATCH 4096u
@@ -172,8 +173,11 @@ port_send(struct vs_port *p, uint32_t dst, const void *frame, uint32_t len)
     if (len > ring_max_frame(&p->out[dst]))
         return -EMSGSIZE;
     port_schedule_flush(p);
+    vs_metrics_add(VS_M_RING_FRAMES, 1);
+    vs_metrics_add(VS_M_RING_BYTES, len);
     if (port_queued(p, dst) == 0 && ring_push(&p->out[dst], frame, len) == 0)
         return 0;
+    vs_metrics_add(VS_M_RING_BLOCKED, 1);
     port_q_append(&p->q[dst], frame, len);
     if (port_queued(p, dst) > p->ops.queue_high) {
         p->congested[dst] = 1;

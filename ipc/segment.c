@@ -39,7 +39,7 @@ seg_pow2(uint32_t x)
 
 struct seg_layout {
     uint64_t procs_off, lr_off, lr_size, rings_off, ring_stride, total;
-    uint64_t stats_off;
+    uint64_t stats_off, metrics_off;
     uint64_t throttle_off;
     uint64_t conntab_off;
     uint32_t ring_bytes;
@@ -83,6 +83,11 @@ seg_compute(const struct vs_seg_params *p, struct seg_layout *l)
         l->total = seg_round_up(
             l->conntab_off + conntab_region_size(p->conntab_slots), page);
     }
+    l->metrics_off = seg_round_up(l->total, page);
+    l->total =
+        seg_round_up(l->metrics_off + (uint64_t)p->n_procs *
+                                          sizeof(struct vs_metrics_block_shm),
+                     page);
     return 0;
 }
 
@@ -103,6 +108,7 @@ seg_validate(const struct vs_seg_hdr_shm *h, size_t size)
         h->lr_hdr_size != sizeof(struct vs_lr_hdr_shm) ||
         h->lr_slot_size != sizeof(struct vs_lr_slot_shm) ||
         h->ring_hdr_size != sizeof(struct vs_ring_shm) ||
+        h->metrics_block_size != sizeof(struct vs_metrics_block_shm) ||
         h->page_size != seg_page())
         return -EPROTO;
     struct vs_seg_params p = {.n_procs = h->n_procs,
@@ -114,9 +120,10 @@ seg_validate(const struct vs_seg_hdr_shm *h, size_t size)
     struct seg_layout l;
     if (seg_compute(&p, &l) != 0 || l.ring_bytes != h->ring_bytes ||
         l.stats_off != h->stats_off || l.procs_off != h->procs_off ||
-        l.lr_off != h->lr_off || l.lr_size != h->lr_size ||
-        l.rings_off != h->rings_off || l.ring_stride != h->ring_stride ||
-        l.total != h->total_size || h->total_size > size)
+        l.metrics_off != h->metrics_off || l.lr_off != h->lr_off ||
+        l.lr_size != h->lr_size || l.rings_off != h->rings_off ||
+        l.ring_stride != h->ring_stride || l.total != h->total_size ||
+        h->total_size > size)
         return -EPROTO;
     return 0;
 }
@@ -183,6 +190,8 @@ seg_create(struct vs_seg *s, const struct vs_seg_params *p)
     h->stats_capacity = p->stats_capacity;
     h->throttle_slots = p->throttle_slots;
     h->conntab_slots = p->conntab_slots;
+    h->metrics_off = l.metrics_off;
+    h->metrics_block_size = sizeof(struct vs_metrics_block_shm);
 
     rc = lr_region_init(s->base + l.lr_off, (size_t)l.lr_size, p->n_procs,
                         (size_t)p->lr_instance_size);
@@ -394,4 +403,13 @@ seg_slot_clear(struct vs_seg *s, uint32_t slot)
     struct vs_conntab ct;
     if (region != NULL && conntab_attach(&ct, region, len) == 0)
         (void)conntab_release_owner(&ct, slot);
+    vs_metrics_clear_gauges(seg_metrics_block(s, slot));
+}
+
+struct vs_metrics_block_shm *
+seg_metrics_block(const struct vs_seg *s, uint32_t slot)
+{
+    VS_ASSERT(slot < s->hdr->n_procs);
+    return (struct vs_metrics_block_shm *)(s->base + s->hdr->metrics_off) +
+           slot;
 }

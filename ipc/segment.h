@@ -24,17 +24,19 @@
  *   [client connection table: conntab.h]            seg_conntab_region
  *                                                   (likewise; absent when
  *                                                   conntab_slots is 0)
+ *   [n_procs x struct vs_metrics_block_shm]         metrics_off (page-
+ *                                                   aligned; ipc/metrics.h)
  * The header holds offsets and the sizes of every shared struct; a
- * mismatch refuses to attach (-EPROTO). (The stats region took header
- * padding that was zero: a build without it computes another total size
- * for such a segment and refuses it, so the layout version stayed 1.) Nothing
- * shared holds a pointer.
+ * mismatch refuses to attach (-EPROTO). Layout version 2 added the
+ * metrics blocks (and grew the header to 192 bytes). Nothing shared
+ * holds a pointer.
  *
  * Invariants: a process writes only what its role owns: its vs_proc_shm
  * (pid, ready, reason), its left-right reader slot, the producer side of
  * the rings it sends on and the consumer side of those it receives on;
  * shard 0 writes the left-right instances and control words; a data
- * shard writes the stats entries it claimed (stats.h); the
+ * shard writes the stats entries it claimed (stats.h); every process
+ * writes its own metrics block (common/metrics.h); the
  * supervisor writes the header's log_level and clears a reaped
  * process's vs_proc_shm and reader slot before respawning into it.
  *
@@ -52,12 +54,13 @@
 
 #include "ipc/lr.h"
 #include "ipc/ring.h"
+#include "common/metrics.h"
 #include "ipc/stats.h"
 #include "ipc/conntab.h"
 #include "ipc/throttle.h"
 
 #define VS_SEG_MAGIC          0x31544d4753535656ull /* "VVSSGMT1" */
-#define VS_SEG_LAYOUT_VERSION 1u
+#define VS_SEG_LAYOUT_VERSION 2u
 #define VS_SEG_MAX_PROCS      257u /* shard 0 + 256 data shards */
 #define VS_SEG_REASON_MAX     192u
 
@@ -90,11 +93,14 @@ struct vs_seg_hdr_shm {
     uint32_t stats_capacity; /* entries of the stats table */
     uint64_t stats_off;      /* 0 when stats_capacity is 0 */
     /* entries of the login throttle table (0: none); the region follows
-     * the others, page-aligned (it took header padding that was zero) */
+     * the others, page-aligned */
     uint32_t throttle_slots;
     /* entries of the client connection table (max_connections; 0: none),
      * after the throttle table, page-aligned */
     uint32_t conntab_slots;
+    uint64_t metrics_off;        /* n_procs metrics blocks */
+    uint32_t metrics_block_size; /* struct vs_metrics_block_shm */
+    uint8_t pad[52];
 };
 
 /* Per process slot, one cache line plus the exit reason. */
@@ -114,7 +120,9 @@ struct vs_proc_shm {
     char reason[VS_SEG_REASON_MAX];
 };
 
-_Static_assert(sizeof(struct vs_seg_hdr_shm) == 128, "segment header");
+_Static_assert(sizeof(struct vs_seg_hdr_shm) == 192, "segment header");
+_Static_assert(offsetof(struct vs_seg_hdr_shm, metrics_off) == 128,
+               "segment header layout");
 _Static_assert(offsetof(struct vs_seg_hdr_shm, log_level) == 100,
                "segment header layout");
 _Static_assert(offsetof(struct vs_seg_hdr_shm, stats_off) == 112,
@@ -186,13 +194,17 @@ void *seg_throttle_region(const struct vs_seg *s, size_t *len);
 /* The client connection table region (conntab.h) and its length; NULL
  * and 0 if the segment has none. */
 void *seg_conntab_region(const struct vs_seg *s, size_t *len);
+/* The metrics block of process slot `slot` (< n_procs). */
+struct vs_metrics_block_shm *seg_metrics_block(const struct vs_seg *s,
+                                               uint32_t slot);
 /* The ring from process slot src to dst (src != dst), and its length. */
 void *seg_ring_region(const struct vs_seg *s, uint32_t src, uint32_t dst,
                       size_t *len);
 
 /* Clears a reaped process's slot state: proc pid/ready/reason, the
- * left-right reader slot and its client connection entries. Supervisor
- * only, after waitpid. */
+ * left-right reader slot and its client connection entries, and zeroes
+ * its metrics gauges (its counters stay: node-wide sums never go
+ * backwards). Supervisor only, after waitpid. */
 void seg_slot_clear(struct vs_seg *s, uint32_t slot);
 
 #endif /* VS_IPC_SEGMENT_H */

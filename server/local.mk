@@ -5,7 +5,9 @@ noinst_LIBRARIES += libvs_server.a
 libvs_server_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 libvs_server_a_SOURCES = \
 	server/datadir.c server/datadir.h \
+	server/endpoints.c server/endpoints.h \
 	server/listen.c server/listen.h \
+	server/notify.c server/notify.h \
 	server/supervisor.c server/supervisor.h \
 	shard/loop.c shard/loop.h \
 	shard/fwd.h \

@@ -54,9 +54,12 @@
 #include "common/readyfile.h"
 #include "common/secret.h"
 #include "ipc/lr.h"
+#include "ipc/metrics.h"
 #include "ipc/segment.h"
 #include "server/datadir.h"
+#include "server/endpoints.h"
 #include "server/listen.h"
+#include "server/notify.h"
 #include "server/supervisor.h"
 #include "shard/shard.h"
 
@@ -87,6 +90,8 @@ struct sup {
     char fatal_reason[VS_SEG_REASON_MAX + 64];
     pid_t ready_pids[VS_SEG_MAX_PROCS]; /* as last written, 0 = never */
     int ready_written;
+    int degraded_notified;   /* STATUS= says a shard is restarting */
+    struct sup_endpoints ep; /* TLS and HTTP listeners */
 };
 
 /* Static: children inherit it, and pointers into it stay reachable. */
@@ -145,14 +150,19 @@ sup_child_start(struct sup *s, uint32_t slot)
         .k = s->k,
         .client_fd = slot == 0 ? -1 : s->client_fd,
         .replica_fd = slot == 0 ? s->replica_fd : -1,
+        .tls_fd = slot == 0 ? -1 : s->ep.tls_fd,
+        .http_fd = slot == 0 ? -1 : s->ep.http_fd,
         .incarnation = s->child[slot].incarnation,
     };
     if (slot == 0 && s->client_fd >= 0)
         close(s->client_fd);
+    if (slot == 0)
+        sup_endpoints_close(&s->ep);
     if (slot != 0 && s->replica_fd >= 0)
         close(s->replica_fd);
     sup_child_oom();
     atomic_store(&seg_proc(&s->seg, slot)->pid, (int32_t)getpid());
+    metrics_bind(&s->seg, slot);
     int code = slot == 0 ? shard0_main(&ctx) : worker_main(&ctx);
     exit(code);
 }
@@ -215,6 +225,8 @@ sup_begin_stop(struct sup *s, int code)
         close(s->replica_fd);
         s->replica_fd = -1;
     }
+    sup_endpoints_close(&s->ep);
+    sup_notify_stopping();
     for (uint32_t i = 0; i < s->n; i++)
         s->child[i].restart_at_ns = 0;
     s->stop_deadline_ns =
@@ -294,8 +306,13 @@ sup_reap(struct sup *s)
                 s->exit_code = VS_EXIT_FATAL;
             continue;
         }
-        if (!s->stopping)
+        if (!s->stopping) {
             sup_schedule_restart(s, slot, vs_monotonic_ns());
+            char line[96];
+            snprintf(line, sizeof(line), "degraded: shard %u restarting", slot);
+            sup_notify_status(line);
+            s->degraded_notified = 1;
+        }
     }
 }
 
@@ -339,6 +356,8 @@ sup_check_ready(struct sup *s)
     memset(&info, 0, sizeof(info));
     snprintf(info.client, sizeof(info.client), "%s", s->client_bound);
     snprintf(info.replica, sizeof(info.replica), "%s", s->replica_bound);
+    snprintf(info.tls, sizeof(info.tls), "%s", s->ep.tls_bound);
+    snprintf(info.http, sizeof(info.http), "%s", s->ep.http_bound);
     info.pid = s->pid;
     size_t max = sizeof(info.shard_pids) / sizeof(info.shard_pids[0]);
     for (uint32_t i = 0; i < s->n; i++) {
@@ -346,10 +365,21 @@ sup_check_ready(struct sup *s)
         if (i < max)
             info.shard_pids[info.n_shard_pids++] = s->child[i].pid;
     }
-    if (!s->ready_written)
-        vs_log_info("node serves: client %s%s%s, %u data shard(s)",
-                    s->client_bound, s->replica_bound[0] ? ", replica " : "",
+    char status[640];
+    snprintf(status, sizeof(status), "serving: client %s%s%s, %u data shard(s)",
+             s->client_bound, s->ep.tls_bound[0] ? ", tls " : "",
+             s->ep.tls_bound, s->k);
+    if (!s->ready_written) {
+        vs_log_info("node serves: client %s%s%s%s%s%s%s, %u data shard(s)",
+                    s->client_bound, s->ep.tls_bound[0] ? ", tls " : "",
+                    s->ep.tls_bound, s->ep.http_bound[0] ? ", http " : "",
+                    s->ep.http_bound, s->replica_bound[0] ? ", replica " : "",
                     s->replica_bound, s->k);
+        sup_notify_ready(status);
+    } else if (s->degraded_notified) {
+        sup_notify_status(status);
+    }
+    s->degraded_notified = 0;
     s->ready_written = 1;
     if (s->cfg.ready_file[0] != '\0') {
         int rc = vs_ready_file_write(s->cfg.ready_file, &info);
@@ -522,6 +552,11 @@ sup_prepare(struct sup *s)
         return VS_EXIT_FATAL;
     }
     s->client_fd = rc;
+    rc = sup_endpoints_open(&s->ep, &s->cfg, err, sizeof(err));
+    if (rc != 0) {
+        sup_say_fatal(err);
+        return VS_EXIT_FATAL;
+    }
     uint32_t n_replicas = sup_addr_list_count(s->cfg.replica_addrs);
     if (n_replicas == 0 && s->cfg.replica_id != 0) {
         snprintf(err, sizeof(err),
@@ -607,6 +642,7 @@ sup_cleanup(struct sup *s)
         close(s->client_fd);
     if (s->replica_fd >= 0)
         close(s->replica_fd);
+    sup_endpoints_close(&s->ep);
     seg_destroy(&s->seg);
     if (s->cfg.pid_file[0] != '\0')
         unlink(s->cfg.pid_file);
@@ -627,6 +663,8 @@ sup_run(const struct vs_config *cfg, int argc, char **argv, char **envp)
     s->envp = envp;
     s->pid = getpid();
     s->lock_fd = s->client_fd = s->replica_fd = s->sig_fd = -1;
+    sup_endpoints_init(&s->ep);
+    sup_notify_init();
     s->seg.memfd = s->seg.sup_doorbell = -1;
     for (uint32_t i = 0; i < VS_SEG_MAX_PROCS; i++)
         s->seg.doorbell[i] = -1;
@@ -662,7 +700,9 @@ sup_run(const struct vs_config *cfg, int argc, char **argv, char **envp)
                             {.fd = s->seg.sup_doorbell, .events = POLLIN}};
     while (!s->stopping || sup_alive(s) > 0) {
         uint64_t now = vs_monotonic_ns();
-        int pr = poll(pfd, 2, sup_poll_timeout(s, now));
+        int wait_ms = sup_poll_timeout(s, now);
+        int wd_ms = sup_notify_next_ms(now);
+        int pr = poll(pfd, 2, wd_ms < wait_ms ? wd_ms : wait_ms);
         if (pr == -1 && errno != EINTR) {
             vs_log_error("poll: %s", strerror(errno));
             sup_begin_stop(s, VS_EXIT_RESTART);
@@ -674,6 +714,7 @@ sup_run(const struct vs_config *cfg, int argc, char **argv, char **envp)
         sup_check_slow(s);
         sup_check_ready(s);
         sup_timers(s, vs_monotonic_ns());
+        sup_notify_tick(vs_monotonic_ns());
     }
     if (s->exit_code == VS_EXIT_OK)
         vs_log_info("node stopped");

@@ -45,6 +45,8 @@ shard_loop_on_signal(evutil_socket_t sig, short what, void *arg)
         int rc = vs_log_reopen();
         if (rc != 0)
             vs_log_warn("SIGHUP: cannot reopen the log: %s", strerror(-rc));
+        if (l->hup_fn != NULL)
+            l->hup_fn(l->hup_ctx);
         return;
     }
     vs_log_info("signal %d: stopping", (int)sig);
@@ -138,6 +140,13 @@ shard_loop_set_drain_handler(struct shard_loop *l, port_drain_fn *fn, void *ctx)
 {
     l->drain_fn = fn;
     l->drain_ctx = ctx;
+}
+
+void
+shard_loop_set_hup_handler(struct shard_loop *l, void (*fn)(void *), void *ctx)
+{
+    l->hup_fn = fn;
+    l->hup_ctx = ctx;
 }
 
 void

@@ -33,6 +33,8 @@ struct shard_loop {
     void *frame_ctx;
     port_drain_fn *drain_fn; /* port drains go here once set */
     void *drain_ctx;
+    void (*hup_fn)(void *); /* after the log reopen on SIGHUP, if set */
+    void *hup_ctx;
     uint64_t accepted;  /* connections accepted (and closed) */
     uint64_t frames_in; /* IPC frames received */
 };
@@ -47,6 +49,9 @@ void shard_loop_set_frame_handler(struct shard_loop *l, port_frame_fn *fn,
 /* Routes every "queue towards dst emptied" of the port to fn(ctx, dst). */
 void shard_loop_set_drain_handler(struct shard_loop *l, port_drain_fn *fn,
                                   void *ctx);
+/* Calls fn(ctx) on every SIGHUP, after the log was reopened. */
+void shard_loop_set_hup_handler(struct shard_loop *l, void (*fn)(void *),
+                                void *ctx);
 /* Stores ready = 1 in the slot and rings the supervisor's doorbell. */
 void shard_loop_ready(struct shard_loop *l);
 /* Runs until SIGTERM/SIGINT. 0 or -1 if the loop failed. */

@@ -5,7 +5,7 @@ libvs_client_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 libvs_client_a_SOURCES = \
 	tools/client/vsc.h tools/client/vsc_int.h \
 	tools/client/codec.c tools/client/conn.c tools/client/commands.c \
-	tools/client/batch.c tools/client/data.c
+	tools/client/batch.c tools/client/data.c tools/client/tls.c
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_client_golden
@@ -28,7 +28,7 @@ endif
 
 bin_PROGRAMS += vstream
 vstream_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
-vstream_SOURCES = tools/vstream.c
+vstream_SOURCES = tools/vstream.c tools/cli_metrics.c tools/cli_metrics.h
 vstream_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS)
 
 bin_PROGRAMS += vstream-bench
@@ -126,4 +126,25 @@ tests_integration_check_data_gcommit_SOURCES = \
 tests_integration_check_data_gcommit_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_integration_check_data_gcommit_LDFLAGS = -pthread
 tests_integration_check_data_gcommit_LDADD = $(E2E_LDADD)
+endif
+
+# TLS on the client listener and the HTTP endpoint (metrics, health).
+if HAVE_CHECK
+PROD_TESTS = tests/integration/check_tls tests/integration/check_http \
+	tests/integration/check_notify
+check_PROGRAMS += $(PROD_TESTS)
+INTEG_TESTS += $(PROD_TESTS)
+INTEG_FAST_TESTS += $(PROD_TESTS)
+tests_integration_check_tls_SOURCES = tests/integration/check_tls.c \
+	$(E2E_COMMON)
+tests_integration_check_tls_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_tls_LDADD = $(E2E_LDADD)
+tests_integration_check_http_SOURCES = tests/integration/check_http.c \
+	$(E2E_COMMON)
+tests_integration_check_http_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_http_LDADD = $(E2E_LDADD)
+tests_integration_check_notify_SOURCES = tests/integration/check_notify.c \
+	$(E2E_COMMON)
+tests_integration_check_notify_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_notify_LDADD = $(E2E_LDADD)
 endif

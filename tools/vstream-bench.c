@@ -98,6 +98,7 @@ struct bench {
     enum bench_mode mode;
     const char *addrs[BENCH_MAX_ADDRS];
     uint32_t n_addrs;
+    const char *tls_ca, *tls_name; /* TLS when tls_ca is set */
     const char *user, *password, *prefix, *dir, *ready_file;
     const char *stream, *topic; /* --op send|poll */
     uint32_t producers, consumers, streams, partitions;
@@ -163,6 +164,9 @@ actor_connect(struct actor *a)
     int rc;
     memset(&o, 0, sizeof o);
     o.addr = b->addrs[(a->index + (uint32_t)a->role) % b->n_addrs];
+    o.tls = b->tls_ca != NULL;
+    o.tls_ca_file = b->tls_ca;
+    o.tls_server_name = b->tls_name;
     c = vsc_create(&o);
     if (c == NULL) {
         a->err = -ENOMEM;
@@ -661,6 +665,9 @@ admin_connect(const struct bench *b)
     struct vsc *c;
     memset(&o, 0, sizeof o);
     o.addr = b->addrs[0];
+    o.tls = b->tls_ca != NULL;
+    o.tls_ca_file = b->tls_ca;
+    o.tls_server_name = b->tls_name;
     c = vsc_create(&o);
     if (c == NULL)
         return NULL;
@@ -1041,6 +1048,7 @@ bench_usage(void)
           "                      spread over them) [$VSTREAM_ADDR or "
           "127.0.0.1:8090]\n"
           "  --user U --password P   [$VSTREAM_USER/$VSTREAM_PASSWORD, iggy]\n"
+          "  --tls-ca FILE [--tls-server-name N]   TLS, verified by FILE\n"
           "  --producers N --consumers N   actors [8 and 8; --actors N sets "
           "both]\n"
           "  --streams N         streams of balanced-producer [1]\n"
@@ -1176,7 +1184,11 @@ parse_args(struct bench *b, int argc, char **argv)
                 bad = 1;
             else
                 b->addrs[b->n_addrs++] = v;
-        } else if (strcmp(a, "--user") == 0)
+        } else if (strcmp(a, "--tls-ca") == 0)
+            b->tls_ca = v;
+        else if (strcmp(a, "--tls-server-name") == 0)
+            b->tls_name = v;
+        else if (strcmp(a, "--user") == 0)
             b->user = v;
         else if (strcmp(a, "--password") == 0)
             b->password = v;

@@ -27,6 +27,7 @@
 
 #include "common/buf.h"
 #include "common/errors.h"
+#include "tools/cli_metrics.h"
 #include "tools/client/vsc.h"
 
 #define VS_CLI_ARGS_MAX  1024
@@ -41,6 +42,10 @@ struct cli {
     int password_stdin;
     int json;
     int help;
+    int tls;
+    const char *tls_ca;
+    const char *tls_server_name;
+    const char *http_addr; /* stats: the node's HTTP endpoint */
     const char *pos[VS_CLI_ARGS_MAX];
     int npos;
     /* command options */
@@ -91,6 +96,14 @@ static const char USAGE[] =
     "  --password-stdin       read the password from the first line of "
     "stdin\n"
     "  --json                 print one JSON object instead of a table\n"
+    "  --http-addr HOST:PORT  stats: also the node's /metrics figures (env\n"
+    "                         VSTREAM_HTTP_ADDR)\n"
+    "  --tls                  connect with TLS (the server's tls_addr); the\n"
+    "                         server certificate is always verified\n"
+    "  --tls-ca FILE          trust the CAs in FILE (PEM) instead of the\n"
+    "                         system store (implies --tls)\n"
+    "  --tls-server-name NAME name the certificate must match (default: the\n"
+    "                         host of --addr; implies --tls)\n"
     "  -h, --help             help (also after any command)\n"
     "\n"
     "Commands:\n"
@@ -282,6 +295,9 @@ cli_value_slot(struct cli *cl, const char *opt)
         {"--addr", offsetof(struct cli, addr)},
         {"--user", offsetof(struct cli, user)},
         {"--password", offsetof(struct cli, password)},
+        {"--tls-ca", offsetof(struct cli, tls_ca)},
+        {"--http-addr", offsetof(struct cli, http_addr)},
+        {"--tls-server-name", offsetof(struct cli, tls_server_name)},
         {"--partitions", offsetof(struct cli, partitions)},
         {"--message-expiry", offsetof(struct cli, message_expiry)},
         {"--max-topic-size", offsetof(struct cli, max_topic_size)},
@@ -341,6 +357,10 @@ cli_parse(struct cli *cl, int argc, char **argv)
         }
         if (strcmp(a, "--json") == 0) {
             cl->json = 1;
+            continue;
+        }
+        if (strcmp(a, "--tls") == 0) {
+            cl->tls = 1;
             continue;
         }
         if (strcmp(a, "--password-stdin") == 0) {
@@ -757,6 +777,9 @@ cli_open(struct cli *cl, int login)
     int rc;
     memset(&o, 0, sizeof o);
     o.addr = cl->addr;
+    o.tls = cl->tls || cl->tls_ca != NULL || cl->tls_server_name != NULL;
+    o.tls_ca_file = cl->tls_ca;
+    o.tls_server_name = cl->tls_server_name;
     cl->c = vsc_create(&o);
     if (cl->c == NULL)
         return cli_fail(cl, -ENOMEM);
@@ -827,6 +850,15 @@ cmd_stats(struct cli *cl)
     rc = vsc_stats(cl->c, &s);
     if (rc != 0)
         return cli_fail(cl, rc);
+    char *metrics = NULL;
+    if (cl->http_addr != NULL && cl->http_addr[0] != '\0') {
+        char err[512];
+        if (cli_metrics_fetch(cl->http_addr, 10000, &metrics, err,
+                              sizeof err) != 0) {
+            fprintf(stderr, "vstream: Error (1): %s\n", err);
+            return CLI_FAIL;
+        }
+    }
     if (cl->json) {
         printf("{\"process_id\":%u,\"cpu_usage\":%.2f,"
                "\"memory_usage\":%" PRIu64 ",\"run_time\":%" PRIu64
@@ -842,6 +874,11 @@ cmd_stats(struct cli *cl)
         json_kv_str("os_name", s.os_name, 1);
         json_kv_str("os_version", s.os_version, 1);
         json_kv_str("kernel_version", s.kernel_version, 0);
+        if (metrics != NULL) {
+            printf(",\"metrics\":{");
+            cli_metrics_print_json(metrics, stdout);
+            printf("}");
+        }
         printf("}\n");
     } else {
         printf("process_id:        %u\nmemory_usage:      %" PRIu64
@@ -855,7 +892,12 @@ cmd_stats(struct cli *cl)
                s.topics_count, s.partitions_count, s.segments_count,
                s.messages_count, s.clients_count, s.consumer_groups_count,
                s.hostname, s.os_name, s.os_version, s.kernel_version);
+        if (metrics != NULL) {
+            printf("metrics:\n");
+            cli_metrics_print_table(metrics, stdout);
+        }
     }
+    free(metrics);
     return CLI_OK;
 }
 
@@ -2167,6 +2209,8 @@ main(int argc, char **argv)
         cl.addr = getenv("VSTREAM_ADDR");
     if (cl.addr == NULL || cl.addr[0] == '\0')
         cl.addr = "127.0.0.1:8090";
+    if (cl.http_addr == NULL)
+        cl.http_addr = getenv("VSTREAM_HTTP_ADDR");
     if (cl.user == NULL)
         cl.user = getenv("VSTREAM_USER");
     if (cl.user == NULL || cl.user[0] == '\0')

@@ -106,7 +106,7 @@ serve_bal_on_accept(struct serve *s, int listen_fd)
             return;
         }
         b->declining_since_ns = 0;
-        (void)serve_conn_accept(s, c);
+        (void)serve_conn_accept(s, c, 0);
     }
     serve_bal_publish(s);
 }

@@ -12,6 +12,9 @@
  * Frames are parsed only while no request is in flight. A frame whose
  * first byte arrived must complete within frame_timeout_ms
  * (frametimer.h), else the connection is closed.
+ * Metrics (common/metrics.h): connections by transport; each request is
+ * timed from its dispatch to the reply (or eviction) frame that answers
+ * it and counted by operation and result code.
  * Invariants: see server.h. Process: data shards, loop thread.
  */
 #include "config.h"
@@ -31,8 +34,11 @@
 #include <event2/event.h>
 #include <sodium.h>
 
+#include "common/clock.h"
+#include "common/errors.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/metrics.h"
 #include "shard/serve/clients.h"
 #include "shard/serve/frametimer.h"
 #include "shard/serve/server.h"
@@ -86,6 +92,8 @@ serve_conn_free(struct serve_conn *c)
     free(c->body);
     free(c->op);
     sodium_memzero(c->pat_token, sizeof(c->pat_token));
+    vs_metrics_add(c->tls ? VS_M_CONN_CLOSED_TLS : VS_M_CONN_CLOSED_TCP, 1);
+    vs_metrics_sub(c->tls ? VS_M_CONN_OPEN_TLS : VS_M_CONN_OPEN_TCP, 1);
     free(c);
     s->n.closed++;
     s->n.open--;
@@ -116,9 +124,27 @@ serve_conns_update_read(struct serve *s)
         serve_conn_update_read(c);
 }
 
+/* A reply frame answers the request in flight: count it by operation
+ * and result code, with its latency. */
+static void
+conn_count_reply(struct serve_conn *c, const void *p, size_t len)
+{
+    struct vs_hdr_reply h;
+    if (len < sizeof(h))
+        return;
+    memcpy(&h, p, sizeof(h));
+    if (h.f.command != VS_CMD_REPLY || c->req_started_ns == 0)
+        return;
+    uint64_t ns = vs_monotonic_ns() - c->req_started_ns;
+    c->req_started_ns = 0;
+    vs_metrics_request(c->req_metric_op, h.status, ns / 1000u);
+}
+
 void
 serve_conn_send(struct serve_conn *c, const void *p, size_t len)
 {
+    vs_metrics_add(VS_M_CLIENT_BYTES_SENT, len);
+    conn_count_reply(c, p, len);
     if (bufferevent_write(c->bev, p, len) != 0) {
         vs_log_warn("client %s: output buffer: out of memory", c->peer);
         c->closing = 1;
@@ -137,15 +163,42 @@ serve_conn_reply(struct serve_conn *c, const struct vs_hdr_request *req,
     serve_conn_send(c, w->data, w->len);
 }
 
+/* The Iggy code an eviction stands for, as the request's result code:
+ * a refused login is counted as InvalidCredentials (42), etc. */
+static uint32_t
+evict_code(uint8_t reason)
+{
+    switch (reason) {
+    case VS_EVICT_NO_SESSION:
+        return VS_E_UNAUTHENTICATED;
+    case VS_EVICT_INVALID_CREDENTIALS:
+        return VS_E_INVALID_CREDENTIALS;
+    case VS_EVICT_INVALID_TOKEN:
+        return VS_E_INVALID_PAT;
+    case VS_EVICT_USER_INACTIVE:
+        return VS_E_USER_INACTIVE;
+    case VS_EVICT_STALE_CLIENT:
+        return VS_E_STALE_CLIENT;
+    default:
+        return VS_E_INVALID_FORMAT; /* a malformed request */
+    }
+}
+
 void
 serve_conn_evict(struct serve_conn *c, struct vs_u128 client, uint8_t reason)
 {
+    if (c->req_started_ns != 0) { /* the eviction answers the request */
+        uint64_t ns = vs_monotonic_ns() - c->req_started_ns;
+        c->req_started_ns = 0;
+        vs_metrics_request(c->req_metric_op, evict_code(reason), ns / 1000u);
+    }
     struct vs_wbuf w;
     vs_wbuf_init(&w);
     serve_eviction_frame(&w, c->srv->cluster, client, reason);
     serve_conn_send(c, w.data, w.len);
     vs_wbuf_fini(&w);
     c->srv->n.evictions++;
+    vs_metrics_add(VS_M_EVICTIONS, 1);
     vs_log_debug("client %s: eviction %u (%s)", c->peer, reason,
                  vs_eviction_reason_name(reason));
 }
@@ -261,6 +314,7 @@ conn_process(struct serve_conn *c)
         if (rc == -1)
             break;
         if (rc == 1) {
+            vs_metrics_add(VS_M_FRAMING_ERRORS, 1);
             serve_conn_free(c);
             return;
         }
@@ -277,6 +331,10 @@ conn_process(struct serve_conn *c)
         memcpy(&h, f, sizeof(h));
         c->srv->n.requests++;
         c->frames++;
+        vs_metrics_add(VS_M_CLIENT_BYTES_RECEIVED, size);
+        c->req_metric_op =
+            (uint8_t)vs_metrics_op_index(h.operation, h.command_code);
+        c->req_started_ns = vs_monotonic_ns();
         c->dispatching = 1;
         serve_dispatch(c, &h, f + VS_HEADER_SIZE, size - VS_HEADER_SIZE);
         c->dispatching = 0;
@@ -338,6 +396,7 @@ conn_on_event(struct bufferevent *bev, short what, void *arg)
 {
     (void)bev;
     struct serve_conn *c = arg;
+    serve_transport_event(c, what);
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         vs_log_debug("client %s: %s", c->peer,
                      (what & BEV_EVENT_EOF) ? "closed" : "socket error");
@@ -346,10 +405,11 @@ conn_on_event(struct bufferevent *bev, short what, void *arg)
 }
 
 int
-serve_conn_accept(struct serve *s, int fd)
+serve_conn_accept(struct serve *s, int fd, int tls)
 {
     if (serve_clients_full(s)) { /* node-wide (clients.h) */
         s->n.refused++;
+        vs_metrics_add(tls ? VS_M_CONN_REFUSED_TLS : VS_M_CONN_REFUSED_TCP, 1);
         vs_log_warn("client connection refused: the node has "
                     "max_connections (%u) open",
                     s->cfg->max_connections);
@@ -380,6 +440,7 @@ serve_conn_accept(struct serve *s, int fd)
     snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, (unsigned)port);
     if (serve_clients_admit(c) != 0) { /* lost a race for the last entry */
         s->n.refused++;
+        vs_metrics_add(tls ? VS_M_CONN_REFUSED_TLS : VS_M_CONN_REFUSED_TCP, 1);
         vs_log_warn("client %s: refused: the node has max_connections (%u) "
                     "open",
                     c->peer, s->cfg->max_connections);
@@ -387,13 +448,12 @@ serve_conn_accept(struct serve *s, int fd)
         free(c);
         return -EMFILE;
     }
-    c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->tls = tls != 0;
+    c->bev = serve_transport_bev(s, fd, tls); /* closes fd on failure */
     c->unauth_ev = evtimer_new(s->base, conn_unauth_timeout, c);
     if (c->bev == NULL || c->unauth_ev == NULL ||
         serve_frame_timer_init(c) != 0) {
-        if (c->bev == NULL)
-            close(fd);
-        else
+        if (c->bev != NULL)
             bufferevent_free(c->bev);
         if (c->unauth_ev)
             event_free(c->unauth_ev);
@@ -416,6 +476,8 @@ serve_conn_accept(struct serve *s, int fd)
     s->all = c;
     s->n.accepted++;
     s->n.open++;
+    vs_metrics_add(tls ? VS_M_CONN_ACCEPTED_TLS : VS_M_CONN_ACCEPTED_TCP, 1);
+    vs_metrics_add(tls ? VS_M_CONN_OPEN_TLS : VS_M_CONN_OPEN_TCP, 1);
     arm_unauth(c);
     serve_conn_update_read(c);
     vs_log_debug("client %s: connected (connection %llu)", c->peer,

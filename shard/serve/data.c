@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/mem.h"
 #include "ipc/segment.h"
 #include "shard/data/batch.h"
@@ -156,6 +157,7 @@ disk_low(struct serve *s)
                     (unsigned long long)wm,
                     low ? "refusing sends" : "accepting sends again");
     d->disk_low = low;
+    vs_metrics_set(VS_M_DISK_WATERMARK, (uint64_t)low);
     return low;
 }
 
@@ -198,6 +200,8 @@ exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
     if (rc != 0)
         return VS_E_CANNOT_APPEND_TO_FILE;
     dparts_stats_note(&s->data->parts, dp);
+    vs_metrics_add(VS_M_MESSAGES_SENT, res.message_count);
+    vs_metrics_add(VS_M_MESSAGES_SENT_BYTES, blen);
     vs_wr_u32(out, 1);
     vs_wr_u32(out, cmd->stream_id);
     vs_wr_u32(out, cmd->topic_id);
@@ -253,6 +257,8 @@ exec_poll(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
         return rc == -EINVAL ? VS_E_INVALID_COMMAND : VS_E_ERROR;
     }
     vs_store_u32(out->data + head + 12, pr.count);
+    vs_metrics_add(VS_M_MESSAGES_POLLED, pr.count);
+    vs_metrics_add(VS_M_MESSAGES_POLLED_BYTES, out->len - head - 16);
     uint64_t stored = 0;
     int committed = 0;
     if (cmd->autocommit && pr.count > 0) {

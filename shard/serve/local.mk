@@ -4,14 +4,17 @@ libvs_server_a_SOURCES += \
 	shard/serve/balance.c shard/serve/balance.h \
 	shard/serve/conn.c \
 	shard/serve/hasher.c shard/serve/hasher.h \
+	shard/serve/http.c shard/serve/http.h \
 	shard/serve/liveness.c shard/serve/liveness.h \
 	shard/serve/login.c \
 	shard/serve/polled.c shard/serve/polled.h \
 	shard/serve/options.c shard/serve/options.h \
 	shard/serve/propose.c \
+	shard/serve/prom.c shard/serve/prom.h \
 	shard/serve/proto.c shard/serve/proto.h \
 	shard/serve/reads.c shard/serve/reads.h \
 	shard/serve/serve.c shard/serve/serve.h \
+	shard/serve/transport.c \
 	shard/serve/server.h
 
 if HAVE_CHECK

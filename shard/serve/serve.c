@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <openssl/ssl.h>
 
 #include "common/checksum.h"
 #include "common/clock.h"
@@ -273,6 +274,7 @@ serve_create(struct event_base *base, const struct vs_shard_ctx *ctx,
     s->lr = lr;
     s->port = port;
     s->listen_fd = listen_fd;
+    s->tls_fd = -1;
     s->start_time_us = vs_realtime_us();
     uint32_t k = ctx->k > 0 ? ctx->k : 1;
     s->max_conns = (ctx->cfg->max_connections + k - 1) / k;
@@ -367,6 +369,11 @@ serve_destroy(struct serve *s)
         event_free(s->listen_ev);
     if (s->listen_fd >= 0)
         close(s->listen_fd);
+    if (s->tls_ev != NULL)
+        event_free(s->tls_ev);
+    if (s->tls_fd >= 0)
+        close(s->tls_fd);
+    SSL_CTX_free(s->tls_ctx);
     vs_wbuf_fini(&s->scratch);
     free(s);
 }

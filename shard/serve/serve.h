@@ -15,6 +15,7 @@
 #ifndef VS_SHARD_SERVE_SERVE_H
 #define VS_SHARD_SERVE_SERVE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ipc/lr.h"
@@ -32,6 +33,17 @@ struct serve *serve_create(struct event_base *base,
 /* Closes every connection (no FWD_CLOSED is sent), stops the hasher,
  * closes the listener. Accepts NULL. */
 void serve_destroy(struct serve *s);
+
+/* Serves TLS clients on listen_fd too (taken over, closed by
+ * serve_destroy), with a context built from the config's tls_* files.
+ * 0, or -EINVAL with the one-line reason in err (a certificate or key
+ * that the supervisor accepted no longer loads). */
+int serve_tls_listen(struct serve *s, int listen_fd, char *err, size_t errlen);
+
+/* SIGHUP: rebuilds the TLS context from the tls_* files (certificate
+ * rotation). New connections use the new certificate, open ones keep
+ * theirs; if the files do not load, the current context stays (logged). */
+void serve_tls_reload(struct serve *s);
 
 /* IPC: a frame from process slot `src` (FWD_REPLY from shard 0). */
 void serve_on_frame(void *srv, uint32_t src, const void *frame, uint32_t len);

@@ -36,6 +36,7 @@
 #include "shard/shard.h"
 
 struct bufferevent;
+struct ssl_ctx_st;
 struct event;
 
 #define SERVE_BUCKETS 1024u
@@ -104,6 +105,13 @@ struct serve_conn {
     uint64_t frames;
     uint64_t frame_seq;
     int frame_armed;
+    uint64_t silent_sent_ms;
+
+    /* transport (transport.c) and request metrics */
+    uint8_t tls;             /* accepted on the TLS listener */
+    uint8_t tls_up;          /* its handshake completed */
+    uint8_t req_metric_op;   /* vs_metrics_op_index of the request */
+    uint64_t req_started_ns; /* monotonic, when it was dispatched */
 };
 
 /* Bytes a connection reads or writes per system call at most. */
@@ -166,6 +174,11 @@ struct serve {
 
     struct serve_counters n;
     struct vs_wbuf scratch;
+
+    /* the TLS listener (transport.c): -1 / NULL when off */
+    int tls_fd;
+    struct event *tls_ev;
+    struct ssl_ctx_st *tls_ctx;
 };
 
 /* ---- propose.c ---- */
@@ -173,8 +186,17 @@ struct serve {
  * sent to (crashed or restarting). Called from a periodic timer. */
 void serve_propose_watch_shard0(struct serve *s);
 
+/* ---- transport.c ---- */
+/* The bufferevent of an accepted socket: plain, or TLS (accepting) on
+ * the listener's context. NULL if it cannot be created (fd closed). */
+struct bufferevent *serve_transport_bev(struct serve *s, int fd, int tls);
+/* Bufferevent events of a connection (handshake done, TLS errors
+ * logged and counted) before conn.c handles EOF/error. */
+void serve_transport_event(struct serve_conn *c, short what);
+
 /* ---- conn.c ---- */
-int serve_conn_accept(struct serve *s, int fd);
+/* Accepts fd (tls: from the TLS listener). 0 or -errno (fd closed). */
+int serve_conn_accept(struct serve *s, int fd, int tls);
 struct serve_conn *serve_conn_find(struct serve *s, uint64_t id);
 void serve_conn_free(struct serve_conn *c);
 /* Queues bytes to the client (never blocks; checks conn_output_max). */

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+#include "common/metrics.h"
 #include "shard/storage/io.h"
 
 /* ---- the real implementation ---- */
@@ -302,7 +304,9 @@ sio_fsync(struct vs_sio *io, int fd, const char *path)
 {
     if (io->fatal.set)
         return -VS_EFATAL;
+    uint64_t t0 = vs_monotonic_ns();
     int rc = io->fsync(io, fd);
+    vs_metrics_observe_us(VS_M_HIST_FSYNC, (vs_monotonic_ns() - t0) / 1000u);
     if (rc < 0)
         return sio_set_fatal(io, SIO_FSYNC, -rc, path);
     return 0;
@@ -324,7 +328,9 @@ sio_dir_fsync(struct vs_sio *io, const char *dir)
 {
     if (io->fatal.set)
         return -VS_EFATAL;
+    uint64_t t0 = vs_monotonic_ns();
     int rc = io->dir_fsync(io, dir);
+    vs_metrics_observe_us(VS_M_HIST_FSYNC, (vs_monotonic_ns() - t0) / 1000u);
     if (rc < 0)
         return sio_set_fatal(io, SIO_DIR_FSYNC, -rc, dir);
     return 0;

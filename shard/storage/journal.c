@@ -37,6 +37,7 @@
 #include "common/checksum.h"
 #include "common/layout.h"
 #include "common/mem.h"
+#include "common/metrics.h"
 #include "shard/storage/journal.h"
 
 enum entry_kind {
@@ -570,6 +571,10 @@ append_entry(struct wal *w, const struct vs_hdr_prepare *h, const void *body,
     }
     if (rc == 0 && sync)
         rc = sio_fsync(w->io, w->fd, w->path);
+    if (rc == 0) {
+        vs_metrics_add(VS_M_WAL_APPENDS, 1);
+        vs_metrics_add(VS_M_WAL_BYTES, VS_HEADER_SIZE + body_len);
+    }
     if (rc < 0) {
         w->poisoned = 1;
         return rc;

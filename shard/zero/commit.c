@@ -44,6 +44,7 @@
 #include "common/layout.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/metrics.h"
 #include "shard/zero/commit.h"
 #include "shard/zero/commit_frames.h"
 #include "shard/fwd.h"
@@ -493,6 +494,7 @@ commit_do_wal_drain(struct commit *c)
         c->ckpt = COMMIT_CKPT_IDLE;
         c->ckpt_enospc = 0;
         c->stats.checkpoints++;
+        vs_metrics_add(VS_M_CHECKPOINTS, 1);
         vs_log_info("checkpoint at op %llu complete (snapshot, superblock, "
                     "journal drained)",
                     (unsigned long long)c->ckpt_op);

@@ -3,6 +3,7 @@
 libvs_server_a_SOURCES += \
 	shard/zero/commit.c shard/zero/commit.h \
 	shard/zero/commit_frames.c shard/zero/commit_frames.h \
+	shard/zero/gauges.c shard/zero/gauges.h \
 	shard/zero/groups0.c shard/zero/groups0.h
 
 # In-process bench of the commit path (not run by make check).

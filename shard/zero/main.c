@@ -47,6 +47,7 @@
 #include "shard/meta/state.h"
 #include "shard/shard.h"
 #include "shard/zero/boot.h"
+#include "shard/zero/gauges.h"
 
 size_t
 shard0_instance_size(const struct vs_config *cfg)
@@ -122,6 +123,7 @@ shard0_on_tick(evutil_socket_t fd, short what, void *arg)
     struct shard0_serve *s = arg;
     if (commit_tick(s->commit) != 0)
         shard0_storage_fatal(s);
+    shard0_gauges_publish(s->commit);
 }
 
 /* commit_options.incarnation: a slot's current spawn count, so shard 0
@@ -202,6 +204,7 @@ shard0_main(const struct vs_shard_ctx *ctx)
     shard_loop_set_frame_handler(&s.loop, shard0_on_frame, &s);
     vs_log_info("serving: metadata published at op %llu",
                 (unsigned long long)lr_published_op(&lr));
+    shard0_gauges_publish(s.commit);
     shard_loop_ready(&s.loop);
     rc = shard_loop_run(&s.loop);
     /* held appends of the last pass: durable and answered before exit */

@@ -112,7 +112,9 @@ START_TEST(test_attach_validates)
         size_t off;
         uint32_t val;
     } bad[] = {
-        {offsetof(struct vs_seg_hdr_shm, layout_version), 2},
+        /* version 1 (no metrics blocks) is refused */
+        {offsetof(struct vs_seg_hdr_shm, layout_version), 1},
+        {offsetof(struct vs_seg_hdr_shm, metrics_block_size), 4096},
         {offsetof(struct vs_seg_hdr_shm, hdr_size), 64},
         {offsetof(struct vs_seg_hdr_shm, proc_size), 128},
         {offsetof(struct vs_seg_hdr_shm, lr_hdr_size), 64},

@@ -74,6 +74,11 @@ struct vsc {
     size_t reply_len;
     size_t reply_cap;
     char err[512];
+    /* TLS (tls.c): options kept for every (re)connect */
+    int tls;
+    struct vsc_opts tls_opts; /* strings below */
+    char tls_ca[1024], tls_name[256], tls_cert[1024], tls_key[1024];
+    struct vsc_tls *tls_t; /* context, created at the first connect */
 };
 
 static struct vs_u128
@@ -103,6 +108,22 @@ vsc_create(const struct vsc_opts *o)
     c->io_timeout_ms = o && o->io_timeout_ms ? o->io_timeout_ms : 30000;
     c->reconnects = o && o->reconnects ? o->reconnects : 3;
     c->fd = -1;
+    if (o && o->tls) {
+        c->tls = 1;
+        snprintf(c->tls_ca, sizeof c->tls_ca, "%s",
+                 o->tls_ca_file ? o->tls_ca_file : "");
+        snprintf(c->tls_name, sizeof c->tls_name, "%s",
+                 o->tls_server_name ? o->tls_server_name : "");
+        snprintf(c->tls_cert, sizeof c->tls_cert, "%s",
+                 o->tls_cert_file ? o->tls_cert_file : "");
+        snprintf(c->tls_key, sizeof c->tls_key, "%s",
+                 o->tls_key_file ? o->tls_key_file : "");
+        c->tls_opts.tls = 1;
+        c->tls_opts.tls_ca_file = c->tls_ca;
+        c->tls_opts.tls_server_name = c->tls_name;
+        c->tls_opts.tls_cert_file = c->tls_cert;
+        c->tls_opts.tls_key_file = c->tls_key;
+    }
     c->client = vsc_random_id();
     c->counter = 1;
     vs_wbuf_init(&c->req);
@@ -117,6 +138,7 @@ vsc_destroy(struct vsc *c)
     if (c == NULL)
         return;
     vsc_close(c);
+    vsc_tls_destroy(c->tls_t);
     vs_wbuf_fini(&c->req);
     vs_wbuf_fini(&c->last_repl);
     vs_wbuf_fini(&c->body);
@@ -129,6 +151,7 @@ vsc_destroy(struct vsc *c)
 void
 vsc_close(struct vsc *c)
 {
+    vsc_tls_stop(c->tls_t);
     if (c->fd >= 0) {
         (void)close(c->fd);
         c->fd = -1;
@@ -264,6 +287,11 @@ vsc_connect(struct vsc *c)
     rc = vsc_split_addr(c->addr, host, port);
     if (rc != 0)
         return vsc_fail(c, rc, "bad address (want HOST:PORT)");
+    if (c->tls && c->tls_t == NULL) {
+        c->tls_t = vsc_tls_create(&c->tls_opts, c->err, sizeof c->err);
+        if (c->tls_t == NULL)
+            return -EINVAL;
+    }
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -300,6 +328,16 @@ vsc_connect(struct vsc *c)
             if (soerr != 0) {
                 rc = -soerr;
                 goto next;
+            }
+        }
+        if (c->tls) {
+            rc =
+                vsc_tls_start(c->tls_t, fd, c->tls_name[0] ? c->tls_name : host,
+                              deadline, c->err, sizeof c->err);
+            if (rc != 0) {
+                (void)close(fd);
+                freeaddrinfo(res);
+                return rc;
             }
         }
         c->fd = fd;
@@ -359,6 +397,23 @@ vsc_read_all(int fd, uint8_t *p, size_t len, uint64_t deadline)
     return 0;
 }
 
+/* The connection's transport: TLS when the handle was made with tls. */
+static int
+vsc_xwrite(struct vsc *c, const uint8_t *p, size_t len, uint64_t deadline)
+{
+    if (c->tls)
+        return vsc_tls_write_all(c->tls_t, c->fd, p, len, deadline);
+    return vsc_write_all(c->fd, p, len, deadline);
+}
+
+static int
+vsc_xread(struct vsc *c, uint8_t *p, size_t len, uint64_t deadline)
+{
+    if (c->tls)
+        return vsc_tls_read_all(c->tls_t, c->fd, p, len, deadline);
+    return vsc_read_all(c->fd, p, len, deadline);
+}
+
 /* Sends c->req and reads one reply frame into c->reply. 0 or -errno. */
 static int
 vsc_exchange(struct vsc *c, uint64_t deadline)
@@ -367,7 +422,7 @@ vsc_exchange(struct vsc *c, uint64_t deadline)
     int rc;
     if (c->fd < 0)
         return -ENOTCONN;
-    rc = vsc_write_all(c->fd, c->req.data, c->req.len, deadline);
+    rc = vsc_xwrite(c, c->req.data, c->req.len, deadline);
     if (rc != 0)
         return rc;
     if (c->reply_cap < VS_HEADER_SIZE) {
@@ -375,7 +430,7 @@ vsc_exchange(struct vsc *c, uint64_t deadline)
         c->reply_cap = VS_HEADER_SIZE;
     }
     c->reply_len = 0;
-    rc = vsc_read_all(c->fd, c->reply, VS_HEADER_SIZE, deadline);
+    rc = vsc_xread(c, c->reply, VS_HEADER_SIZE, deadline);
     if (rc != 0)
         return rc;
     memcpy(&h, c->reply, sizeof h);
@@ -386,8 +441,8 @@ vsc_exchange(struct vsc *c, uint64_t deadline)
         c->reply = vs_xrealloc(c->reply, h.f.size);
         c->reply_cap = h.f.size;
     }
-    rc = vsc_read_all(c->fd, c->reply + VS_HEADER_SIZE,
-                      h.f.size - VS_HEADER_SIZE, deadline);
+    rc = vsc_xread(c, c->reply + VS_HEADER_SIZE, h.f.size - VS_HEADER_SIZE,
+                   deadline);
     if (rc != 0)
         return rc;
     c->reply_len = h.f.size;

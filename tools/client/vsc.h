@@ -313,6 +313,17 @@ struct vsc_opts {
     uint32_t io_timeout_ms;      /* per request; default 30000 */
     uint32_t reconnects;         /* attempts after a broken request;
                                     default 3 */
+    /* TLS (the server's tls_addr): the same framing inside TLS 1.2+.
+     * The server's certificate is always verified: against tls_ca_file
+     * (PEM), else the system store; its name must match tls_server_name,
+     * else the host part of addr (DNS name or IP address). A failed
+     * verification fails vsc_connect with the reason in vsc_last_error. */
+    int tls;
+    const char *tls_ca_file;
+    const char *tls_server_name;
+    /* optional client certificate (servers with tls_ca_file) */
+    const char *tls_cert_file;
+    const char *tls_key_file;
 };
 
 struct vsc;

@@ -31,4 +31,25 @@ typedef int vsc_record_fn(struct vs_rbuf *r, void *elem);
 int vsc_decode_records(const uint8_t *p, size_t len, size_t elem_size,
                        vsc_record_fn *decode, void **out, size_t *n);
 
+/* ---- TLS transport (tls.c) ---- */
+struct vsc_tls;
+/* A client TLS context from the handle's options (the CA file is loaded
+ * now). NULL with the one-line reason in err. */
+struct vsc_tls *vsc_tls_create(const struct vsc_opts *o, char *err,
+                               size_t errlen);
+void vsc_tls_destroy(struct vsc_tls *t);
+/* TLS handshake on the connected non-blocking fd, verifying the server
+ * as `name`, bounded by deadline (monotonic ns). 0, or -ECONNABORTED /
+ * -ETIMEDOUT with the reason in err. */
+int vsc_tls_start(struct vsc_tls *t, int fd, const char *name,
+                  uint64_t deadline, char *err, size_t errlen);
+/* Ends the session of the current connection (no close_notify wait). */
+void vsc_tls_stop(struct vsc_tls *t);
+/* Writes / reads exactly len bytes before the deadline. 0, -ETIMEDOUT,
+ * -ECONNRESET (closed) or -EIO (a TLS error). */
+int vsc_tls_write_all(struct vsc_tls *t, int fd, const uint8_t *p, size_t len,
+                      uint64_t deadline);
+int vsc_tls_read_all(struct vsc_tls *t, int fd, uint8_t *p, size_t len,
+                     uint64_t deadline);
+
 #endif /* VS_TOOLS_CLIENT_VSC_INT_H */

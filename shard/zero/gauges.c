@@ -1,0 +1,36 @@
+/*
+ * shard/zero/gauges.c - shard 0's consensus gauges; see gauges.h.
+ * Shard 0 only.
+ */
+#include "config.h"
+
+#include "common/metrics.h"
+#include "shard/vsr/engine.h"
+#include "shard/zero/commit.h"
+#include "shard/zero/gauges.h"
+
+void
+shard0_gauges_publish(const struct commit *c)
+{
+    const struct vs_vsr *v = commit_engine(c);
+    if (v == NULL)
+        return;
+    uint64_t status;
+    switch (vsr_status(v)) {
+    case VSR_STATUS_NORMAL:
+        status = 1;
+        break;
+    case VSR_STATUS_VIEW_CHANGE:
+        status = 2;
+        break;
+    default:
+        status = 3;
+        break;
+    }
+    vs_metrics_set(VS_M_VSR_VIEW, vsr_view(v));
+    vs_metrics_set(VS_M_VSR_LOG_VIEW, vsr_log_view(v));
+    vs_metrics_set(VS_M_VSR_OP, vsr_op(v));
+    vs_metrics_set(VS_M_VSR_COMMIT, vsr_commit_max(v));
+    vs_metrics_set(VS_M_VSR_ROLE, vsr_is_primary(v) ? 1 : 2);
+    vs_metrics_set(VS_M_VSR_STATUS, status);
+}

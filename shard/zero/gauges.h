@@ -1,0 +1,18 @@
+/*
+ * shard/zero/gauges.h - shard 0's consensus figures for the metrics
+ * endpoint: view, log_view, op, commit, role and status of the metadata
+ * group, copied from the engine into this process's metrics block
+ * (common/metrics.h) on every tick, so the HTTP endpoint and
+ * /health/ready read them without asking shard 0.
+ * Callers: shard 0's loop thread.
+ */
+#ifndef VS_SHARD_ZERO_GAUGES_H
+#define VS_SHARD_ZERO_GAUGES_H
+
+struct commit;
+
+/* Copies the engine's figures (status 1 = normal, 2 = view change,
+ * 3 = recovering; role 1 = primary, 2 = backup). */
+void shard0_gauges_publish(const struct commit *c);
+
+#endif /* VS_SHARD_ZERO_GAUGES_H */
