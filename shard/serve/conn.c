@@ -11,7 +11,10 @@
  * Eviction 6 (InvalidRequestBodySize), then close once flushed.
  * Frames are parsed only while no request is in flight. A frame whose
  * first byte arrived must complete within frame_timeout_ms
- * (frametimer.h), else the connection is closed.
+ * (frametimer.h), else the connection is closed. The body of a large
+ * frame on plain TCP is read straight into its own buffer (rxbody.h);
+ * other frames are dispatched from the input buffer (pulled up: free
+ * when the frame is in one chain, as small frames are).
  * Metrics (common/metrics.h): connections by transport; each request is
  * timed from its dispatch to the reply (or eviction) frame that answers
  * it and counted by operation and result code.
@@ -41,6 +44,7 @@
 #include "common/metrics.h"
 #include "shard/serve/clients.h"
 #include "shard/serve/frametimer.h"
+#include "shard/serve/rxbody.h"
 #include "shard/serve/server.h"
 
 static size_t
@@ -87,6 +91,7 @@ serve_conn_free(struct serve_conn *c)
     if (c->unauth_ev)
         event_free(c->unauth_ev);
     serve_frame_timer_fini(c);
+    serve_rx_fini(c); /* before the fd closes with the bufferevent */
     if (c->bev)
         bufferevent_free(c->bev); /* closes the fd (BEV_OPT_CLOSE_ON_FREE) */
     free(c->body);
@@ -109,7 +114,7 @@ void
 serve_conn_update_read(struct serve_conn *c)
 {
     int on = !c->in_flight && !c->closing && !c->srv->shard0_blocked &&
-             out_len(c) <= c->srv->cfg->conn_output_max;
+             c->rx == NULL && out_len(c) <= c->srv->cfg->conn_output_max;
     if (on)
         bufferevent_enable(c->bev, EV_READ);
     else
@@ -153,14 +158,65 @@ serve_conn_send(struct serve_conn *c, const void *p, size_t len)
         bufferevent_disable(c->bev, EV_READ);
 }
 
+/* Bodies at least this large are queued apart from their header: one
+ * copy into the output (serve_conn_reply) or none (serve_conn_reply_take)
+ * instead of a copy into the frame and another into the output. */
+#define CONN_REPLY_APART (64u * 1024u)
+
 void
 serve_conn_reply(struct serve_conn *c, const struct vs_hdr_request *req,
                  uint32_t status, const void *body, size_t len)
 {
     struct vs_wbuf *w = &c->srv->scratch;
     vs_wbuf_reset(w);
-    serve_reply_frame(w, req, status, body, len);
-    serve_conn_send(c, w->data, w->len);
+    if (len < CONN_REPLY_APART) {
+        serve_reply_frame(w, req, status, body, len);
+        serve_conn_send(c, w->data, w->len);
+        return;
+    }
+    serve_reply_head(w, req, status, len);
+    serve_conn_send(c, w->data, w->len); /* counts the reply */
+    vs_metrics_add(VS_M_CLIENT_BYTES_SENT, len);
+    if (bufferevent_write(c->bev, body, len) != 0) {
+        vs_log_warn("client %s: output buffer: out of memory", c->peer);
+        c->closing = 1;
+    }
+    if (out_len(c) > c->srv->cfg->conn_output_max)
+        bufferevent_disable(c->bev, EV_READ);
+}
+
+static void
+conn_free_ref(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    free(arg);
+}
+
+void
+serve_conn_reply_take(struct serve_conn *c, const struct vs_hdr_request *req,
+                      uint32_t status, struct vs_wbuf *body)
+{
+    if (body->len < CONN_REPLY_APART) {
+        serve_conn_reply(c, req, status, body->data, body->len);
+        return;
+    }
+    struct vs_wbuf *w = &c->srv->scratch;
+    vs_wbuf_reset(w);
+    serve_reply_head(w, req, status, body->len);
+    serve_conn_send(c, w->data, w->len); /* counts the reply */
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    /* the output owns the buffer now; body starts over empty */
+    if (evbuffer_add_reference(out, body->data, body->len, conn_free_ref,
+                               body->data) != 0) {
+        serve_conn_reply(c, req, status, body->data, body->len);
+        return;
+    }
+    vs_metrics_add(VS_M_CLIENT_BYTES_SENT, body->len);
+    c->srv->n.poll_zero_copy++;
+    vs_wbuf_init(body);
+    if (out_len(c) > c->srv->cfg->conn_output_max)
+        bufferevent_disable(c->bev, EV_READ);
 }
 
 /* The Iggy code an eviction stands for, as the request's result code:
@@ -301,18 +357,44 @@ conn_finish(struct serve_conn *c)
     serve_conn_update_read(c);
 }
 
+void
+serve_conn_dispatch_frame(struct serve_conn *c, uint8_t *f, uint32_t size)
+{
+    struct vs_hdr_request h;
+    memcpy(&h, f, sizeof(h));
+    c->srv->n.requests++;
+    c->frames++;
+    vs_metrics_add(VS_M_CLIENT_BYTES_RECEIVED, size);
+    c->req_metric_op =
+        (uint8_t)vs_metrics_op_index(h.operation, h.command_code);
+    c->req_started_ns = vs_monotonic_ns();
+    c->dispatching = 1;
+    serve_dispatch(c, &h, f + VS_HEADER_SIZE, size - VS_HEADER_SIZE);
+    c->dispatching = 0;
+}
+
 /* Parses and dispatches buffered frames while nothing is in flight. */
 static void
 conn_process(struct serve_conn *c)
 {
     struct evbuffer *in = bufferevent_get_input(c->bev);
     /* stop at the output bound too: the rest waits for the drain */
-    while (!c->in_flight && !c->closing &&
+    while (!c->in_flight && !c->closing && c->rx == NULL &&
            out_len(c) <= c->srv->cfg->conn_output_max) {
         uint32_t size = 0;
         int rc = frame_check(c, in, &size);
-        if (rc == -1)
+        if (rc == -1) {
+            /* a large frame whose header is here: its body straight
+             * into its own buffer (plain TCP; rxbody.h) */
+            if (size >= SERVE_RX_DIRECT_MIN && !c->tls &&
+                serve_rx_start(c, size) != 0) {
+                vs_log_warn("client %s: no memory for a frame of %u bytes: "
+                            "closing",
+                            c->peer, size);
+                c->closing = 1;
+            }
             break;
+        }
         if (rc == 1) {
             vs_metrics_add(VS_M_FRAMING_ERRORS, 1);
             serve_conn_free(c);
@@ -322,25 +404,21 @@ conn_process(struct serve_conn *c)
             c->closing = 1;
             break;
         }
-        const uint8_t *f = evbuffer_pullup(in, size);
+        uint8_t *f = evbuffer_pullup(in, size);
         if (f == NULL) {
             c->closing = 1;
             break;
         }
-        struct vs_hdr_request h;
-        memcpy(&h, f, sizeof(h));
-        c->srv->n.requests++;
-        c->frames++;
-        vs_metrics_add(VS_M_CLIENT_BYTES_RECEIVED, size);
-        c->req_metric_op =
-            (uint8_t)vs_metrics_op_index(h.operation, h.command_code);
-        c->req_started_ns = vs_monotonic_ns();
-        c->dispatching = 1;
-        serve_dispatch(c, &h, f + VS_HEADER_SIZE, size - VS_HEADER_SIZE);
-        c->dispatching = 0;
+        serve_conn_dispatch_frame(c, f, size);
         evbuffer_drain(in, size);
     }
     conn_finish(c);
+}
+
+void
+serve_conn_resume(struct serve_conn *c)
+{
+    conn_process(c);
 }
 
 void
@@ -465,7 +543,8 @@ serve_conn_accept(struct serve *s, int fd, int tls)
     bufferevent_setcb(c->bev, conn_on_read, conn_on_write, conn_on_event, c);
     /* large frames in few read/write calls (libevent's default is 16 KiB
      * per call: 64 loop passes for a 1 MiB batch) */
-    (void)bufferevent_set_max_single_read(c->bev, SERVE_IO_CHUNK);
+    (void)bufferevent_set_max_single_read(c->bev, c->tls ? SERVE_IO_CHUNK
+                                                         : SERVE_RX_HEAD_READ);
     (void)bufferevent_set_max_single_write(c->bev, SERVE_IO_CHUNK);
     size_t b = bucket_of(c->id);
     c->hnext = s->buckets[b];

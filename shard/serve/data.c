@@ -478,9 +478,12 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
         if (segs)
             serve_segments_on_watermark(c, st, st == 0 ? d->out.data : NULL,
                                         st == 0 ? d->out.len : 0);
+        else if (st == 0)
+            /* a large poll reply: the batches read (and verified) into
+             * d->out are queued as they are, no copy (conn.c) */
+            serve_conn_reply_take(c, req, st, &d->out);
         else
-            serve_conn_reply(c, req, st, st == 0 ? d->out.data : NULL,
-                             st == 0 ? d->out.len : 0);
+            serve_conn_reply(c, req, st, NULL, 0);
         return;
     }
     struct vs_proc_shm *po = seg_proc(s->ctx->seg, owner);

@@ -24,6 +24,18 @@ tests_integration_check_data_serve_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_data_serve_LDADD = $(DATA_SERVE_ITEST_LDADD)
 endif
 
+# Large frames read straight into place, large poll replies without a
+# copy, and their error paths.
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_data_bigframes
+INTEG_TESTS += tests/integration/check_data_bigframes
+INTEG_FAST_TESTS += tests/integration/check_data_bigframes
+tests_integration_check_data_bigframes_SOURCES = \
+	tests/integration/check_data_bigframes.c $(DATA_SERVE_ITEST_SRC)
+tests_integration_check_data_bigframes_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_data_bigframes_LDADD = $(DATA_SERVE_ITEST_LDADD)
+endif
+
 if HAVE_CHECK
 check_PROGRAMS += tests/integration/check_data_stats
 INTEG_TESTS += tests/integration/check_data_stats

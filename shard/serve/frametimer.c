@@ -22,7 +22,8 @@ ft_fire(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct serve_conn *c = arg;
     c->frame_armed = 0;
-    size_t have = evbuffer_get_length(bufferevent_get_input(c->bev));
+    size_t have =
+        evbuffer_get_length(bufferevent_get_input(c->bev)) + c->rx_have;
     vs_log_info("client %s: a frame started %u ms ago is still incomplete "
                 "(%zu bytes buffered): closing",
                 c->peer, c->srv->cfg->frame_timeout_ms, have);
@@ -53,7 +54,10 @@ serve_frame_timer_update(struct serve_conn *c)
         return;
     size_t have = evbuffer_get_length(bufferevent_get_input(c->bev));
     int reading = (bufferevent_get_enabled(c->bev) & EV_READ) != 0;
-    int want = have > 0 && reading && !c->in_flight && !c->closing;
+    /* a frame read straight into place (rxbody.h) is a partial frame
+     * too, while the bufferevent itself does not read */
+    int want = ((have > 0 && reading) || c->rx != NULL) && !c->in_flight &&
+               !c->closing;
     if (!want) {
         if (c->frame_armed)
             evtimer_del(c->frame_ev);

@@ -13,6 +13,7 @@ libvs_server_a_SOURCES += \
 	shard/serve/prom.c shard/serve/prom.h \
 	shard/serve/proto.c shard/serve/proto.h \
 	shard/serve/reads.c shard/serve/reads.h \
+	shard/serve/rxbody.c shard/serve/rxbody.h \
 	shard/serve/serve.c shard/serve/serve.h \
 	shard/serve/transport.c \
 	shard/serve/server.h

@@ -488,6 +488,15 @@ void
 serve_reply_frame(struct vs_wbuf *w, const struct vs_hdr_request *req,
                   uint32_t status, const void *body, size_t len)
 {
+    serve_reply_head(w, req, status, len);
+    if (len > 0)
+        vs_wr_bytes(w, body, len);
+}
+
+void
+serve_reply_head(struct vs_wbuf *w, const struct vs_hdr_request *req,
+                 uint32_t status, size_t len)
+{
     struct vs_hdr_reply h;
     memset(&h, 0, sizeof(h));
     h.f.cluster = req->f.cluster;
@@ -499,8 +508,6 @@ serve_reply_frame(struct vs_wbuf *w, const struct vs_hdr_request *req,
     h.operation = req->operation;
     h.status = status;
     vs_wr_bytes(w, &h, sizeof(h));
-    if (len > 0)
-        vs_wr_bytes(w, body, len);
 }
 
 void

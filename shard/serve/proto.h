@@ -169,6 +169,9 @@ uint32_t serve_decode_send_meta(const uint8_t *body, size_t len,
  * operation echoed, status) + body. */
 void serve_reply_frame(struct vs_wbuf *w, const struct vs_hdr_request *req,
                        uint32_t status, const void *body, size_t len);
+/* Its header alone, sized for a body of `len` bytes sent after it. */
+void serve_reply_head(struct vs_wbuf *w, const struct vs_hdr_request *req,
+                      uint32_t status, size_t len);
 /* Appends an Eviction frame (256 bytes): cluster id, client, the
  * protocol window @144/@148, reason @255. */
 void serve_eviction_frame(struct vs_wbuf *w, struct vs_u128 cluster,

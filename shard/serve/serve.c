@@ -359,6 +359,10 @@ serve_destroy(struct serve *s)
                     "shards",
                     s->ctx->slot,
                     (unsigned long long)s->n.data_forwarded_bytes);
+        vs_log_info("data shard %u: %llu frames read straight into place, "
+                    "%llu poll replies queued without a copy",
+                    s->ctx->slot, (unsigned long long)s->n.rx_direct,
+                    (unsigned long long)s->n.poll_zero_copy);
     }
     serve_data_fini(s);
     serve_live_fini(s);

@@ -107,6 +107,12 @@ struct serve_conn {
     int frame_armed;
     uint64_t silent_sent_ms;
 
+    /* direct read of a large frame (rxbody.c): its buffer, size and the
+     * bytes received; rx_ev watches the socket while rx != NULL */
+    uint8_t *rx;
+    uint32_t rx_size, rx_have;
+    struct event *rx_ev;
+
     /* transport (transport.c) and request metrics */
     uint8_t tls;             /* accepted on the TLS listener */
     uint8_t tls_up;          /* its handshake completed */
@@ -204,6 +210,11 @@ void serve_conn_send(struct serve_conn *c, const void *p, size_t len);
 /* Reply to the request with header `req`. */
 void serve_conn_reply(struct serve_conn *c, const struct vs_hdr_request *req,
                       uint32_t status, const void *body, size_t len);
+/* The same with the body in `body`, whose buffer the output takes when
+ * it is large (no copy; *body is left empty) or copies. */
+void serve_conn_reply_take(struct serve_conn *c,
+                           const struct vs_hdr_request *req, uint32_t status,
+                           struct vs_wbuf *body);
 /* Eviction for client `client`. */
 void serve_conn_evict(struct serve_conn *c, struct vs_u128 client,
                       uint8_t reason);
@@ -211,6 +222,12 @@ void serve_conn_evict(struct serve_conn *c, struct vs_u128 client,
 void serve_conn_update_read(struct serve_conn *c);
 /* The request in flight finished: parse what is buffered. May free c. */
 void serve_conn_request_done(struct serve_conn *c);
+/* Dispatches the complete frame f (header + body, `size` bytes; the
+ * callee may modify it, the caller frees it after the call). */
+void serve_conn_dispatch_frame(struct serve_conn *c, uint8_t *f, uint32_t size);
+/* Parses and dispatches what is buffered, if nothing is in flight (or
+ * closes a closing connection). May free c. */
+void serve_conn_resume(struct serve_conn *c);
 /* (Un)binding: stops/starts the unauthenticated-connection timer. */
 void serve_conn_bind(struct serve_conn *c, uint64_t session, uint32_t user,
                      struct vs_u128 client);
