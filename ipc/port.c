@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include <event2/event.h>
 
@@ -184,6 +185,47 @@ port_send(struct vs_port *p, uint32_t dst, const void *frame, uint32_t len)
         return 1;
     }
     return 0;
+}
+
+/* The gathered pieces copied to dst (len bytes in all). */
+static void
+gather(uint8_t *dst, const struct iovec *iov, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (iov[i].iov_len > 0)
+            memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+        dst += iov[i].iov_len;
+    }
+}
+
+int
+port_sendv(struct vs_port *p, uint32_t dst, const struct iovec *iov, int n)
+{
+    if (dst >= p->n || dst == p->self || n < 0)
+        return -EINVAL;
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += iov[i].iov_len;
+    if (total > ring_max_frame(&p->out[dst]))
+        return -EMSGSIZE;
+    uint32_t len = (uint32_t)total;
+    if (port_queued(p, dst) == 0) {
+        void *slot = ring_reserve(&p->out[dst], len);
+        if (slot != NULL) {
+            port_schedule_flush(p);
+            vs_metrics_add(VS_M_RING_FRAMES, 1);
+            vs_metrics_add(VS_M_RING_BYTES, len);
+            gather(slot, iov, n);
+            ring_commit(&p->out[dst], len);
+            return 0;
+        }
+    }
+    /* ring full (or frames queued before it): the queue, as port_send */
+    uint8_t *tmp = vs_xmalloc(len > 0 ? len : 1);
+    gather(tmp, iov, n);
+    int rc = port_send(p, dst, tmp, len);
+    free(tmp);
+    return rc;
 }
 
 void

@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "ipc/segment.h"
 
@@ -60,6 +61,9 @@ void port_destroy(struct vs_port *p);
  * water mark, 1 = queued above it (stop feeding dst), -EMSGSIZE (too big
  * for the ring), -EINVAL (bad dst). Never blocks, never drops. */
 int port_send(struct vs_port *p, uint32_t dst, const void *frame, uint32_t len);
+/* The same with the frame gathered from n pieces, copied once, straight
+ * into the ring when it has room (no staging copy). */
+int port_sendv(struct vs_port *p, uint32_t dst, const struct iovec *iov, int n);
 /* Publishes pending frames and rings doorbells now (port_send schedules
  * this automatically). */
 void port_flush(struct vs_port *p);

@@ -77,7 +77,6 @@ struct serve_data {
     uint64_t disk_checked_ms;
     int disk_low;
     struct vs_wbuf out;
-    struct vs_wbuf tx;
     struct serve_gcommit *gc; /* fsyncs off the loop, group commit */
 };
 
@@ -398,30 +397,37 @@ piece_max(const struct serve *s)
                                              : 1024;
 }
 
-/* Sends head+body as one logical payload in pieces. 0 or -errno. */
+/* Sends head+body as one logical payload in pieces, each gathered
+ * straight into the ring (port_sendv: one copy of the body). 0 or
+ * -errno. */
 static int
 send_pieces(struct serve *s, uint32_t dst, struct fwd_hdr *fh, const void *head,
             size_t hlen, const void *body, size_t blen)
 {
-    struct serve_data *d = s->data;
     size_t max = piece_max(s);
     size_t total = hlen + blen, done = 0;
     do {
         size_t n = total - done < max ? total - done : max;
-        vs_wbuf_reset(&d->tx);
         fh->payload_len = (uint32_t)n;
         fh->flags = done + n < total ? FWD_F_MORE : 0;
-        vs_wr_bytes(&d->tx, fh, sizeof(*fh));
+        struct iovec iov[3];
+        int k = 0;
+        iov[k++] = (struct iovec){.iov_base = fh, .iov_len = sizeof(*fh)};
         /* the piece covers [done, done + n) of head ++ body */
         size_t a = done, e = done + n;
         if (a < hlen)
-            vs_wr_bytes(&d->tx, (const uint8_t *)head + a,
-                        (e < hlen ? e : hlen) - a);
+            iov[k++] = (struct iovec){
+                .iov_base = (uint8_t *)(uintptr_t)head + a,
+                .iov_len = (e < hlen ? e : hlen) - a,
+            };
         if (e > hlen) {
             size_t b0 = a > hlen ? a - hlen : 0;
-            vs_wr_bytes(&d->tx, (const uint8_t *)body + b0, e - hlen - b0);
+            iov[k++] = (struct iovec){
+                .iov_base = (uint8_t *)(uintptr_t)body + b0,
+                .iov_len = e - hlen - b0,
+            };
         }
-        int rc = port_send(s->port, dst, d->tx.data, (uint32_t)d->tx.len);
+        int rc = port_sendv(s->port, dst, iov, k);
         if (rc < 0)
             return rc;
         done += n;
@@ -1067,7 +1073,6 @@ serve_data_init(struct serve *s)
     for (uint32_t i = 0; i < d->n_procs; i++)
         vs_wbuf_init(&d->rx[i].buf);
     vs_wbuf_init(&d->out);
-    vs_wbuf_init(&d->tx);
     int rc = dparts_init(&d->parts, s->ctx, s->lr);
     if (rc != 0)
         return rc;
@@ -1121,7 +1126,6 @@ serve_data_fini(struct serve *s)
             d->rr[i] = n;
         }
     vs_wbuf_fini(&d->out);
-    vs_wbuf_fini(&d->tx);
     free(d);
     s->data = NULL;
 }

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -552,6 +553,80 @@ START_TEST(test_port_errors)
 }
 END_TEST
 
+/* port_sendv: the pieces gathered into one frame, straight into the
+ * ring or, once it is full, into the queue (order kept); the errors of
+ * port_send. */
+struct gathered {
+    uint32_t n;
+    uint32_t len[16];
+    uint8_t first[16], last[16];
+};
+
+static void
+gathered_frame(void *ctx, uint32_t src, const void *f, uint32_t len)
+{
+    struct gathered *g = ctx;
+    ck_assert_uint_eq(src, 0);
+    ck_assert_uint_lt(g->n, 16);
+    const uint8_t *b = f;
+    g->len[g->n] = len;
+    g->first[g->n] = len ? b[0] : 0;
+    g->last[g->n] = len ? b[len - 1] : 0;
+    /* every byte i of frame k is (k + i) & 0xff: pieces in order */
+    for (uint32_t i = 0; i < len; i++)
+        ck_assert_uint_eq(b[i], (uint8_t)(g->n + i));
+    g->n++;
+}
+
+START_TEST(test_port_sendv)
+{
+    two_setup();
+    struct event_base *base = event_base_new();
+    struct gathered g;
+    memset(&g, 0, sizeof(g));
+    struct vs_port_ops ops0 = {.on_frame = noop_frame, .queue_high = 1u << 20};
+    struct vs_port_ops ops1 = {.on_frame = gathered_frame, .ctx = &g};
+    struct vs_port *p0 = port_create(base, &seg, 0, &ops0);
+    struct vs_port *p1 = port_create(base, &seg, 1, &ops1);
+    ck_assert_ptr_nonnull(p0);
+    ck_assert_ptr_nonnull(p1);
+    uint8_t src[3][1500];
+    struct iovec iov[3];
+    /* frame k: three pieces of 100, 0 and 1400 bytes */
+    for (uint32_t k = 0; k < 4; k++) {
+        for (uint32_t i = 0; i < 1500; i++)
+            src[0][i] = (uint8_t)(k + i);
+        for (uint32_t i = 0; i < 1400; i++)
+            src[2][i] = (uint8_t)(k + 100 + i);
+        iov[0] = (struct iovec){.iov_base = src[0], .iov_len = 100};
+        iov[1] = (struct iovec){.iov_base = src[1], .iov_len = 0};
+        iov[2] = (struct iovec){.iov_base = src[2], .iov_len = 1400};
+        ck_assert_int_eq(port_sendv(p0, 1, iov, 3), 0);
+    }
+    /* the 4096-byte ring takes two 1500-byte frames; the rest queued */
+    ck_assert_uint_eq(port_queued(p0, 1), 2 * (4 + 1500));
+    for (int round = 0; round < 50 && g.n < 4; round++) {
+        port_flush(p0);
+        (void)port_poll(p1);
+    }
+    ck_assert_uint_eq(g.n, 4);
+    for (uint32_t k = 0; k < 4; k++)
+        ck_assert_uint_eq(g.len[k], 1500);
+    ck_assert_uint_eq(port_queued(p0, 1), 0);
+    /* errors: a bad destination, a frame over the ring's largest */
+    ck_assert_int_eq(port_sendv(p0, 0, iov, 3), -EINVAL);
+    ck_assert_int_eq(port_sendv(p0, 7, iov, 3), -EINVAL);
+    ck_assert_int_eq(port_sendv(p0, 1, iov, -1), -EINVAL);
+    iov[0].iov_len = 1500;
+    iov[1] = (struct iovec){.iov_base = src[0], .iov_len = 1500};
+    ck_assert_int_eq(port_sendv(p0, 1, iov, 3), -EMSGSIZE);
+    port_destroy(p1);
+    port_destroy(p0);
+    event_base_free(base);
+    seg_destroy(&seg);
+}
+END_TEST
+
 /* ---- request / reply on the reverse ring ---- */
 
 struct rr {
@@ -661,6 +736,7 @@ ring_suite(void)
     tcase_add_test(tc, test_full_and_backpressure);
     tcase_add_test(tc, test_corrupt);
     tcase_add_test(tc, test_port_errors);
+    tcase_add_test(tc, test_port_sendv);
     tcase_add_test(tc, test_two_processes_backpressure);
     tcase_add_test(tc, test_killed_peer);
     tcase_add_test(tc, test_request_reply);
