@@ -214,7 +214,11 @@ serve_conn_reply_take(struct serve_conn *c, const struct vs_hdr_request *req,
     }
     vs_metrics_add(VS_M_CLIENT_BYTES_SENT, body->len);
     c->srv->n.poll_zero_copy++;
+    /* a new buffer of the same room: the next large reply is read into
+     * it without growing (growth would copy) */
+    size_t cap = body->cap;
     vs_wbuf_init(body);
+    (void)vs_wbuf_reserve(body, cap);
     if (out_len(c) > c->srv->cfg->conn_output_max)
         bufferevent_disable(c->bev, EV_READ);
 }
