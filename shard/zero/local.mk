@@ -3,7 +3,9 @@
 libvs_server_a_SOURCES += \
 	shard/zero/commit.c shard/zero/commit.h \
 	shard/zero/commit_frames.c shard/zero/commit_frames.h \
-	shard/zero/groups0.c shard/zero/groups0.h
+	shard/zero/groups0.c shard/zero/groups0.h \
+	shard/zero/forward.c shard/zero/forward.h \
+	shard/zero/cluster_view.c shard/zero/cluster_view.h
 
 # In-process bench of the commit path (not run by make check).
 noinst_PROGRAMS += tests/bench/bench_commit
@@ -47,4 +49,18 @@ tests_unit_check_groups_liveness_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_groups_liveness_LDADD = libvs_server.a libvs_data.a \
 	libvs_ipc.a libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
+# Real 3-node clusters on loopback (tests/integration/cluster.h).
+if HAVE_CHECK
+CLUSTER_TESTS = tests/integration/check_cluster_basic
+check_PROGRAMS += $(CLUSTER_TESTS)
+INTEG_TESTS += $(CLUSTER_TESTS)
+CLUSTER_COMMON = tests/integration/cluster.c tests/integration/cluster.h \
+	tests/integration/harness.c tests/integration/harness.h
+CLUSTER_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+tests_integration_check_cluster_basic_SOURCES = \
+	tests/integration/check_cluster_basic.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_basic_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_basic_LDADD = $(CLUSTER_LDADD)
 endif
