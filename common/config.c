@@ -48,6 +48,8 @@ static const struct vs_config_key config_keys[] = {
      "write the supervisor's pid here"},
     {"cluster_name", VS_CFG_STR, F(cluster_name), 1, 0, "vstream", NULL,
      "cluster name; the cluster id is its XXH3-128"},
+    {"cluster_secret_file", VS_CFG_PATH, F(cluster_secret_file), 0, 0, "", NULL,
+     "file with the 32-byte cluster secret (mode 0600); required with replica_addrs"},
     {"node_name", VS_CFG_STR, F(node_name), 1, 0, "vstream-node", NULL,
      "this node's name in cluster metadata"},
     {"log_level", VS_CFG_LOG_LEVEL, F(log_level), 0, 3, "info", NULL,

@@ -7,6 +7,7 @@ libvs_common_a_SOURCES = \
 	common/checksum.c common/checksum.h \
 	common/clock.h \
 	common/config.c common/config.h \
+	common/secret.c common/secret.h \
 	common/errors.c common/errors.h \
 	common/layout.h \
 	common/log.c common/log.h \

@@ -345,10 +345,15 @@ struct vs_hdr_state_chunk { /* command 25, sealed; body: bytes */
     uint8_t reserved[92]; /* 164 */
 };
 
-struct vs_hdr_replica_hello { /* command 14: the dialer's first frame */
+struct vs_hdr_replica_hello { /* command 14: the dialer's first frame,
+                                  sealed; body: the dialer's client
+                                  address (shard/zero/links.h) */
     struct vs_frame f;
-    uint8_t nonce_d[32];  /* 128: all zero = no auth */
-    uint8_t reserved[96]; /* 160 */
+    uint8_t nonce_d[32];   /* 128: the dialer's fresh nonce */
+    uint32_t release_min;  /* 160: wire formats the dialer understands */
+    uint32_t release_max;  /* 164 */
+    uint8_t replica_count; /* 168: replicas the dialer is configured with */
+    uint8_t reserved[87];  /* 169 */
 };
 
 struct vs_hdr_replica_challenge { /* command 15 */
@@ -609,7 +614,10 @@ VS_WIRE_AT(struct vs_hdr_state_chunk, artifact, 160);
 VS_WIRE_AT(struct vs_hdr_state_chunk, reserved, 164);
 
 VS_WIRE_AT(struct vs_hdr_replica_hello, nonce_d, 128);
-VS_WIRE_AT(struct vs_hdr_replica_hello, reserved, 160);
+VS_WIRE_AT(struct vs_hdr_replica_hello, release_min, 160);
+VS_WIRE_AT(struct vs_hdr_replica_hello, release_max, 164);
+VS_WIRE_AT(struct vs_hdr_replica_hello, replica_count, 168);
+VS_WIRE_AT(struct vs_hdr_replica_hello, reserved, 169);
 
 VS_WIRE_AT(struct vs_hdr_replica_challenge, nonce_a, 128);
 VS_WIRE_AT(struct vs_hdr_replica_challenge, mac_a, 160);

@@ -46,10 +46,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/readyfile.h"
+#include "common/secret.h"
 #include "ipc/lr.h"
 #include "ipc/segment.h"
 #include "server/datadir.h"
@@ -547,6 +550,22 @@ sup_prepare(struct sup *s)
             return VS_EXIT_FATAL;
         }
         s->replica_fd = rc;
+    }
+    if (n_replicas > 1) {
+        /* the links' MAC key: refused here, before any fork, so a bad or
+         * missing secret is one line and exit 2 (shard 0 reads it again) */
+        uint8_t key[VS_SECRET_BYTES];
+        rc = vs_secret_load(s->cfg.cluster_secret_file, key, err, sizeof(err));
+        sodium_memzero(key, sizeof(key));
+        if (rc != 0) {
+            char msg[1100];
+            snprintf(msg, sizeof(msg),
+                     "%s (a replica of a %u-node cluster needs "
+                     "--cluster-secret-file)",
+                     err, n_replicas);
+            sup_say_fatal(msg);
+            return VS_EXIT_FATAL;
+        }
     }
 
     struct vs_seg_params p = {

@@ -72,11 +72,11 @@ struct links_opts {
     /* Replica address of every id ("HOST:PORT"); addrs[self] is unused
      * (the listener is bound by the supervisor). */
     const char *addrs[VS_REPLICAS_MAX];
-    struct vs_u128 cluster;                 /* XXH3-128 of the name */
-    uint8_t secret[LINKS_SECRET_BYTES];     /* the cluster secret */
-    uint32_t release_min, release_max;      /* wire formats understood */
-    const char *client_addr;                /* advertised to peers */
-    size_t queue_max;  /* bytes queued per link; 0 = 64 MiB */
+    struct vs_u128 cluster;             /* XXH3-128 of the name */
+    uint8_t secret[LINKS_SECRET_BYTES]; /* the cluster secret */
+    uint32_t release_min, release_max;  /* wire formats understood */
+    const char *client_addr;            /* advertised to peers */
+    size_t queue_max;                   /* bytes queued per link; 0 = 64 MiB */
     uint32_t frame_max; /* largest frame accepted; 0 = 64 MiB + 256 */
 };
 
@@ -87,20 +87,20 @@ typedef void (*links_frame_cb)(void *ctx, uint8_t peer, const void *frame,
 typedef void (*links_state_cb)(void *ctx, uint8_t peer, int up);
 
 enum links_state {
-    LINKS_DOWN = 0,    /* no connection (a dialer waits for its retry) */
-    LINKS_CONNECTING,  /* dialing */
-    LINKS_HANDSHAKE,   /* connected, not yet authenticated */
-    LINKS_UP,          /* authenticated: frames flow */
+    LINKS_DOWN = 0,   /* no connection (a dialer waits for its retry) */
+    LINKS_CONNECTING, /* dialing */
+    LINKS_HANDSHAKE,  /* connected, not yet authenticated */
+    LINKS_UP,         /* authenticated: frames flow */
 };
 
 struct links_peer_info {
     enum links_state state;
-    uint64_t bytes_in, bytes_out;   /* frame bytes of the up link(s) */
+    uint64_t bytes_in, bytes_out; /* frame bytes of the up link(s) */
     uint64_t frames_in, frames_out;
-    uint64_t dropped;               /* frames refused by a full queue */
-    uint64_t connects;              /* links that came up */
-    uint64_t refusals;              /* handshakes refused (either side) */
-    size_t queued;                  /* bytes waiting in the output */
+    uint64_t dropped;                 /* frames refused by a full queue */
+    uint64_t connects;                /* links that came up */
+    uint64_t refusals;                /* handshakes refused (either side) */
+    size_t queued;                    /* bytes waiting in the output */
     char client_addr[LINKS_ADDR_MAX]; /* as the peer advertised it; "" */
     char last_error[160];             /* why the last link ended; "" */
 };

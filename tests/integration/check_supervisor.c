@@ -301,11 +301,35 @@ START_TEST(test_bad_flag_exits_2)
 }
 END_TEST
 
-/* Clustered: this replica's address is bound and reported. */
+/* A secret file for the cluster tests: 32 random bytes, mode 0600. */
+static void
+make_secret(char *path, size_t len, mode_t mode)
+{
+    snprintf(path, len, "/tmp/vs-secret-XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    uint8_t key[32];
+    for (size_t i = 0; i < sizeof(key); i++)
+        key[i] = (uint8_t)(rand() & 0xff);
+    ck_assert_int_eq(write(fd, key, sizeof(key)), (ssize_t)sizeof(key));
+    ck_assert_int_eq(fchmod(fd, mode), 0);
+    close(fd);
+}
+
+/* Clustered: this replica's address is bound and reported; a multi-node
+ * replica without a usable cluster secret refuses to start. */
 START_TEST(test_replica_listener)
 {
-    const char *args[] = {"--shards", "1", "--replica-addrs",
-                          "127.0.0.1:0,127.0.0.1:1", NULL};
+    char secret[64], open_secret[64];
+    make_secret(secret, sizeof(secret), 0600);
+    make_secret(open_secret, sizeof(open_secret), 0644);
+    const char *args[] = {"--shards",
+                          "1",
+                          "--replica-addrs",
+                          "127.0.0.1:0,127.0.0.1:1",
+                          "--cluster-secret-file",
+                          secret,
+                          NULL};
     /* a cluster replica refuses an empty data dir (it may be a lost
      * disk) until `vstreamd format` formats it */
     ck_assert_int_eq(vs_node_start(&node, args, START_MS), -ECHILD);
@@ -318,15 +342,33 @@ START_TEST(test_replica_listener)
              getenv("VSTREAMD"), node.data_dir);
     ck_assert_int_eq(system(cmd), 0);
     ck_assert_int_ne(system(cmd), 0); /* never formats over a superblock */
+
+    /* no secret, or one others can read: exit 2 with the reason */
+    const char *no_secret[] = {"--shards", "1", "--replica-addrs",
+                               "127.0.0.1:0,127.0.0.1:1", NULL};
+    ck_assert_int_eq(vs_node_start(&node, no_secret, START_MS), -ECHILD);
+    ck_assert_int_eq(WEXITSTATUS(node.status), 2);
+    ck_assert(vs_file_contains(node.stderr_file, "cluster_secret_file"));
+    const char *bad_mode[] = {"--shards",
+                              "1",
+                              "--replica-addrs",
+                              "127.0.0.1:0,127.0.0.1:1",
+                              "--cluster-secret-file",
+                              open_secret,
+                              NULL};
+    ck_assert_int_eq(vs_node_start(&node, bad_mode, START_MS), -ECHILD);
+    ck_assert_int_eq(WEXITSTATUS(node.status), 2);
+    ck_assert(vs_file_contains(node.stderr_file, "chmod 0600"));
+
     start_ok(&node, args);
     ck_assert_int_eq(strncmp(node.ready.replica, "127.0.0.1:", 10), 0);
     ck_assert_int_ne(atoi(node.ready.replica + 10), 0);
     int fd = vs_connect(node.ready.replica);
     ck_assert_int_ge(fd, 0);
-    char b;
-    ck_assert_int_eq(read(fd, &b, 1), 0);
     close(fd);
     stop_clean(&node);
+    unlink(secret);
+    unlink(open_secret);
 }
 END_TEST
 

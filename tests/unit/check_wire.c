@@ -133,6 +133,9 @@ static const struct field_row rows[] = {
     ROW(struct vs_hdr_state_chunk, artifact, 160, 4),
     /* replica handshake */
     ROW(struct vs_hdr_replica_hello, nonce_d, 128, 32),
+    ROW(struct vs_hdr_replica_hello, release_min, 160, 4),
+    ROW(struct vs_hdr_replica_hello, release_max, 164, 4),
+    ROW(struct vs_hdr_replica_hello, replica_count, 168, 1),
     ROW(struct vs_hdr_replica_challenge, nonce_a, 128, 32),
     ROW(struct vs_hdr_replica_challenge, mac_a, 160, 32),
     ROW(struct vs_hdr_replica_challenge, status, 192, 1),
