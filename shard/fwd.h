@@ -182,10 +182,10 @@ struct fwd_cluster_node {
 _Static_assert(sizeof(struct fwd_cluster_node) == 88, "fwd_cluster_node");
 
 struct fwd_cluster {
-    uint32_t count;      /* replicas, 2..VS_REPLICAS_MAX */
-    uint8_t self;        /* this node's replica id */
-    uint8_t vsr_status;  /* enum vsr_status of this node's engine */
-    uint8_t leader;      /* settled primary of the current view, or NONE */
+    uint32_t count;     /* replicas, 2..VS_REPLICAS_MAX */
+    uint8_t self;       /* this node's replica id */
+    uint8_t vsr_status; /* enum vsr_status of this node's engine */
+    uint8_t leader;     /* settled primary of the current view, or NONE */
     uint8_t pad;
     uint32_t view, log_view;
     uint64_t op, commit_min, commit_max, checkpoint_op;

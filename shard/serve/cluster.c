@@ -56,8 +56,7 @@ leader_addr(const struct serve_cluster *sc)
 }
 
 int
-serve_cluster_refuses_data(const struct serve_cluster *sc,
-                           struct vs_wbuf *body)
+serve_cluster_refuses_data(const struct serve_cluster *sc, struct vs_wbuf *body)
 {
     if (!sc->clustered)
         return 0;

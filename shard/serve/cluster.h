@@ -13,11 +13,11 @@
  * returns the whole report for `vstream cluster`:
  *   [count u32][self u8][status u8][leader u8 (255 none)][view u32]
  *   [log_view u32][op u64][commit_min u64][commit_max u64]
- *   [checkpoint_op u64][checkpoint_checksum u128], then per node [addr_len u32][addr][role u8]
- *   [status u8][link u8 (links_state, 255 self)][bytes_in u64][bytes_out u64]
- * Until partitions are replicated only the leader's node serves the
- * partition plane (send, poll, offsets, flush): on any other cluster node
- * such a request is answered status 58 NotAccepted (the SDKs retry it;
+ *   [checkpoint_op u64][checkpoint_checksum u128], then per node [addr_len
+ * u32][addr][role u8] [status u8][link u8 (links_state, 255 self)][bytes_in
+ * u64][bytes_out u64] Until partitions are replicated only the leader's node
+ * serves the partition plane (send, poll, offsets, flush): on any other cluster
+ * node such a request is answered status 58 NotAccepted (the SDKs retry it;
  * ours move to the leader first) with the body [len u32][leader client
  * address] ("" when no leader is settled), so one partition never has two
  * histories.

@@ -1,5 +1,7 @@
 /*
  * shard/zero/cluster_view.c - see cluster_view.h. Shard 0 only.
+ * At most one FWD_CLUSTER per data shard per tick (10 ms), however fast
+ * ops commit.
  */
 #include "config.h"
 
@@ -68,8 +70,7 @@ cluster_view_fill(struct cluster_view *v, const struct commit *c,
                 links_peer(l, (uint8_t)i, &pi);
             if (pi.client_addr[0] != '\0' &&
                 strlen(pi.client_addr) < sizeof(v->addrs[i]))
-                memcpy(v->addrs[i], pi.client_addr,
-                       strlen(pi.client_addr) + 1);
+                memcpy(v->addrs[i], pi.client_addr, strlen(pi.client_addr) + 1);
             nd->link = (uint8_t)pi.state;
             nd->status = pi.state == LINKS_UP ? 0 : 3;
             nd->bytes_in = pi.bytes_in;
@@ -80,12 +81,15 @@ cluster_view_fill(struct cluster_view *v, const struct commit *c,
     }
 }
 
-/* 1 if what a client sees (roles, statuses, addresses, view) changed. */
+/* 1 if what a client sees (roles, statuses, addresses, view, commit,
+ * checkpoint) changed; link byte counters alone do not count. */
 static int
 cluster_view_changed(const struct fwd_cluster *a, const struct fwd_cluster *b)
 {
-    if (a->count != b->count || a->leader != b->leader ||
-        a->view != b->view || a->vsr_status != b->vsr_status)
+    if (a->count != b->count || a->leader != b->leader || a->view != b->view ||
+        a->log_view != b->log_view || a->vsr_status != b->vsr_status ||
+        a->op != b->op || a->commit_min != b->commit_min ||
+        a->commit_max != b->commit_max || a->checkpoint_op != b->checkpoint_op)
         return 1;
     for (uint32_t i = 0; i < a->count; i++)
         if (a->nodes[i].role != b->nodes[i].role ||

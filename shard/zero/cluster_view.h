@@ -29,10 +29,10 @@ struct cluster_view {
     const struct vs_shard_ctx *ctx;
     struct vs_port *port;
     int clustered;
-    struct fwd_cluster cur;  /* last sent */
+    struct fwd_cluster cur;                            /* last sent */
     char addrs[VS_REPLICAS_MAX][FWD_CLUSTER_ADDR_MAX]; /* last known */
-    uint32_t ticks;          /* since the last send */
-    int sent;                /* at least one frame went out */
+    uint32_t ticks;                                    /* since the last send */
+    int sent; /* at least one frame went out */
 };
 
 void cluster_view_init(struct cluster_view *v, const struct vs_shard_ctx *ctx,

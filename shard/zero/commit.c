@@ -100,8 +100,8 @@ struct commit {
     void *send_ctx;
     commit_replica_send_fn *replica_send;
     void *replica_ctx;
-    struct forward0 fwd;   /* requests this backup handed to the primary */
-    uint32_t peer_up;      /* bit r: the link to replica r is up */
+    struct forward0 fwd; /* requests this backup handed to the primary */
+    uint32_t peer_up;    /* bit r: the link to replica r is up */
     commit_clock_fn *clock;
     void *clock_ctx;
 
@@ -708,8 +708,8 @@ commit_checkpoint_begin(struct commit *c, uint64_t op)
     vs_wbuf_reset(&c->snap);
     meta_snapshot_encode(st, &c->ct, &c->snap);
     struct vs_u128 sum;
-    int rc = snapfile_write(c->io, c->meta_dir, c->snap.data, c->snap.len,
-                            &sum);
+    int rc =
+        snapfile_write(c->io, c->meta_dir, c->snap.data, c->snap.len, &sum);
     if (rc == -VS_EFATAL)
         return -VS_EFATAL;
     if (rc != 0) {
@@ -805,9 +805,8 @@ commit_forward(struct commit *c, const struct commit_origin *to,
         .req = *req,
     };
     vs_wbuf_reset(&c->out);
-    int rc = forward0_request(&c->fwd, &o, payload, len, c->cluster,
-                              c->replica, vsr_view(c->engine), primary,
-                              &c->out);
+    int rc = forward0_request(&c->fwd, &o, payload, len, c->cluster, c->replica,
+                              vsr_view(c->engine), primary, &c->out);
     if (rc == 0 && c->replica_send != NULL)
         rc = c->replica_send(c->replica_ctx, primary, c->out.data,
                              (uint32_t)c->out.len);
@@ -856,8 +855,7 @@ commit_on_propose(struct commit *c, const struct commit_origin *to,
         struct vs_hdr_eviction e;
         commit_eviction(&e, c->cluster, vsr_view(c->engine), c->replica,
                         req.client, VS_EVICT_NO_SESSION);
-        commit_send_reply(c, to, req.client, FWD_F_UNBIND, 0, 0, &e,
-                          sizeof(e));
+        commit_send_reply(c, to, req.client, FWD_F_UNBIND, 0, 0, &e, sizeof(e));
         return 0;
     }
     if (req.operation != VS_OP_REGISTER) {
@@ -1203,8 +1201,7 @@ commit_on_forward_request(struct commit *c, uint8_t peer, const void *frame,
     to.nonce = nonce;
     c->stats.forwarded_in++;
     const uint8_t *payload = (const uint8_t *)frame + VS_HEADER_SIZE;
-    return commit_on_propose(c, &to, payload,
-                             (uint32_t)(len - VS_HEADER_SIZE));
+    return commit_on_propose(c, &to, payload, (uint32_t)(len - VS_HEADER_SIZE));
 }
 
 int
@@ -1293,8 +1290,7 @@ commit_genesis_needed(const struct commit *c)
     /* A cluster's genesis is its first op, proposed by the first primary
      * that finds the log empty; it commits through the quorum. */
     return vsr_is_primary(c->engine) &&
-           vsr_status(c->engine) == VSR_STATUS_NORMAL &&
-           vsr_op(c->engine) == 0;
+           vsr_status(c->engine) == VSR_STATUS_NORMAL && vsr_op(c->engine) == 0;
 }
 
 int
@@ -1378,8 +1374,8 @@ commit_genesis(struct commit *c, char *err, size_t errlen)
         goto out;
     }
     if (c->replica_count == 1)
-        vs_log_info("genesis: root user '%s' (id 0) created at op %llu",
-                    user, (unsigned long long)gop);
+        vs_log_info("genesis: root user '%s' (id 0) created at op %llu", user,
+                    (unsigned long long)gop);
     if (generated[0] != '\0') {
         /* Printed once: stderr and the log (once if they are the same). */
         vs_log_warn("root password: %s", generated);

@@ -114,12 +114,12 @@ forward0_verify(const void *frame, size_t len, struct vs_u128 cluster,
     if (len < VS_HEADER_SIZE || len > VS_FRAME_MAX)
         return -EBADMSG;
     memcpy(h, frame, sizeof(*h));
-    if (h->f.size != len || !vs_frame_verify(h) ||
-        h->f.command != command || !vs_u128_eq(h->f.cluster, cluster) ||
+    if (h->f.size != len || !vs_frame_verify(h) || h->f.command != command ||
+        !vs_u128_eq(h->f.cluster, cluster) ||
         !vs_wire_format_known(h->f.release))
         return -EBADMSG;
-    struct vs_u128 sum = vs_body_checksum((const uint8_t *)frame + VS_HEADER_SIZE,
-                                          len - VS_HEADER_SIZE);
+    struct vs_u128 sum = vs_body_checksum(
+        (const uint8_t *)frame + VS_HEADER_SIZE, len - VS_HEADER_SIZE);
     return vs_u128_eq(sum, h->f.checksum_body) ? 0 : -EBADMSG;
 }
 

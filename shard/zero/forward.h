@@ -106,9 +106,9 @@ int forward0_decode_request(const void *frame, size_t len,
                             uint32_t *body_len);
 
 /* Appends a sealed ForwardResult answering `nonce` to out. */
-void forward0_result_frame(struct vs_u128 cluster, uint8_t self,
-                           uint32_t view, uint64_t nonce, uint64_t op,
-                           uint32_t flags, uint64_t session, uint32_t user_id,
+void forward0_result_frame(struct vs_u128 cluster, uint8_t self, uint32_t view,
+                           uint64_t nonce, uint64_t op, uint32_t flags,
+                           uint64_t session, uint32_t user_id,
                            struct vs_u128 client, const void *frame,
                            uint32_t frame_len, struct vs_wbuf *out);
 

@@ -121,8 +121,7 @@ shard0_on_frame(void *arg, uint32_t src, const void *frame, uint32_t len)
 }
 
 static int
-shard0_replica_send(void *arg, uint8_t replica, const void *frame,
-                    uint32_t len)
+shard0_replica_send(void *arg, uint8_t replica, const void *frame, uint32_t len)
 {
     struct shard0_serve *s = arg;
     if (s->links == NULL)
@@ -194,11 +193,12 @@ shard0_links_start(struct shard0_serve *s)
     vs_config_cluster_id(cfg, &o.cluster.lo, &o.cluster.hi);
     char err[512];
     if (cfg->cluster_secret_file[0] == '\0')
-        shard_fatal(ctx, "a replica of a %u-node cluster needs "
-                         "cluster_secret_file (--cluster-secret-file)",
+        shard_fatal(ctx,
+                    "a replica of a %u-node cluster needs "
+                    "cluster_secret_file (--cluster-secret-file)",
                     n);
-    int rc = vs_secret_load(cfg->cluster_secret_file, o.secret, err,
-                            sizeof(err));
+    int rc =
+        vs_secret_load(cfg->cluster_secret_file, o.secret, err, sizeof(err));
     if (rc != 0)
         shard_fatal(ctx, "%s", err);
     o.release_min = VS_WIRE_FORMAT_VERSION;

@@ -85,8 +85,8 @@ START_TEST(test_commit_through_any_node)
             struct vsc_stream s;
             snprintf(name, sizeof(name), "s-%u-%u", round, i);
             int rc = vsc_stream_create(c[i], name, &s);
-            ck_assert_msg(rc == 0, "create %s via node %u: %d %s", name, i,
-                          rc, vsc_last_error(c[i]));
+            ck_assert_msg(rc == 0, "create %s via node %u: %d %s", name, i, rc,
+                          vsc_last_error(c[i]));
             vsc_stream_fini(&s);
             /* read your writes on the node that answered */
             ck_assert_int_eq(stream_found(c[i], name), 1);
@@ -152,7 +152,7 @@ START_TEST(test_cluster_metadata)
         ck_assert_uint_eq(st.count, 3);
         ck_assert_uint_eq(st.self, i);
         ck_assert_uint_eq(st.leader, 0);
-        ck_assert_uint_eq(st.status, 0); /* Normal */
+        ck_assert_uint_eq(st.status, 0);     /* Normal */
         ck_assert_uint_ge(st.commit_min, 1); /* genesis */
     }
 

@@ -177,6 +177,7 @@ vs_cluster_connect(struct vs_cluster *cl, unsigned i, uint32_t io_ms)
     o.addr = cl->client[i];
     o.io_timeout_ms = io_ms;
     o.connect_timeout_ms = 2000;
+    o.no_follow = 1; /* stay on node i: the tests address nodes */
     struct vsc *c = vsc_create(&o);
     if (c != NULL && vsc_connect(c) != 0) {
         vsc_destroy(c);

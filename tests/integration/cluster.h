@@ -24,7 +24,7 @@
 
 #include "tests/integration/harness.h"
 
-#define VS_CLUSTER_MAX 5u
+#define VS_CLUSTER_MAX      5u
 #define VS_CLUSTER_START_MS 30000u
 
 struct vs_cluster {
@@ -34,7 +34,7 @@ struct vs_cluster {
     char replica[VS_CLUSTER_MAX][32]; /* where node i listens */
     /* peer[i][j]: node i's address for replica j (default replica[j]) */
     char peer[VS_CLUSTER_MAX][VS_CLUSTER_MAX][32];
-    char dir[256];          /* secret and scratch */
+    char dir[256]; /* secret and scratch */
     char secret_file[320];
     const char *const *extra; /* more arguments for every node, or NULL */
 };
@@ -77,7 +77,8 @@ struct vs_replica_status {
     } nodes[VS_CLUSTER_MAX];
 };
 
-/* Connects to node i (library handle, io timeout io_ms; not logged in). */
+/* Connects to node i (library handle, io timeout io_ms, no leader
+ * following; not logged in). */
 struct vsc *vs_cluster_connect(struct vs_cluster *cl, unsigned i,
                                uint32_t io_ms);
 /* Logs in as iggy/iggy on node i, retrying (bounded by timeout_ms) while

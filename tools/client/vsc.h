@@ -313,7 +313,20 @@ struct vsc_opts {
     uint32_t io_timeout_ms;      /* per request; default 30000 */
     uint32_t reconnects;         /* attempts after a broken request;
                                     default 3 */
+    /* More node addresses ("HOST:PORT,HOST:PORT..."), tried in turn when
+     * the current one cannot be reached; the nodes a cluster's metadata
+     * lists are added as they are learnt. NULL: none. */
+    const char *more_addrs;
+    /* 1: stay on `addr` (no leader following). By default, after every
+     * login (and re-login after a reconnect) the handle reads
+     * GetClusterMetadata and, when another node is the healthy Leader,
+     * moves there and registers again with the same client id (at most
+     * VSC_HOPS_MAX hops), as Iggy's SDKs do; a partition-plane request
+     * refused with 58 naming the leader moves there too. */
+    int no_follow;
 };
+#define VSC_HOPS_MAX  3u
+#define VSC_KNOWN_MAX 16u
 
 struct vsc;
 
@@ -325,6 +338,8 @@ void vsc_destroy(struct vsc *c);
 /* Connects (bounded by connect_timeout_ms). 0 or -errno. */
 int vsc_connect(struct vsc *c);
 void vsc_close(struct vsc *c);
+/* The address the handle uses now (after leader following). */
+const char *vsc_addr(const struct vsc *c);
 /* Changes the address used by the next (re)connect. */
 void vsc_set_addr(struct vsc *c, const char *addr);
 
