@@ -178,7 +178,7 @@ vs_operation_is_result_framed(unsigned op)
 int
 vs_wire_format_known(uint32_t release)
 {
-    return release == VS_WIRE_FORMAT_VERSION;
+    return release == VS_WIRE_FORMAT_V1 || release == VS_WIRE_FORMAT_V2;
 }
 
 int

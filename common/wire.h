@@ -36,8 +36,13 @@
 #define VS_METADATA_GROUP (UINT64_C(1) << 63)
 #define VS_REPLICAS_MAX   32u
 /* Format version of replica frames and WAL entries, in header.release.
- * A decoder accepts exactly the versions listed in vs_wire_format_known(). */
-#define VS_WIRE_FORMAT_VERSION 1u
+ * A decoder accepts exactly the versions listed in vs_wire_format_known():
+ * 1 and 2. Version 2 differs from 1 only in the prepare header: bytes
+ * 248..255 hold checksum_view (see struct vs_hdr_prepare); every other
+ * frame is laid out identically in both. New frames carry 2. */
+#define VS_WIRE_FORMAT_V1      1u
+#define VS_WIRE_FORMAT_V2      2u
+#define VS_WIRE_FORMAT_VERSION VS_WIRE_FORMAT_V2
 
 /* A 128-bit little-endian value: low 64 bits first. */
 struct vs_u128 {
@@ -217,6 +222,24 @@ struct vs_hdr_eviction { /* command 13, server -> client, no body */
     uint8_t reason;                       /* 255: enum vs_eviction_reason */
 };
 
+/*
+ * Prepare (also the stored WAL entry). The identity checksum (f.checksum)
+ * is XXH3-64 (seed 0, widened) of the 256 header bytes with f.checksum
+ * and f.view zeroed, and in format 2 also checksum_view zeroed, so a
+ * retransmit that re-stamps the view keeps its identity.
+ *
+ * checksum_view (format 2 only; reserved zero in format 1) covers the
+ * view, which the identity leaves out:
+ *     checksum_view = XXH3-64(seed 0, header bytes [0, 16) ++ [52, 56))
+ *                     | 0xC000000000000000
+ * i.e. over the 20 bytes identity checksum (16, LE halves) then view
+ * (u32 LE). The two top bits are always set, so byte 255 of a valid
+ * format-2 header is non-zero even after any single bit flip: a header
+ * cut at a 4 KiB boundary (zeros from the boundary on, a torn write) is
+ * never mistaken for a flipped bit, and vice versa. Whoever changes
+ * f.view re-stamps it (vs_prepare_seal_view); the journal stamps it on
+ * every entry it stores.
+ */
 struct vs_hdr_prepare { /* command 6 (19 RepairPrepare: same layout) */
     struct vs_frame f;
     struct vs_u128 client;           /* 128 */
@@ -230,8 +253,10 @@ struct vs_hdr_prepare { /* command 6 (19 RepairPrepare: same layout) */
     uint8_t operation_padding[7];    /* 209 */
     uint64_t group;                  /* 216 */
     uint32_t user_id;                /* 224 */
-    uint8_t reserved[28];            /* 228 */
+    uint8_t reserved[20];            /* 228 */
+    uint64_t checksum_view;          /* 248: format 2; 0 in format 1 */
 };
+#define VS_PREPARE_VIEW_MARK UINT64_C(0xC000000000000000)
 
 struct vs_hdr_prepare_ok { /* command 7, sealed */
     struct vs_frame f;
@@ -536,6 +561,7 @@ VS_WIRE_AT(struct vs_hdr_prepare, operation_padding, 209);
 VS_WIRE_AT(struct vs_hdr_prepare, group, 216);
 VS_WIRE_AT(struct vs_hdr_prepare, user_id, 224);
 VS_WIRE_AT(struct vs_hdr_prepare, reserved, 228);
+VS_WIRE_AT(struct vs_hdr_prepare, checksum_view, 248);
 
 VS_WIRE_AT(struct vs_hdr_prepare_ok, parent, 128);
 VS_WIRE_AT(struct vs_hdr_prepare_ok, prepare_checksum, 144);

@@ -25,6 +25,7 @@
 
 #include "common/buf.h"
 #include "common/checksum.h"
+#include "common/log.h"
 #include "common/mem.h"
 #include "shard/data/batch.h"
 #include "shard/data/partition.h"
@@ -52,6 +53,7 @@ struct vs_part {
     uint64_t last_ts;
     uint64_t unsynced_bytes;
     uint64_t last_sync_ms;
+    uint64_t read_errors; /* batches that failed verification on read */
 };
 
 void
@@ -66,6 +68,7 @@ part_opts_default(struct part_opts *o)
     o->frontier_step = 1000000;
     o->cut_damaged_tail = 0;
     o->purge_keep_offsets = 0;
+    o->verify_reads = 1;
     batch_limits_default(&o->limits);
 }
 
@@ -893,6 +896,26 @@ part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
             rc = dseg_read(p->io, s, pos, buf, (size_t)blen, &fdc);
             if (rc < 0)
                 break;
+            if (p->opts.verify_reads) {
+                /* every message checksum and the batch checksum, on every
+                 * read from disk: damage is never served */
+                enum batch_err be =
+                    batch_validate(buf, (size_t)blen, NULL, 0, NULL);
+                if (be != BATCH_OK) {
+                    vs_log_error("partition %" PRIu32 ".%" PRIu32 ".%" PRIu32
+                                 " (%s): the batch at offset %" PRIu64
+                                 " (%s, position %" PRIu64
+                                 ") fails verification on read: %s; "
+                                 "not served",
+                                 p->id.stream_id, p->id.topic_id,
+                                 p->id.partition_id, p->dir,
+                                 batch_base_offset(buf), s->log_name, pos,
+                                 batch_err_str(be));
+                    p->read_errors++;
+                    rc = -EBADMSG;
+                    break;
+                }
+            }
             uint32_t got = emit_trimmed(out, buf, start, left, res);
             left -= got;
             if (got)
@@ -922,6 +945,7 @@ part_stats(const struct vs_part *p, struct part_stats *out)
     out->next_offset = p->next_offset;
     out->segments = (uint32_t)p->nsegs;
     out->unsynced_bytes = p->unsynced_bytes;
+    out->read_errors = p->read_errors;
     uint64_t first = 0, last = 0;
     out->empty = !has_messages(p, &first, &last);
     out->first_offset = out->empty ? p->next_offset : first;

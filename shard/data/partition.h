@@ -116,11 +116,14 @@ struct part_opts {
     uint64_t frontier_step;     /* offsets reserved per floor write */
     int cut_damaged_tail;       /* operator flag: cut a bad last batch */
     int purge_keep_offsets;     /* 0: a purge restarts offsets at 0 (Iggy) */
+    int verify_reads; /* 1 (default): verify every batch read for a poll;
+                         0 only to measure what verification costs */
     struct batch_limits limits;
 };
 
 /* segment_size 1 GiB, index_interval 4 KiB, every-batch, 100 ms, 4 MiB,
- * frontier_step 1,000,000, batch_limits_default, purge restarts at 0. */
+ * frontier_step 1,000,000, batch_limits_default, purge restarts at 0,
+ * reads verified. */
 void part_opts_default(struct part_opts *o);
 
 /* Why an open refused. */
@@ -221,8 +224,12 @@ struct part_poll_result {
  *   NEXT value: as OFFSET (the caller resolves the consumer's offset).
  * Stops early once `max_bytes` of records were appended (at least one
  * record is always returned when any message matches). An empty result is
- * count 0 with nothing appended. 0, -EINVAL (bad strategy), -EIO-like
- * -errno on a read failure. */
+ * count 0 with nothing appended. Every batch read from disk is verified
+ * (batch_validate: every message checksum, the batch checksum, the frame
+ * walk) before anything of it is emitted; a batch that fails is logged
+ * with partition, offset, segment and position and the poll fails with
+ * -EBADMSG (nothing appended: damage is never served). 0, -EINVAL (bad
+ * strategy), -EBADMSG, -EIO-like -errno on a read failure. */
 int part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
               uint32_t count, size_t max_bytes, struct vs_wbuf *out,
               struct part_poll_result *res);
@@ -239,6 +246,7 @@ struct part_stats {
     uint32_t segments;       /* >= 1 */
     uint64_t unsynced_bytes; /* interval policy */
     uint64_t last_timestamp; /* base_timestamp of the last batch, 0 if none */
+    uint64_t read_errors;    /* batches refused on read (damage) */
 };
 void part_stats(const struct vs_part *p, struct part_stats *out);
 const struct part_id *part_ident(const struct vs_part *p);

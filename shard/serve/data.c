@@ -228,6 +228,8 @@ exec_poll(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
         vs_log_warn("partition %u.%u.%u: poll: %s", cmd->stream_id,
                     cmd->topic_id, cmd->partition_id, sio_strerror(rc));
         out->len = head;
+        if (rc == -EBADMSG) /* damage on disk: logged, never served */
+            return VS_E_INVALID_MESSAGE_CHECKSUM;
         return rc == -EINVAL ? VS_E_INVALID_COMMAND : VS_E_ERROR;
     }
     vs_store_u32(out->data + head + 12, pr.count);

@@ -22,6 +22,31 @@
 #include "common/layout.h"
 #include "shard/storage/datadir.h"
 
+/* fsyncs the directory holding path's last component, so a directory
+ * just created there survives a crash. 0 or -errno. */
+static int
+fsync_parent(const char *path)
+{
+    char parent[4096];
+    snprintf(parent, sizeof(parent), "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (slash == NULL)
+        snprintf(parent, sizeof(parent), ".");
+    else if (slash == parent)
+        parent[1] = '\0';
+    else
+        *slash = '\0';
+    int fd;
+    do {
+        fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } while (fd == -1 && errno == EINTR);
+    if (fd == -1)
+        return -errno;
+    int rc = fsync(fd) == -1 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
 int
 datadir_mkdir_p(const char *path, mode_t mode)
 {
@@ -38,8 +63,14 @@ datadir_mkdir_p(const char *path, mode_t mode)
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(buf, 0755) == -1 && errno != EEXIST)
-            return -errno;
+        if (mkdir(buf, 0755) == -1) {
+            if (errno != EEXIST)
+                return -errno;
+        } else {
+            int rc = fsync_parent(buf);
+            if (rc < 0)
+                return rc;
+        }
         *p = '/';
     }
     if (mkdir(buf, mode) == -1) {
@@ -50,8 +81,9 @@ datadir_mkdir_p(const char *path, mode_t mode)
             return -errno;
         if (!S_ISDIR(st.st_mode))
             return -ENOTDIR;
+        return 0;
     }
-    return 0;
+    return fsync_parent(buf);
 }
 
 static pid_t

@@ -24,7 +24,9 @@
  * process holds the lock, or -errno; err gets one line on failure. */
 int datadir_open_locked(const char *path, int *fd_out, char *err,
                         size_t errlen);
-/* mkdir -p of path; the last component gets `mode`. 0 or -errno. */
+/* mkdir -p of path; the last component gets `mode`. The parent of every
+ * directory it creates is fsynced, so the new entry is durable. 0 or
+ * -errno (an fsync error is fatal to the caller: DESIGN §4). */
 int datadir_mkdir_p(const char *path, mode_t mode);
 
 enum datadir_lock_state {

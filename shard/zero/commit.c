@@ -130,6 +130,10 @@ struct commit {
     uint64_t ckpt_op;
     int sb_retry;
     struct vs_vsr_persist sb_retry_persist;
+    /* the checkpoint op's stored header, recorded in the superblock so a
+     * restart needs no WAL entry for it; faulty_op as persisted there */
+    struct vs_hdr_prepare ckpt_prepare;
+    uint64_t faulty_op;
     uint32_t retry_ticks;  /* countdown to the next retry */
     uint32_t ckpt_backoff; /* ticks before a failed phase 1 runs again */
 
@@ -301,6 +305,18 @@ commit_engine_build(struct commit *c, const struct vs_vsr_persist *durable,
     o.seed = c->cluster.lo ^ c->replica;
 
     struct vs_hdr_prepare *hs = NULL;
+    /* The checkpoint op's entry may be gone from the WAL (cut as a
+     * damaged tail, or drained with it): the superblock's record of its
+     * header continues the hash chain. */
+    int lead = durable->checkpoint_op > 0 &&
+               c->ckpt_prepare.op == durable->checkpoint_op &&
+               !vs_u128_is_zero(c->ckpt_prepare.f.checksum) &&
+               (wal_empty(&c->journal) ||
+                wal_first_op(&c->journal) == durable->checkpoint_op + 1);
+    if (lead && wal_empty(&c->journal)) {
+        hs = vs_xmalloc(sizeof(*hs));
+        hs[o.header_count++] = c->ckpt_prepare;
+    }
     if (!wal_empty(&c->journal)) {
         uint64_t first = wal_first_op(&c->journal);
         uint64_t last = wal_last_op(&c->journal);
@@ -308,7 +324,11 @@ commit_engine_build(struct commit *c, const struct vs_vsr_persist *durable,
          * because a drain was retried) are below every state op. */
         if (last - first + 1 > c->cfg->wal_slots)
             first = last - c->cfg->wal_slots + 1;
-        hs = vs_xmalloc((size_t)(last - first + 1) * sizeof(*hs));
+        else
+            lead = lead && last - first + 2 <= c->cfg->wal_slots;
+        hs = vs_xmalloc((size_t)(last - first + 2) * sizeof(*hs));
+        if (lead && first == durable->checkpoint_op + 1)
+            hs[o.header_count++] = c->ckpt_prepare;
         for (uint64_t op = first; op <= last; op++) {
             const struct vs_hdr_prepare *h = wal_header(&c->journal, op);
             VS_ASSERT(h != NULL);
@@ -451,6 +471,12 @@ commit_do_superblock(struct commit *c, const struct vs_vsr_persist *p)
     s.commit_max = p->commit_max;
     s.checkpoint_op = p->checkpoint_op;
     s.checkpoint_checksum = p->checkpoint_checksum;
+    s.faulty_op = c->faulty_op;
+    const struct vs_hdr_prepare *cp = wal_header(&c->journal, p->checkpoint_op);
+    if (cp != NULL)
+        c->ckpt_prepare = *cp;
+    if (p->checkpoint_op > 0 && c->ckpt_prepare.op == p->checkpoint_op)
+        s.checkpoint_prepare = c->ckpt_prepare;
     uint8_t buf[VSR_STATE_SIZE];
     vsr_state_encode(&s, buf);
     int rc = sb_write(&c->sb, buf, sizeof(buf));
@@ -1581,6 +1607,10 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
 
     /* 3. The engine: durable values from the superblock, the log from
      * the journal, the state at op. */
+    if (vsr_state_has_checkpoint_prepare(&rec->r.state))
+        c->ckpt_prepare = rec->r.state.checkpoint_prepare;
+    c->faulty_op =
+        rec->r.damaged_cut_op ? rec->r.damaged_cut_op : rec->r.state.faulty_op;
     struct vs_vsr_persist d = {
         .view = rec->r.state.view,
         .log_view = rec->r.state.log_view,

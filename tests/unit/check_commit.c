@@ -588,6 +588,124 @@ START_TEST(test_checkpoint_and_restart)
 }
 END_TEST
 
+/* At-most-once across re-register + checkpoint + restart, exactly the
+ * documented reconnect flow: request 1 commits and its reply is lost,
+ * the client registers again (new session), a checkpoint runs, shard 0
+ * restarts, the client resends request 1 with the same body: it gets
+ * the cached reply, never Eviction 12, and nothing runs twice. */
+START_TEST(test_reregister_checkpoint_restart)
+{
+    struct fx f;
+    boot_genesis(&f, NULL);
+    uint64_t s1 = register_root(&f, CLIENT_B);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_B, s1, 1, "once"), 0);
+    ck_assert_uint_eq(f.nsent, 1);
+    uint32_t len = fx_last(&f)->len;
+    uint8_t *lost = vs_xmalloc(len);
+    memcpy(lost, fx_last(&f)->frame, len); /* never reached the client */
+
+    uint64_t s2 = register_root(&f, CLIENT_B);
+    ck_assert_uint_gt(s2, s1);
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    ck_assert_uint_eq(commit_stats(f.c)->checkpoints, 1);
+    struct vs_vsr_persist d;
+    vsr_durable(commit_engine(f.c), &d);
+    ck_assert_uint_eq(d.checkpoint_op, s2);
+    uint64_t head = vsr_op(commit_engine(f.c));
+
+    reboot(&f);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_B, s2, 1, "once"), 0);
+    ck_assert_uint_eq(f.nsent, 1);
+    ck_assert_uint_eq(fx_last(&f)->h.kind, FWD_REPLY);
+    ck_assert_uint_eq(fx_last(&f)->len, len);
+    ck_assert_int_eq(memcmp(fx_last(&f)->frame, lost, len), 0);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), head);
+    ck_assert_uint_eq(meta_hdr_c(commit_state(f.c))->count[META_TAB_STREAM], 1);
+    /* and again after a second re-register without a checkpoint */
+    uint64_t s3 = register_root(&f, CLIENT_B);
+    reboot(&f);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_B, s3, 1, "once"), 0);
+    ck_assert_uint_eq(fx_last(&f)->len, len);
+    ck_assert_int_eq(memcmp(fx_last(&f)->frame, lost, len), 0);
+    free(lost);
+    fx_fini(&f);
+}
+END_TEST
+
+/* Right after a checkpoint the WAL may hold only the checkpoint op. If
+ * that entry is damaged and cut (one replica, --cut-damaged-tail), the
+ * superblock's record of its header restarts the hash chain: boot
+ * succeeds, the state is the snapshot's, and new ops chain on. The same
+ * when the WAL is wholly behind the snapshot (deleted here). */
+START_TEST(test_boot_without_checkpoint_entry)
+{
+    struct fx f;
+    boot_genesis(&f, NULL);
+    uint64_t sa = register_root(&f, CLIENT_A);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, sa, 1, "kept"), 0);
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    struct vs_vsr_persist d;
+    vsr_durable(commit_engine(f.c), &d);
+    uint64_t ck = d.checkpoint_op;
+    ck_assert_uint_eq(wal_first_op(commit_journal(f.c)), ck);
+    ck_assert_uint_eq(wal_last_op(commit_journal(f.c)), ck);
+    fx_stop(&f);
+
+    char meta[600];
+    snprintf(meta, sizeof(meta), "%s/%s", f.dir, VS_METADATA_DIR);
+    struct vs_sio real;
+    sio_init_real(&real);
+    struct sb_read sbr;
+    ck_assert_int_eq(sb_read_latest(&real, meta, &sbr), 0);
+    struct vs_vsr_state vst;
+    ck_assert_int_eq(vsr_state_decode(sbr.version, sbr.payload, sbr.payload_len,
+                                      &vst, NULL, 0),
+                     VSR_STATE_OK);
+    ck_assert_uint_eq(sbr.version, 2);
+    ck_assert(vsr_state_has_checkpoint_prepare(&vst));
+    ck_assert_uint_eq(vst.checkpoint_prepare.op, ck);
+
+    /* damage the only entry's body */
+    char path[700];
+    snprintf(path, sizeof(path), "%s/%s", meta, VS_JOURNAL_FILE);
+    FILE *fp = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(fp);
+    fseek(fp, -1, SEEK_END);
+    int ch = fgetc(fp);
+    fseek(fp, -1, SEEK_END);
+    fputc(ch ^ 0x10, fp);
+    fclose(fp);
+    char err[512];
+    ck_assert_int_ne(fx_boot(&f, err, sizeof(err)), 0); /* refused */
+    ck_assert_ptr_nonnull(strstr(err, "damaged"));
+    fx_config(&f, "cut_damaged_tail", "true");
+    ck_assert_msg(fx_boot(&f, err, sizeof(err)) == 0, "boot: %s", err);
+    ck_assert(wal_empty(commit_journal(f.c)));
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), ck);
+    ck_assert_ptr_nonnull(meta_stream_by_name(commit_state(f.c), "kept", 4));
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, sa, 2, "after"), 0);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), ck + 1);
+    ck_assert_uint_eq(wal_header(commit_journal(f.c), ck + 1)->parent.lo,
+                      vst.checkpoint_prepare.f.checksum.lo);
+    reboot(&f);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), ck + 1);
+    /* a checkpoint at ck + 1, then the WAL removed: behind the snapshot */
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    fx_stop(&f);
+    ck_assert_int_eq(remove(path), 0);
+    ck_assert_msg(fx_boot(&f, err, sizeof(err)) == 0, "boot: %s", err);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), ck + 1);
+    ck_assert_ptr_nonnull(meta_stream_by_name(commit_state(f.c), "after", 5));
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, sa, 3, "more"), 0);
+    reboot(&f);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), ck + 2);
+    fx_fini(&f);
+}
+END_TEST
+
 /* A failed snapshot write skips the later phases; the next try works. */
 START_TEST(test_checkpoint_phase_failure)
 {
@@ -805,6 +923,8 @@ commit_suite(void)
     tcase_add_test(tc, test_transient_not_committed);
     tcase_add_test(tc, test_restart_continues);
     tcase_add_test(tc, test_checkpoint_and_restart);
+    tcase_add_test(tc, test_reregister_checkpoint_restart);
+    tcase_add_test(tc, test_boot_without_checkpoint_entry);
     tcase_add_test(tc, test_checkpoint_phase_failure);
     tcase_add_test(tc, test_enospc_append);
     tcase_add_test(tc, test_fatal_fsync);

@@ -468,6 +468,58 @@ START_TEST(test_interior_flip_refused)
 }
 END_TEST
 
+/* Data is verified on read: a flipped payload byte (or batch checksum)
+ * of a batch in the open partition's .log is never served -- the poll
+ * that reaches it fails with -EBADMSG and appends nothing; polls of
+ * undamaged batches keep working. (The damage happens after the open,
+ * whose own scan of the active segment would refuse it.) */
+START_TEST(test_verify_on_read)
+{
+    struct part_opts o;
+    small_opts(&o);
+    char log[1024];
+    uint64_t last, flen;
+    three_batches(&o, log, sizeof(log), &last, &flen);
+    size_t n = 0;
+    uint8_t *orig = dt_read_file(log, &n);
+    uint64_t second = batch_length(orig);
+    const uint64_t at[2] = {second + 256 + 48 + 1, second + 40};
+    for (int k = 0; k < 2; k++) {
+        struct vs_part *p = must_open(&o, 0, 0);
+        int fd = open(log, O_WRONLY);
+        ck_assert_int_ge(fd, 0);
+        uint8_t x = orig[at[k]] ^ 0x04;
+        ck_assert_int_eq(pwrite(fd, &x, 1, (off_t)at[k]), 1);
+        struct vs_wbuf w;
+        vs_wbuf_init(&w);
+        struct part_poll_result r;
+        ck_assert_int_eq(
+            part_poll(p, PART_POLL_OFFSET, 0, 10, SIZE_MAX, &w, &r), -EBADMSG);
+        ck_assert_uint_eq(w.len, 0);
+        ck_assert_uint_eq(r.count, 0);
+        ck_assert_int_eq(part_poll(p, PART_POLL_OFFSET, 2, 1, SIZE_MAX, &w, &r),
+                         -EBADMSG);
+        struct part_stats st;
+        part_stats(p, &st);
+        ck_assert_uint_eq(st.read_errors, 2);
+        /* the batches around it are served */
+        ck_assert_int_eq(part_poll(p, PART_POLL_OFFSET, 0, 2, SIZE_MAX, &w, &r),
+                         0);
+        ck_assert_uint_eq(r.count, 2);
+        w.len = 0;
+        ck_assert_int_eq(part_poll(p, PART_POLL_OFFSET, 4, 9, SIZE_MAX, &w, &r),
+                         0);
+        ck_assert_uint_eq(r.count, 2);
+        ck_assert_uint_eq(r.first_offset, 4);
+        ck_assert_int_eq(part_close(p), 0);
+        ck_assert_int_eq(pwrite(fd, &orig[at[k]], 1, (off_t)at[k]), 1);
+        close(fd);
+        vs_wbuf_fini(&w);
+    }
+    free(orig);
+}
+END_TEST
+
 /* A corrupt HEADER in the middle of the last segment, with the sparse
  * index gone (it is only an accelerator): under fsync-every-batch the
  * batch after it was acknowledged, so the probe of every later offset
@@ -1115,6 +1167,7 @@ suite(void)
     tcase_add_test(tc, test_bad_batch_refused_nothing_stored);
     tcase_add_test(tc, test_torn_tail_every_length);
     tcase_add_test(tc, test_interior_flip_refused);
+    tcase_add_test(tc, test_verify_on_read);
     tcase_add_test(tc, test_interior_header_flip_refused_without_index);
     tcase_add_test(tc, test_last_batch_flip_verdicts);
     tcase_add_test(tc, test_format_refusals);
