@@ -53,10 +53,15 @@ cluster_view_fill(struct cluster_view *v, const struct commit *c,
     vsr_durable(e, &d);
     out->checkpoint_op = d.checkpoint_op;
     out->checkpoint_checksum = d.checkpoint_checksum;
-    /* Leader: the primary of a view this replica is Normal in. */
-    out->leader = vsr_status(e) == VSR_STATUS_NORMAL
-                      ? (uint8_t)vsr_primary_index(out->view, n)
-                      : FWD_CLUSTER_NONE;
+    /* Leader: this replica if it is the settled primary; the primary of
+     * the view this replica is a Normal backup in; else nobody. */
+    int p = vsr_primary(e);
+    if (vsr_is_settled_primary(e))
+        out->leader = self;
+    else if (p >= 0 && p != self)
+        out->leader = (uint8_t)p;
+    else
+        out->leader = FWD_CLUSTER_NONE;
     for (uint32_t i = 0; i < n; i++) {
         struct fwd_cluster_node *nd = &out->nodes[i];
         nd->role = i == out->leader ? 0 : 1;

@@ -6,9 +6,10 @@
  * Role: cluster_view_fill() derives the view from this node's engine and
  * links only, so it is right at every moment from this node's standpoint:
  * a node is `Leader` only if this replica is Normal in the current view
- * and that node is the view's primary (the primary itself once it is
- * Normal, a backup once it adopted the view); during a view change, or
- * while this replica is Recovering, no node is Leader. This node is
+ * and that node is the view's primary (the primary itself once it is the
+ * settled primary, vsr_is_settled_primary; a backup once it adopted the
+ * view); during a view change, or while this replica is Recovering, no
+ * node is Leader. This node is
  * Healthy when Normal, else Starting; a peer is Healthy while its link is
  * up, else Unreachable. A peer's client address is the one it advertised
  * in its link hello (kept after the link drops). cluster_view_tick() sends

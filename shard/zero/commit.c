@@ -134,6 +134,8 @@ struct commit {
      * restart needs no WAL entry for it; faulty_op as persisted there */
     struct vs_hdr_prepare ckpt_prepare;
     uint64_t faulty_op;
+    uint64_t cut_op;       /* a damaged tail cut at this boot (cluster), or 0 */
+    int rebuilt;           /* rebuilt after a lost disk, not caught up yet */
     uint32_t retry_ticks;  /* countdown to the next retry */
     uint32_t ckpt_backoff; /* ticks before a failed phase 1 runs again */
 
@@ -336,10 +338,25 @@ commit_engine_build(struct commit *c, const struct vs_vsr_persist *durable,
         }
     }
     o.headers = hs;
-    /* A replica of a cluster with a prior life learns the view first;
-     * the cluster issue binds that (it never becomes primary here). */
-    o.recovering = c->replica_count > 1 &&
-                   (o.header_count > 0 || commit_min > 0 || durable->view > 0);
+    /* A replica of a cluster with a prior life learns the view first: it
+     * probes with a fresh per-boot incarnation (engine.h "Restart"). A
+     * superblock written by a run (anything but the format's: a view, a
+     * commit, a checkpoint) is a prior life too. */
+    o.recovering =
+        c->replica_count > 1 &&
+        (o.header_count > 0 || commit_min > 0 || durable->view > 0 ||
+         durable->commit_max > 0 || durable->checkpoint_op > 0 || c->rebuilt);
+    if (o.recovering)
+        while (vs_u128_is_zero(o.incarnation))
+            randombytes_buf(&o.incarnation, sizeof(o.incarnation));
+    if (c->replica_count > 1) {
+        /* A damaged tail cut at this boot is a faulty op the view change
+         * never nacks; the mark persisted earlier rides in durable. */
+        o.faulty_op = c->cut_op;
+        o.rebuilt = c->rebuilt;
+    } else {
+        o.durable.faulty_op = 0;
+    }
     char why[256];
     struct vs_vsr *v = NULL;
     int rc = vsr_create(&o, &v, why, sizeof(why));
@@ -471,7 +488,9 @@ commit_do_superblock(struct commit *c, const struct vs_vsr_persist *p)
     s.commit_max = p->commit_max;
     s.checkpoint_op = p->checkpoint_op;
     s.checkpoint_checksum = p->checkpoint_checksum;
-    s.faulty_op = c->faulty_op;
+    /* A cluster's engine owns the faulty-op mark; a single replica keeps
+     * what its boot recorded (never repaired: no peer). */
+    s.faulty_op = c->replica_count > 1 ? p->faulty_op : c->faulty_op;
     const struct vs_hdr_prepare *cp = wal_header(&c->journal, p->checkpoint_op);
     if (cp != NULL)
         c->ckpt_prepare = *cp;
@@ -640,6 +659,66 @@ commit_do_reply(struct commit *c, const struct vs_vsr_action *a)
     commit_pending_free(pd);
 }
 
+/* A view change cut the uncommitted suffix from `op` on: drop it from
+ * the journal (durably, before any later action) and answer 57 to the
+ * proposers of the ops cut (they resend; the new primary deduplicates). */
+static int
+commit_do_truncate(struct commit *c, uint64_t op)
+{
+    c->stats.truncations++;
+    if (!wal_empty(&c->journal) && wal_last_op(&c->journal) >= op) {
+        int rc = wal_truncate_from(&c->journal, op);
+        if (rc == -VS_EFATAL)
+            return rc;
+        if (rc != 0) {
+            char msg[256];
+            snprintf(msg, sizeof(msg),
+                     "journal truncation from op %llu (view change) failed: "
+                     "%s",
+                     (unsigned long long)op, sio_strerror(rc));
+            return commit_set_fatal(c, msg);
+        }
+    }
+    vs_log_info("view change: journal truncated from op %llu (uncommitted)",
+                (unsigned long long)op);
+    for (unsigned i = 0; i < VSR_PIPELINE_MAX; i++) {
+        struct commit_pending *pd = &c->pending[i];
+        if (pd->used && pd->op >= op) {
+            commit_send_status(c, &pd->to, &pd->req,
+                               VS_E_TRANSIENT_NOT_COMMITTED);
+            commit_pending_free(pd);
+        }
+    }
+    return 0;
+}
+
+/* Repair: our stored prepare of a.op, if it is the one asked for, as a
+ * RepairPrepare (command 19) to a.replica. */
+static void
+commit_do_send_prepare(struct commit *c, const struct vs_vsr_action *a)
+{
+    const struct vs_hdr_prepare *h = wal_header(&c->journal, a->op);
+    if (h == NULL || !vs_u128_eq(h->f.checksum, a->checksum))
+        return;
+    uint32_t len = h->f.size - VS_HEADER_SIZE;
+    vs_wbuf_reset(&c->out);
+    uint8_t *p = vs_wbuf_reserve(&c->out, VS_HEADER_SIZE + (size_t)len);
+    long n = wal_read_body(&c->journal, a->op, p + VS_HEADER_SIZE, len);
+    if (n < 0 || (uint32_t)n != len) {
+        vs_log_warn("repair of op %llu for replica %u: cannot read it (%s)",
+                    (unsigned long long)a->op, a->replica,
+                    n < 0 ? sio_strerror((int)n) : "short");
+        return;
+    }
+    memcpy(p, h, VS_HEADER_SIZE);
+    ((struct vs_header *)p)->f.command = VS_CMD_REPAIR_PREPARE;
+    c->out.len = VS_HEADER_SIZE + (size_t)len;
+    c->stats.repairs_served++;
+    if (c->replica_send != NULL)
+        (void)c->replica_send(c->replica_ctx, a->replica, c->out.data,
+                              (uint32_t)c->out.len);
+}
+
 static int
 commit_drain(struct commit *c)
 {
@@ -667,11 +746,23 @@ commit_drain(struct commit *c)
             commit_do_reply(c, &a);
             break;
         case VSR_ACT_JOURNAL_TRUNCATE:
-        case VSR_ACT_SEND_PREPARE:
-        case VSR_ACT_STATE_TRANSFER:
             /* Only a multi-replica engine emits these (view change and
              * repair); a one-replica engine never does. */
             VS_ASSERT(c->replica_count > 1);
+            rc = commit_do_truncate(c, a.op);
+            break;
+        case VSR_ACT_SEND_PREPARE:
+            VS_ASSERT(c->replica_count > 1);
+            commit_do_send_prepare(c, &a);
+            break;
+        case VSR_ACT_STATE_TRANSFER:
+            VS_ASSERT(c->replica_count > 1);
+            c->stats.state_transfer_needed++;
+            vs_log_warn("repair cannot catch up from replica %u: its journal "
+                        "starts at op %llu (older ops were checkpointed "
+                        "away); state transfer is not available in this "
+                        "version: waiting for a peer that still holds them",
+                        a.replica, (unsigned long long)a.op);
             break;
         }
         if (rc != 0)
@@ -809,11 +900,10 @@ commit_operation_forwardable(uint8_t op)
 static int
 commit_primary_peer(const struct commit *c, uint8_t *primary)
 {
-    if (c->replica_count < 2 || vsr_status(c->engine) != VSR_STATUS_NORMAL ||
-        vsr_is_primary(c->engine))
+    int p = vsr_primary(c->engine);
+    if (c->replica_count < 2 || p < 0 || p == c->replica)
         return 0;
-    *primary =
-        (uint8_t)vsr_primary_index(vsr_view(c->engine), c->replica_count);
+    *primary = (uint8_t)p;
     return (c->peer_up >> *primary) & 1u;
 }
 
@@ -945,6 +1035,7 @@ commit_on_propose(struct commit *c, const struct commit_origin *to,
     case 0:
         break;
     case -EAGAIN:
+    case -EREMOTE: /* not the primary after all: the client resends */
     case -EALREADY:
     case -EBUSY:
         commit_send_status(c, to, &req, VS_E_TRANSIENT_NOT_COMMITTED);
@@ -1322,8 +1413,7 @@ commit_genesis_needed(const struct commit *c)
         return 1;
     /* A cluster's genesis is its first op, proposed by the first primary
      * that finds the log empty; it commits through the quorum. */
-    return vsr_is_primary(c->engine) &&
-           vsr_status(c->engine) == VSR_STATUS_NORMAL && vsr_op(c->engine) == 0;
+    return vsr_is_settled_primary(c->engine) && vsr_op(c->engine) == 0;
 }
 
 int
@@ -1611,12 +1701,15 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
         c->ckpt_prepare = rec->r.state.checkpoint_prepare;
     c->faulty_op =
         rec->r.damaged_cut_op ? rec->r.damaged_cut_op : rec->r.state.faulty_op;
+    c->cut_op = rec->r.damaged_cut_op;
+    c->rebuilt = o->rebuilt;
     struct vs_vsr_persist d = {
         .view = rec->r.state.view,
         .log_view = rec->r.state.log_view,
         .commit_max = rec->r.state.commit_max,
         .checkpoint_op = rec->r.state.checkpoint_op,
         .checkpoint_checksum = rec->r.state.checkpoint_checksum,
+        .faulty_op = rec->r.state.faulty_op,
     };
     rc = commit_engine_build(c, &d, op, err, errlen);
     if (rc != 0)

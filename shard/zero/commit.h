@@ -107,6 +107,9 @@ struct commit_options {
     uint64_t (*incarnation)(void *ctx, uint32_t slot);
     void *incarnation_ctx;
     uint64_t rebalancing_timeout_us;
+    /* `vstreamd recover` rebuilt this replica after a lost disk: it
+     * rejoins without voting until caught up (engine options.rebuilt). */
+    int rebuilt;
 };
 
 struct commit_stats {
@@ -124,6 +127,9 @@ struct commit_stats {
     uint64_t members_removed; /* RemoveConsumerGroupMember proposals */
     uint64_t revocations;     /* CompleteConsumerGroupRevocation proposals */
     uint64_t forwarded_in;    /* ForwardRequests handled (primary) */
+    uint64_t truncations;     /* JOURNAL_TRUNCATE actions (view change) */
+    uint64_t repairs_served;  /* RepairPrepares sent to peers */
+    uint64_t state_transfer_needed; /* RangeEvicted: repair cannot reach */
 };
 
 /* Builds the commit path from the recovered data dir: the state into
