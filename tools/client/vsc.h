@@ -379,7 +379,26 @@ int vsc_call(struct vsc *c, uint32_t code, const void *body, size_t len,
 int vsc_ping(struct vsc *c);                             /* 1 */
 int vsc_stats(struct vsc *c, struct vsc_stats *out);     /* 10 */
 int vsc_cluster(struct vsc *c, struct vsc_cluster *out); /* 12 */
-int vsc_me(struct vsc *c, struct vsc_client_info *out);  /* 20 */
+/* GetReplicaStatus (vendor code 9100): the connected node's own account
+ * of the cluster (shard/serve/cluster.h). count 0 on a one-node server. */
+#define VSC_GET_REPLICA_STATUS 9100u
+struct vsc_replica_status {
+    uint32_t count; /* replicas; 0: not a cluster */
+    uint8_t self;
+    uint8_t status; /* 0 normal, 1 view change, 2 recovering */
+    uint8_t leader; /* replica id, 255 none */
+    uint32_t view, log_view;
+    uint64_t op, commit_min, commit_max, checkpoint_op;
+    struct vs_u128 checkpoint_checksum;
+    struct {
+        char addr[64]; /* client address, "" unknown */
+        uint8_t role, status;
+        uint8_t link; /* 0 down, 1 connecting, 2 handshake, 3 up, 255 self */
+        uint64_t bytes_in, bytes_out;
+    } nodes[32];
+};
+int vsc_replica_status(struct vsc *c, struct vsc_replica_status *out);
+int vsc_me(struct vsc *c, struct vsc_client_info *out); /* 20 */
 int vsc_client_get(struct vsc *c, uint32_t id, struct vsc_client_info *out,
                    int *found); /* 21 */
 /* *out heap array, free(). */
