@@ -1366,6 +1366,21 @@ commit_tick(struct commit *c)
     int rc = commit_drain(c);
     if (rc != 0)
         return rc;
+    if (c->rebuilt) {
+        struct vs_vsr_info in;
+        vsr_info(c->engine, &in);
+        if (!in.rebuilding && in.status == VSR_STATUS_NORMAL) {
+            rc = shard0_rebuilt_clear(c->io, c->cfg->data_dir);
+            if (rc == -VS_EFATAL)
+                return rc;
+            if (rc == 0) {
+                c->rebuilt = 0;
+                vs_log_info("rebuilt replica caught up at op %llu (view %u): "
+                            "it votes and acknowledges again",
+                            (unsigned long long)in.commit_min, in.view);
+            }
+        }
+    }
     uint8_t primary = 0;
     int primary_ok = commit_primary_peer(c, &primary);
     forward0_tick(&c->fwd, primary_ok, primary, commit_forward_answer, c);

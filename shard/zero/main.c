@@ -277,6 +277,7 @@ shard0_main(const struct vs_shard_ctx *ctx)
         .replica_ctx = &s,
         .incarnation = shard0_incarnation,
         .incarnation_ctx = (void *)ctx->seg,
+        .rebuilt = rec.rebuilt,
     };
     rc = commit_create(&co, &rec, &s.commit, err, sizeof(err));
     shard0_recovered_fini(&rec);
