@@ -53,7 +53,8 @@ endif
 
 # Real 3-node clusters on loopback (tests/integration/cluster.h).
 if HAVE_CHECK
-CLUSTER_TESTS = tests/integration/check_cluster_basic
+CLUSTER_TESTS = tests/integration/check_cluster_basic \
+	tests/integration/check_cluster_failover
 check_PROGRAMS += $(CLUSTER_TESTS)
 INTEG_TESTS += $(CLUSTER_TESTS)
 CLUSTER_COMMON = tests/integration/cluster.c tests/integration/cluster.h \
@@ -63,6 +64,10 @@ tests_integration_check_cluster_basic_SOURCES = \
 	tests/integration/check_cluster_basic.c $(CLUSTER_COMMON)
 tests_integration_check_cluster_basic_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_basic_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_failover_SOURCES = \
+	tests/integration/check_cluster_failover.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_failover_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_failover_LDADD = $(CLUSTER_LDADD)
 endif
 
 # Replica links (TCP, handshake with the cluster secret's MAC, bounded

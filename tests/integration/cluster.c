@@ -161,6 +161,17 @@ vs_cluster_start(struct vs_cluster *cl, uint32_t timeout_ms)
 void
 vs_cluster_cleanup(struct vs_cluster *cl)
 {
+    if (getenv("VS_KEEP_CLUSTER") != NULL) {
+        /* debugging: stop the nodes, keep every dir and log */
+        for (unsigned i = 0; i < cl->n; i++)
+            if (cl->node[i].pid > 0)
+                vs_node_kill(&cl->node[i]);
+        fprintf(stderr, "cluster kept: %s", cl->dir);
+        for (unsigned i = 0; i < cl->n; i++)
+            fprintf(stderr, " %s", cl->node[i].dir);
+        fprintf(stderr, "\n");
+        return;
+    }
     for (unsigned i = 0; i < cl->n; i++)
         vs_node_cleanup(&cl->node[i]);
     if (cl->dir[0] != '\0') {

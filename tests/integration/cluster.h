@@ -57,7 +57,8 @@ int vs_cluster_start_node(struct vs_cluster *cl, unsigned i,
                           uint32_t timeout_ms);
 /* Starts every node. 0 or the first error. */
 int vs_cluster_start(struct vs_cluster *cl, uint32_t timeout_ms);
-/* Kills every running node (SIGKILL, reaped) and removes the dirs. */
+/* Kills every running node (SIGKILL, reaped) and removes the dirs
+ * (kept, and named on stderr, when VS_KEEP_CLUSTER is set). */
 void vs_cluster_cleanup(struct vs_cluster *cl);
 
 /* ---- client-side helpers (the C client library) ---- */
