@@ -136,6 +136,7 @@ struct commit {
     uint64_t faulty_op;
     uint64_t cut_op;       /* a damaged tail cut at this boot (cluster), or 0 */
     int rebuilt;           /* rebuilt after a lost disk, not caught up yet */
+    uint32_t behind_ticks; /* the once-a-minute "needs state transfer" check */
     uint32_t retry_ticks;  /* countdown to the next retry */
     uint32_t ckpt_backoff; /* ticks before a failed phase 1 runs again */
 
@@ -1381,6 +1382,21 @@ commit_tick(struct commit *c)
             }
         }
     }
+    if (c->replica_count > 1 && c->behind_ticks++ >= 6000) {
+        /* Once a minute: a replica whose gap to the cluster's commit is
+         * beyond its journal window cannot catch up by repair. */
+        c->behind_ticks = 0;
+        struct vs_vsr_info in;
+        vsr_info(c->engine, &in);
+        if (in.commit_max > in.checkpoint_op + c->cfg->wal_slots ||
+            in.state_transfer)
+            vs_log_warn("this replica is behind the cluster beyond its "
+                        "journal (applied op %llu, cluster committed %llu, "
+                        "journal window %u ops): it needs a state transfer, "
+                        "which this version does not have; waiting",
+                        (unsigned long long)in.commit_min,
+                        (unsigned long long)in.commit_max, c->cfg->wal_slots);
+    }
     uint8_t primary = 0;
     int primary_ok = commit_primary_peer(c, &primary);
     forward0_tick(&c->fwd, primary_ok, primary, commit_forward_answer, c);
@@ -1717,6 +1733,7 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
     c->faulty_op =
         rec->r.damaged_cut_op ? rec->r.damaged_cut_op : rec->r.state.faulty_op;
     c->cut_op = rec->r.damaged_cut_op;
+    c->behind_ticks = 5000; /* first "behind" check after 10 s */
     c->rebuilt = o->rebuilt;
     struct vs_vsr_persist d = {
         .view = rec->r.state.view,

@@ -54,7 +54,8 @@ endif
 # Real 3-node clusters on loopback (tests/integration/cluster.h).
 if HAVE_CHECK
 CLUSTER_TESTS = tests/integration/check_cluster_basic \
-	tests/integration/check_cluster_failover
+	tests/integration/check_cluster_failover \
+	tests/integration/check_cluster_partition
 check_PROGRAMS += $(CLUSTER_TESTS)
 INTEG_TESTS += $(CLUSTER_TESTS)
 CLUSTER_COMMON = tests/integration/cluster.c tests/integration/cluster.h \
@@ -68,6 +69,12 @@ tests_integration_check_cluster_failover_SOURCES = \
 	tests/integration/check_cluster_failover.c $(CLUSTER_COMMON)
 tests_integration_check_cluster_failover_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_failover_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_partition_SOURCES = \
+	tests/integration/check_cluster_partition.c \
+	tests/integration/proxy.c tests/integration/proxy.h $(CLUSTER_COMMON)
+tests_integration_check_cluster_partition_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_integration_check_cluster_partition_LDFLAGS = -pthread
+tests_integration_check_cluster_partition_LDADD = $(CLUSTER_LDADD)
 endif
 
 # Replica links (TCP, handshake with the cluster secret's MAC, bounded
