@@ -55,7 +55,8 @@ endif
 if HAVE_CHECK
 CLUSTER_TESTS = tests/integration/check_cluster_basic \
 	tests/integration/check_cluster_failover \
-	tests/integration/check_cluster_partition
+	tests/integration/check_cluster_partition \
+	tests/integration/check_cluster_restart
 check_PROGRAMS += $(CLUSTER_TESTS)
 INTEG_TESTS += $(CLUSTER_TESTS)
 CLUSTER_COMMON = tests/integration/cluster.c tests/integration/cluster.h \
@@ -75,6 +76,10 @@ tests_integration_check_cluster_partition_SOURCES = \
 tests_integration_check_cluster_partition_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_integration_check_cluster_partition_LDFLAGS = -pthread
 tests_integration_check_cluster_partition_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_restart_SOURCES = \
+	tests/integration/check_cluster_restart.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_restart_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_restart_LDADD = $(CLUSTER_LDADD)
 endif
 
 # Replica links (TCP, handshake with the cluster secret's MAC, bounded
