@@ -206,7 +206,8 @@ END_TEST
  * and nothing is committed twice. */
 START_TEST(test_primary_crash_mid_pipeline)
 {
-    for (uint64_t seed = 210; seed < 216; seed++) {
+    unsigned dedup = 0;
+    for (uint64_t seed = 210; seed < 222; seed++) {
         struct sim *s = sim_new(3, seed);
         s->delay_max = 3;
         ck_assert_uint_eq(submit_any(s, 1, 6, 500), 6);
@@ -219,6 +220,17 @@ START_TEST(test_primary_crash_mid_pipeline)
         sim_crash(s, 0);
         int p = await_primary(s, 0, 3000);
         ck_assert_int_ge(p, 1);
+        /* A client whose request the new primary holds in its pipeline
+         * (prepared in the old view) is not prepared twice. */
+        struct vs_vsr *np = s->r[p].eng;
+        for (uint64_t op = vsr_commit_min(np) + 1; op <= vsr_op(np); op++) {
+            struct vs_hdr_prepare h;
+            ck_assert(vsr_header(np, op, &h));
+            ck_assert_int_eq(sim_request(s, (unsigned)p, h.client.lo, 1,
+                                         VS_OP_CREATE_TOPIC, "abc", 3),
+                             -EALREADY);
+            dedup++;
+        }
         ck_assert_uint_ge(submit_any(s, 200, 4, 2000), 4);
         uint64_t top = vsr_op(s->r[p].eng);
         ck_assert_int_eq(run_applied(s, top, 3000), 0);
@@ -226,6 +238,7 @@ START_TEST(test_primary_crash_mid_pipeline)
         ck_assert_clean(s);
         sim_free(s);
     }
+    ck_assert_uint_gt(dedup, 0); /* some seed reached the case */
 }
 END_TEST
 
@@ -748,10 +761,15 @@ START_TEST(test_random_seeds)
 {
     struct coverage cov;
     memset(&cov, 0, sizeof(cov));
-    for (uint64_t seed = 1; seed <= 150; seed++)
+    /* VSR_VIEW_SEEDS=k runs k times as many seeds (a soak by hand). */
+    const char *env = getenv("VSR_VIEW_SEEDS");
+    uint64_t mul = env != NULL ? strtoull(env, NULL, 10) : 1;
+    if (mul < 1 || mul > 1000)
+        mul = 1;
+    for (uint64_t seed = 1; seed <= 150 * mul; seed++)
         random_run(3, 7000 + seed, &cov);
-    for (uint64_t seed = 1; seed <= 50; seed++)
-        random_run(5, 9000 + seed, &cov);
+    for (uint64_t seed = 1; seed <= 50 * mul; seed++)
+        random_run(5, 900000 + seed, &cov);
     fprintf(
         stderr,
         "coverage: crashes=%llu view_changes=%llu views_started=%llu "
