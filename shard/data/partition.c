@@ -96,6 +96,11 @@ part_reason_str(enum part_reason r)
         return "interior damage in a segment";
     case PART_R_TAIL_CHECKSUM:
         return "last batch fails its checksum and may have been acknowledged";
+    case PART_R_TRUNCATED:
+        return "acknowledged messages missing: the log is shorter than "
+               "recorded";
+    case PART_R_SEGMENT_GAP:
+        return "acknowledged messages missing: a gap between segments";
     }
     return "unknown reason";
 }
@@ -285,6 +290,8 @@ list_segments(struct vs_part *p, uint64_t **out, size_t *n)
                 v = vs_xrealloc(v, cap * sizeof(*v));
             }
             v[cnt++] = start;
+        } else if (p->opts.read_only) {
+            continue; /* inspection: leftovers stay */
         } else if (len > 4 && strcmp(nm + len - 4, ".tmp") == 0) {
             if (afile_join(path, sizeof(path), p->dir, nm) == 0)
                 (void)sio_unlink(p->io, path);
@@ -440,6 +447,7 @@ load_segments(struct vs_part *p, struct part_verdict *v)
         rc = dseg_init(s, p->dir, starts[i]);
         if (rc < 0)
             break;
+        s->read_only = p->opts.read_only;
         if (i > 0 && starts[i] < expect) {
             refuse(v, &p->id, PART_R_SEGMENT_ORDER, s->log_name, 0,
                    "segment starts below the previous segment's end");
@@ -451,7 +459,7 @@ load_segments(struct vs_part *p, struct part_verdict *v)
         else
             rc = dseg_load_active(p->io, s, p->opts.index_interval, expect,
                                   p->opts.durability, p->opts.cut_damaged_tail,
-                                  v);
+                                  p->floor, v);
         if (rc == -EBADMSG && v) {
             /* prefix the partition identity */
             struct part_verdict tmp = *v;
@@ -459,6 +467,26 @@ load_segments(struct vs_part *p, struct part_verdict *v)
         }
         if (rc < 0)
             break;
+        int strict = p->opts.durability == PART_FSYNC_EVERY_BATCH &&
+                     !p->opts.cut_damaged_tail;
+        if (strict && i + 1 < n &&
+            (s->empty || s->last_offset + 1 != starts[i + 1])) {
+            char what[200];
+            if (s->empty)
+                snprintf(what, sizeof(what),
+                         "sealed segment starting at offset %" PRIu64
+                         " is empty; the next starts at %" PRIu64,
+                         starts[i], starts[i + 1]);
+            else
+                snprintf(what, sizeof(what),
+                         "offsets %" PRIu64 "..%" PRIu64
+                         " are missing between this segment and the next",
+                         s->last_offset + 1, starts[i + 1] - 1);
+            refuse(v, &p->id, PART_R_SEGMENT_GAP, s->log_name,
+                   s->empty ? 0 : s->last_batch_pos, what);
+            rc = -EBADMSG;
+            break;
+        }
         if (!s->empty) {
             if (i + 1 < n && s->last_offset >= starts[i + 1]) {
                 refuse(v, &p->id, PART_R_SEGMENT_ORDER, s->log_name,
@@ -507,6 +535,10 @@ part_open(struct vs_sio *io, const char *partitions_dir,
             (int)sizeof(p->parent) ||
         afile_join(p->dir, sizeof(p->dir), partitions_dir, name) < 0) {
         rc = -ENAMETOOLONG;
+        goto fail;
+    }
+    if (p->opts.read_only && (create || purge_generation)) {
+        rc = -EINVAL;
         goto fail;
     }
     struct stat st;
@@ -571,7 +603,7 @@ part_close(struct vs_part *p)
     if (!p)
         return 0;
     int rc = 0;
-    if (p->nsegs > 0 && !sio_is_fatal(p->io)) {
+    if (p->nsegs > 0 && !sio_is_fatal(p->io) && !p->opts.read_only) {
         struct dseg *a = active(p);
         rc = dseg_sync(p->io, a, 1);
         if (rc == 0)
@@ -639,6 +671,8 @@ part_append(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
         *berr = be;
     if (be != BATCH_OK)
         return -EINVAL;
+    if (p->opts.read_only)
+        return -EROFS;
     if (sio_is_fatal(p->io))
         return -VS_EFATAL;
     if (p->nsegs == 0)

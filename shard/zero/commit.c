@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -137,6 +138,11 @@ struct commit {
     uint64_t cut_op;       /* a damaged tail cut at this boot (cluster), or 0 */
     int rebuilt;           /* rebuilt after a lost disk, not caught up yet */
     uint32_t behind_ticks; /* the once-a-minute "needs state transfer" check */
+    int ckpt_enospc;       /* the last checkpoint phase failed for space */
+
+    /* disk watermark for metadata growth (checked every 100 ms) */
+    uint64_t disk_checked_ns;
+    int disk_low;
     uint32_t retry_ticks;  /* countdown to the next retry */
     uint32_t ckpt_backoff; /* ticks before a failed phase 1 runs again */
 
@@ -178,6 +184,59 @@ static uint64_t
 commit_wall(struct commit *c)
 {
     return c->clock != NULL ? c->clock(c->clock_ctx) : vs_realtime_us();
+}
+
+/* 1 if free space on the data dir's filesystem is below
+ * disk_watermark_bytes (0 = no watermark); checked every 100 ms. */
+static int
+commit_disk_low(struct commit *c)
+{
+    uint64_t wm = c->cfg->disk_watermark_bytes;
+    if (wm == 0)
+        return 0;
+    uint64_t now = vs_monotonic_ns();
+    if (c->disk_checked_ns != 0 && now - c->disk_checked_ns < 100000000u)
+        return c->disk_low;
+    c->disk_checked_ns = now;
+    struct statvfs v;
+    if (statvfs(c->cfg->data_dir, &v) == -1)
+        return c->disk_low;
+    uint64_t avail = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
+    int low = avail < wm;
+    if (low != c->disk_low)
+        vs_log_warn("data dir %s: %llu bytes free, watermark %llu: %s",
+                    c->cfg->data_dir, (unsigned long long)avail,
+                    (unsigned long long)wm,
+                    low ? "refusing metadata changes that need space "
+                          "(logins, deletes and purges still work)"
+                        : "accepting metadata changes again");
+    c->disk_low = low;
+    return low;
+}
+
+/* Operations accepted below the disk watermark: they free space or only
+ * bind sessions, so the operator can always log in and free space. The
+ * watermark keeps the headroom their journal entries need. */
+static int
+commit_op_allowed_when_low(uint8_t op)
+{
+    switch (op) {
+    case VS_OP_REGISTER:
+    case VS_OP_LOGOUT:
+    case VS_OP_DELETE_STREAM:
+    case VS_OP_PURGE_STREAM:
+    case VS_OP_DELETE_TOPIC:
+    case VS_OP_PURGE_TOPIC:
+    case VS_OP_DELETE_PARTITIONS:
+    case VS_OP_DELETE_SEGMENTS:
+    case VS_OP_DELETE_CONSUMER_GROUP:
+    case VS_OP_DELETE_USER:
+    case VS_OP_DELETE_PAT:
+    case VS_OP_LEAVE_CONSUMER_GROUP:
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 static struct commit_pending *
@@ -373,8 +432,9 @@ commit_engine_build(struct commit *c, const struct vs_vsr_persist *durable,
 }
 
 /* After an append refused for space: the journal (source of truth) lacks
- * the op the engine prepared; rebuild the engine from it. Every earlier
- * op is applied (inputs are drained to the end), so commit_min = head. */
+ * the op the engine prepared; rebuild the engine from it. One replica:
+ * every earlier op is applied (inputs are drained to the end), so
+ * commit_min = head. */
 static int
 commit_engine_rebuild(struct commit *c)
 {
@@ -385,7 +445,28 @@ commit_engine_rebuild(struct commit *c)
     int rc = commit_engine_build(c, &d, commit_min, err, sizeof(err));
     if (rc != 0)
         return commit_set_fatal(c, err);
-    VS_ASSERT(vsr_op(c->engine) == commit_min);
+    /* A cluster replica's journal may hold prepared ops above commit_min:
+     * its rebuilt engine starts Recovering (a prior life) and learns the
+     * view again, repairing what the refused append lost. */
+    VS_ASSERT(c->replica_count > 1 || vsr_op(c->engine) == commit_min);
+    /* A superblock write being retried belonged to the old engine: the
+     * new one has nothing in flight, so a late success would not match.
+     * Drop the retry; a checkpoint it carried is issued again on the new
+     * engine (same op, same snapshot checksum), which writes it anew. */
+    if (c->sb_retry) {
+        struct vs_vsr_persist want = c->sb_retry_persist;
+        c->sb_retry = 0;
+        if (c->ckpt == COMMIT_CKPT_SUPERBLOCK) {
+            rc =
+                vsr_checkpoint(c->engine, c->ckpt_op, want.checkpoint_checksum);
+            if (rc != 0) {
+                vs_log_warn("checkpoint at op %llu dropped after the engine "
+                            "rebuild (%s); a later one replaces it",
+                            (unsigned long long)c->ckpt_op, strerror(-rc));
+                c->ckpt = COMMIT_CKPT_IDLE;
+            }
+        }
+    }
     return 0;
 }
 
@@ -439,7 +520,7 @@ commit_do_append(struct commit *c, const struct vs_vsr_action *a)
                     (unsigned long long)a->op);
         struct commit_pending *pd = commit_pending_find(c, a->op);
         if (pd != NULL) {
-            commit_send_status(c, &pd->to, &pd->req, VS_E_ERROR);
+            commit_send_status(c, &pd->to, &pd->req, VS_E_DISK_FULL);
             commit_pending_free(pd);
         }
         c->need_rebuild = 1;
@@ -460,6 +541,7 @@ commit_do_wal_drain(struct commit *c)
     int rc = wal_drain(&c->journal, c->ckpt_op);
     if (rc == 0) {
         c->ckpt = COMMIT_CKPT_IDLE;
+        c->ckpt_enospc = 0;
         c->stats.checkpoints++;
         vs_log_info("checkpoint at op %llu complete (snapshot, superblock, "
                     "journal drained)",
@@ -469,6 +551,7 @@ commit_do_wal_drain(struct commit *c)
     if (rc == -VS_EFATAL)
         return -VS_EFATAL;
     c->stats.checkpoint_failures++;
+    c->ckpt_enospc = rc == -ENOSPC;
     c->ckpt = COMMIT_CKPT_DRAIN;
     c->retry_ticks = COMMIT_RETRY_TICKS;
     vs_log_warn("checkpoint at op %llu: journal drain failed (%s); retrying",
@@ -508,6 +591,7 @@ commit_do_superblock(struct commit *c, const struct vs_vsr_persist *p)
         c->sb_retry = 1;
         c->sb_retry_persist = *p;
         c->retry_ticks = COMMIT_RETRY_TICKS;
+        c->ckpt_enospc = rc == -ENOSPC;
         if (c->ckpt == COMMIT_CKPT_SUPERBLOCK)
             c->stats.checkpoint_failures++;
         vs_log_warn("superblock write failed (%s); retrying", sio_strerror(rc));
@@ -786,6 +870,21 @@ commit_drain(struct commit *c)
 static int
 commit_checkpoint(struct commit *c, int force)
 {
+    if (force && (c->sb_retry || c->ckpt == COMMIT_CKPT_DRAIN)) {
+        /* The journal is full: a pending retry runs now rather than at
+         * its tick, so a stalled checkpoint cannot keep it full. */
+        int rc;
+        if (c->sb_retry) {
+            struct vs_vsr_persist p = c->sb_retry_persist;
+            rc = commit_do_superblock(c, &p);
+        } else {
+            rc = commit_do_wal_drain(c);
+        }
+        if (rc == 0)
+            rc = commit_drain(c);
+        if (rc != 0)
+            return rc;
+    }
     if (c->ckpt != COMMIT_CKPT_IDLE || c->sb_retry)
         return 0;
     struct vs_vsr_persist d;
@@ -839,6 +938,7 @@ commit_checkpoint_begin(struct commit *c, uint64_t op)
         return -VS_EFATAL;
     if (rc != 0) {
         c->stats.checkpoint_failures++;
+        c->ckpt_enospc = rc == -ENOSPC;
         c->ckpt_backoff = COMMIT_RETRY_TICKS;
         vs_log_warn("checkpoint at op %llu: snapshot write failed (%s); "
                     "retrying later",
@@ -1018,6 +1118,11 @@ commit_on_propose(struct commit *c, const struct commit_origin *to,
         body = joined.data;
         body_len = (uint32_t)joined.len;
     }
+    if (!commit_op_allowed_when_low(req.operation) && commit_disk_low(c)) {
+        vs_wbuf_fini(&joined);
+        commit_send_status(c, to, &req, VS_E_DISK_FULL);
+        return 0;
+    }
     /* The prepare carries the metadata op body, not the client's. */
     struct vs_hdr_request pr = req;
     pr.f.size = VS_HEADER_SIZE + body_len;
@@ -1042,9 +1147,11 @@ commit_on_propose(struct commit *c, const struct commit_origin *to,
         commit_send_status(c, to, &req, VS_E_TRANSIENT_NOT_COMMITTED);
         return 0;
     case -ENOSPC:
-        vs_log_warn("metadata journal full and no checkpoint possible: "
-                    "request refused");
-        commit_send_status(c, to, &req, VS_E_ERROR);
+        vs_log_warn("metadata journal full and no checkpoint possible%s: "
+                    "request refused",
+                    c->ckpt_enospc ? " (out of space)" : "");
+        commit_send_status(c, to, &req,
+                           c->ckpt_enospc ? VS_E_DISK_FULL : VS_E_ERROR);
         return 0;
     default:
         commit_send_status(c, to, &req, VS_E_INVALID_COMMAND);

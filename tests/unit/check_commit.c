@@ -758,7 +758,7 @@ START_TEST(test_enospc_append)
     ck_assert_uint_eq(f.nsent, 1);
     const struct fx_sent *r = fx_last(&f);
     ck_assert_uint_eq(r->len, VS_HEADER_SIZE);
-    ck_assert_uint_eq(reply_of(r)->status, VS_E_ERROR);
+    ck_assert_uint_eq(reply_of(r)->status, VS_E_DISK_FULL); /* specific */
     ck_assert_uint_eq(reply_of(r)->request, 2);
     ck_assert_uint_eq(commit_stats(f.c)->enospc, 1);
     ck_assert_uint_eq(vsr_op(commit_engine(f.c)), head);
@@ -906,6 +906,149 @@ START_TEST(test_transient_not_committed)
 }
 END_TEST
 
+static int
+fx_delete_stream(struct fx *f, struct vs_u128 client, uint64_t session,
+                 uint64_t request, const char *name)
+{
+    struct meta_op *op = vs_xcalloc(1, sizeof(*op));
+    meta_op_init(op, VS_OP_DELETE_STREAM);
+    meta_ident_name(&op->stream, name, strlen(name));
+    int rc = fx_propose(f, client, session, request, 0, op);
+    free(op);
+    return rc;
+}
+
+/* Below the disk watermark metadata growth is refused with the specific
+ * DiskFull code, while login (Register), deletes and logout still work:
+ * the operator is never locked out. */
+START_TEST(test_disk_watermark_metadata)
+{
+    struct fx f;
+    boot_genesis(&f, NULL);
+    uint64_t s = register_root(&f, CLIENT_A);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 1, "big"), 0);
+    fx_stop(&f);
+    /* every filesystem is "below" this watermark */
+    fx_config(&f, "disk_watermark_bytes", "9000000000000000000");
+    char err[512];
+    ck_assert_msg(fx_boot(&f, err, sizeof(err)) == 0, "boot: %s", err);
+    uint64_t head = vsr_op(commit_engine(f.c));
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 2, "more"), 0);
+    ck_assert_uint_eq(f.nsent, 1);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->status, VS_E_DISK_FULL);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), head); /* not proposed */
+    ck_assert_str_eq(vs_iggy_error_name(VS_E_DISK_FULL), "DiskFull");
+    /* log in again (a new session) and free space */
+    uint64_t s2 = register_root(&f, CLIENT_A);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_delete_stream(&f, CLIENT_A, s2, 3, "big"), 0);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->status, 0);
+    ck_assert_ptr_null(meta_stream_by_name(commit_state(f.c), "big", 3));
+    /* above the watermark again: growth works */
+    fx_stop(&f);
+    fx_config(&f, "disk_watermark_bytes", "0");
+    ck_assert_msg(fx_boot(&f, err, sizeof(err)) == 0, "boot: %s", err);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s2, 4, "more"), 0);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->status, 0);
+    fx_fini(&f);
+}
+END_TEST
+
+/* The checkpoint's superblock write gets ENOSPC (retried later), then a
+ * journal append gets ENOSPC too (the engine is rebuilt): the retry's
+ * later success must not trip the engine, the checkpoint completes, and
+ * nothing acknowledged is lost across a restart. */
+START_TEST(test_enospc_superblock_then_append)
+{
+    struct sio_fault flt;
+    sio_fault_init(&flt, 1);
+    struct fx f;
+    boot_genesis(&f, &flt.io);
+    uint64_t s = register_root(&f, CLIENT_A);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 1, "a1"), 0);
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    ck_assert_uint_eq(commit_stats(f.c)->checkpoints, 1);
+    /* a checkpoint writes the snapshot (payload, trailer), then the
+     * superblock record: the third write */
+    const uint64_t per_ckpt = 3;
+
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 2, "a2"), 0);
+    uint64_t ck_op = vsr_op(commit_engine(f.c));
+    sio_fault_arm(&flt, SIO_WRITE, per_ckpt, ENOSPC, -1);
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    ck_assert_uint_eq(commit_stats(f.c)->checkpoint_failures, 1);
+    struct vs_vsr_persist d;
+    vsr_durable(commit_engine(f.c), &d);
+    ck_assert_uint_lt(d.checkpoint_op, ck_op); /* the retry is pending */
+
+    sio_fault_reset(&flt);
+    sio_fault_arm(&flt, SIO_WRITE, 1, ENOSPC, 10); /* the next append */
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 3, "a3"), 0);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->status, VS_E_DISK_FULL);
+    ck_assert_uint_eq(commit_stats(f.c)->enospc, 1);
+    sio_fault_reset(&flt);
+
+    /* the retry (on ticks) succeeds on the rebuilt engine */
+    for (int i = 0; i < 1000 && commit_stats(f.c)->checkpoints < 2; i++)
+        ck_assert_int_eq(commit_tick(f.c), 0);
+    ck_assert_uint_eq(commit_stats(f.c)->checkpoints, 2);
+    vsr_durable(commit_engine(f.c), &d);
+    ck_assert_uint_eq(d.checkpoint_op, ck_op);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 3, "a3"), 0);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->status, 0);
+    reboot(&f);
+    ck_assert_ptr_nonnull(meta_stream_by_name(commit_state(f.c), "a1", 2));
+    ck_assert_ptr_nonnull(meta_stream_by_name(commit_state(f.c), "a2", 2));
+    ck_assert_ptr_nonnull(meta_stream_by_name(commit_state(f.c), "a3", 2));
+    fx_fini(&f);
+}
+END_TEST
+
+/* While a checkpoint's superblock retry is pending the journal fills: the
+ * request that finds it full runs the retry at once (space is back), the
+ * checkpoint completes and the request is accepted -- no stall until a
+ * tick, no refusal. */
+START_TEST(test_stalled_checkpoint_journal_full)
+{
+    struct sio_fault flt;
+    sio_fault_init(&flt, 1);
+    struct fx f;
+    boot_genesis(&f, &flt.io);
+    uint64_t s = register_root(&f, CLIENT_A);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 1, "x0"), 0);
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    const uint64_t per_ckpt = 3; /* snapshot payload, trailer, superblock */
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 2, "x1"), 0);
+    sio_fault_arm(&flt, SIO_WRITE, per_ckpt, ENOSPC, -1);
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    ck_assert_uint_eq(commit_stats(f.c)->checkpoints, 1);
+    struct vs_vsr_persist d;
+    vsr_durable(commit_engine(f.c), &d);
+    ck_assert_uint_lt(d.checkpoint_op, vsr_op(commit_engine(f.c)));
+    sio_fault_reset(&flt);
+    /* fill the journal without ticking (the retry tick never comes) */
+    uint64_t req = 2, refused = 0;
+    while (commit_stats(f.c)->checkpoints < 2 && req < 200) {
+        char name[16];
+        snprintf(name, sizeof(name), "y%llu", (unsigned long long)++req);
+        fx_clear_sent(&f);
+        ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, req, name), 0);
+        if (reply_of(fx_last(&f))->status != 0)
+            refused++;
+    }
+    ck_assert_uint_eq(refused, 0);
+    ck_assert_uint_ge(commit_stats(f.c)->checkpoints, 2);
+    uint64_t head = vsr_op(commit_engine(f.c));
+    reboot(&f);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), head);
+    fx_fini(&f);
+}
+END_TEST
+
 static Suite *
 commit_suite(void)
 {
@@ -927,6 +1070,9 @@ commit_suite(void)
     tcase_add_test(tc, test_boot_without_checkpoint_entry);
     tcase_add_test(tc, test_checkpoint_phase_failure);
     tcase_add_test(tc, test_enospc_append);
+    tcase_add_test(tc, test_disk_watermark_metadata);
+    tcase_add_test(tc, test_enospc_superblock_then_append);
+    tcase_add_test(tc, test_stalled_checkpoint_journal_full);
     tcase_add_test(tc, test_fatal_fsync);
     tcase_add_test(tc, test_refuses_published_ahead);
     suite_add_tcase(s, tc);
