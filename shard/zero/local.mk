@@ -51,6 +51,16 @@ tests_unit_check_groups_liveness_LDADD = libvs_server.a libvs_data.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
 
+# A backup's table of requests forwarded to the primary.
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_forward0
+check_PROGRAMS += tests/unit/check_forward0
+tests_unit_check_forward0_SOURCES = tests/unit/check_forward0.c
+tests_unit_check_forward0_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_forward0_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
+endif
+
 # Real 3-node clusters on loopback (tests/integration/cluster.h).
 if HAVE_CHECK
 CLUSTER_TESTS = tests/integration/check_cluster_basic \
@@ -60,6 +70,7 @@ CLUSTER_TESTS = tests/integration/check_cluster_basic \
 check_PROGRAMS += $(CLUSTER_TESTS)
 INTEG_TESTS += $(CLUSTER_TESTS)
 CLUSTER_COMMON = tests/integration/cluster.c tests/integration/cluster.h \
+	tests/integration/e2e.c tests/integration/e2e.h \
 	tests/integration/harness.c tests/integration/harness.h
 CLUSTER_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 tests_integration_check_cluster_basic_SOURCES = \

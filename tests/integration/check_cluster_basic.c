@@ -4,7 +4,9 @@
  * metadata written through any node (a backup forwards to the primary)
  * readable on the node that answered at once and on every node soon
  * after, cluster metadata naming the one Leader with every node's real
- * client address, and equal checkpoint checksums and byte-identical
+ * client address, the partition plane on a backup refused with 58 naming
+ * the leader while the library and the CLI pointed at a backup settle on
+ * the leader (login, metadata writes, sends and polls work), and equal checkpoint checksums and byte-identical
  * snapshots on all three replicas.
  */
 #include "config.h"
@@ -19,6 +21,7 @@
 #include "common/buf.h"
 #include "common/errors.h"
 #include "tests/integration/cluster.h"
+#include "tests/integration/e2e.h"
 #include "tools/client/vsc.h"
 
 static struct vs_cluster cl;
@@ -241,6 +244,87 @@ START_TEST(test_equal_checkpoints)
 }
 END_TEST
 
+START_TEST(test_backup_data_plane_and_cli)
+{
+    /* the CLI pointed at a backup: every command lands on the leader */
+    char out[8192], err[4096];
+    const char *mk[] = {"stream", "create", "demo", NULL};
+    int st = -1;
+    uint64_t end = now_ms() + 20000;
+    while (st != 0 && now_ms() < end) {
+        st = e2e_cli(&cl.node[1], "iggy", NULL, out, sizeof(out), err,
+                     sizeof(err), mk);
+        if (st != 0)
+            usleep(200 * 1000);
+    }
+    ck_assert_msg(st == 0, "stream create: %s", err);
+    const char *tp[] = {"topic", "create", "demo", "events", "--partitions",
+                        "2", NULL};
+    st = e2e_cli(&cl.node[2], "iggy", NULL, out, sizeof(out), err, sizeof(err),
+                 tp);
+    ck_assert_msg(st == 0, "topic create: %s", err);
+    const char *snd[] = {"send", "demo", "events", "--partition", "0", NULL};
+    st = e2e_cli(&cl.node[1], "iggy", "hello-cluster\n", out, sizeof(out),
+                 err, sizeof(err), snd);
+    ck_assert_msg(st == 0, "send: %s", err);
+    const char *pl[] = {"poll", "demo", "events", "--partition", "0",
+                        "--first", NULL};
+    st = e2e_cli(&cl.node[2], "iggy", NULL, out, sizeof(out), err, sizeof(err),
+                 pl);
+    ck_assert_msg(st == 0, "poll: %s", err);
+    ck_assert_msg(strstr(out, "hello-cluster") != NULL, "poll: %s", out);
+    const char *cj[] = {"--json", "cluster", NULL};
+    st = e2e_cli(&cl.node[2], "iggy", NULL, out, sizeof(out), err, sizeof(err),
+                 cj);
+    ck_assert_msg(st == 0, "cluster: %s", err);
+    ck_assert(strstr(out, "\"nodes\":[") != NULL);
+    ck_assert(strstr(out, "\"role\":\"leader\"") != NULL);
+    ck_assert(strstr(out, "\"log_view\":0") != NULL);
+    ck_assert(strstr(out, "\"link\":\"up\"") != NULL);
+    ck_assert(strstr(out, cl.client[2]) != NULL);
+
+    /* a handle that stays on the backup: 58 naming the leader */
+    struct vsc_opts o;
+    memset(&o, 0, sizeof(o));
+    o.addr = cl.client[1];
+    o.io_timeout_ms = 3000; /* the 58 is retried until then */
+    o.no_follow = 1;
+    struct vsc *c = vsc_create(&o);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(vsc_login(c, "iggy", "iggy", NULL), 0);
+    struct vsc_id sid = vsc_id_name("demo"), tid = vsc_id_name("events");
+    struct vsc_poll_args pa;
+    memset(&pa, 0, sizeof(pa));
+    struct vsc_id cid = vsc_id_num(1);
+    pa.consumer = vsc_consumer_single(&cid);
+    pa.has_partition = 1;
+    pa.strategy = VSC_POLL_FIRST;
+    pa.count = 10;
+    struct vsc_polled polled;
+    ck_assert_int_eq(vsc_poll(c, &sid, &tid, &pa, &polled), VS_E_NOT_ACCEPTED);
+    size_t rl;
+    const uint8_t *rep = vsc_last_reply(c, &rl);
+    ck_assert_uint_ge(rl, 256 + 4);
+    uint32_t n;
+    memcpy(&n, rep + 256, 4);
+    ck_assert_uint_eq(n, strlen(cl.client[0]));
+    ck_assert(memcmp(rep + 260, cl.client[0], n) == 0);
+    vsc_destroy(c);
+
+    /* the library with leader following moves there by itself */
+    o.no_follow = 0;
+    o.io_timeout_ms = 10000;
+    c = vsc_create(&o);
+    ck_assert_int_eq(vsc_login(c, "iggy", "iggy", NULL), 0);
+    ck_assert_str_eq(vsc_addr(c), cl.client[0]);
+    memset(&polled, 0, sizeof(polled));
+    ck_assert_int_eq(vsc_poll(c, &sid, &tid, &pa, &polled), 0);
+    ck_assert_uint_eq(polled.n, 1);
+    vsc_polled_fini(&polled);
+    vsc_destroy(c);
+}
+END_TEST
+
 static Suite *
 cluster_suite(void)
 {
@@ -251,6 +335,7 @@ cluster_suite(void)
     tcase_add_test(t, test_commit_through_any_node);
     tcase_add_test(t, test_cluster_metadata);
     tcase_add_test(t, test_equal_checkpoints);
+    tcase_add_test(t, test_backup_data_plane_and_cli);
     suite_add_tcase(s, t);
     return s;
 }

@@ -569,8 +569,11 @@ vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok)
             vsc_sleep_ms(20);
             continue;
         }
+        /* Resend only while a resend can still be answered in time, so
+         * the caller gets the status, not a timeout, at the deadline. */
         if ((rc == VS_E_TRANSIENT_NOT_COMMITTED || rc == VS_E_NOT_ACCEPTED) &&
-            r->command == VS_CMD_REPLY && vs_monotonic_ns() < deadline) {
+            r->command == VS_CMD_REPLY &&
+            vs_monotonic_ns() + 250000000ull < deadline) {
             vsc_sleep_ms(50);
             continue;
         }
