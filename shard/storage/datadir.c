@@ -21,11 +21,12 @@
 
 #include "common/layout.h"
 #include "shard/storage/datadir.h"
+#include "shard/storage/io.h"
 
 /* fsyncs the directory holding path's last component, so a directory
- * just created there survives a crash. 0 or -errno. */
+ * just created there survives a crash. 0 or -VS_EFATAL. */
 static int
-fsync_parent(const char *path)
+fsync_parent(struct vs_sio *io, const char *path)
 {
     char parent[4096];
     snprintf(parent, sizeof(parent), "%s", path);
@@ -36,19 +37,20 @@ fsync_parent(const char *path)
         parent[1] = '\0';
     else
         *slash = '\0';
-    int fd;
-    do {
-        fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    } while (fd == -1 && errno == EINTR);
-    if (fd == -1)
-        return -errno;
-    int rc = fsync(fd) == -1 ? -errno : 0;
-    close(fd);
-    return rc;
+    return sio_dir_fsync(io, parent);
 }
 
 int
 datadir_mkdir_p(const char *path, mode_t mode)
+{
+    struct vs_sio io;
+    sio_init_real(&io);
+    int rc = datadir_mkdir_p_io(&io, path, mode);
+    return rc == -VS_EFATAL ? -EIO : rc;
+}
+
+int
+datadir_mkdir_p_io(struct vs_sio *io, const char *path, mode_t mode)
 {
     char buf[4096];
     size_t len = strlen(path);
@@ -67,7 +69,7 @@ datadir_mkdir_p(const char *path, mode_t mode)
             if (errno != EEXIST)
                 return -errno;
         } else {
-            int rc = fsync_parent(buf);
+            int rc = fsync_parent(io, buf);
             if (rc < 0)
                 return rc;
         }
@@ -83,7 +85,7 @@ datadir_mkdir_p(const char *path, mode_t mode)
             return -ENOTDIR;
         return 0;
     }
-    return fsync_parent(buf);
+    return fsync_parent(io, buf);
 }
 
 static pid_t

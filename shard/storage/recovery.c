@@ -405,9 +405,9 @@ recovery_format_fresh(struct vs_sio *io, const char *data_dir,
     if (vsr_state_decode(VSR_STATE_VERSION, payload, sizeof(payload), &check,
                          NULL, 0) != VSR_STATE_OK)
         return -EINVAL;
-    rc = datadir_mkdir_p(data_dir, 0700);
+    rc = datadir_mkdir_p_io(io, data_dir, 0700);
     if (rc == 0)
-        rc = datadir_mkdir_p(meta, 0700);
+        rc = datadir_mkdir_p_io(io, meta, 0700);
     if (rc < 0)
         return rc;
     const char *names[] = {VS_SUPERBLOCK_A, VS_SUPERBLOCK_B, VS_JOURNAL_FILE,
