@@ -1,5 +1,5 @@
 /*
- * shard/zero/commit.c - shard 0's one-replica commit path; see commit.h.
+ * shard/zero/commit.c - shard 0's commit path; see commit.h.
  *
  * The binding, numbered once here (n = 1, everything synchronous):
  *  1. An input (FWD_PROPOSE, tick, genesis) reaches the engine.
@@ -15,6 +15,15 @@
  * Because each input is drained to the end, the pipeline holds at most
  * the op being proposed, and an out-of-space append can be undone by
  * rebuilding the engine from the journal (the op never reached it).
+ *
+ * A cluster (n > 1) adds, on the same synchronous drain: SEND goes to
+ * the replica links; a replica frame is an input like a proposal (the
+ * engine's PrepareOk quorum commits, so the pipeline holds up to
+ * VSR_PIPELINE_MAX ops and each reply leaves when its op commits);
+ * JOURNAL_TRUNCATE cuts the WAL (view change), SEND_PREPARE serves
+ * repair from the WAL, STATE_TRANSFER is logged (not available yet). A
+ * backup's proposals go to the primary (forward.h) and their answers are
+ * released after each drain once commit_min reached their op.
  *
  * Invariants: an answer is sent only after the op is durable, applied
  * to both instances and published; the frame cached for a request equals

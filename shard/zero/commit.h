@@ -1,6 +1,6 @@
 /*
- * shard/zero/commit.h - shard 0's one-replica commit path: the I/O-free VSR
- * engine (shard/vsr/engine.h, its n = 1 form) bound to the metadata
+ * shard/zero/commit.h - shard 0's commit path: the I/O-free VSR engine
+ * (shard/vsr/engine.h) bound to the metadata
  * journal, the superblock, the left-right buffer, the client table and
  * the data shards' forwarded requests (shard/fwd.h). DESIGN §3-§5,
  * iggy-server-ng.md §2-§4.

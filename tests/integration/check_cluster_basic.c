@@ -6,8 +6,8 @@
  * after, cluster metadata naming the one Leader with every node's real
  * client address, the partition plane on a backup refused with 58 naming
  * the leader while the library and the CLI pointed at a backup settle on
- * the leader (login, metadata writes, sends and polls work), and equal checkpoint checksums and byte-identical
- * snapshots on all three replicas.
+ * the leader (login, metadata writes, sends and polls work), and equal
+ * checkpoint checksums and byte-identical snapshots on all three replicas.
  */
 #include "config.h"
 
@@ -258,17 +258,17 @@ START_TEST(test_backup_data_plane_and_cli)
             usleep(200 * 1000);
     }
     ck_assert_msg(st == 0, "stream create: %s", err);
-    const char *tp[] = {"topic", "create", "demo", "events", "--partitions",
-                        "2", NULL};
+    const char *tp[] = {"topic",        "create", "demo", "events",
+                        "--partitions", "2",      NULL};
     st = e2e_cli(&cl.node[2], "iggy", NULL, out, sizeof(out), err, sizeof(err),
                  tp);
     ck_assert_msg(st == 0, "topic create: %s", err);
     const char *snd[] = {"send", "demo", "events", "--partition", "0", NULL};
-    st = e2e_cli(&cl.node[1], "iggy", "hello-cluster\n", out, sizeof(out),
-                 err, sizeof(err), snd);
+    st = e2e_cli(&cl.node[1], "iggy", "hello-cluster\n", out, sizeof(out), err,
+                 sizeof(err), snd);
     ck_assert_msg(st == 0, "send: %s", err);
-    const char *pl[] = {"poll", "demo", "events", "--partition", "0",
-                        "--first", NULL};
+    const char *pl[] = {"poll", "demo",    "events", "--partition",
+                        "0",    "--first", NULL};
     st = e2e_cli(&cl.node[2], "iggy", NULL, out, sizeof(out), err, sizeof(err),
                  pl);
     ck_assert_msg(st == 0, "poll: %s", err);

@@ -76,8 +76,8 @@ result_for(const struct vs_wbuf *fr, uint8_t primary, uint64_t op,
     struct vs_hdr_request req;
     const uint8_t *body;
     uint32_t body_len;
-    ck_assert_int_eq(forward0_decode_request(fr->data, fr->len, CLUSTER,
-                                             &nonce, &req, &body, &body_len),
+    ck_assert_int_eq(forward0_decode_request(fr->data, fr->len, CLUSTER, &nonce,
+                                             &req, &body, &body_len),
                      0);
     ck_assert_uint_eq(body_len, 5);
     ck_assert(memcmp(body, "hello", 5) == 0);
@@ -100,8 +100,8 @@ START_TEST(test_relay_after_apply)
     vs_wbuf_init(&res);
     payload(&p, 1);
     struct forward0_origin o = origin(11, &p);
-    ck_assert_int_eq(forward0_request(&f, &o, p.data, (uint32_t)p.len,
-                                      CLUSTER, 2, 1, 1, &fr),
+    ck_assert_int_eq(forward0_request(&f, &o, p.data, (uint32_t)p.len, CLUSTER,
+                                      2, 1, 1, &fr),
                      0);
     ck_assert_uint_eq(fr.len, VS_HEADER_SIZE + p.len);
     result_for(&fr, 1, 40, &res);
@@ -151,16 +151,16 @@ START_TEST(test_primary_change_and_timeouts)
     payload(&p, 2);
     struct forward0_origin o1 = origin(1, &p), o2 = origin(2, &p),
                            o3 = origin(3, &p);
-    ck_assert_int_eq(forward0_request(&f, &o1, p.data, (uint32_t)p.len,
-                                      CLUSTER, 2, 1, 1, &fr),
+    ck_assert_int_eq(forward0_request(&f, &o1, p.data, (uint32_t)p.len, CLUSTER,
+                                      2, 1, 1, &fr),
                      0);
     vs_wbuf_reset(&fr);
-    ck_assert_int_eq(forward0_request(&f, &o2, p.data, (uint32_t)p.len,
-                                      CLUSTER, 2, 1, 0, &fr),
+    ck_assert_int_eq(forward0_request(&f, &o2, p.data, (uint32_t)p.len, CLUSTER,
+                                      2, 1, 0, &fr),
                      0);
     vs_wbuf_reset(&fr);
-    ck_assert_int_eq(forward0_request(&f, &o3, p.data, (uint32_t)p.len,
-                                      CLUSTER, 2, 1, 0, &fr),
+    ck_assert_int_eq(forward0_request(&f, &o3, p.data, (uint32_t)p.len, CLUSTER,
+                                      2, 1, 0, &fr),
                      0);
     result_for(&fr, 0, 9, &res);
     ck_assert_int_eq(forward0_on_result(&f, 0, res.data, res.len, CLUSTER), 0);
@@ -208,8 +208,8 @@ START_TEST(test_bad_input_and_full_table)
     ck_assert_int_eq(
         forward0_request(&f, &o, p.data, 100, CLUSTER, 2, 1, 1, &fr), -EINVAL);
     /* truncated and mislabelled frames do not decode */
-    ck_assert_int_eq(forward0_request(&f, &o, p.data, (uint32_t)p.len,
-                                      CLUSTER, 2, 1, 1, &fr),
+    ck_assert_int_eq(forward0_request(&f, &o, p.data, (uint32_t)p.len, CLUSTER,
+                                      2, 1, 1, &fr),
                      0);
     uint64_t nonce;
     struct vs_hdr_request req;
@@ -233,8 +233,8 @@ START_TEST(test_bad_input_and_full_table)
                          0);
     }
     vs_wbuf_reset(&fr);
-    ck_assert_int_eq(forward0_request(&f, &o, p.data, (uint32_t)p.len,
-                                      CLUSTER, 2, 1, 1, &fr),
+    ck_assert_int_eq(forward0_request(&f, &o, p.data, (uint32_t)p.len, CLUSTER,
+                                      2, 1, 1, &fr),
                      -ENOBUFS);
     ck_assert_uint_eq(f.used, FORWARD0_MAX);
     vs_wbuf_fini(&p);
