@@ -7,7 +7,9 @@
  * boot (exit 2, one line) while the other two keep serving; a node with
  * the wrong cluster secret is refused and logged, the cluster keeps
  * running, and with the right secret it rejoins; `vstreamd recover`
- * rebuilds a lost disk that rejoins and catches up.
+ * rebuilds a lost disk that rejoins and catches up; a damaged last WAL
+ * entry on a backup is cut, marked faulty and repaired from the peers,
+ * while damage before the last entry refuses the boot (exit 2).
  */
 #include "config.h"
 
@@ -24,6 +26,7 @@
 #include <sodium.h>
 
 #include "common/errors.h"
+#include "common/wire.h"
 #include "tests/integration/cluster.h"
 #include "tools/client/vsc.h"
 
@@ -238,6 +241,68 @@ START_TEST(test_recover_lost_disk)
 }
 END_TEST
 
+/* Flips one byte of the body of the journal entry `which` (0 = first,
+ * -1 = last) of node i's WAL; returns that entry's op. */
+static uint64_t
+flip_wal_body(unsigned i, int which)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/metadata/journal.wal",
+             cl.node[i].data_dir);
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    off_t off = 0, pick = -1;
+    uint64_t op = 0;
+    struct vs_hdr_prepare h;
+    while (pread(fd, &h, sizeof(h), off) == (ssize_t)sizeof(h) &&
+           h.f.size >= VS_HEADER_SIZE) {
+        if (h.f.size > VS_HEADER_SIZE && (which == -1 || pick < 0)) {
+            pick = off;
+            op = h.op;
+        }
+        off += h.f.size;
+    }
+    ck_assert_int_ge(pick, 0);
+    uint8_t b;
+    ck_assert_int_eq(pread(fd, &b, 1, pick + VS_HEADER_SIZE), 1);
+    b ^= 0x01;
+    ck_assert_int_eq(pwrite(fd, &b, 1, pick + VS_HEADER_SIZE), 1);
+    close(fd);
+    return op;
+}
+
+START_TEST(test_damaged_tail_repaired_interior_refused)
+{
+    struct vsc *c0 = vs_cluster_login(&cl, 0, 20000);
+    ck_assert_ptr_nonnull(c0);
+    char name[32];
+    for (unsigned k = 0; k < 5; k++) {
+        snprintf(name, sizeof(name), "d-%u", k);
+        create_ok(c0, name);
+    }
+    struct vsc *c2 = wait_caught_up(2, "d", 5, 20000);
+    vsc_destroy(c2);
+    /* a damaged last entry on a backup: cut, marked faulty, repaired */
+    ck_assert_int_eq(vs_node_stop(&cl.node[2], 10000), 0);
+    uint64_t op = flip_wal_body(2, -1);
+    ck_assert_uint_gt(op, 0);
+    create_ok(c0, "d-5"); /* the others keep serving */
+    ck_assert_int_eq(vs_cluster_start_node(&cl, 2, VS_CLUSTER_START_MS), 0);
+    c2 = wait_caught_up(2, "d", 6, 20000);
+    vsc_destroy(c2);
+    /* damage before the last entry is interior: refused (one line naming
+     * the entry's offset and the valid op after it) */
+    ck_assert_int_eq(vs_node_stop(&cl.node[2], 10000), 0);
+    op = flip_wal_body(2, 0);
+    ck_assert_int_eq(vs_cluster_start_node(&cl, 2, 20000), -ECHILD);
+    ck_assert_int_eq(WEXITSTATUS(cl.node[2].status), 2);
+    (void)op;
+    ck_assert(vs_file_contains(cl.node[2].stderr_file, "interior corruption"));
+    create_ok(c0, "d-6");
+    vsc_destroy(c0);
+}
+END_TEST
+
 static Suite *
 restart_suite(void)
 {
@@ -250,6 +315,7 @@ restart_suite(void)
     tcase_add_test(t, test_corrupt_superblock_refuses);
     tcase_add_test(t, test_wrong_secret_refused);
     tcase_add_test(t, test_recover_lost_disk);
+    tcase_add_test(t, test_damaged_tail_repaired_interior_refused);
     suite_add_tcase(s, t);
     return s;
 }
