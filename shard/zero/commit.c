@@ -131,6 +131,7 @@ struct commit {
     struct commit_pending pending[VSR_PIPELINE_MAX];
     struct meta_result res, res2;
     struct vs_wbuf body, frame, out, snap;
+    struct vs_wbuf rx; /* an aligned copy of an unaligned replica frame */
     uint8_t *rbody;
     size_t rbody_cap;
     uint32_t last_code; /* result code of the last committed op */
@@ -1453,6 +1454,13 @@ commit_on_replica_frame(struct commit *c, uint8_t peer, const void *frame,
         c->stats.dropped++;
         return 0;
     }
+    if (((uintptr_t)frame & 15u) != 0) {
+        /* The links hand frames where their buffer holds them: give the
+         * engine and the decoders an aligned copy (its u128 fields). */
+        vs_wbuf_reset(&c->rx);
+        vs_wr_bytes(&c->rx, frame, len);
+        frame = c->rx.data;
+    }
     uint8_t command = ((const struct vs_header *)frame)->f.command;
     if (command == VS_CMD_FORWARD_REQUEST)
         return commit_on_forward_request(c, peer, frame, len);
@@ -1760,6 +1768,7 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
     vs_wbuf_init(&c->frame);
     vs_wbuf_init(&c->out);
     vs_wbuf_init(&c->snap);
+    vs_wbuf_init(&c->rx);
 
     int rc;
     if (n < 0 || (size_t)n >= AFILE_PATH_MAX) {
@@ -1896,6 +1905,7 @@ commit_destroy(struct commit *c)
     vs_wbuf_fini(&c->frame);
     vs_wbuf_fini(&c->out);
     vs_wbuf_fini(&c->snap);
+    vs_wbuf_fini(&c->rx);
     free(c->rbody);
     forward0_fini(&c->fwd);
     groups0_destroy(c->groups);
