@@ -69,6 +69,8 @@ CLUSTER_TESTS = tests/integration/check_cluster_basic \
 	tests/integration/check_cluster_restart
 check_PROGRAMS += $(CLUSTER_TESTS)
 INTEG_TESTS += $(CLUSTER_TESTS)
+INTEG_FAST_TESTS += tests/integration/check_cluster_basic \
+	tests/integration/check_cluster_partition
 CLUSTER_COMMON = tests/integration/cluster.c tests/integration/cluster.h \
 	tests/integration/e2e.c tests/integration/e2e.h \
 	tests/integration/harness.c tests/integration/harness.h
