@@ -130,10 +130,12 @@ int wal_open(struct wal *w, struct vs_sio *io, const char *dir,
              const struct wal_options *opt, struct wal_scan *scan);
 void wal_close(struct wal *w);
 
-/* Appends one sealed prepare and fsyncs. Checks: size == 256 + body_len,
- * identity checksum, format version known, and -- when the journal is
- * not empty -- op == last + 1 and parent == last checksum (-EINVAL
- * otherwise, nothing written). -ENOSPC: nothing kept. -VS_EFATAL. */
+/* Appends one sealed prepare and fsyncs. A format-2 entry is stored with
+ * checksum_view stamped for its view (vs_prepare_seal_view), whatever the
+ * caller's copy held. Checks: size == 256 + body_len, identity checksum,
+ * format version known, and -- when the journal is not empty -- op ==
+ * last + 1 and parent == last checksum (-EINVAL otherwise, nothing
+ * written). -ENOSPC: nothing kept. -VS_EFATAL. */
 int wal_append(struct wal *w, const struct vs_hdr_prepare *h, const void *body,
                size_t body_len);
 
