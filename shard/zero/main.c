@@ -154,6 +154,9 @@ shard0_on_link_frame(void *arg, uint8_t peer, const void *frame, size_t len)
         return;
     if (commit_on_replica_frame(s->commit, peer, frame, len) != 0)
         shard0_storage_fatal(s);
+    /* a forwarded proposal is held like a local one: flush this pass */
+    if (s->flush_ev != NULL && commit_flush_needed(s->commit))
+        event_active(s->flush_ev, EV_TIMEOUT, 1);
 }
 
 static void
@@ -236,6 +239,8 @@ shard0_on_tick(evutil_socket_t fd, short what, void *arg)
     struct shard0_serve *s = arg;
     if (commit_tick(s->commit) != 0)
         shard0_storage_fatal(s);
+    if (s->flush_ev != NULL && commit_flush_needed(s->commit))
+        event_active(s->flush_ev, EV_TIMEOUT, 1);
     shard0_gauges_publish(s->commit);
     cluster_view_tick(&s->view, s->commit, s->links);
 }
