@@ -43,6 +43,8 @@ static const char *const command_names[] = {
     "ForwardRegisterResult",
     "ForwardLogout",
     "ForwardLogoutResult",
+    "ForwardRequest",
+    "ForwardResult",
 };
 _Static_assert(sizeof(command_names) / sizeof(command_names[0]) ==
                    VS_CMD_MAX + 1,

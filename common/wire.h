@@ -94,8 +94,12 @@ enum vs_command {
     VS_CMD_FORWARD_REGISTER_RESULT = 27,
     VS_CMD_FORWARD_LOGOUT = 28,
     VS_CMD_FORWARD_LOGOUT_RESULT = 29,
+    /* vstream: a backup hands a client's replicated request (Register,
+     * Logout or a metadata op) to the primary, and gets its answer. */
+    VS_CMD_FORWARD_REQUEST = 30,
+    VS_CMD_FORWARD_RESULT = 31,
 };
-#define VS_CMD_MAX VS_CMD_FORWARD_LOGOUT_RESULT
+#define VS_CMD_MAX VS_CMD_FORWARD_RESULT
 
 /* Operations (request/prepare/reply operation byte). */
 enum vs_operation {
@@ -439,6 +443,38 @@ struct vs_hdr_forward_logout_result { /* command 29 */
     uint8_t outcome;       /* 255 */
 };
 
+/* Forwarding between the shard 0s of a cluster (shard/zero/forward.h).
+ * Register and Logout travel in these too (26..29 keep the reference's
+ * layouts but vstream does not send them): one path for every request
+ * that passes the replicated client table.
+ * ForwardRequest, backup -> primary, sealed (header and body): body =
+ * the 256-byte request header as the data shard proposed it (user_id and
+ * request_checksum stamped) followed by the metadata op body. */
+struct vs_hdr_forward_request { /* command 30 */
+    struct vs_frame f;
+    uint64_t nonce;        /* 128: the forwarder's id for it, echoed */
+    struct vs_u128 client; /* 136 */
+    uint64_t request;      /* 152 */
+    uint8_t operation;     /* 160 */
+    uint8_t reserved[95];  /* 161 */
+};
+
+/* ForwardResult, primary -> backup, sealed: body = the frame for the
+ * client (a Reply, header + body, or an Eviction). `op` is the op whose
+ * apply the answer reports (0: none, e.g. a refusal before consensus):
+ * the backup relays it only once it applied and published that op
+ * itself. flags/session/user_id are the data shard's FWD_F_* binding. */
+struct vs_hdr_forward_result { /* command 31 */
+    struct vs_frame f;
+    uint64_t nonce;        /* 128: echoed from the request */
+    uint64_t op;           /* 136 */
+    uint64_t session;      /* 144 */
+    uint32_t user_id;      /* 152 */
+    uint32_t flags;        /* 156 */
+    struct vs_u128 client; /* 160 */
+    uint8_t reserved[80];  /* 176 */
+};
+
 /* ---- layout pins: size and offset of every field ---- */
 #define VS_WIRE_AT(type, field, off)                                           \
     _Static_assert(offsetof(type, field) == (off), #type "." #field)
@@ -481,6 +517,18 @@ VS_WIRE_SIZE(struct vs_hdr_forward_register);
 VS_WIRE_SIZE(struct vs_hdr_forward_register_result);
 VS_WIRE_SIZE(struct vs_hdr_forward_logout);
 VS_WIRE_SIZE(struct vs_hdr_forward_logout_result);
+VS_WIRE_SIZE(struct vs_hdr_forward_request);
+VS_WIRE_SIZE(struct vs_hdr_forward_result);
+VS_WIRE_AT(struct vs_hdr_forward_request, nonce, 128);
+VS_WIRE_AT(struct vs_hdr_forward_request, client, 136);
+VS_WIRE_AT(struct vs_hdr_forward_request, request, 152);
+VS_WIRE_AT(struct vs_hdr_forward_request, operation, 160);
+VS_WIRE_AT(struct vs_hdr_forward_result, nonce, 128);
+VS_WIRE_AT(struct vs_hdr_forward_result, op, 136);
+VS_WIRE_AT(struct vs_hdr_forward_result, session, 144);
+VS_WIRE_AT(struct vs_hdr_forward_result, user_id, 152);
+VS_WIRE_AT(struct vs_hdr_forward_result, flags, 156);
+VS_WIRE_AT(struct vs_hdr_forward_result, client, 160);
 
 VS_WIRE_AT(struct vs_header, command_bytes, 128);
 

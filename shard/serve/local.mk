@@ -2,6 +2,7 @@
 # Sources are appended to libvs_server.a (listed in server/local.mk).
 libvs_server_a_SOURCES += \
 	shard/serve/balance.c shard/serve/balance.h \
+	shard/serve/cluster.c shard/serve/cluster.h \
 	shard/serve/conn.c \
 	shard/serve/hasher.c shard/serve/hasher.h \
 	shard/serve/http.c shard/serve/http.h \

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/errors.h"
 #include "tests/integration/e2e.h"
 
 static struct vs_node node;
@@ -586,11 +587,23 @@ START_TEST(test_cli_stats_json)
 }
 END_TEST
 
-/* Free space below disk_watermark_bytes: sends refused, gauge set. */
+/* Free space below disk_watermark_bytes: sends and metadata growth
+ * refused, gauge set. The topic is created before the restart that sets
+ * the watermark (below it, CreateStream itself is refused). */
 START_TEST(test_disk_watermark)
 {
     struct vs_node n2;
     ck_assert_int_eq(vs_node_init(&n2), 0);
+    const char *plain[] = {"--http-addr", "127.0.0.1:0", NULL};
+    e2e_start(&n2, 1, plain);
+    struct vsc *c = e2e_login(&n2, "iggy", "iggy");
+    OK(c, vsc_stream_create(c, "w", NULL));
+    struct vsc_id sid = vsc_id_name("w"), tid = vsc_id_name("t");
+    struct vsc_topic top;
+    OK(c, vsc_topic_create(c, &sid, 1, "t", NULL, 0, &top));
+    vsc_topic_fini(&top);
+    vsc_destroy(c);
+    ck_assert_int_eq(vs_node_stop(&n2, 20000), 0);
     const char *extra[] = {"--http-addr",
                            "127.0.0.1:0",
                            "--disk-watermark-bytes",
@@ -599,12 +612,8 @@ START_TEST(test_disk_watermark)
                            "0",
                            NULL};
     e2e_start(&n2, 1, extra);
-    struct vsc *c = e2e_login(&n2, "iggy", "iggy");
-    OK(c, vsc_stream_create(c, "w", NULL));
-    struct vsc_id sid = vsc_id_name("w"), tid = vsc_id_name("t");
-    struct vsc_topic top;
-    OK(c, vsc_topic_create(c, &sid, 1, "t", NULL, 0, &top));
-    vsc_topic_fini(&top);
+    c = e2e_login(&n2, "iggy", "iggy");
+    ck_assert_int_eq(vsc_stream_create(c, "w2", NULL), VS_E_DISK_FULL);
     struct vsc_msg m;
     memset(&m, 0, sizeof m);
     m.payload = (uint8_t *)"x";

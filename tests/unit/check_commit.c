@@ -860,8 +860,9 @@ START_TEST(test_create_pat_not_cached)
 }
 END_TEST
 
-/* A replica of a (not yet connected) 3-node cluster prepares but cannot
- * commit: the same client again, or a full pipeline, gets status 57. */
+/* Replica 0 of a (not yet connected) 3-node cluster is the first primary:
+ * it proposes genesis as op 1 and prepares but cannot commit; the same
+ * client again, or a full pipeline, gets status 57. */
 START_TEST(test_transient_not_committed)
 {
     struct fx f;
@@ -871,17 +872,21 @@ START_TEST(test_transient_not_committed)
     fx_region(&f);
     ck_assert_int_eq(shard0_format(&f.cfg, err, sizeof(err)), 0);
     ck_assert_msg(fx_boot(&f, err, sizeof(err)) == 0, "%s", err);
-    ck_assert_int_eq(commit_genesis_needed(f.c), 0);
+    ck_assert_int_eq(commit_genesis_needed(f.c), 1);
+    ck_assert_msg(commit_genesis(f.c, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), 1);
+    ck_assert_uint_eq(vsr_commit_min(commit_engine(f.c)), 0);
+    ck_assert_int_eq(commit_genesis_needed(f.c), 0); /* in flight */
     fx_clear_sent(&f);
     ck_assert_int_eq(fx_register(&f, CLIENT_A, 0), 0);
     ck_assert_uint_eq(f.nsent, 0); /* prepared, awaiting a quorum */
-    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), 1);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), 2);
     ck_assert_int_eq(fx_register(&f, CLIENT_A, 0), 0);
     ck_assert_uint_eq(f.nsent, 1);
     ck_assert_uint_eq(reply_of(fx_last(&f))->status,
                       VS_E_TRANSIENT_NOT_COMMITTED);
     ck_assert_uint_eq(reply_of(fx_last(&f))->operation, VS_OP_REGISTER);
-    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), 1);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), 2);
     /* other clients fill the pipeline (32), then 57 */
     unsigned transient = 0;
     for (uint64_t i = 0; i < 40; i++) {
@@ -895,7 +900,7 @@ START_TEST(test_transient_not_committed)
         }
     }
     ck_assert_uint_eq(vsr_op(commit_engine(f.c)), VSR_PIPELINE_MAX);
-    ck_assert_uint_eq(transient, 40 - (VSR_PIPELINE_MAX - 1));
+    ck_assert_uint_eq(transient, 40 - (VSR_PIPELINE_MAX - 2));
     ck_assert_uint_eq(commit_stats(f.c)->transient, transient + 1);
     fx_fini(&f);
 }
