@@ -58,7 +58,7 @@ want_top(const struct vs_vsr *v)
     uint64_t top = v->head;
     if (v->status == VSR_STATUS_NORMAL && v->hb_commit_op > top)
         top = v->hb_commit_op;
-    uint64_t limit = v->durable.checkpoint_op + v->slots_n;
+    uint64_t limit = vsr_window_top(v);
     return top < limit ? top : limit;
 }
 
@@ -116,7 +116,7 @@ pick_peer(struct vs_vsr *v, uint64_t op, uint8_t *peer)
 void
 vsr_repair_kick(struct vs_vsr *v)
 {
-    if (v->n == 1 || v->repair_active || !repair_allowed(v) ||
+    if (v->n == 1 || v->xfer || v->repair_active || !repair_allowed(v) ||
         v->now < v->repair_idle)
         return;
     uint64_t top = want_top(v);
@@ -211,6 +211,9 @@ vsr_on_request_prepares(struct vs_vsr *v,
         v->durable.checkpoint_op > 0 ? v->durable.checkpoint_op : 1;
     if (v->head >= v->slots_n && v->head - v->slots_n + 1 > oldest)
         oldest = v->head - v->slots_n + 1;
+    /* A journal rebuilt above an installed snapshot starts after it. */
+    if (v->floor >= oldest && vsr_slot_cget(v, v->floor) == NULL)
+        oldest = v->floor + 1;
     if (h->from_op < oldest) {
         send_done(v, to, VS_CMD_RANGE_EVICTED, h->nonce, oldest);
         return VSR_ACCEPTED;
@@ -253,7 +256,7 @@ vsr_on_repair_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
         return VSR_DROP_STATUS; /* it knows no canonical header yet */
     if (x <= v->commit_min)
         return VSR_DROP_LATE;
-    if (x > v->durable.checkpoint_op + v->slots_n)
+    if (x > vsr_window_top(v))
         return VSR_DROP_JOURNAL_FULL;
     if (p->f.size - VS_HEADER_SIZE > v->body_max)
         return VSR_DROP_BODY_MAX;
@@ -273,7 +276,7 @@ vsr_on_repair_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
         v->stats.divergences++;
         return VSR_DROP_CHAIN;
     }
-    if (x - 1 == v->commit_min &&
+    if (x - 1 == v->commit_min && !v->anchor_unknown &&
         !vs_u128_eq(v->commit_min_checksum, p->parent))
         return VSR_DROP_CHAIN;
     struct vsr_msg *m = vsr_msg_new(frame, p->f.size);
