@@ -54,7 +54,33 @@ vs_prepare_identity(const struct vs_hdr_prepare *p)
     memcpy(&copy, p, sizeof(copy));
     memset(&copy.f.checksum, 0, sizeof(copy.f.checksum));
     copy.f.view = 0;
+    if (copy.f.release == VS_WIRE_FORMAT_V2)
+        copy.checksum_view = 0;
     return vs_checksum(&copy, sizeof(copy));
+}
+
+uint64_t
+vs_prepare_view_checksum(const struct vs_hdr_prepare *p)
+{
+    uint8_t in[20];
+    memcpy(in, &p->f.checksum, 16);
+    memcpy(in + 16, &p->f.view, 4);
+    return vs_xxh3_64(in, sizeof(in)) | VS_PREPARE_VIEW_MARK;
+}
+
+void
+vs_prepare_seal_view(struct vs_hdr_prepare *p)
+{
+    if (p->f.release == VS_WIRE_FORMAT_V2)
+        p->checksum_view = vs_prepare_view_checksum(p);
+}
+
+int
+vs_prepare_verify_view(const struct vs_hdr_prepare *p)
+{
+    if (p->f.release != VS_WIRE_FORMAT_V2)
+        return 1;
+    return p->checksum_view == vs_prepare_view_checksum(p);
 }
 
 void
@@ -62,6 +88,7 @@ vs_prepare_seal(struct vs_hdr_prepare *p, const void *body, size_t len)
 {
     p->f.checksum_body = vs_body_checksum(body, len);
     p->f.checksum = vs_prepare_identity(p);
+    vs_prepare_seal_view(p);
 }
 
 int

@@ -41,13 +41,22 @@ int vs_frame_verify(const struct vs_header *h);
 
 /* Body checksum: XXH3 over exactly h->size - 256 bytes of `body`. */
 struct vs_u128 vs_body_checksum(const void *body, size_t len);
-/* Sets checksum_body from the body, then the identity checksum. */
+/* Sets checksum_body from the body, then the identity checksum, then (in
+ * format 2) checksum_view. */
 void vs_prepare_seal(struct vs_hdr_prepare *p, const void *body, size_t len);
 /* Identity checksum of a prepare: XXH3 of the 256 header bytes with
- * `checksum` and `view` zeroed. */
+ * `checksum` and `view` zeroed (format 2: checksum_view zeroed too). */
 struct vs_u128 vs_prepare_identity(const struct vs_hdr_prepare *p);
 /* 1 if p->checksum equals its identity checksum. */
 int vs_prepare_verify_identity(const struct vs_hdr_prepare *p);
+/* checksum_view of a format-2 prepare as defined in common/wire.h. */
+uint64_t vs_prepare_view_checksum(const struct vs_hdr_prepare *p);
+/* Re-stamps checksum_view after f.view (or the identity) changed; a no-op
+ * for format 1, which has no view checksum. */
+void vs_prepare_seal_view(struct vs_hdr_prepare *p);
+/* 1 if checksum_view matches (always 1 for format 1). Call after the
+ * identity verified. */
+int vs_prepare_verify_view(const struct vs_hdr_prepare *p);
 /* 1 if checksum_body is 0 (unsealed) or equals XXH3(body). */
 int vs_body_verify(const struct vs_header *h, const void *body, size_t len);
 

@@ -59,6 +59,7 @@ static const struct error_row error_rows[] = {
     {2021, "TooManyTopics", "too many topics"},
     {3007, "PartitionNotFound", "partition not found"},
     {3013, "PartitionIdSpaceExhausted", "partition id space exhausted"},
+    {3020, "CannotReadConsumerOffsets", "consumer offsets damaged on disk"},
     {3021, "ConsumerOffsetNotFound", "consumer offset not found"},
     {4000, "SegmentNotFound", "segment not found"},
     {4006, "CannotSaveMessagesToSegment",
@@ -86,6 +87,9 @@ static const struct error_row error_rows[] = {
     {9000, "SnapshotFileCompletionFailed", "snapshot file completion failed"},
     {10005, "CannotAppendToFile", "cannot append to file"},
     {14003, "IncompatibleProtocolVersion", "incompatible protocol version"},
+    {60000, "DiskFull",
+     "no space left for metadata on the data dir's filesystem (deletes, "
+     "purges and logins still work)"},
 };
 
 static const struct error_row *

@@ -68,6 +68,7 @@ enum vs_iggy_error {
     VS_E_TOO_MANY_TOPICS = 2021,
     VS_E_PARTITION_NOT_FOUND = 3007,
     VS_E_PARTITION_ID_SPACE_EXHAUSTED = 3013,
+    VS_E_CANNOT_READ_CONSUMER_OFFSETS = 3020,
     VS_E_CONSUMER_OFFSET_NOT_FOUND = 3021,
     VS_E_UNSUPPORTED_OPTION_KEY = 4041,
     VS_E_INVALID_OPTION_VALUE = 4042,
@@ -92,6 +93,14 @@ enum vs_iggy_error {
     VS_E_SNAPSHOT_FILE_COMPLETION_FAILED = 9000,
     VS_E_CANNOT_APPEND_TO_FILE = 10005,
     VS_E_INCOMPATIBLE_PROTOCOL_VERSION = 14003,
+    /* vstream's own codes (no Iggy equivalent), from 60000 up; an Iggy
+     * SDK reports them as Error carrying the code. */
+    /* A metadata change refused for space: the data dir's filesystem is
+     * below disk_watermark_bytes (changes that free space -- login,
+     * logout, deletes, purges, DeleteSegments -- are still accepted), or
+     * a metadata write got ENOSPC (nothing was kept). Sends refused for
+     * space answer Iggy's 4006 CannotSaveMessagesToSegment. */
+    VS_E_DISK_FULL = 60000,
 };
 
 /* The error's name, e.g. "StreamNameAlreadyExists"; "Unknown" otherwise. */

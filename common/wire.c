@@ -43,6 +43,8 @@ static const char *const command_names[] = {
     "ForwardRegisterResult",
     "ForwardLogout",
     "ForwardLogoutResult",
+    "ForwardRequest",
+    "ForwardResult",
 };
 _Static_assert(sizeof(command_names) / sizeof(command_names[0]) ==
                    VS_CMD_MAX + 1,
@@ -176,7 +178,7 @@ vs_operation_is_result_framed(unsigned op)
 int
 vs_wire_format_known(uint32_t release)
 {
-    return release == VS_WIRE_FORMAT_VERSION;
+    return release == VS_WIRE_FORMAT_V1 || release == VS_WIRE_FORMAT_V2;
 }
 
 int

@@ -36,8 +36,13 @@
 #define VS_METADATA_GROUP (UINT64_C(1) << 63)
 #define VS_REPLICAS_MAX   32u
 /* Format version of replica frames and WAL entries, in header.release.
- * A decoder accepts exactly the versions listed in vs_wire_format_known(). */
-#define VS_WIRE_FORMAT_VERSION 1u
+ * A decoder accepts exactly the versions listed in vs_wire_format_known():
+ * 1 and 2. Version 2 differs from 1 only in the prepare header: bytes
+ * 248..255 hold checksum_view (see struct vs_hdr_prepare); every other
+ * frame is laid out identically in both. New frames carry 2. */
+#define VS_WIRE_FORMAT_V1      1u
+#define VS_WIRE_FORMAT_V2      2u
+#define VS_WIRE_FORMAT_VERSION VS_WIRE_FORMAT_V2
 
 /* A 128-bit little-endian value: low 64 bits first. */
 struct vs_u128 {
@@ -89,8 +94,12 @@ enum vs_command {
     VS_CMD_FORWARD_REGISTER_RESULT = 27,
     VS_CMD_FORWARD_LOGOUT = 28,
     VS_CMD_FORWARD_LOGOUT_RESULT = 29,
+    /* vstream: a backup hands a client's replicated request (Register,
+     * Logout or a metadata op) to the primary, and gets its answer. */
+    VS_CMD_FORWARD_REQUEST = 30,
+    VS_CMD_FORWARD_RESULT = 31,
 };
-#define VS_CMD_MAX VS_CMD_FORWARD_LOGOUT_RESULT
+#define VS_CMD_MAX VS_CMD_FORWARD_RESULT
 
 /* Operations (request/prepare/reply operation byte). */
 enum vs_operation {
@@ -213,6 +222,24 @@ struct vs_hdr_eviction { /* command 13, server -> client, no body */
     uint8_t reason;                       /* 255: enum vs_eviction_reason */
 };
 
+/*
+ * Prepare (also the stored WAL entry). The identity checksum (f.checksum)
+ * is XXH3-64 (seed 0, widened) of the 256 header bytes with f.checksum
+ * and f.view zeroed, and in format 2 also checksum_view zeroed, so a
+ * retransmit that re-stamps the view keeps its identity.
+ *
+ * checksum_view (format 2 only; reserved zero in format 1) covers the
+ * view, which the identity leaves out:
+ *     checksum_view = XXH3-64(seed 0, header bytes [0, 16) ++ [52, 56))
+ *                     | 0xC000000000000000
+ * i.e. over the 20 bytes identity checksum (16, LE halves) then view
+ * (u32 LE). The two top bits are always set, so byte 255 of a valid
+ * format-2 header is non-zero even after any single bit flip: a header
+ * cut at a 4 KiB boundary (zeros from the boundary on, a torn write) is
+ * never mistaken for a flipped bit, and vice versa. Whoever changes
+ * f.view re-stamps it (vs_prepare_seal_view); the journal stamps it on
+ * every entry it stores.
+ */
 struct vs_hdr_prepare { /* command 6 (19 RepairPrepare: same layout) */
     struct vs_frame f;
     struct vs_u128 client;           /* 128 */
@@ -226,8 +253,10 @@ struct vs_hdr_prepare { /* command 6 (19 RepairPrepare: same layout) */
     uint8_t operation_padding[7];    /* 209 */
     uint64_t group;                  /* 216 */
     uint32_t user_id;                /* 224 */
-    uint8_t reserved[28];            /* 228 */
+    uint8_t reserved[20];            /* 228 */
+    uint64_t checksum_view;          /* 248: format 2; 0 in format 1 */
 };
+#define VS_PREPARE_VIEW_MARK UINT64_C(0xC000000000000000)
 
 struct vs_hdr_prepare_ok { /* command 7, sealed */
     struct vs_frame f;
@@ -405,6 +434,38 @@ struct vs_hdr_forward_logout_result { /* command 29 */
     uint8_t outcome;       /* 255 */
 };
 
+/* Forwarding between the shard 0s of a cluster (shard/zero/forward.h).
+ * Register and Logout travel in these too (26..29 keep the reference's
+ * layouts but vstream does not send them): one path for every request
+ * that passes the replicated client table.
+ * ForwardRequest, backup -> primary, sealed (header and body): body =
+ * the 256-byte request header as the data shard proposed it (user_id and
+ * request_checksum stamped) followed by the metadata op body. */
+struct vs_hdr_forward_request { /* command 30 */
+    struct vs_frame f;
+    uint64_t nonce;        /* 128: the forwarder's id for it, echoed */
+    struct vs_u128 client; /* 136 */
+    uint64_t request;      /* 152 */
+    uint8_t operation;     /* 160 */
+    uint8_t reserved[95];  /* 161 */
+};
+
+/* ForwardResult, primary -> backup, sealed: body = the frame for the
+ * client (a Reply, header + body, or an Eviction). `op` is the op whose
+ * apply the answer reports (0: none, e.g. a refusal before consensus):
+ * the backup relays it only once it applied and published that op
+ * itself. flags/session/user_id are the data shard's FWD_F_* binding. */
+struct vs_hdr_forward_result { /* command 31 */
+    struct vs_frame f;
+    uint64_t nonce;        /* 128: echoed from the request */
+    uint64_t op;           /* 136 */
+    uint64_t session;      /* 144 */
+    uint32_t user_id;      /* 152 */
+    uint32_t flags;        /* 156 */
+    struct vs_u128 client; /* 160 */
+    uint8_t reserved[80];  /* 176 */
+};
+
 /* ---- layout pins: size and offset of every field ---- */
 #define VS_WIRE_AT(type, field, off)                                           \
     _Static_assert(offsetof(type, field) == (off), #type "." #field)
@@ -446,6 +507,18 @@ VS_WIRE_SIZE(struct vs_hdr_forward_register);
 VS_WIRE_SIZE(struct vs_hdr_forward_register_result);
 VS_WIRE_SIZE(struct vs_hdr_forward_logout);
 VS_WIRE_SIZE(struct vs_hdr_forward_logout_result);
+VS_WIRE_SIZE(struct vs_hdr_forward_request);
+VS_WIRE_SIZE(struct vs_hdr_forward_result);
+VS_WIRE_AT(struct vs_hdr_forward_request, nonce, 128);
+VS_WIRE_AT(struct vs_hdr_forward_request, client, 136);
+VS_WIRE_AT(struct vs_hdr_forward_request, request, 152);
+VS_WIRE_AT(struct vs_hdr_forward_request, operation, 160);
+VS_WIRE_AT(struct vs_hdr_forward_result, nonce, 128);
+VS_WIRE_AT(struct vs_hdr_forward_result, op, 136);
+VS_WIRE_AT(struct vs_hdr_forward_result, session, 144);
+VS_WIRE_AT(struct vs_hdr_forward_result, user_id, 152);
+VS_WIRE_AT(struct vs_hdr_forward_result, flags, 156);
+VS_WIRE_AT(struct vs_hdr_forward_result, client, 160);
 
 VS_WIRE_AT(struct vs_header, command_bytes, 128);
 
@@ -490,6 +563,7 @@ VS_WIRE_AT(struct vs_hdr_prepare, operation_padding, 209);
 VS_WIRE_AT(struct vs_hdr_prepare, group, 216);
 VS_WIRE_AT(struct vs_hdr_prepare, user_id, 224);
 VS_WIRE_AT(struct vs_hdr_prepare, reserved, 228);
+VS_WIRE_AT(struct vs_hdr_prepare, checksum_view, 248);
 
 VS_WIRE_AT(struct vs_hdr_prepare_ok, parent, 128);
 VS_WIRE_AT(struct vs_hdr_prepare_ok, prepare_checksum, 144);

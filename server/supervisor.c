@@ -143,12 +143,12 @@ sup_child_start(struct sup *s, uint32_t slot)
         .seg = &s->seg,
         .slot = slot,
         .k = s->k,
-        .client_fd = slot == 0 ? -1 : s->client_fd,
+        /* shard 0 only reads the client listener's bound address (it
+         * advertises it to the other replicas) and closes it. */
+        .client_fd = s->client_fd,
         .replica_fd = slot == 0 ? s->replica_fd : -1,
         .incarnation = s->child[slot].incarnation,
     };
-    if (slot == 0 && s->client_fd >= 0)
-        close(s->client_fd);
     if (slot != 0 && s->replica_fd >= 0)
         close(s->replica_fd);
     sup_child_oom();

@@ -9,7 +9,10 @@
  * `vstreamd [OPTIONS] format` formats an empty data dir for a replica
  * of a multi-node cluster (which otherwise refuses an empty dir: it may
  * be a lost disk, DESIGN §4) and exits; a one-replica node formats
- * itself at first boot.
+ * itself at first boot. `vstreamd [OPTIONS] recover` formats the empty
+ * data dir of a cluster replica that lost its disk, marked rebuilt: it
+ * rejoins through repair and neither votes nor acknowledges until it
+ * caught up (R8).
  *
  * Everything after the configuration is the supervisor's
  * (server/supervisor.c): data-dir lock, shard count, segment,
@@ -39,6 +42,11 @@ usage(int fd)
     dprintf(fd, "usage: vstreamd [OPTIONS]         run a node\n"
                 "       vstreamd [OPTIONS] format  format an empty data dir "
                 "for a cluster replica\n"
+                "       vstreamd [OPTIONS] recover format the empty data dir "
+                "of a cluster replica\n"
+                "                                  that lost its disk (it "
+                "rejoins without voting\n"
+                "                                  until caught up)\n"
                 "\n"
                 "vstream node: a supervisor with a metadata shard and data "
                 "shards.\n"
@@ -77,7 +85,8 @@ main(int argc, char **argv)
     }
     int format = 0;
     char **rest = NULL;
-    if (pos < argc && strcmp(argv[pos], "format") == 0) {
+    if (pos < argc && (strcmp(argv[pos], "format") == 0 ||
+                       strcmp(argv[pos], "recover") == 0)) {
         /* options may also follow the subcommand: parse again without it */
         rest = vs_xcalloc((size_t)argc + 1, sizeof(*rest));
         int n = 0;
@@ -85,7 +94,7 @@ main(int argc, char **argv)
             if (i != pos)
                 rest[n++] = argv[i];
         rest[n] = NULL;
-        format = 1;
+        format = strcmp(argv[pos], "format") == 0 ? 1 : 2;
         int rc = vs_config_load(&cfg, n, rest, environ, &pos, err, sizeof(err));
         if (rc == 0 && pos < n)
             snprintf(err, sizeof(err), "unexpected argument '%s' (see --help)",
@@ -115,7 +124,8 @@ main(int argc, char **argv)
             fprintf(stderr, "vstreamd: %s\n", err);
             return VS_EXIT_FATAL;
         }
-        int rc = shard0_format(&cfg, err, sizeof(err));
+        int rc = format == 1 ? shard0_format(&cfg, err, sizeof(err))
+                             : shard0_recover(&cfg, err, sizeof(err));
         close(fd);
         if (rc != 0) {
             fprintf(stderr, "vstreamd: %s\n", err);

@@ -68,6 +68,14 @@
  *               when it proposes the join, because the proposing data
  *               shard only knows the partitions it owns.
  *
+ *  FWD_CLUSTER  shard 0 -> every data shard, on a cluster node only:
+ *               payload = struct fwd_cluster, this node's view of the
+ *               cluster (its replica status and view, who leads, each
+ *               node's client address, role, status and link), sent on
+ *               every change and once a second. A data shard answers
+ *               GetClusterMetadata from the last one and serves the
+ *               partition plane only while it says this node leads.
+ *
  * Between data shards (shard/serve/data.h): a partition lives on
  * one data shard (meta_partition_owner); a data-plane request (send, poll,
  * consumer offsets, flush) arriving on another shard's connection is
@@ -114,6 +122,7 @@ enum fwd_kind {
     FWD_DATA_REPLY = 5,
     FWD_MEMBER_SILENT = 6,
     FWD_GROUP_REPORT = 7,
+    FWD_CLUSTER = 8,
 };
 
 enum fwd_flags {
@@ -154,5 +163,36 @@ struct fwd_group_part {
     uint32_t revoke_to; /* done: its target member id (else 0) */
 };
 _Static_assert(sizeof(struct fwd_group_part) == 32, "fwd_group_part layout");
+
+#define FWD_CLUSTER_ADDR_MAX 64u
+#define FWD_CLUSTER_NONE     0xffu /* no settled primary */
+
+/* One node of FWD_CLUSTER. role/status use GetClusterMetadata's codes
+ * (role 0 Leader, 1 Follower; status 0 Healthy, 1 Starting, 3
+ * Unreachable); link is enum links_state (shard/zero/links.h), 255 for
+ * the node itself. */
+struct fwd_cluster_node {
+    char client_addr[FWD_CLUSTER_ADDR_MAX]; /* "HOST:PORT", "" unknown */
+    uint8_t role;
+    uint8_t status;
+    uint8_t link;
+    uint8_t pad[5];
+    uint64_t bytes_in, bytes_out; /* link counters (0 for self) */
+};
+_Static_assert(sizeof(struct fwd_cluster_node) == 88, "fwd_cluster_node");
+
+struct fwd_cluster {
+    uint32_t count;     /* replicas, 2..VS_REPLICAS_MAX */
+    uint8_t self;       /* this node's replica id */
+    uint8_t vsr_status; /* enum vsr_status of this node's engine */
+    uint8_t leader;     /* settled primary of the current view, or NONE */
+    uint8_t pad;
+    uint32_t view, log_view;
+    uint64_t op, commit_min, commit_max, checkpoint_op;
+    struct vs_u128 checkpoint_checksum;
+    struct fwd_cluster_node nodes[VS_REPLICAS_MAX];
+};
+_Static_assert(sizeof(struct fwd_cluster) == 64 + 88 * VS_REPLICAS_MAX,
+               "fwd_cluster layout");
 
 #endif /* VS_SHARD_FWD_H */

@@ -30,7 +30,8 @@ struct vs_shard_ctx {
     const struct vs_seg *seg;
     uint32_t slot;  /* 0 = shard 0, 1..K data shards */
     uint32_t k;     /* number of data shards */
-    int client_fd;  /* inherited client listener (data shards), -1 */
+    int client_fd;  /* inherited client listener (data shards serve it;
+                       shard 0 reads its bound address, closes it), -1 */
     int replica_fd; /* inherited replica listener (shard 0), -1 */
     uint64_t incarnation;
 };

@@ -4,10 +4,16 @@
  * Role: prints the superblock verdict and both slots, the snapshot
  * verdict, the WAL verdict and the overall recovery verdict -- the same
  * recovery_open() vstreamd runs at boot, but read-only: nothing is
- * modified (a torn tail is reported as "would cut"). --json prints the
- * same as one JSON object.
+ * modified (a torn tail is reported as "would cut"). Then the verdict of
+ * every partition directory under DATA/partitions: the same part_open()
+ * a data shard runs at boot, in its read-only mode (with the durability
+ * policy of --fsync-policy, default every-batch, and --cut-damaged-tail).
+ * --verify-data also reads every batch of every partition and re-checks
+ * every message checksum (what a poll verifies), reporting the first
+ * damaged batch. --json prints the same as one JSON object.
  *
- * Exit: 0 the node would boot, 3 it would refuse, 1 usage error.
+ * Exit: 0 the node would boot (and --verify-data found no damage), 3 it
+ * would refuse (metadata or a partition) or data is damaged, 1 usage.
  * On the dir of a running node (DATA/vstream.lock held) it says so and
  * reads anyway. Without a config the identity (cluster, replica id and
  * count) is not checked; the replica count recorded in the superblock
@@ -16,13 +22,19 @@
  */
 #include "config.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/errors.h"
 #include "common/layout.h"
+#include "shard/data/partition.h"
+#include "shard/data/pdir.h"
 #include "shard/storage/datadir.h"
 #include "shard/storage/io.h"
 #include "shard/storage/recovery.h"
@@ -31,8 +43,10 @@ static void
 usage(FILE *f)
 {
     fprintf(f, "usage: vstream-inspect DATA_DIR [--json] "
-               "[--cut-damaged-tail]\n"
-               "exit status: 0 would boot, 3 would refuse, 1 usage\n");
+               "[--cut-damaged-tail] [--verify-data]\n"
+               "                      [--fsync-policy every-batch|interval]\n"
+               "exit status: 0 would boot, 3 would refuse (or damaged data), "
+               "1 usage\n");
 }
 
 static void
@@ -248,20 +262,189 @@ print_json(const char *dir, enum datadir_lock_state lock, pid_t pid,
            recovery_verdict_name(r->verdict),
            recovery_verdict_boots(r->verdict) ? "true" : "false");
     json_str(r->reason);
-    printf("}\n");
+}
+
+/* One partition's verdict. */
+struct part_report {
+    char name[256];
+    int refused;   /* the open refused: boot would stop the shard */
+    int damaged;   /* --verify-data found a batch failing */
+    int io_error;  /* the directory could not be read at all */
+    char msg[600]; /* the refusal / damage / error, one line */
+    uint64_t first, current, messages;
+    int empty;
+    uint32_t segments;
+};
+
+struct part_reports {
+    struct part_report *r;
+    size_t n, cap;
+    int any_bad;
+};
+
+/* Reads every batch of p through part_poll (which verifies every message
+ * checksum). 0, or -EBADMSG / -errno with msg set. */
+static int
+verify_all(struct vs_part *p, char *msg, size_t cap)
+{
+    struct part_stats st;
+    part_stats(p, &st);
+    if (st.empty)
+        return 0;
+    struct vs_wbuf w;
+    vs_wbuf_init(&w);
+    uint64_t off = st.first_offset;
+    int rc = 0;
+    while (off <= st.current_offset) {
+        struct part_poll_result r;
+        vs_wbuf_reset(&w);
+        rc = part_poll(p, PART_POLL_OFFSET, off, 100000, 8u << 20, &w, &r);
+        if (rc != 0) {
+            snprintf(msg, cap,
+                     "reading from offset %" PRIu64 ": %s (a poll of it "
+                     "would be refused)",
+                     off,
+                     rc == -EBADMSG ? "a batch fails its message checksums"
+                                    : strerror(-rc));
+            break;
+        }
+        if (r.count == 0)
+            break;
+        off = r.last_offset + 1;
+    }
+    vs_wbuf_fini(&w);
+    return rc;
+}
+
+static void
+inspect_partitions(struct vs_sio *io, const char *dir,
+                   const struct part_opts *o, int verify,
+                   struct part_reports *out)
+{
+    char parts[AFILE_PATH_MAX];
+    snprintf(parts, sizeof(parts), "%s/%s", dir, VS_PARTITIONS_DIR);
+    DIR *d = opendir(parts);
+    if (!d)
+        return; /* no partitions yet */
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        struct part_id id;
+        if (!pdir_parse(de->d_name, &id))
+            continue;
+        if (out->n == out->cap) {
+            out->cap = out->cap ? out->cap * 2 : 16;
+            out->r = realloc(out->r, out->cap * sizeof(*out->r));
+            if (!out->r)
+                abort();
+        }
+        struct part_report *pr = &out->r[out->n++];
+        memset(pr, 0, sizeof(*pr));
+        snprintf(pr->name, sizeof(pr->name), "%s", de->d_name);
+        struct vs_part *p = NULL;
+        struct part_verdict v;
+        int rc = part_open(io, parts, &id, o, 0, 0, &p, &v);
+        if (rc == -EBADMSG) {
+            pr->refused = 1;
+            snprintf(pr->msg, sizeof(pr->msg), "%s", v.msg);
+        } else if (rc != 0) {
+            pr->io_error = 1;
+            snprintf(pr->msg, sizeof(pr->msg), "cannot open: %s",
+                     strerror(-rc));
+        } else {
+            struct part_stats st;
+            part_stats(p, &st);
+            pr->empty = st.empty;
+            pr->first = st.first_offset;
+            pr->current = st.current_offset;
+            pr->messages =
+                st.empty ? 0 : st.current_offset - st.first_offset + 1;
+            pr->segments = st.segments;
+            if (verify && verify_all(p, pr->msg, sizeof(pr->msg)) != 0)
+                pr->damaged = 1;
+            part_abandon(p); /* read-only: nothing to write */
+        }
+        if (pr->refused || pr->damaged || pr->io_error)
+            out->any_bad = 1;
+    }
+    closedir(d);
+}
+
+static void
+print_parts_text(const struct part_reports *ps, int verify)
+{
+    printf("partitions: %zu%s\n", ps->n,
+           verify ? " (every message checksum verified)" : "");
+    for (size_t i = 0; i < ps->n; i++) {
+        const struct part_report *r = &ps->r[i];
+        if (r->refused)
+            printf("  %s: refuse: %s\n", r->name, r->msg);
+        else if (r->io_error)
+            printf("  %s: error: %s\n", r->name, r->msg);
+        else if (r->damaged)
+            printf("  %s: damaged: %s\n", r->name, r->msg);
+        else if (r->empty)
+            printf("  %s: ok, empty, %u segment(s)\n", r->name, r->segments);
+        else
+            printf("  %s: ok, offsets %" PRIu64 "..%" PRIu64
+                   ", %u segment(s)\n",
+                   r->name, r->first, r->current, r->segments);
+    }
+    printf("data verdict: %s\n",
+           ps->any_bad ? (verify ? "refuse or damaged" : "refuse") : "boot");
+}
+
+static void
+print_parts_json(const struct part_reports *ps, int verify)
+{
+    printf(",\"partitions\":[");
+    for (size_t i = 0; i < ps->n; i++) {
+        const struct part_report *r = &ps->r[i];
+        printf("%s{\"name\":", i ? "," : "");
+        json_str(r->name);
+        printf(",\"verdict\":\"%s\"", r->refused    ? "refuse"
+                                      : r->io_error ? "error"
+                                      : r->damaged  ? "damaged"
+                                                    : "ok");
+        if (!r->refused && !r->io_error)
+            printf(",\"empty\":%s,\"first_offset\":%" PRIu64
+                   ",\"current_offset\":%" PRIu64 ",\"segments\":%u",
+                   r->empty ? "true" : "false", r->first, r->current,
+                   r->segments);
+        if (r->msg[0]) {
+            printf(",\"reason\":");
+            json_str(r->msg);
+        }
+        printf("}");
+    }
+    printf("],\"verified\":%s,\"data_boots\":%s", verify ? "true" : "false",
+           ps->any_bad ? "false" : "true");
 }
 
 int
 main(int argc, char **argv)
 {
     const char *dir = NULL;
-    int json = 0, cut = 0;
+    int json = 0, cut = 0, verify = 0;
+    enum part_durability policy = PART_FSYNC_EVERY_BATCH;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             json = 1;
         else if (strcmp(argv[i], "--cut-damaged-tail") == 0)
             cut = 1;
-        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+        else if (strcmp(argv[i], "--verify-data") == 0)
+            verify = 1;
+        else if (strcmp(argv[i], "--fsync-policy") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "every-batch") == 0)
+                policy = PART_FSYNC_EVERY_BATCH;
+            else if (strcmp(v, "interval") == 0)
+                policy = PART_FSYNC_INTERVAL;
+            else {
+                usage(stderr);
+                return 1;
+            }
+        } else if (strcmp(argv[i], "-h") == 0 ||
+                   strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;
         } else if (argv[i][0] == '-' || dir) {
@@ -302,11 +485,24 @@ main(int argc, char **argv)
         recovery_result_fini(&r);
         return VS_EXIT_INSPECT_REFUSE;
     }
-    if (json)
+    /* partitions: the data shards' boot verdict, read-only */
+    struct part_opts po;
+    part_opts_default(&po);
+    po.read_only = 1;
+    po.durability = policy;
+    po.cut_damaged_tail = cut;
+    struct part_reports ps = {0};
+    inspect_partitions(&io, dir, &po, verify, &ps);
+    if (json) {
         print_json(dir, lock, pid, &r);
-    else
+        print_parts_json(&ps, verify);
+        printf("}\n");
+    } else {
         print_text(dir, lock, pid, &r);
-    int boots = recovery_verdict_boots(r.verdict);
+        print_parts_text(&ps, verify);
+    }
+    int boots = recovery_verdict_boots(r.verdict) && !ps.any_bad;
+    free(ps.r);
     recovery_result_fini(&r);
     return boots ? 0 : VS_EXIT_INSPECT_REFUSE;
 }

@@ -35,7 +35,8 @@
 enum { CLI_OK = 0, CLI_USAGE = 1, CLI_FAIL = 2 };
 
 struct cli {
-    const char *addr;
+    const char *addr; /* "HOST:PORT[,HOST:PORT...]" */
+    char addrs[1024]; /* several --addr, joined */
     const char *user;
     const char *password;
     int password_stdin;
@@ -64,6 +65,7 @@ struct cli {
     const char *topic_perm[VS_CLI_PERMS_MAX];
     int ntopic_perm;
     int clear;
+    int no_follow; /* stay on the first node that answers */
     /* messages, offsets, groups */
     const char *partition;
     const char *key;
@@ -84,7 +86,12 @@ static const char USAGE[] =
     "\n"
     "Global options (before or after the command):\n"
     "  --addr HOST:PORT       server address (env VSTREAM_ADDR; default "
-    "127.0.0.1:8090)\n"
+    "127.0.0.1:8090);\n"
+    "                         repeat it (or separate by commas) to name "
+    "more\n"
+    "                         nodes of a cluster: the CLI tries them in turn "
+    "and\n"
+    "                         moves to the cluster's leader after login\n"
     "  --user NAME            username (env VSTREAM_USER; default iggy)\n"
     "  --password PASSWORD    password (prefer --password-stdin or "
     "VSTREAM_PASSWORD)\n"
@@ -97,7 +104,11 @@ static const char USAGE[] =
     "  ping                   check the server answers (no login)\n"
     "  me                     this connection's client record\n"
     "  stats                  server statistics\n"
-    "  cluster                cluster metadata\n"
+    "  cluster                cluster metadata; on a cluster each node's "
+    "role,\n"
+    "                         client address, view, log_view, commit, "
+    "checkpoint\n"
+    "                         and link state (--json: a \"nodes\" array)\n"
     "  stream  create|list|get|update|delete|purge\n"
     "  topic   create|list|get|update|delete|purge\n"
     "  partition create|delete\n"
@@ -396,6 +407,18 @@ cli_parse(struct cli *cl, int argc, char **argv)
             if (*n >= VS_CLI_PERMS_MAX)
                 return -E2BIG;
             arr[(*n)++] = val;
+            continue;
+        }
+        if (strcmp(optname, "--addr") == 0 && cl->addr != NULL) {
+            /* several --addr: one comma-separated list */
+            size_t have = strlen(cl->addrs);
+            if (have == 0)
+                have = (size_t)snprintf(cl->addrs, sizeof cl->addrs, "%s",
+                                        cl->addr);
+            if (have + 1 + strlen(val) >= sizeof cl->addrs)
+                return -E2BIG;
+            snprintf(cl->addrs + have, sizeof cl->addrs - have, ",%s", val);
+            cl->addr = cl->addrs;
             continue;
         }
         slot = cli_value_slot(cl, optname);
@@ -755,12 +778,34 @@ cli_open(struct cli *cl, int login)
 {
     struct vsc_opts o;
     int rc;
+    char first[256];
     memset(&o, 0, sizeof o);
-    o.addr = cl->addr;
+    const char *comma = strchr(cl->addr, ',');
+    size_t n = comma ? (size_t)(comma - cl->addr) : strlen(cl->addr);
+    if (n >= sizeof first)
+        n = sizeof first - 1;
+    memcpy(first, cl->addr, n);
+    first[n] = '\0';
+    o.addr = first;
+    o.more_addrs = comma ? comma + 1 : NULL;
+    o.no_follow = cl->no_follow;
     cl->c = vsc_create(&o);
     if (cl->c == NULL)
         return cli_fail(cl, -ENOMEM);
+    /* the first node that answers */
     rc = vsc_connect(cl->c);
+    for (const char *p = o.more_addrs; rc != 0 && p != NULL && *p;) {
+        const char *c2 = strchr(p, ',');
+        size_t k = c2 ? (size_t)(c2 - p) : strlen(p);
+        char one[256];
+        if (k > 0 && k < sizeof one) {
+            memcpy(one, p, k);
+            one[k] = '\0';
+            vsc_set_addr(cl->c, one);
+            rc = vsc_connect(cl->c);
+        }
+        p = c2 ? c2 + 1 : NULL;
+    }
     if (rc != 0)
         return cli_fail(cl, rc);
     if (!login)
@@ -859,6 +904,40 @@ cmd_stats(struct cli *cl)
     return CLI_OK;
 }
 
+/* One node's own status (GetReplicaStatus on a connection of its own,
+ * no leader following): 0, or the error. */
+static int
+cli_node_status(struct cli *cl, const char *addr, struct vsc_replica_status *st)
+{
+    struct vsc_opts o;
+    memset(&o, 0, sizeof o);
+    o.addr = addr;
+    o.connect_timeout_ms = 2000;
+    o.io_timeout_ms = 3000;
+    o.no_follow = 1;
+    struct vsc *c = vsc_create(&o);
+    if (c == NULL)
+        return -ENOMEM;
+    int rc = vsc_connect(c);
+    if (rc == 0)
+        rc = vsc_login(c, cl->user, cl->password, NULL);
+    if (rc == 0)
+        rc = vsc_replica_status(c, st);
+    vsc_destroy(c);
+    return rc;
+}
+
+static const char *
+cli_link_name(uint8_t link)
+{
+    static const char *const names[] = {"down", "connecting", "handshake",
+                                        "up"};
+    return link == 255 ? "self" : link < 4 ? names[link] : "unknown";
+}
+
+/* cluster: the metadata as Iggy's SDKs read it, and on a cluster each
+ * node's own account (view, log_view, commit, checkpoint) with the link
+ * state seen from the node the CLI is connected to. */
 static int
 cmd_cluster(struct cli *cl)
 {
@@ -873,25 +952,69 @@ cmd_cluster(struct cli *cl)
     rc = vsc_cluster(cl->c, &c);
     if (rc != 0)
         return cli_fail(cl, rc);
+    struct vsc_replica_status here;
+    memset(&here, 0, sizeof here);
+    (void)vsc_replica_status(cl->c, &here); /* count 0: one node */
+    int clustered = here.count > 1;
     if (cl->json) {
         putchar('{');
         json_kv_str("name", c.name, 1);
+        printf("\"connected\":\"%s\",", vsc_addr(cl->c));
         fputs("\"nodes\":[", stdout);
     } else {
-        printf("cluster: %s\n%-20s %-16s %-6s %-6s %-6s %-6s %-9s %s\n", c.name,
-               "NODE", "IP", "TCP", "QUIC", "HTTP", "WS", "ROLE", "STATUS");
+        printf("cluster: %s (connected to %s)\n", c.name, vsc_addr(cl->c));
+        if (clustered)
+            printf("%-12s %-22s %-9s %-11s %-6s %-8s %-8s %-10s %s\n", "NODE",
+                   "CLIENT_ADDRESS", "ROLE", "STATUS", "VIEW", "LOG_VIEW",
+                   "COMMIT", "CHECKPOINT", "LINK");
+        else
+            printf("%-20s %-16s %-6s %-6s %-6s %-6s %-9s %s\n", "NODE", "IP",
+                   "TCP", "QUIC", "HTTP", "WS", "ROLE", "STATUS");
     }
     for (i = 0; i < c.n_nodes; i++) {
         const struct vsc_node *n = &c.nodes[i];
         const char *role = n->role < 2 ? roles[n->role] : "unknown";
         const char *st = n->status < 5 ? statuses[n->status] : "unknown";
+        char addr[300];
+        snprintf(addr, sizeof addr, strchr(n->ip, ':') ? "[%s]:%u" : "%s:%u",
+                 n->ip, n->tcp);
+        struct vsc_replica_status ns;
+        int have = 0;
+        if (clustered && n->tcp != 0 && cl->password != NULL)
+            have = cli_node_status(cl, addr, &ns) == 0 && ns.count > 1;
+        const char *link = clustered && i < here.count
+                               ? cli_link_name(here.nodes[i].link)
+                               : "-";
         if (cl->json) {
             printf("%s{", i ? "," : "");
             json_kv_str("name", n->name, 1);
             json_kv_str("ip", n->ip, 1);
             printf("\"tcp\":%u,\"quic\":%u,\"http\":%u,\"websocket\":%u,"
-                   "\"role\":\"%s\",\"status\":\"%s\"}",
+                   "\"role\":\"%s\",\"status\":\"%s\"",
                    n->tcp, n->quic, n->http, n->websocket, role, st);
+            if (clustered) {
+                printf(",\"client_address\":\"%s\",\"link\":\"%s\"", addr,
+                       link);
+                if (have)
+                    printf(",\"view\":%u,\"log_view\":%u,\"op\":%" PRIu64
+                           ",\"commit\":%" PRIu64 ",\"checkpoint\":%" PRIu64,
+                           ns.view, ns.log_view, ns.op, ns.commit_min,
+                           ns.checkpoint_op);
+                else
+                    printf(",\"view\":null,\"log_view\":null,\"op\":null,"
+                           "\"commit\":null,\"checkpoint\":null");
+            }
+            putchar('}');
+        } else if (clustered) {
+            char v[16] = "-", lv[16] = "-", cm[24] = "-", ck[24] = "-";
+            if (have) {
+                snprintf(v, sizeof v, "%u", ns.view);
+                snprintf(lv, sizeof lv, "%u", ns.log_view);
+                snprintf(cm, sizeof cm, "%" PRIu64, ns.commit_min);
+                snprintf(ck, sizeof ck, "%" PRIu64, ns.checkpoint_op);
+            }
+            printf("%-12s %-22s %-9s %-11s %-6s %-8s %-8s %-10s %s\n", n->name,
+                   addr, role, st, v, lv, cm, ck, link);
         } else {
             printf("%-20s %-16s %-6u %-6u %-6u %-6u %-9s %s\n", n->name, n->ip,
                    n->tcp, n->quic, n->http, n->websocket, role, st);

@@ -33,3 +33,25 @@ tests_unit_check_data_part_SOURCES = tests/unit/check_data_part.c \
 tests_unit_check_data_part_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_data_part_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
 endif
+
+# A real full filesystem (tmpfs mounted by the test; skips when it may
+# not mount). Shares the data-plane integration sources of
+# shard/serve/data.mk.
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_disk_full
+INTEG_TESTS += tests/integration/check_disk_full
+tests_integration_check_disk_full_SOURCES = \
+	tests/integration/check_disk_full.c $(DATA_SERVE_ITEST_SRC)
+tests_integration_check_disk_full_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_disk_full_LDADD = $(DATA_SERVE_ITEST_LDADD)
+endif
+
+# vstream-inspect and boot agree over every corruption fixture.
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_verdicts_agree
+INTEG_TESTS += tests/integration/check_verdicts_agree
+tests_integration_check_verdicts_agree_SOURCES = \
+	tests/integration/check_verdicts_agree.c $(DATA_SERVE_ITEST_SRC)
+tests_integration_check_verdicts_agree_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_verdicts_agree_LDADD = $(DATA_SERVE_ITEST_LDADD)
+endif

@@ -2,9 +2,13 @@
  * shard/data/offsets.c - consumer and group offsets of a partition.
  *
  * Files (partition.h): offsets/consumers/<key> and
- * offsets/groups/<group id>.<created_op>, each exactly 16 bytes:
- * offset u64 LE | XXH3-64(those 8 bytes) u64 LE (iggy-server-ng §8), written
- * by atomic replace. A file whose checksum fails reads as -EBADMSG.
+ * offsets/groups/<group id>.<created_op>, written by atomic replace. A
+ * record is 16 bytes: offset u64 LE | XXH3-64(those 8 bytes) u64 LE
+ * (iggy-server-ng §8). A file holds one record (16 bytes, as earlier
+ * releases wrote) or two (32 bytes, written now): the current value, then
+ * the previous durable one to fall back on if the current record is
+ * damaged. A file with no valid record reads as -EBADMSG: never as "no
+ * offset" (the caller reports the partition's offsets damaged).
  *
  * Invariants: auto-commit never lowers a stored offset; an explicit store
  * may (iggy-client-protocol-2 §5). Callers: the owning data shard.
@@ -53,9 +57,10 @@ offset_where(struct vs_part *p, const struct part_consumer *c, char *dir,
     return 0;
 }
 
-int
-part_offset_get(struct vs_part *p, const struct part_consumer *c,
-                uint64_t *offset)
+/* 0 (current record), 1 (the current record is damaged: the previous
+ * durable value), -ENOENT, -EBADMSG (no valid record), -errno. */
+static int
+offset_read(struct vs_part *p, const struct part_consumer *c, uint64_t *offset)
 {
     char dir[OFFSETS_PATH_MAX], name[64], path[OFFSETS_PATH_MAX];
     int rc = offset_where(p, c, dir, sizeof(dir), name, sizeof(name));
@@ -70,12 +75,26 @@ part_offset_get(struct vs_part *p, const struct part_consumer *c,
         return -EBADMSG;
     if (rc < 0)
         return rc;
-    if (len != 16 || vs_load_u64(buf + 8) != vs_xxh3_64(buf, 8))
-        rc = -EBADMSG;
-    else
-        *offset = vs_load_u64(buf);
+    rc = -EBADMSG;
+    if (len == 16 || len == 32) {
+        for (size_t at = 0; at < len; at += 16) {
+            if (vs_load_u64(buf + at + 8) == vs_xxh3_64(buf + at, 8)) {
+                *offset = vs_load_u64(buf + at);
+                rc = at == 0 ? 0 : 1; /* 1: the fallback record */
+                break;
+            }
+        }
+    }
     free(buf);
     return rc;
+}
+
+int
+part_offset_get(struct vs_part *p, const struct part_consumer *c,
+                uint64_t *offset)
+{
+    int rc = offset_read(p, c, offset);
+    return rc == 1 ? 0 : rc;
 }
 
 static int
@@ -85,9 +104,17 @@ offset_put(struct vs_part *p, const struct part_consumer *c, uint64_t offset)
     int rc = offset_where(p, c, dir, sizeof(dir), name, sizeof(name));
     if (rc < 0)
         return rc;
-    uint8_t b[16];
+    uint64_t prev = offset;
+    int got = offset_read(p, c, &prev);
+    if (got < 0 && got != -ENOENT && got != -EBADMSG)
+        return got;
+    if (got < 0)
+        prev = offset;
+    uint8_t b[32];
     vs_store_u64(b, offset);
     vs_store_u64(b + 8, vs_xxh3_64(b, 8));
+    vs_store_u64(b + 16, prev);
+    vs_store_u64(b + 24, vs_xxh3_64(b + 16, 8));
     return afile_replace(part_io(p), dir, name, b, sizeof(b));
 }
 
@@ -113,7 +140,9 @@ part_offset_commit(struct vs_part *p, const struct part_consumer *c,
             *stored = cur;
         return 0;
     }
-    if (rc < 0 && rc != -ENOENT && rc != -EBADMSG)
+    /* a damaged file is never taken for "no offset" by an auto-commit
+     * (it could lower the offset); an explicit store repairs it */
+    if (rc < 0 && rc != -ENOENT)
         return rc;
     rc = offset_put(p, c, offset);
     if (rc == 0 && stored)

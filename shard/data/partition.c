@@ -25,6 +25,7 @@
 
 #include "common/buf.h"
 #include "common/checksum.h"
+#include "common/log.h"
 #include "common/mem.h"
 #include "shard/data/batch.h"
 #include "shard/data/partition.h"
@@ -52,6 +53,7 @@ struct vs_part {
     uint64_t last_ts;
     uint64_t unsynced_bytes;
     uint64_t last_sync_ms;
+    uint64_t read_errors; /* batches that failed verification on read */
 };
 
 void
@@ -66,6 +68,7 @@ part_opts_default(struct part_opts *o)
     o->frontier_step = 1000000;
     o->cut_damaged_tail = 0;
     o->purge_keep_offsets = 0;
+    o->verify_reads = 1;
     batch_limits_default(&o->limits);
 }
 
@@ -93,6 +96,11 @@ part_reason_str(enum part_reason r)
         return "interior damage in a segment";
     case PART_R_TAIL_CHECKSUM:
         return "last batch fails its checksum and may have been acknowledged";
+    case PART_R_TRUNCATED:
+        return "acknowledged messages missing: the log is shorter than "
+               "recorded";
+    case PART_R_SEGMENT_GAP:
+        return "acknowledged messages missing: a gap between segments";
     }
     return "unknown reason";
 }
@@ -282,6 +290,8 @@ list_segments(struct vs_part *p, uint64_t **out, size_t *n)
                 v = vs_xrealloc(v, cap * sizeof(*v));
             }
             v[cnt++] = start;
+        } else if (p->opts.read_only) {
+            continue; /* inspection: leftovers stay */
         } else if (len > 4 && strcmp(nm + len - 4, ".tmp") == 0) {
             if (afile_join(path, sizeof(path), p->dir, nm) == 0)
                 (void)sio_unlink(p->io, path);
@@ -437,6 +447,7 @@ load_segments(struct vs_part *p, struct part_verdict *v)
         rc = dseg_init(s, p->dir, starts[i]);
         if (rc < 0)
             break;
+        s->read_only = p->opts.read_only;
         if (i > 0 && starts[i] < expect) {
             refuse(v, &p->id, PART_R_SEGMENT_ORDER, s->log_name, 0,
                    "segment starts below the previous segment's end");
@@ -448,7 +459,7 @@ load_segments(struct vs_part *p, struct part_verdict *v)
         else
             rc = dseg_load_active(p->io, s, p->opts.index_interval, expect,
                                   p->opts.durability, p->opts.cut_damaged_tail,
-                                  v);
+                                  p->floor, v);
         if (rc == -EBADMSG && v) {
             /* prefix the partition identity */
             struct part_verdict tmp = *v;
@@ -456,6 +467,26 @@ load_segments(struct vs_part *p, struct part_verdict *v)
         }
         if (rc < 0)
             break;
+        int strict = p->opts.durability == PART_FSYNC_EVERY_BATCH &&
+                     !p->opts.cut_damaged_tail;
+        if (strict && i + 1 < n &&
+            (s->empty || s->last_offset + 1 != starts[i + 1])) {
+            char what[200];
+            if (s->empty)
+                snprintf(what, sizeof(what),
+                         "sealed segment starting at offset %" PRIu64
+                         " is empty; the next starts at %" PRIu64,
+                         starts[i], starts[i + 1]);
+            else
+                snprintf(what, sizeof(what),
+                         "offsets %" PRIu64 "..%" PRIu64
+                         " are missing between this segment and the next",
+                         s->last_offset + 1, starts[i + 1] - 1);
+            refuse(v, &p->id, PART_R_SEGMENT_GAP, s->log_name,
+                   s->empty ? 0 : s->last_batch_pos, what);
+            rc = -EBADMSG;
+            break;
+        }
         if (!s->empty) {
             if (i + 1 < n && s->last_offset >= starts[i + 1]) {
                 refuse(v, &p->id, PART_R_SEGMENT_ORDER, s->log_name,
@@ -504,6 +535,10 @@ part_open(struct vs_sio *io, const char *partitions_dir,
             (int)sizeof(p->parent) ||
         afile_join(p->dir, sizeof(p->dir), partitions_dir, name) < 0) {
         rc = -ENAMETOOLONG;
+        goto fail;
+    }
+    if (p->opts.read_only && (create || purge_generation)) {
+        rc = -EINVAL;
         goto fail;
     }
     struct stat st;
@@ -568,7 +603,7 @@ part_close(struct vs_part *p)
     if (!p)
         return 0;
     int rc = 0;
-    if (p->nsegs > 0 && !sio_is_fatal(p->io)) {
+    if (p->nsegs > 0 && !sio_is_fatal(p->io) && !p->opts.read_only) {
         struct dseg *a = active(p);
         rc = dseg_sync(p->io, a, 1);
         if (rc == 0)
@@ -636,6 +671,8 @@ part_append(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
         *berr = be;
     if (be != BATCH_OK)
         return -EINVAL;
+    if (p->opts.read_only)
+        return -EROFS;
     if (sio_is_fatal(p->io))
         return -VS_EFATAL;
     if (p->nsegs == 0)
@@ -893,6 +930,26 @@ part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
             rc = dseg_read(p->io, s, pos, buf, (size_t)blen, &fdc);
             if (rc < 0)
                 break;
+            if (p->opts.verify_reads) {
+                /* every message checksum and the batch checksum, on every
+                 * read from disk: damage is never served */
+                enum batch_err be =
+                    batch_validate(buf, (size_t)blen, NULL, 0, NULL);
+                if (be != BATCH_OK) {
+                    vs_log_error("partition %" PRIu32 ".%" PRIu32 ".%" PRIu32
+                                 " (%s): the batch at offset %" PRIu64
+                                 " (%s, position %" PRIu64
+                                 ") fails verification on read: %s; "
+                                 "not served",
+                                 p->id.stream_id, p->id.topic_id,
+                                 p->id.partition_id, p->dir,
+                                 batch_base_offset(buf), s->log_name, pos,
+                                 batch_err_str(be));
+                    p->read_errors++;
+                    rc = -EBADMSG;
+                    break;
+                }
+            }
             uint32_t got = emit_trimmed(out, buf, start, left, res);
             left -= got;
             if (got)
@@ -922,6 +979,7 @@ part_stats(const struct vs_part *p, struct part_stats *out)
     out->next_offset = p->next_offset;
     out->segments = (uint32_t)p->nsegs;
     out->unsynced_bytes = p->unsynced_bytes;
+    out->read_errors = p->read_errors;
     uint64_t first = 0, last = 0;
     out->empty = !has_messages(p, &first, &last);
     out->first_offset = out->empty ? p->next_offset : first;

@@ -61,6 +61,17 @@
  *     checksum: under every-batch it may have been acknowledged -> refuse
  *     PART_R_TAIL_CHECKSUM (unless opts.cut_damaged_tail, the operator's
  *     explicit choice); under interval it was never promised durable -> cut.
+ *   Acknowledged data missing (every-batch, where every acknowledged batch
+ *   was fsynced before the next append began): refuse
+ *     PART_R_TRUNCATED when the valid end of the last segment is below an
+ *     old index entry other than the last one (that one may be the torn
+ *     batch's), or below the offset floor a clean close recorded;
+ *     PART_R_SEGMENT_GAP when a sealed segment is empty or does not end
+ *     exactly where the next segment starts (a sealed segment missing in
+ *     the middle, emptied or cut short). The first segment may start
+ *     above 0 (retention and DeleteSegments remove the oldest ones).
+ *     opts.cut_damaged_tail overrides these too (the operator accepts the
+ *     loss); a cluster replica repairs instead (replication).
  *   A refusal returns -EBADMSG and fills struct part_verdict (reason, file,
  *   position, a one-line message). Nothing is modified before a refusal.
  *
@@ -116,11 +127,17 @@ struct part_opts {
     uint64_t frontier_step;     /* offsets reserved per floor write */
     int cut_damaged_tail;       /* operator flag: cut a bad last batch */
     int purge_keep_offsets;     /* 0: a purge restarts offsets at 0 (Iggy) */
+    int verify_reads; /* 1 (default): verify every batch read for a poll;
+                         0 only to measure what verification costs */
+    int read_only;    /* vstream-inspect: open runs the boot verdict and
+                         modifies nothing (create = 0, purge_generation 0;
+                         release with part_abandon, never append) */
     struct batch_limits limits;
 };
 
 /* segment_size 1 GiB, index_interval 4 KiB, every-batch, 100 ms, 4 MiB,
- * frontier_step 1,000,000, batch_limits_default, purge restarts at 0. */
+ * frontier_step 1,000,000, batch_limits_default, purge restarts at 0,
+ * reads verified. */
 void part_opts_default(struct part_opts *o);
 
 /* Why an open refused. */
@@ -136,6 +153,11 @@ enum part_reason {
     PART_R_INTERIOR_DAMAGE, /* a damaged batch before valid data */
     PART_R_TAIL_CHECKSUM,   /* last batch full length, checksum fails,
                                every-batch policy: maybe acknowledged */
+    PART_R_TRUNCATED,       /* every-batch: the log ends before what its
+                               index or the state records as written */
+    PART_R_SEGMENT_GAP,     /* every-batch: a sealed segment is empty, or
+                               consecutive segments leave an offset gap
+                               (a segment missing or cut short) */
 };
 
 struct part_verdict {
@@ -221,8 +243,12 @@ struct part_poll_result {
  *   NEXT value: as OFFSET (the caller resolves the consumer's offset).
  * Stops early once `max_bytes` of records were appended (at least one
  * record is always returned when any message matches). An empty result is
- * count 0 with nothing appended. 0, -EINVAL (bad strategy), -EIO-like
- * -errno on a read failure. */
+ * count 0 with nothing appended. Every batch read from disk is verified
+ * (batch_validate: every message checksum, the batch checksum, the frame
+ * walk) before anything of it is emitted; a batch that fails is logged
+ * with partition, offset, segment and position and the poll fails with
+ * -EBADMSG (nothing appended: damage is never served). 0, -EINVAL (bad
+ * strategy), -EBADMSG, -EIO-like -errno on a read failure. */
 int part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
               uint32_t count, size_t max_bytes, struct vs_wbuf *out,
               struct part_poll_result *res);
@@ -239,6 +265,7 @@ struct part_stats {
     uint32_t segments;       /* >= 1 */
     uint64_t unsynced_bytes; /* interval policy */
     uint64_t last_timestamp; /* base_timestamp of the last batch, 0 if none */
+    uint64_t read_errors;    /* batches refused on read (damage) */
 };
 void part_stats(const struct vs_part *p, struct part_stats *out);
 const struct part_id *part_ident(const struct vs_part *p);
@@ -302,8 +329,10 @@ struct part_consumer {
 /* The offset key of a named consumer: XXH32(name, seed 0). */
 uint32_t part_consumer_name_key(const void *name, size_t len);
 
-/* 0 and *offset, -ENOENT (nothing stored), -EBADMSG (file corrupt: the
- * checksum fails; treated by callers as nothing stored), -errno. */
+/* The stored offset: 0, -ENOENT (nothing stored), -EBADMSG (the file is
+ * damaged beyond its fallback record: the caller reports the offsets
+ * damaged, never "nothing stored"), -errno. A damaged current record
+ * falls back to the previous durable value (0 is returned). */
 int part_offset_get(struct vs_part *p, const struct part_consumer *c,
                     uint64_t *offset);
 /* Explicit store (may move backwards). The partition must hold a message
@@ -312,7 +341,8 @@ int part_offset_get(struct vs_part *p, const struct part_consumer *c,
 int part_offset_store(struct vs_part *p, const struct part_consumer *c,
                       uint64_t offset);
 /* Auto-commit: stores max(stored, offset); never decreases. *stored (may
- * be NULL) gets the value now stored. 0, -ENOSPC, -VS_EFATAL. */
+ * be NULL) gets the value now stored. 0, -EBADMSG (damaged file: left
+ * alone, an explicit store repairs it), -ENOSPC, -VS_EFATAL. */
 int part_offset_commit(struct vs_part *p, const struct part_consumer *c,
                        uint64_t offset, uint64_t *stored);
 /* 0, -ENOENT (nothing stored: Iggy 3021), -VS_EFATAL. */

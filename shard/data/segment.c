@@ -267,6 +267,18 @@ walk_headers(struct vs_sio *io, int fd, struct dseg *s, uint64_t pos,
     return 0;
 }
 
+/* Strictly increasing positions and offsets, non-decreasing times. */
+static int
+idx_monotonic(const struct pidx_entry *e, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (e[i].position <= e[i - 1].position ||
+            e[i].offset <= e[i - 1].offset ||
+            e[i].timestamp < e[i - 1].timestamp)
+            return 0;
+    return 1;
+}
+
 static int
 idx_consistent(const struct pidx_entry *e, size_t n, uint64_t fsize,
                uint64_t start)
@@ -330,7 +342,7 @@ dseg_load_sealed(struct vs_sio *io, struct dseg *s, uint32_t interval,
     /* No usable index: walk the whole log and rewrite the index. */
     s->nidx = 0;
     rc = walk_headers(io, fd, s, 0, fsize, expect_min, interval, 1, v);
-    if (rc == 0)
+    if (rc == 0 && !s->read_only)
         rc = idx_rewrite(io, s);
 out:
     free(fe);
@@ -417,14 +429,15 @@ tail_cut_allowed(struct vs_sio *io, struct dseg *s, uint64_t pos,
 int
 dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
                  uint64_t expect_min, enum part_durability policy,
-                 int cut_damaged_tail, struct part_verdict *v)
+                 int cut_damaged_tail, uint64_t written_floor,
+                 struct part_verdict *v)
 {
     struct batch_limits lim = {UINT64_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
     uint8_t *buf = NULL;
     size_t cap = 0;
     struct pidx_entry *fe = NULL;
     int rc;
-    s->fd = sio_open(io, s->log_path, O_RDWR, 0);
+    s->fd = sio_open(io, s->log_path, s->read_only ? O_RDONLY : O_RDWR, 0);
     if (s->fd < 0) {
         rc = s->fd;
         s->fd = -1;
@@ -523,7 +536,44 @@ dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
         expect = batch_last_offset(buf) + 1;
         pos += blen;
     }
-    if (cut != UINT64_MAX) {
+    /* Under every-batch an index entry was written after its batch and
+     * the batch fsynced before the next append began: an old entry past
+     * the valid end -- other than a last one at exactly the end, the torn
+     * batch's own -- proves acknowledged batches are missing. An index
+     * that is not monotonic is no evidence (it is rebuilt). */
+    uint64_t vend = cut != UINT64_MAX ? cut : fsize;
+    if (policy == PART_FSYNC_EVERY_BATCH && !cut_damaged_tail && fn > 0 &&
+        idx_monotonic(fe, fn)) {
+        for (size_t i = 0; i < fn; i++) {
+            if (fe[i].position > vend ||
+                (fe[i].position == vend && i + 1 < fn)) {
+                char what[200];
+                snprintf(what, sizeof(what),
+                         "the index records a batch at position %" PRIu64
+                         " (offset %" PRIu64 ") but the log's valid data "
+                         "ends at %" PRIu64,
+                         fe[i].position, fe[i].offset, vend);
+                verdict_set(v, PART_R_TRUNCATED, s->log_name, vend, what);
+                rc = -EBADMSG;
+                goto fail;
+            }
+        }
+    }
+    /* the floor is written only by a clean close (= the next offset) or a
+     * purge under every-batch: never ahead of acknowledged data */
+    uint64_t vend_off = s->empty ? s->start : expect;
+    if (policy == PART_FSYNC_EVERY_BATCH && !cut_damaged_tail &&
+        vend_off < written_floor) {
+        char what[200];
+        snprintf(what, sizeof(what),
+                 "the log ends at offset %" PRIu64 " but offsets up to %" PRIu64
+                 " were written (the state at the last clean close)",
+                 vend_off, written_floor - 1);
+        verdict_set(v, PART_R_TRUNCATED, s->log_name, vend, what);
+        rc = -EBADMSG;
+        goto fail;
+    }
+    if (cut != UINT64_MAX && !s->read_only) {
         rc = sio_ftruncate(io, s->fd, (off_t)cut, s->log_path);
         if (rc == 0)
             rc = sio_fsync(io, s->fd, s->log_path);
@@ -531,6 +581,11 @@ dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
             goto fail;
     }
     s->size = cut != UINT64_MAX ? cut : fsize;
+    if (s->read_only) { /* the verdict is all inspection needs */
+        free(buf);
+        free(fe);
+        return 0;
+    }
     /* Keep the index file when it matches the rebuilt one exactly. */
     int same = fn == s->nidx;
     for (size_t i = 0; same && i < fn; i++)

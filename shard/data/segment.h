@@ -47,6 +47,9 @@ struct dseg {
     uint64_t idx_file_len; /* bytes of the .index file that match idx */
     int idx_stale;         /* file lacks entries: rewrite at seal/close */
     int fd, idx_fd;        /* active segment only, else -1 */
+    int read_only;         /* inspection: loads never modify a file (the
+                              active log is opened read-only, no cut, no
+                              index rewrite); set before loading */
     char dir[DSEG_PATH_MAX];
     char log_path[DSEG_PATH_MAX];
     char idx_path[DSEG_PATH_MAX];
@@ -73,11 +76,16 @@ int dseg_load_sealed(struct vs_sio *io, struct dseg *s, uint32_t interval,
 
 /* Loads the last (active) segment: every batch verified (batch_validate);
  * torn tail cut (ftruncate + fsync) per partition.h's rules; index rebuilt
- * and rewritten if it differs; files left open for appends.
+ * and rewritten if it differs; files left open for appends. Under
+ * every-batch (unless cut_damaged_tail) refuses PART_R_TRUNCATED, before
+ * modifying anything, when the valid end lies before an old index entry
+ * other than the last, or its end offset is below `written_floor` (the
+ * partition's floor: what a clean close recorded as written).
  * 0, -EBADMSG (*v), -errno, -VS_EFATAL. */
 int dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
                      uint64_t expect_min, enum part_durability policy,
-                     int cut_damaged_tail, struct part_verdict *v);
+                     int cut_damaged_tail, uint64_t written_floor,
+                     struct part_verdict *v);
 
 /* Appends one stamped batch at s->size and its index entry if due.
  * ENOSPC: the log is cut back to its old size, -ENOSPC. Does not fsync.

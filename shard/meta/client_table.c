@@ -236,7 +236,10 @@ meta_ct_record_reply(struct meta_client_table *ct, const void *st,
                      const uint8_t *reply, size_t len)
 {
     const struct meta_session *s = meta_session_by_client(st, client);
-    if (!s || !meta_ct_reply_valid(reply, len))
+    /* Register's reply is never cached: a ring holds replies of numbered
+     * requests only, so the checkpoint's newest reply per slot is the one
+     * of the watermark request even after a re-register. */
+    if (!s || operation == VS_OP_REGISTER || !meta_ct_reply_valid(reply, len))
         return;
     uint32_t slot = meta_session_slot(st, s);
     take_slot(ct, slot, s);
@@ -303,10 +306,6 @@ meta_ct_transfer_encode_version(const struct meta_client_table *ct,
         if (!s)
             continue;
         left--;
-        if (!r) {
-            w->len = start;
-            return -ENODATA;
-        }
         if (version == 3)
             vs_wr_u32(w, i);
         vs_wr_u128(w, s->client_id);
@@ -318,8 +317,8 @@ meta_ct_transfer_encode_version(const struct meta_client_table *ct,
             vs_wr_u64(w, s->created_op);
             vs_wr_u64(w, s->latest_commit);
         }
-        vs_wr_u8(w, r->n);
-        for (unsigned k = 0; k < r->n; k++) {
+        vs_wr_u8(w, r ? r->n : 0);
+        for (unsigned k = 0; r && k < r->n; k++) {
             const struct meta_ct_reply *e =
                 &r->ring[(r->head + k) % META_CT_RING];
             vs_wr_u32(w, e->len);
@@ -381,8 +380,8 @@ meta_ct_transfer_decode(const uint8_t *p, size_t len, struct meta_ct_image *img)
     struct vs_rbuf r;
     vs_rbuf_init(&r, p + 4, len - 12);
     uint32_t count = vs_rd_u32(&r);
-    /* each entry takes at least 61 (ICT3: 81) + 4 + 256 bytes */
-    uint64_t least = version == 3 ? 341 : 321;
+    /* each entry takes at least 53 (ICT3: 73) bytes (an empty ring) */
+    uint64_t least = version == 3 ? 73 : 53;
     if (count > META_CT_CEILING || (uint64_t)count * least > vs_rbuf_left(&r))
         return -EINVAL;
     int64_t prev_slot = -1;
@@ -404,8 +403,7 @@ meta_ct_transfer_decode(const uint8_t *p, size_t len, struct meta_ct_image *img)
         uint8_t n = vs_rd_u8(&r);
         if (r.err)
             goto fail;
-        if (vs_u128_is_zero(e->client) || n == 0 || n > META_CT_RING ||
-            e->epoch == 0) {
+        if (vs_u128_is_zero(e->client) || n > META_CT_RING || e->epoch == 0) {
             rc = -EINVAL;
             goto fail;
         }
@@ -493,10 +491,12 @@ meta_ct_install_sessions(void *st, const struct meta_ct_image *img)
         } else {
             s->created_op = e->epoch;
             uint64_t lc = e->epoch;
-            const struct meta_ct_reply *last = &e->ring[e->ring_len - 1];
-            uint64_t rop = vs_load_u64(last->bytes + REPLY_OFF_OP);
-            if (rop > lc)
-                lc = rop;
+            if (e->ring_len > 0) {
+                const struct meta_ct_reply *last = &e->ring[e->ring_len - 1];
+                uint64_t rop = vs_load_u64(last->bytes + REPLY_OFF_OP);
+                if (rop > lc)
+                    lc = rop;
+            }
             s->latest_commit = lc;
         }
         meta_ix_add_all(st, META_TAB_SESSION, slot);

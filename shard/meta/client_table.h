@@ -16,7 +16,11 @@
  *    ring of up to 5 cached reply frames (256-byte reply header + body),
  *    recorded after commit by meta_ct_record_reply(). A ring belongs to
  *    (client id, created_op) of the session in its slot; a ring whose
- *    owner no longer matches is ignored and replaced.
+ *    owner no longer matches is ignored and replaced. A ring holds the
+ *    replies of numbered requests only, never a Register's (which has
+ *    request number 0), so a checkpoint -- which keeps the newest reply
+ *    per slot -- keeps the reply of the watermark request across any
+ *    number of re-registers.
  * Changes happen only at commit: meta_ct_check_request() is read-only.
  *
  * Outcome -> answer (exactly one, never a silent drop):
@@ -31,17 +35,17 @@
  * Transfer form "ICT3" (encoded): magic | count u32 | per live session in
  * ascending slot order: slot u32, client u128, epoch u64, user_id u32,
  * watermark u64, watermark_checksum u128, created_op u64, latest_commit
- * u64, ring_len u8 (1..5), ring_len x (len u32, reply bytes) | XXH3-64
- * of everything before, u64. Installed, it puts every session in its
- * slot with every field as the primary had it, so a transferred replica
- * checkpoints to the same bytes as its peers.
+ * u64, ring_len u8 (0..5; 0: no request since the Register), ring_len x
+ * (len u32, reply bytes) | XXH3-64 of everything before, u64. Installed,
+ * it puts every session in its slot with every field as the primary had
+ * it, so a transferred replica checkpoints to the same bytes as its peers.
  * Form "ICT2" (decoded only, from older peers): the same without slot,
  * created_op and latest_commit; entries packed (entry i -> slot i),
  * created_op := epoch, latest_commit := max(epoch, newest reply's op).
  * The decoder rejects a bad magic/checksum/size, count > 65536, zero or
- * duplicate client ids, empty or oversized rings, replies shorter than
- * 256 or longer than VS_FRAME_MAX, trailing bytes, and for ICT3 slots
- * not strictly ascending or >= 65536, created_op 0 or after epoch,
+ * duplicate client ids, oversized rings, replies shorter than 256 or
+ * longer than VS_FRAME_MAX, trailing bytes, and for ICT3 slots not
+ * strictly ascending or >= 65536, created_op 0 or after epoch,
  * latest_commit before epoch.
  *
  * Callers: shard 0 only (data shards read sessions through lookup.h).
@@ -154,8 +158,7 @@ struct meta_ct_image {
     struct meta_ct_image_entry *e;
 };
 
-/* Encodes ICT3. -ENODATA if a live session has no cached reply (cannot
- * be encoded: rings are never empty in the transfer form). */
+/* Encodes ICT3: every live session with its ring (possibly empty). 0. */
 int meta_ct_transfer_encode(const struct meta_client_table *ct,
                             const void *state, struct vs_wbuf *w);
 /* The same in form `version` (3, or 2 for a peer that reads only ICT2);

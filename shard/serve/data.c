@@ -207,6 +207,17 @@ exec_poll(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
     if (cmd->strategy == PART_POLL_NEXT) {
         uint64_t stored = 0;
         int rc = part_offset_get(dp->p, &pc, &stored);
+        if (rc != 0 && rc != -ENOENT) {
+            /* damaged, never read as "no offset" (that would replay
+             * the partition from 0) */
+            vs_log_error("partition %u.%u.%u: consumer offset of %s %u: "
+                         "%s",
+                         cmd->stream_id, cmd->topic_id, cmd->partition_id,
+                         pc.kind == PART_GROUP ? "group" : "consumer", pc.id,
+                         rc == -EBADMSG ? "the file is damaged"
+                                        : sio_strerror(rc));
+            return VS_E_CANNOT_READ_CONSUMER_OFFSETS;
+        }
         value = rc == 0 ? stored + 1 : 0;
     }
     struct part_stats stt;
@@ -228,6 +239,8 @@ exec_poll(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
         vs_log_warn("partition %u.%u.%u: poll: %s", cmd->stream_id,
                     cmd->topic_id, cmd->partition_id, sio_strerror(rc));
         out->len = head;
+        if (rc == -EBADMSG) /* damage on disk: logged, never served */
+            return VS_E_INVALID_MESSAGE_CHECKSUM;
         return rc == -EINVAL ? VS_E_INVALID_COMMAND : VS_E_ERROR;
     }
     vs_store_u32(out->data + head + 12, pr.count);
@@ -278,8 +291,17 @@ data_exec(struct serve *s, const struct data_cmd *cmd, struct vs_u128 client,
     case DATA_OFFSET_GET: {
         uint64_t stored = 0;
         rc = part_offset_get(dp->p, &pc, &stored);
-        if (rc != 0)
-            return 0; /* nothing stored (or unreadable): empty */
+        if (rc == -ENOENT)
+            return 0; /* nothing stored: empty */
+        if (rc != 0) {
+            vs_log_error("partition %u.%u.%u: consumer offset of %s %u: "
+                         "%s",
+                         cmd->stream_id, cmd->topic_id, cmd->partition_id,
+                         pc.kind == PART_GROUP ? "group" : "consumer", pc.id,
+                         rc == -EBADMSG ? "the file is damaged"
+                                        : sio_strerror(rc));
+            return VS_E_CANNOT_READ_CONSUMER_OFFSETS;
+        }
         struct part_stats stt;
         part_stats(dp->p, &stt);
         vs_wr_u32(out, cmd->partition_id);

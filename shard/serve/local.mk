@@ -1,6 +1,7 @@
 # shard/serve: the client protocol on the data shards.
 # Sources are appended to libvs_server.a (listed in server/local.mk).
 libvs_server_a_SOURCES += \
+	shard/serve/cluster.c shard/serve/cluster.h \
 	shard/serve/conn.c \
 	shard/serve/hasher.c shard/serve/hasher.h \
 	shard/serve/liveness.c shard/serve/liveness.h \

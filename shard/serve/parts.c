@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 
 #include "common/assert.h"
+#include "common/buf.h"
+#include "common/checksum.h"
 #include "common/layout.h"
 #include "common/log.h"
 #include "common/mem.h"
@@ -23,6 +25,7 @@
 #include "shard/meta/lookup.h"
 #include "shard/meta/state.h"
 #include "shard/serve/parts.h"
+#include "shard/storage/atomic_file.h"
 
 /* What a sync learned about one owned partition inside the read section. */
 struct dlive {
@@ -155,6 +158,8 @@ dparts_check_fatal(struct dparts *d, int rc, const char *what)
     shard_fatal(d->ctx, "%s: %s", what, msg);
 }
 
+static int created_hw_read(struct dparts *d);
+
 int
 dparts_init(struct dparts *d, const struct vs_shard_ctx *ctx, struct vs_lr *lr)
 {
@@ -190,7 +195,63 @@ dparts_init(struct dparts *d, const struct vs_shard_ctx *ctx, struct vs_lr *lr)
         if (rc != 0)
             dparts_check_fatal(d, rc, "partitions directory");
     }
-    return 0;
+    return created_hw_read(d);
+}
+
+/* DATA/partitions/.created.<slot>: created_hw u64 LE | XXH3-64 u64. */
+static void
+created_hw_name(const struct dparts *d, char *out, size_t cap)
+{
+    snprintf(out, cap, ".created.%u", (unsigned)d->ctx->slot);
+}
+
+static int
+created_hw_read(struct dparts *d)
+{
+    char name[32], path[sizeof(d->dir) + 40];
+    created_hw_name(d, name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s", d->dir, name);
+    uint8_t *b = NULL;
+    size_t len = 0;
+    int rc = afile_read_all(&d->io, path, 64, &b, &len);
+    d->created_hw = 0;
+    if (rc == -ENOENT)
+        return 0; /* no partition created yet (or an older release) */
+    if (rc == 0 && (len != 16 || vs_load_u64(b + 8) != vs_xxh3_64(b, 8)))
+        rc = -EBADMSG;
+    if (rc == 0)
+        d->created_hw = vs_load_u64(b);
+    free(b);
+    if (rc == -EBADMSG)
+        shard_fatal(d->ctx,
+                    "%s is damaged: cannot tell which partitions "
+                    "must exist; refusing to serve",
+                    path);
+    return rc;
+}
+
+/* After a complete sync: every listed partition's directory exists. */
+static void
+created_hw_advance(struct dparts *d, const struct dlist *l)
+{
+    uint64_t hw = d->created_hw;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].id.created_op > hw)
+            hw = l->v[i].id.created_op;
+    if (hw == d->created_hw)
+        return;
+    char name[32];
+    created_hw_name(d, name, sizeof(name));
+    uint8_t b[16];
+    vs_store_u64(b, hw);
+    vs_store_u64(b + 8, vs_xxh3_64(b, 8));
+    int rc = afile_replace(&d->io, d->dir, name, b, sizeof(b));
+    dparts_check_fatal(d, rc, "recording the created partitions");
+    if (rc == 0)
+        d->created_hw = hw;
+    else
+        vs_log_warn("%s/%s: %s (retried at the next sync)", d->dir, name,
+                    sio_strerror(rc));
 }
 
 void
@@ -305,6 +366,21 @@ open_one(struct dparts *d, const struct dlive *e)
     struct vs_part *p = NULL;
     struct part_verdict v;
     memset(&v, 0, sizeof(v));
+    if (e->id.created_op <= d->created_hw) {
+        char name[128], path[sizeof(d->dir) + 130];
+        struct stat st;
+        if (pdir_name(name, sizeof(name), &e->id) == 0 &&
+            snprintf(path, sizeof(path), "%s/%s", d->dir, name) > 0 &&
+            stat(path, &st) == -1 && errno == ENOENT)
+            shard_fatal(d->ctx,
+                        "refusing partition %u.%u.%u@%llu: its directory %s "
+                        "is missing, but this shard made the directory of "
+                        "every partition created up to op %llu: its "
+                        "acknowledged messages are gone",
+                        e->id.stream_id, e->id.topic_id, e->id.partition_id,
+                        (unsigned long long)e->id.created_op, path,
+                        (unsigned long long)d->created_hw);
+    }
     int rc = part_open(&d->io, d->dir, &e->id, &o, 1, e->purge_gen, &p, &v);
     if (rc == -EBADMSG)
         shard_fatal(d->ctx, "refusing partition: %s", v.msg);
@@ -477,8 +553,10 @@ dparts_sync(struct dparts *d)
                 if (dp->seen != d->epoch)
                     remove_one(d, dp);
             }
-            if (complete)
+            if (complete) {
                 d->synced_op = op;
+                created_hw_advance(d, &l);
+            }
         }
         free(l.v);
     }

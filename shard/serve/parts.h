@@ -16,7 +16,8 @@
  * section (no I/O inside it), then, outside it:
  *   - a listed partition not open yet is created/opened (part_open with
  *     create = 1 and the metadata's purge generation) BEFORE any request
- *     for it is served;
+ *     for it is served -- unless its directory is missing and its
+ *     created_op is at or below created_hw (it existed): refusal (exit 2);
  *   - a listed one whose purge generation rose is purged (part_purge,
  *     idempotent by generation); a DeleteSegments watermark above the one
  *     applied is applied (part_apply_watermark, idempotent);
@@ -98,6 +99,11 @@ struct dparts {
     struct dpart **buckets;
     size_t nbuckets;
     uint64_t opened, removed, stray_removed; /* counters (logs, tests) */
+    /* every owned partition created by an op <= created_hw had its
+     * directory made (DATA/partitions/.created.<slot>, persisted after a
+     * complete sync): a listed one at or below it whose directory is
+     * missing lost acknowledged data -- refusal, never a fresh empty one */
+    uint64_t created_hw;
     struct vs_stats stats; /* the shared stats table (capacity 0: none) */
 };
 

@@ -381,6 +381,11 @@ serve_read(const void *st, const struct serve_read_env *env,
         wr_stats(out, st, env);
         return 0;
     case SERVE_C_GET_CLUSTER:
+        if (env->cluster != NULL && env->cluster->clustered) {
+            serve_cluster_write_metadata(env->cluster, env->cfg->cluster_name,
+                                         out);
+            return 0;
+        }
         serve_wr_cluster_metadata(out, env->cfg->cluster_name,
                                   env->cfg->node_name, env->listen_ip,
                                   env->listen_port);

@@ -22,6 +22,7 @@
 
 #include "common/buf.h"
 #include "common/config.h"
+#include "shard/serve/cluster.h"
 #include "shard/serve/proto.h"
 
 /* One client connection as GetMe/GetClient(s) report it. */
@@ -46,6 +47,8 @@ struct serve_read_env {
     int (*client_by_id)(void *arg, uint32_t id, struct serve_client_info *out);
     void (*each_client)(void *arg, serve_client_visit_fn *fn, void *fnarg);
     void *arg;
+    /* The node's cluster view (NULL or not clustered: one node). */
+    const struct serve_cluster *cluster;
 };
 
 /* Answers one decoded read into `out` (the reply body). Returns the

@@ -42,6 +42,7 @@
 #include "common/mem.h"
 #include "shard/fwd.h"
 #include "shard/meta/lookup.h"
+#include "server/listen.h"
 #include "shard/serve/data.h"
 #include "shard/serve/liveness.h"
 #include "shard/serve/reads.h"
@@ -103,6 +104,7 @@ serve_read_request(struct serve_conn *c, const struct vs_hdr_request *req,
         .client_by_id = env_client_by_id,
         .each_client = env_each_client,
         .arg = s,
+        .cluster = &s->cl,
     };
     memcpy(env.listen_ip, s->listen_ip, sizeof(env.listen_ip));
     struct vs_wbuf out;
@@ -115,6 +117,20 @@ serve_read_request(struct serve_conn *c, const struct vs_hdr_request *req,
     else
         serve_conn_reply(c, req, 0, out.data, out.len);
     vs_wbuf_fini(&out);
+}
+
+/* Until partitions are replicated, only the leader's node serves the
+ * partition plane (cluster.h): 1 if the request was refused here. */
+static int
+serve_cluster_gate_data(struct serve_conn *c, const struct vs_hdr_request *req)
+{
+    struct vs_wbuf w;
+    vs_wbuf_init(&w);
+    int refused = serve_cluster_refuses_data(&c->srv->cl, &w);
+    if (refused)
+        serve_conn_reply(c, req, VS_E_NOT_ACCEPTED, w.data, w.len);
+    vs_wbuf_fini(&w);
+    return refused;
 }
 
 static void
@@ -136,8 +152,17 @@ serve_nr(struct serve_conn *c, const struct vs_hdr_request *req,
         serve_conn_reply(c, req, VS_E_UNAUTHENTICATED, NULL, 0);
         return;
     }
+    if (code == SERVE_C_REPLICA_STATUS) {
+        struct vs_wbuf w;
+        vs_wbuf_init(&w);
+        serve_cluster_write_status(&c->srv->cl, &w);
+        serve_conn_reply(c, req, 0, w.data, w.len);
+        vs_wbuf_fini(&w);
+        return;
+    }
     if (serve_data_is_data(VS_OP_NON_REPLICATED, code)) {
-        serve_data_request(c, req, body, len);
+        if (!serve_cluster_gate_data(c, req))
+            serve_data_request(c, req, body, len);
         return;
     }
     switch (k) {
@@ -213,7 +238,8 @@ serve_dispatch(struct serve_conn *c, const struct vs_hdr_request *req,
         return;
     }
     if (partition) {
-        serve_data_request(c, req, body, len);
+        if (!serve_cluster_gate_data(c, req))
+            serve_data_request(c, req, body, len);
         return;
     }
     if (op == VS_OP_DELETE_SEGMENTS) {
@@ -286,6 +312,8 @@ serve_create(struct event_base *base, const struct vs_shard_ctx *ctx,
     uint32_t k = ctx->k > 0 ? ctx->k : 1;
     s->max_conns = (ctx->cfg->max_connections + k - 1) / k;
     vs_config_cluster_id(ctx->cfg, &s->cluster.lo, &s->cluster.hi);
+    serve_cluster_init(&s->cl, sup_addr_list_count(ctx->cfg->replica_addrs),
+                       (uint8_t)ctx->cfg->replica_id);
     vs_wbuf_init(&s->scratch);
     snprintf(s->listen_ip, sizeof(s->listen_ip), "127.0.0.1");
     if (listen_fd >= 0) {
@@ -376,6 +404,14 @@ serve_on_frame(void *srv, uint32_t src, const void *frame, uint32_t len)
     struct serve *s = srv;
     if (src != 0) {
         serve_data_on_frame(s, src, frame, len);
+        return;
+    }
+    uint32_t kind = 0;
+    if (len >= sizeof(struct fwd_hdr))
+        memcpy(&kind, frame, sizeof(kind)); /* fwd_hdr.kind at 0 */
+    if (kind == FWD_CLUSTER) {
+        if (serve_cluster_on_frame(&s->cl, frame, len) != 0)
+            vs_log_warn("IPC: malformed cluster report from shard 0");
         return;
     }
     serve_propose_on_reply(s, frame, len);

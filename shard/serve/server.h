@@ -28,6 +28,7 @@
 #include "ipc/port.h"
 #include "shard/meta/ops.h"
 #include "shard/meta/secrets.h"
+#include "shard/serve/cluster.h"
 #include "shard/serve/hasher.h"
 #include "shard/serve/proto.h"
 #include "shard/serve/serve.h"
@@ -114,6 +115,7 @@ struct serve {
 
     struct serve_data *data; /* the data plane (data.c) */
     struct serve_live *live; /* group liveness reports (liveness.c) */
+    struct serve_cluster cl; /* the node's cluster view (cluster.h) */
 
     struct serve_counters n;
     struct vs_wbuf scratch;

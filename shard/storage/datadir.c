@@ -21,9 +21,36 @@
 
 #include "common/layout.h"
 #include "shard/storage/datadir.h"
+#include "shard/storage/io.h"
+
+/* fsyncs the directory holding path's last component, so a directory
+ * just created there survives a crash. 0 or -VS_EFATAL. */
+static int
+fsync_parent(struct vs_sio *io, const char *path)
+{
+    char parent[4096];
+    snprintf(parent, sizeof(parent), "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (slash == NULL)
+        snprintf(parent, sizeof(parent), ".");
+    else if (slash == parent)
+        parent[1] = '\0';
+    else
+        *slash = '\0';
+    return sio_dir_fsync(io, parent);
+}
 
 int
 datadir_mkdir_p(const char *path, mode_t mode)
+{
+    struct vs_sio io;
+    sio_init_real(&io);
+    int rc = datadir_mkdir_p_io(&io, path, mode);
+    return rc == -VS_EFATAL ? -EIO : rc;
+}
+
+int
+datadir_mkdir_p_io(struct vs_sio *io, const char *path, mode_t mode)
 {
     char buf[4096];
     size_t len = strlen(path);
@@ -38,8 +65,14 @@ datadir_mkdir_p(const char *path, mode_t mode)
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(buf, 0755) == -1 && errno != EEXIST)
-            return -errno;
+        if (mkdir(buf, 0755) == -1) {
+            if (errno != EEXIST)
+                return -errno;
+        } else {
+            int rc = fsync_parent(io, buf);
+            if (rc < 0)
+                return rc;
+        }
         *p = '/';
     }
     if (mkdir(buf, mode) == -1) {
@@ -50,8 +83,9 @@ datadir_mkdir_p(const char *path, mode_t mode)
             return -errno;
         if (!S_ISDIR(st.st_mode))
             return -ENOTDIR;
+        return 0;
     }
-    return 0;
+    return fsync_parent(io, buf);
 }
 
 static pid_t

@@ -24,8 +24,15 @@
  * process holds the lock, or -errno; err gets one line on failure. */
 int datadir_open_locked(const char *path, int *fd_out, char *err,
                         size_t errlen);
-/* mkdir -p of path; the last component gets `mode`. 0 or -errno. */
+/* mkdir -p of path; the last component gets `mode`. The parent of every
+ * directory it creates is fsynced, so the new entry is durable. 0 or
+ * -errno (-EIO for a failed directory fsync, which is fatal to the
+ * caller: DESIGN §4). */
 int datadir_mkdir_p(const char *path, mode_t mode);
+struct vs_sio;
+/* The same through an I/O layer (tests count and fail the fsyncs):
+ * 0, -errno, or -VS_EFATAL (a directory fsync failed). */
+int datadir_mkdir_p_io(struct vs_sio *io, const char *path, mode_t mode);
 
 enum datadir_lock_state {
     DATADIR_UNLOCKED = 0, /* no lock file, or nobody holds it */

@@ -2,21 +2,21 @@
  * shard/storage/journal.c - the prepare WAL: scan, append, drain, truncate.
  *
  * Scan protocol (numbered once, here; rules in journal.h):
- *   1. At pos, classify the entry (entry_check): OK, short header,
- *      structurally invalid, short body (header verified), bad identity,
- *      unknown format (identity verified), bad body.
+ *   1. At pos, classify the entry (entry_check): OK, short header, zero
+ *      header, short body (header verified), bad structure (header
+ *      verified), bad identity, unknown format (header verified), bad
+ *      body.
  *   2. OK: check the chain against the previous entry (op + 1, parent ==
  *      previous checksum), index it, move on.
  *   3. Unknown format: refuse (WAL_UNKNOWN_FORMAT) -- the format gate.
- *   4. Anything else is damage at pos. If at most VS_FRAME_MAX bytes
+ *   4. Anything else is a bad entry at pos. If at most VS_FRAME_MAX bytes
  *      follow, load them and probe every later byte offset (command byte
- *      as a filter) for a complete entry whose identity and body verify.
+ *      as a filter) for a complete entry whose header and body verify.
  *      One found, or more bytes than one entry could tear -> interior
- *      corruption. Otherwise short header / bad structure / short body
- *      is a torn tail, bad identity / bad body a damaged tail.
- * The scan never trusts a field of a header before its identity checksum
- * verified, except size and command for the structural filter, and every
- * read is bounded by the file size.
+ *      corruption. Otherwise short header / zero header / short body is
+ *      a torn tail, everything else a damaged tail.
+ * The scan never trusts a field of a header before its checksums
+ * verified, and every read is bounded by the file size.
  *
  * Invariants of an open journal: the file holds exactly `count` valid,
  * chained entries and nothing else (size == file length); index[i] is
@@ -41,13 +41,18 @@
 
 enum entry_kind {
     ENTRY_OK = 0,
-    ENTRY_SHORT_HEADER,
-    ENTRY_BAD_STRUCTURE,
-    ENTRY_SHORT_BODY,
-    ENTRY_BAD_IDENTITY,
-    ENTRY_UNKNOWN_FORMAT,
-    ENTRY_BAD_BODY,
+    ENTRY_SHORT_HEADER,   /* torn: fewer than 256 bytes remain */
+    ENTRY_ZERO_HEADER,    /* torn: header zero (from a 4 KiB boundary on) */
+    ENTRY_SHORT_BODY,     /* torn: verified header, size past the end */
+    ENTRY_BAD_STRUCTURE,  /* damage: verified header, impossible fields */
+    ENTRY_BAD_IDENTITY,   /* damage: non-zero header failing its checksums */
+    ENTRY_UNKNOWN_FORMAT, /* refusal: verified header, unknown version */
+    ENTRY_BAD_BODY,       /* damage: full-length entry, body mismatch */
 };
+
+/* The torn-write page: a crash mid-append leaves whole 4 KiB pages of the
+ * new entry on disk and zeros after them. */
+#define WAL_TEAR_PAGE 4096u
 
 struct scan_ctx {
     struct vs_sio *io;
@@ -81,11 +86,31 @@ structure_ok(const struct vs_hdr_prepare *h)
            h->f.size <= VS_FRAME_MAX;
 }
 
-/* Identity: sealed (nonzero) and matching. */
+/* Identity: sealed (nonzero) and matching, and in format 2 the view
+ * checksum too: every byte of a stored header is covered. */
 static int
 identity_ok(const struct vs_hdr_prepare *h)
 {
-    return !vs_u128_is_zero(h->f.checksum) && vs_prepare_verify_identity(h);
+    return !vs_u128_is_zero(h->f.checksum) && vs_prepare_verify_identity(h) &&
+           vs_prepare_verify_view(h);
+}
+
+/* DESIGN §4's zero rule for a header at file offset pos that failed its
+ * checksums: torn if its bytes are zero from the first 4 KiB boundary at
+ * or after pos on (all 256 bytes when pos itself is a boundary; a header
+ * with no boundary inside must be wholly zero). */
+static int
+header_torn_zero(const struct vs_hdr_prepare *h, uint64_t pos)
+{
+    const uint8_t *b = (const uint8_t *)h;
+    uint64_t boundary =
+        (pos + WAL_TEAR_PAGE - 1) / WAL_TEAR_PAGE * WAL_TEAR_PAGE;
+    size_t from =
+        boundary - pos < VS_HEADER_SIZE ? (size_t)(boundary - pos) : 0;
+    for (size_t i = from; i < VS_HEADER_SIZE; i++)
+        if (b[i])
+            return 0;
+    return 1;
 }
 
 /* Body: the exact checksum; version-1 entries are always sealed, so a
@@ -117,16 +142,16 @@ entry_check(struct scan_ctx *c, uint64_t pos, struct vs_hdr_prepare *h)
         return ENTRY_SHORT_HEADER;
     if (rc < 0)
         return rc;
+    /* No field is trusted before the header's own checksums verify. */
+    if (!identity_ok(h))
+        return header_torn_zero(h, pos) ? ENTRY_ZERO_HEADER
+                                        : ENTRY_BAD_IDENTITY;
     if (!structure_ok(h))
         return ENTRY_BAD_STRUCTURE;
-    int id = identity_ok(h);
-    int fits = h->f.size <= c->size - pos;
-    if (!id)
-        return ENTRY_BAD_IDENTITY;
-    if (!fits)
-        return ENTRY_SHORT_BODY;
     if (!c->known(h->f.release))
         return ENTRY_UNKNOWN_FORMAT;
+    if (h->f.size > c->size - pos)
+        return ENTRY_SHORT_BODY;
     size_t blen = h->f.size - VS_HEADER_SIZE;
     ensure_body(c, blen);
     rc = sio_pread_all(c->io, c->fd, c->body, blen,
@@ -190,8 +215,10 @@ kind_text(int k)
     switch (k) {
     case ENTRY_SHORT_HEADER:
         return "the file ends inside the header";
+    case ENTRY_ZERO_HEADER:
+        return "zero header bytes";
     case ENTRY_BAD_STRUCTURE:
-        return "structurally invalid header";
+        return "structurally invalid header under a valid checksum";
     case ENTRY_SHORT_BODY:
         return "the file ends inside the body";
     case ENTRY_BAD_IDENTITY:
@@ -287,7 +314,7 @@ scan_run(struct scan_ctx *c)
                         (unsigned long long)later_op, (unsigned long long)at);
             return 0;
         }
-        if (k == ENTRY_SHORT_HEADER || k == ENTRY_BAD_STRUCTURE ||
+        if (k == ENTRY_SHORT_HEADER || k == ENTRY_ZERO_HEADER ||
             k == ENTRY_SHORT_BODY) {
             s->verdict = WAL_TORN_TAIL;
             scan_reason(s,
@@ -509,6 +536,11 @@ wal_append(struct wal *w, const struct vs_hdr_prepare *h, const void *body,
         return -VS_EFATAL;
     if (w->read_only || w->fd < 0)
         return -EROFS;
+    /* the journal seals the view of every format-2 entry it stores (the
+     * caller may have re-stamped the view without it) */
+    struct vs_hdr_prepare stored = *h;
+    vs_prepare_seal_view(&stored);
+    h = &stored;
     if (!structure_ok(h) || h->f.size != VS_HEADER_SIZE + body_len ||
         !w->format_known(h->f.release) || !identity_ok(h) ||
         !body_ok(h, body, body_len))

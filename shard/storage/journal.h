@@ -8,27 +8,30 @@
  * may acknowledge (PrepareOk / reply) only after it returns 0.
  *
  * Scan (on open; also read-only for vstream-inspect), per entry at pos:
+ *  - the header's own checksums first: identity (vs_prepare_identity)
+ *    and, in format 2, checksum_view -- no field is trusted before;
  *  - structure: command == Prepare, 256 <= size <= VS_FRAME_MAX;
- *  - identity checksum (vs_prepare_identity) matches;
  *  - FORMAT GATE: header.release must be a format version the gate
- *    knows (default vs_wire_format_known; injectable for tests and for
- *    a future release that keeps reading old versions). An entry whose
- *    identity verifies but whose version is unknown is refused with
- *    WAL_UNKNOWN_FORMAT (never misparsed, never "damage");
- *  - body checksum: XXH3 of the body must equal checksum_body (version 1
- *    entries are always sealed; 0 is not "unsealed" here);
+ *    knows (default vs_wire_format_known: 1 and 2; injectable for tests).
+ *    An entry whose header verifies but whose version is unknown is
+ *    refused with WAL_UNKNOWN_FORMAT (never misparsed, never "damage");
+ *  - body checksum: XXH3 of the body must equal checksum_body (entries
+ *    are always sealed; 0 is not "unsealed" here);
  *  - chain: op == previous op + 1 and parent == previous checksum.
- * Classification of the first bad position pos (see wal_scan_verdict):
- *  - TORN TAIL: the file ends inside the header; or the header verifies
- *    but the file ends inside the body; or the header is structurally
- *    invalid (e.g. zeros) -- in each case only when no complete valid
- *    entry starts at any later byte offset and at most VS_FRAME_MAX bytes
+ * Classification of the first bad position pos (DESIGN §4, exactly):
+ *  - TORN TAIL, exactly one of: fewer than 256 bytes remain; the header
+ *    fails its checksums and its bytes are zero from the first 4 KiB
+ *    file boundary at or after pos on (all of it when there is none
+ *    inside); or the header verifies and declares a size past the end
+ *    of the file -- in each case only when no complete valid entry
+ *    starts at any later byte offset and at most VS_FRAME_MAX bytes
  *    follow. Never acknowledged: cut (ftruncate + fsync) at open.
- *  - DAMAGED TAIL: a header that is structurally plausible but fails a
- *    checksum (identity or body), with no complete valid entry after it.
- *    It may have been acknowledged: a cluster replica cuts it and
- *    repairs from peers; a one-replica node refuses unless told to cut
- *    (vstreamd --cut-damaged-tail).
+ *  - DAMAGED TAIL: anything else failing verification in the last
+ *    entry (a non-zero header whose checksums fail; a full-length entry
+ *    whose body checksum fails; a verified header with impossible
+ *    fields). It may have been acknowledged: a cluster replica cuts it,
+ *    records the op as faulty and repairs it from peers; a one-replica
+ *    node refuses unless told to cut (vstreamd --cut-damaged-tail).
  *  - INTERIOR CORRUPTION: any damage with a complete valid entry after
  *    it: refuse, naming the op and byte offset.
  *  - CHAIN BREAK: two valid entries that do not chain: refuse.
@@ -127,10 +130,12 @@ int wal_open(struct wal *w, struct vs_sio *io, const char *dir,
              const struct wal_options *opt, struct wal_scan *scan);
 void wal_close(struct wal *w);
 
-/* Appends one sealed prepare and fsyncs. Checks: size == 256 + body_len,
- * identity checksum, format version known, and -- when the journal is
- * not empty -- op == last + 1 and parent == last checksum (-EINVAL
- * otherwise, nothing written). -ENOSPC: nothing kept. -VS_EFATAL. */
+/* Appends one sealed prepare and fsyncs. A format-2 entry is stored with
+ * checksum_view stamped for its view (vs_prepare_seal_view), whatever the
+ * caller's copy held. Checks: size == 256 + body_len, identity checksum,
+ * format version known, and -- when the journal is not empty -- op ==
+ * last + 1 and parent == last checksum (-EINVAL otherwise, nothing
+ * written). -ENOSPC: nothing kept. -VS_EFATAL. */
 int wal_append(struct wal *w, const struct vs_hdr_prepare *h, const void *body,
                size_t body_len);
 

@@ -16,8 +16,8 @@ libvs_storage_a_SOURCES = \
 bin_PROGRAMS += vstream-inspect
 vstream_inspect_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 vstream_inspect_SOURCES = tools/vstream-inspect.c
-vstream_inspect_LDADD = libvs_storage.a libvs_common.a $(VS_DEP_LIBS) \
-	$(JEMALLOC_LIBS)
+vstream_inspect_LDADD = libvs_data.a libvs_storage.a libvs_common.a \
+	$(VS_DEP_LIBS) $(JEMALLOC_LIBS)
 
 # WAL micro-benchmark (not run by make check).
 noinst_PROGRAMS += tests/bench/bench_wal

@@ -176,6 +176,12 @@ check_wal(struct vs_sio *io, const char *meta, const struct recovery_expect *e,
                            "--cut-damaged-tail to cut it)",
                            s->reason);
         r->wal_tail_cut = 1;
+        if (e->is_cluster) {
+            /* never nacked until repaired from peers: the binding
+             * persists it as VsrState.faulty_op */
+            r->damaged_cut_op = s->bad_op;
+            r->damaged_cut_offset = s->bad_offset;
+        }
         break;
     case WAL_INTERIOR_CORRUPT:
         return verdict(r, RECOVERY_REFUSE_WAL_INTERIOR, "%s", s->reason);
@@ -210,6 +216,18 @@ check_wal(struct vs_sio *io, const char *meta, const struct recovery_expect *e,
                            "cannot drain the WAL behind the snapshot: %s",
                            sio_strerror(rc));
     }
+    /* The hash chain restarts from the last WAL entry at or above the
+     * state op, or, with no such entry, from the checkpoint op's header
+     * the superblock records (version 2). */
+    int no_entry = s->entries == 0 || s->last_op < base;
+    if (no_entry && (base > 0 || r->state.checkpoint_op > 0) &&
+        !(vsr_state_has_checkpoint_prepare(&r->state) &&
+          base == r->state.checkpoint_op))
+        return verdict(r, RECOVERY_REFUSE_WAL_CHAIN_START,
+                       "the WAL holds no entry at or above state op %llu "
+                       "and the superblock records no header for "
+                       "checkpoint op %llu: the hash chain cannot restart",
+                       ull(base), ull(r->state.checkpoint_op));
     return 0;
 }
 
@@ -289,10 +307,16 @@ recovery_open(struct vs_sio *io, const char *data_dir,
         return rc;
     if (r->verdict != RECOVERY_BOOT)
         return 0;
+    char faulty[96] = "";
+    if (r->damaged_cut_op)
+        snprintf(faulty, sizeof(faulty),
+                 "; op %llu cut as damage at offset %llu (faulty until "
+                 "repaired)",
+                 ull(r->damaged_cut_op), ull(r->damaged_cut_offset));
     return verdict(r, RECOVERY_BOOT,
                    "superblock sequence %llu, view %u, log_view %u, "
                    "commit_max %llu, checkpoint op %llu; snapshot %s%llu; "
-                   "replay ops %llu..%llu%s",
+                   "replay ops %llu..%llu%s%s",
                    ull(r->sb.sequence), r->state.view, r->state.log_view,
                    ull(r->state.commit_max), ull(r->state.checkpoint_op),
                    r->have_snapshot ? "op " : "none/",
@@ -300,7 +324,8 @@ recovery_open(struct vs_sio *io, const char *data_dir,
                    ull(r->replay_from), ull(r->replay_to),
                    r->wal_tail_cut ? (e->read_only ? " (would cut WAL tail)"
                                                    : " (WAL tail cut)")
-                                   : "");
+                                   : "",
+                   faulty);
 }
 
 void
@@ -360,6 +385,8 @@ recovery_verdict_name(enum recovery_verdict v)
         return "refuse-wal-damaged-tail";
     case RECOVERY_REFUSE_WAL_GAP:
         return "refuse-wal-gap";
+    case RECOVERY_REFUSE_WAL_CHAIN_START:
+        return "refuse-wal-chain-start";
     }
     return "unknown";
 }
@@ -378,9 +405,9 @@ recovery_format_fresh(struct vs_sio *io, const char *data_dir,
     if (vsr_state_decode(VSR_STATE_VERSION, payload, sizeof(payload), &check,
                          NULL, 0) != VSR_STATE_OK)
         return -EINVAL;
-    rc = datadir_mkdir_p(data_dir, 0700);
+    rc = datadir_mkdir_p_io(io, data_dir, 0700);
     if (rc == 0)
-        rc = datadir_mkdir_p(meta, 0700);
+        rc = datadir_mkdir_p_io(io, meta, 0700);
     if (rc < 0)
         return rc;
     const char *names[] = {VS_SUPERBLOCK_A, VS_SUPERBLOCK_B, VS_JOURNAL_FILE,

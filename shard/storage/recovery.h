@@ -24,8 +24,13 @@
  *  6. WAL scan: interior corruption (op, offset), chain break, unknown
  *     format -> refuse; torn tail -> cut; damaged tail -> cut for a
  *     cluster replica (repaired from peers), refused for a one-replica
- *     node unless cut_damaged_tail. A gap between the snapshot and the
+ *     node unless cut_damaged_tail (the cluster replica's cut op is
+ *     reported in damaged_cut_op). A gap between the snapshot and the
  *     first WAL op -> refuse.
+ *     No WAL entry at or above the state op (empty, or wholly behind
+ *     the snapshot) beside a checkpoint is fine only when the superblock
+ *     records the checkpoint op's header and the snapshot is at that op
+ *     (the chain restarts from it); otherwise refuse.
  *  7. replay range: (snapshot op, WAL last op].
  *
  * Use at boot (shard 0):
@@ -78,6 +83,7 @@ enum recovery_verdict {
     RECOVERY_REFUSE_WAL_FORMAT,
     RECOVERY_REFUSE_WAL_DAMAGED_TAIL,
     RECOVERY_REFUSE_WAL_GAP,
+    RECOVERY_REFUSE_WAL_CHAIN_START, /* no entry, no recorded header */
 };
 
 struct recovery_expect {
@@ -103,6 +109,13 @@ struct recovery_result {
     int wal_scanned;
     struct wal_scan wal_scan;
     int wal_tail_cut; /* a torn/damaged tail was (or would be) cut */
+    /* cluster replica: the op cut (or that would be cut) as a damaged
+     * tail, 0 if none. It may have been acknowledged: the binding
+     * persists it as VsrState.faulty_op and never nacks it until it is
+     * repaired. A one-replica node refuses instead (or, with
+     * cut_damaged_tail, cuts it and this stays 0). */
+    uint64_t damaged_cut_op;
+    uint64_t damaged_cut_offset;
 
     /* RECOVERY_BOOT */
     struct vs_vsr_state state;

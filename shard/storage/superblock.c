@@ -98,27 +98,12 @@ sb_slot_classify(const uint8_t *buf, size_t len, int present,
         slot_set(out, SB_SLOT_CORRUPT, "bad magic");
         return;
     }
-    if (len < 6) {
-        slot_set(out, SB_SLOT_CORRUPT, "truncated record (%zu bytes)", len);
-        return;
-    }
-    uint16_t version = (uint16_t)get_le(buf + 4, 2);
-    out->version = version;
-    if (version != SB_VERSION) {
-        slot_set(out, SB_SLOT_UNKNOWN_VERSION,
-                 "record format version %u is unknown to this release "
-                 "(knows %u)",
-                 (unsigned)version, SB_VERSION);
-        return;
-    }
     if (len < SB_HEADER_SIZE + SB_TRAILER_SIZE) {
         slot_set(out, SB_SLOT_CORRUPT, "truncated record (%zu bytes)", len);
         return;
     }
-    if (get_le(buf + 6, 2) != 0) {
-        slot_set(out, SB_SLOT_CORRUPT, "nonzero padding");
-        return;
-    }
+    /* The framing and its checksum first: no field, the version
+     * included, is trusted before the record verifies. */
     uint32_t plen = (uint32_t)get_le(buf + 24, 4);
     if (plen > SB_PAYLOAD_MAX) {
         slot_set(out, SB_SLOT_CORRUPT, "payload length %u exceeds %u", plen,
@@ -134,6 +119,19 @@ sb_slot_classify(const uint8_t *buf, size_t len, int present,
     }
     if (get_le(buf + body, 8) != vs_xxh3_64(buf, body)) {
         slot_set(out, SB_SLOT_CORRUPT, "checksum mismatch");
+        return;
+    }
+    uint16_t version = (uint16_t)get_le(buf + 4, 2);
+    out->version = version;
+    if (version < SB_VERSION_MIN || version > SB_VERSION) {
+        slot_set(out, SB_SLOT_UNKNOWN_VERSION,
+                 "record format version %u is unknown to this release "
+                 "(knows %u..%u)",
+                 (unsigned)version, SB_VERSION_MIN, SB_VERSION);
+        return;
+    }
+    if (get_le(buf + 6, 2) != 0) {
+        slot_set(out, SB_SLOT_CORRUPT, "nonzero padding");
         return;
     }
     uint64_t seq = get_le(buf + 8, 8);

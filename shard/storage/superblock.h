@@ -6,7 +6,8 @@
  * Record framing (reference/iggy-server-ng.md §3, DESIGN §4), LE:
  *
  *    0 magic            4 bytes, ASCII "SBLK" in this order
- *    4 version          u16  (1; also versions the payload: VsrState v1)
+ *    4 version          u16  (1 or 2; also versions the VsrState payload;
+ *                            this release writes 2)
  *    6 pad              u16  0
  *    8 sequence         u64  >= 1, +1 per write
  *   16 parent_checksum  u64  0 (reserved until used)
@@ -14,7 +15,10 @@
  *   28 payload
  *   28+len XXH3-64 of bytes [0, 28+len)
  *
- * A slot file must have exactly 36 + payload_len bytes.
+ * A slot file must have exactly 36 + payload_len bytes. The framing
+ * (magic, payload_len, checksum) is the same in every version, and the
+ * checksum is verified before the version is read: a flipped bit reads
+ * as corruption, never as "format version N unknown".
  *
  * Reading (sb_read_latest), exactly one of:
  *  - SB_EMPTY: both slots absent (no file). Fresh node only if nothing
@@ -51,7 +55,8 @@
 #include "shard/storage/io.h"
 
 #define SB_MAGIC        "SBLK"
-#define SB_VERSION      1u
+#define SB_VERSION      2u /* written; 1 and 2 are read */
+#define SB_VERSION_MIN  1u
 #define SB_HEADER_SIZE  28u
 #define SB_TRAILER_SIZE 8u
 #define SB_PAYLOAD_MAX  4096u

@@ -1,5 +1,6 @@
 /*
- * shard/storage/vsr_state.c - encode/decode of the 66-byte VsrState.
+ * shard/storage/vsr_state.c - encode/decode of the VsrState payload
+ * (version 1: 66 bytes, read only; version 2: 330 bytes).
  * Pure functions over explicit little-endian offsets (never a struct
  * memcpy, so padding can never leak into the format). Any process.
  */
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/checksum.h"
 #include "shard/storage/vsr_state.h"
 
 static void
@@ -57,6 +59,15 @@ vsr_state_encode(const struct vs_vsr_state *s, uint8_t out[VSR_STATE_SIZE])
     put_u64(out + 42, s->checkpoint_checksum.lo);
     put_u64(out + 50, s->checkpoint_checksum.hi);
     put_u64(out + 58, s->offset_frontier);
+    put_u64(out + 66, s->faulty_op);
+    /* the header is itself a little-endian wire struct (common/wire.h) */
+    memcpy(out + 74, &s->checkpoint_prepare, VS_HEADER_SIZE);
+}
+
+int
+vsr_state_has_checkpoint_prepare(const struct vs_vsr_state *s)
+{
+    return !vs_u128_is_zero(s->checkpoint_prepare.f.checksum);
 }
 
 static enum vsr_state_error fail_with(enum vsr_state_error e, char *reason,
@@ -81,16 +92,21 @@ vsr_state_decode(uint16_t version, const void *payload, size_t len,
                  struct vs_vsr_state *out, char *reason, size_t reason_len)
 {
     const uint8_t *p = payload;
-    if (version != VSR_STATE_VERSION)
+    size_t want;
+    if (version == VSR_STATE_V1)
+        want = VSR_STATE_V1_SIZE;
+    else if (version == VSR_STATE_V2)
+        want = VSR_STATE_V2_SIZE;
+    else
         return fail_with(VSR_STATE_UNKNOWN_VERSION, reason, reason_len,
                          "VsrState format version %u is unknown to this "
-                         "release (knows %u)",
-                         (unsigned)version, VSR_STATE_VERSION);
-    if (len != VSR_STATE_SIZE)
+                         "release (knows %u and %u)",
+                         (unsigned)version, VSR_STATE_V1, VSR_STATE_V2);
+    if (len != want)
         return fail_with(VSR_STATE_BAD_LENGTH, reason, reason_len,
-                         "VsrState payload is %zu bytes, version 1 has "
-                         "%u",
-                         len, VSR_STATE_SIZE);
+                         "VsrState payload is %zu bytes, version %u has "
+                         "%zu",
+                         len, (unsigned)version, want);
     struct vs_vsr_state s;
     memset(&s, 0, sizeof(s));
     s.cluster.lo = get_u64(p + 0);
@@ -104,6 +120,10 @@ vsr_state_decode(uint16_t version, const void *payload, size_t len,
     s.checkpoint_checksum.lo = get_u64(p + 42);
     s.checkpoint_checksum.hi = get_u64(p + 50);
     s.offset_frontier = get_u64(p + 58);
+    if (version == VSR_STATE_V2) {
+        s.faulty_op = get_u64(p + 66);
+        memcpy(&s.checkpoint_prepare, p + 74, VS_HEADER_SIZE);
+    }
     if (s.log_view > s.view)
         return fail_with(VSR_STATE_LOG_VIEW_AHEAD, reason, reason_len,
                          "VsrState log_view %u is ahead of view %u", s.log_view,
@@ -114,6 +134,15 @@ vsr_state_decode(uint16_t version, const void *payload, size_t len,
                          "VsrState replica id %u / replica count %u is "
                          "impossible",
                          (unsigned)s.replica_id, (unsigned)s.replica_count);
+    if (vsr_state_has_checkpoint_prepare(&s) &&
+        (s.checkpoint_prepare.f.command != VS_CMD_PREPARE ||
+         s.checkpoint_prepare.op != s.checkpoint_op ||
+         !vs_prepare_verify_identity(&s.checkpoint_prepare)))
+        return fail_with(VSR_STATE_BAD_CHECKPOINT_PREPARE, reason, reason_len,
+                         "VsrState checkpoint prepare (op %llu) does not "
+                         "verify as the prepare of checkpoint op %llu",
+                         (unsigned long long)s.checkpoint_prepare.op,
+                         (unsigned long long)s.checkpoint_op);
     *out = s;
     if (reason && reason_len)
         reason[0] = '\0';
@@ -134,6 +163,8 @@ vsr_state_error_name(enum vsr_state_error e)
         return "log_view ahead of view";
     case VSR_STATE_BAD_REPLICA:
         return "bad replica id/count";
+    case VSR_STATE_BAD_CHECKPOINT_PREPARE:
+        return "bad checkpoint prepare";
     }
     return "unknown";
 }

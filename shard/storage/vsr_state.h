@@ -1,8 +1,8 @@
 /*
  * shard/storage/vsr_state.h - the VsrState payload of a superblock record.
  *
- * Role: the consensus numbers a replica must never forget. Superblock
- * record format version 1 carries exactly 66 bytes, little-endian:
+ * Role: the consensus numbers a replica must never forget. The
+ * superblock record's version versions this payload. Little-endian:
  *
  *    0 cluster              u128
  *   16 replica_id           u8
@@ -13,11 +13,26 @@
  *   34 checkpoint_op        u64
  *   42 checkpoint_checksum  u128  (checksum of the snapshot PAYLOAD)
  *   58 offset_frontier      u64   (0 for the metadata replica)
- *   66 end
+ *   66 end of version 1 (66 bytes)
+ *   66 faulty_op            u64   (0 = none) the op a cluster replica
+ *                                  cut as a damaged tail at boot; it
+ *                                  must never nack it until repaired
+ *   74 checkpoint_prepare   256   the stored header of the prepare at
+ *                                  checkpoint_op (all zero: not
+ *                                  recorded, checkpoint_op 0 or written
+ *                                  by version 1): what the hash chain
+ *                                  needs to restart from the checkpoint
+ *                                  without that op's WAL entry
+ *  330 end of version 2 (330 bytes)
+ *
+ * Version 1 payloads decode with faulty_op = 0 and no checkpoint
+ * prepare; this release writes version 2.
  *
  * Invariants: decode refuses (typed, never misparses) an unknown record
- * version, a payload of the wrong length, log_view > view, a replica
- * count of 0 or above VS_REPLICAS_MAX, and replica_id >= replica_count.
+ * version, a payload of the wrong length for its version, log_view >
+ * view, a replica count of 0 or above VS_REPLICAS_MAX, replica_id >=
+ * replica_count, and (version 2) a recorded checkpoint prepare whose op
+ * is not checkpoint_op or that is not a prepare.
  * Golden bytes are pinned by tests/unit/check_storage_sb.c.
  * Callers: any process (pure functions).
  */
@@ -29,8 +44,12 @@
 
 #include "common/wire.h"
 
-#define VSR_STATE_VERSION 1u /* superblock record version carrying it */
-#define VSR_STATE_SIZE    66u
+#define VSR_STATE_V1      1u /* superblock record version 1 */
+#define VSR_STATE_V1_SIZE 66u
+#define VSR_STATE_V2      2u /* superblock record version 2 */
+#define VSR_STATE_V2_SIZE 330u
+#define VSR_STATE_VERSION VSR_STATE_V2 /* written by this release */
+#define VSR_STATE_SIZE    VSR_STATE_V2_SIZE
 
 struct vs_vsr_state {
     struct vs_u128 cluster;
@@ -42,6 +61,9 @@ struct vs_vsr_state {
     uint64_t checkpoint_op;
     struct vs_u128 checkpoint_checksum;
     uint64_t offset_frontier;
+    uint64_t faulty_op; /* 0 = none */
+    /* zero (checksum 0) when not recorded */
+    struct vs_hdr_prepare checkpoint_prepare;
 };
 
 enum vsr_state_error {
@@ -50,9 +72,10 @@ enum vsr_state_error {
     VSR_STATE_BAD_LENGTH,
     VSR_STATE_LOG_VIEW_AHEAD,
     VSR_STATE_BAD_REPLICA,
+    VSR_STATE_BAD_CHECKPOINT_PREPARE,
 };
 
-/* Writes the 66-byte version-1 encoding into out. */
+/* Writes the VSR_STATE_SIZE-byte encoding of VSR_STATE_VERSION. */
 void vsr_state_encode(const struct vs_vsr_state *s,
                       uint8_t out[VSR_STATE_SIZE]);
 /* Decodes a payload of superblock record version `version`. Returns
@@ -61,5 +84,7 @@ enum vsr_state_error vsr_state_decode(uint16_t version, const void *payload,
                                       size_t len, struct vs_vsr_state *out,
                                       char *reason, size_t reason_len);
 const char *vsr_state_error_name(enum vsr_state_error e);
+/* 1 if s->checkpoint_prepare holds the checkpoint op's header. */
+int vsr_state_has_checkpoint_prepare(const struct vs_vsr_state *s);
 
 #endif /* VS_SHARD_STORAGE_VSR_STATE_H */

@@ -7,12 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/layout.h"
 #include "common/log.h"
 #include "common/mem.h"
 #include "server/listen.h"
 #include "shard/meta/snapshot_codec.h"
+#include "shard/storage/atomic_file.h"
 #include "shard/zero/boot.h"
 
 uint32_t
@@ -83,6 +85,72 @@ shard0_format(const struct vs_config *cfg, char *msg, size_t msglen)
     return rc;
 }
 
+static int
+rebuilt_path(const char *data_dir, char *out, size_t cap, char *dir,
+             size_t dircap)
+{
+    int n = snprintf(dir, dircap, "%s/%s", data_dir, VS_METADATA_DIR);
+    if (n < 0 || (size_t)n >= dircap)
+        return -ENAMETOOLONG;
+    return afile_join(out, cap, dir, SHARD0_REBUILT_FILE);
+}
+
+int
+shard0_recover(const struct vs_config *cfg, char *msg, size_t msglen)
+{
+    if (shard0_replica_count(cfg) < 2) {
+        snprintf(msg, msglen,
+                 "recover rebuilds a replica of a cluster from its peers; a "
+                 "one-replica node has none (replica_addrs names one node)");
+        return -EINVAL;
+    }
+    char why[512];
+    int rc = shard0_format(cfg, why, sizeof(why));
+    if (rc != 0) {
+        snprintf(msg, msglen, "%s", why);
+        return rc;
+    }
+    struct vs_sio io;
+    sio_init_real(&io);
+    char dir[VS_CONFIG_PATH_MAX + 16], path[VS_CONFIG_PATH_MAX + 32];
+    rc = rebuilt_path(cfg->data_dir, path, sizeof(path), dir, sizeof(dir));
+    if (rc == 0) {
+        static const char note[] = "rebuilt by vstreamd recover: no vote "
+                                   "until caught up\n";
+        rc = afile_replace(&io, dir, SHARD0_REBUILT_FILE, note,
+                           sizeof(note) - 1);
+    }
+    if (rc != 0) {
+        if (rc == -VS_EFATAL)
+            sio_fatal_msg(&io, why, sizeof(why));
+        else
+            snprintf(why, sizeof(why), "%s", strerror(-rc));
+        snprintf(msg, msglen, "cannot write the rebuilt marker in %s: %s", dir,
+                 why);
+        return rc;
+    }
+    snprintf(msg, msglen,
+             "formatted %s as replica %u of %u in cluster '%s', rebuilt after "
+             "a lost disk: it rejoins by repair and votes only once caught "
+             "up",
+             cfg->data_dir, cfg->replica_id, shard0_replica_count(cfg),
+             cfg->cluster_name);
+    return 0;
+}
+
+int
+shard0_rebuilt_clear(struct vs_sio *io, const char *data_dir)
+{
+    char dir[VS_CONFIG_PATH_MAX + 16], path[VS_CONFIG_PATH_MAX + 32];
+    int rc = rebuilt_path(data_dir, path, sizeof(path), dir, sizeof(dir));
+    if (rc != 0)
+        return rc;
+    rc = sio_unlink(io, path);
+    if (rc != 0 && rc != -ENOENT)
+        return rc;
+    return sio_dir_fsync(io, dir);
+}
+
 int
 shard0_boot(const struct vs_config *cfg, struct shard0_recovered *out,
             char *err, size_t errlen)
@@ -129,6 +197,16 @@ shard0_boot(const struct vs_config *cfg, struct shard0_recovered *out,
     }
     if (out->r.have_snapshot)
         out->snapshot = snapfile_take_payload(&out->r.snap, &out->snapshot_len);
+    char dir[VS_CONFIG_PATH_MAX + 16], path[VS_CONFIG_PATH_MAX + 32];
+    if (shard0_replica_count(cfg) > 1 &&
+        rebuilt_path(cfg->data_dir, path, sizeof(path), dir, sizeof(dir)) ==
+            0 &&
+        access(path, F_OK) == 0) {
+        out->rebuilt = 1;
+        vs_log_info("this replica was rebuilt after a lost disk (%s): it "
+                    "rejoins without voting until caught up",
+                    path);
+    }
     vs_log_info("recovered: %s", out->r.reason);
     return 0;
 }

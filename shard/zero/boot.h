@@ -39,7 +39,14 @@ struct shard0_recovered {
     uint8_t *snapshot;        /* verified payload or NULL (owned) */
     size_t snapshot_len;
     int formatted; /* this boot formatted a fresh node */
+    /* DATA/metadata/rebuilt exists: `vstreamd recover` rebuilt this
+     * replica after a lost disk and it has not caught up since. */
+    int rebuilt;
 };
+
+/* The marker `vstreamd recover` leaves in DATA/metadata until the
+ * rebuilt replica caught up with its cluster. */
+#define SHARD0_REBUILT_FILE "rebuilt"
 
 /* Number of replicas named by cfg->replica_addrs (1 when empty). */
 uint32_t shard0_replica_count(const struct vs_config *cfg);
@@ -57,6 +64,17 @@ void shard0_recovered_fini(struct shard0_recovered *rec);
  * one-line summary in msg, -EEXIST if anything is there already, or a
  * negative error with one line in msg. Caller holds the data-dir lock. */
 int shard0_format(const struct vs_config *cfg, char *msg, size_t msglen);
+
+/* `vstreamd recover`: a replica of a cluster that lost its disk. Formats
+ * the empty data dir like shard0_format and leaves the rebuilt marker,
+ * so the replica boots Recovering and neither votes nor acknowledges
+ * until it caught up (R8). 0 with a one-line summary in msg, -EINVAL for
+ * a one-replica node, -EEXIST if anything is there already, or a
+ * negative error with one line in msg. Caller holds the data-dir lock. */
+int shard0_recover(const struct vs_config *cfg, char *msg, size_t msglen);
+/* Removes the rebuilt marker (the replica caught up): 0, -VS_EFATAL (a
+ * directory fsync failed: io records it), or -errno. */
+int shard0_rebuilt_clear(struct vs_sio *io, const char *data_dir);
 
 /* Called after each replayed op with its prepare header and apply result. */
 typedef void shard0_replay_fn(void *ctx, const struct vs_hdr_prepare *h,

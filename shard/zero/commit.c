@@ -1,5 +1,5 @@
 /*
- * shard/zero/commit.c - shard 0's one-replica commit path; see commit.h.
+ * shard/zero/commit.c - shard 0's commit path; see commit.h.
  *
  * The binding, numbered once here (n = 1, everything synchronous):
  *  1. An input (FWD_PROPOSE, tick, genesis) reaches the engine.
@@ -16,6 +16,15 @@
  * the op being proposed, and an out-of-space append can be undone by
  * rebuilding the engine from the journal (the op never reached it).
  *
+ * A cluster (n > 1) adds, on the same synchronous drain: SEND goes to
+ * the replica links; a replica frame is an input like a proposal (the
+ * engine's PrepareOk quorum commits, so the pipeline holds up to
+ * VSR_PIPELINE_MAX ops and each reply leaves when its op commits);
+ * JOURNAL_TRUNCATE cuts the WAL (view change), SEND_PREPARE serves
+ * repair from the WAL, STATE_TRANSFER is logged (not available yet). A
+ * backup's proposals go to the primary (forward.h) and their answers are
+ * released after each drain once commit_min reached their op.
+ *
  * Invariants: an answer is sent only after the op is durable, applied
  * to both instances and published; the frame cached for a request equals
  * the one sent for it (the CreatePAT token excepted, client_table.h);
@@ -28,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -40,6 +50,7 @@
 #include "common/mem.h"
 #include "shard/zero/commit.h"
 #include "shard/zero/commit_frames.h"
+#include "shard/zero/forward.h"
 #include "shard/fwd.h"
 #include "shard/zero/groups0.h"
 #include "shard/meta/apply.h"
@@ -65,13 +76,22 @@ enum commit_ckpt {
     COMMIT_CKPT_DRAIN,      /* phase 3 failed, retried on a tick */
 };
 
-/* Who proposed an op: the data shard connection its reply goes to. */
-struct commit_pending {
-    int used;
-    uint64_t op;
+/* Where an answer goes: a data shard connection of this node, or (on
+ * the primary) a backup that forwarded the request (forward.h). */
+struct commit_origin {
     uint32_t worker_slot;
     uint64_t incarnation;
     uint64_t conn_id;
+    int remote;   /* 1: answer with a ForwardResult to `peer` */
+    uint8_t peer; /* the forwarding replica */
+    uint64_t nonce;
+};
+
+/* Who proposed an op: the connection its reply goes to. */
+struct commit_pending {
+    int used;
+    uint64_t op;
+    struct commit_origin to;
     struct vs_u128 client;
     struct vs_hdr_request req; /* for a status answer */
     uint32_t flags;            /* FWD_F_* */
@@ -88,6 +108,10 @@ struct commit {
     struct vs_sio *io;
     commit_send_fn *send;
     void *send_ctx;
+    commit_replica_send_fn *replica_send;
+    void *replica_ctx;
+    struct forward0 fwd; /* requests this backup handed to the primary */
+    uint32_t peer_up;    /* bit r: the link to replica r is up */
     commit_clock_fn *clock;
     void *clock_ctx;
 
@@ -107,6 +131,7 @@ struct commit {
     struct commit_pending pending[VSR_PIPELINE_MAX];
     struct meta_result res, res2;
     struct vs_wbuf body, frame, out, snap;
+    struct vs_wbuf rx; /* an aligned copy of an unaligned replica frame */
     uint8_t *rbody;
     size_t rbody_cap;
     uint32_t last_code; /* result code of the last committed op */
@@ -116,6 +141,18 @@ struct commit {
     uint64_t ckpt_op;
     int sb_retry;
     struct vs_vsr_persist sb_retry_persist;
+    /* the checkpoint op's stored header, recorded in the superblock so a
+     * restart needs no WAL entry for it; faulty_op as persisted there */
+    struct vs_hdr_prepare ckpt_prepare;
+    uint64_t faulty_op;
+    uint64_t cut_op;       /* a damaged tail cut at this boot (cluster), or 0 */
+    int rebuilt;           /* rebuilt after a lost disk, not caught up yet */
+    uint32_t behind_ticks; /* the once-a-minute "needs state transfer" check */
+    int ckpt_enospc;       /* the last checkpoint phase failed for space */
+
+    /* disk watermark for metadata growth (checked every 100 ms) */
+    uint64_t disk_checked_ns;
+    int disk_low;
     uint32_t retry_ticks;  /* countdown to the next retry */
     uint32_t ckpt_backoff; /* ticks before a failed phase 1 runs again */
 
@@ -159,6 +196,59 @@ commit_wall(struct commit *c)
     return c->clock != NULL ? c->clock(c->clock_ctx) : vs_realtime_us();
 }
 
+/* 1 if free space on the data dir's filesystem is below
+ * disk_watermark_bytes (0 = no watermark); checked every 100 ms. */
+static int
+commit_disk_low(struct commit *c)
+{
+    uint64_t wm = c->cfg->disk_watermark_bytes;
+    if (wm == 0)
+        return 0;
+    uint64_t now = vs_monotonic_ns();
+    if (c->disk_checked_ns != 0 && now - c->disk_checked_ns < 100000000u)
+        return c->disk_low;
+    c->disk_checked_ns = now;
+    struct statvfs v;
+    if (statvfs(c->cfg->data_dir, &v) == -1)
+        return c->disk_low;
+    uint64_t avail = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
+    int low = avail < wm;
+    if (low != c->disk_low)
+        vs_log_warn("data dir %s: %llu bytes free, watermark %llu: %s",
+                    c->cfg->data_dir, (unsigned long long)avail,
+                    (unsigned long long)wm,
+                    low ? "refusing metadata changes that need space "
+                          "(logins, deletes and purges still work)"
+                        : "accepting metadata changes again");
+    c->disk_low = low;
+    return low;
+}
+
+/* Operations accepted below the disk watermark: they free space or only
+ * bind sessions, so the operator can always log in and free space. The
+ * watermark keeps the headroom their journal entries need. */
+static int
+commit_op_allowed_when_low(uint8_t op)
+{
+    switch (op) {
+    case VS_OP_REGISTER:
+    case VS_OP_LOGOUT:
+    case VS_OP_DELETE_STREAM:
+    case VS_OP_PURGE_STREAM:
+    case VS_OP_DELETE_TOPIC:
+    case VS_OP_PURGE_TOPIC:
+    case VS_OP_DELETE_PARTITIONS:
+    case VS_OP_DELETE_SEGMENTS:
+    case VS_OP_DELETE_CONSUMER_GROUP:
+    case VS_OP_DELETE_USER:
+    case VS_OP_DELETE_PAT:
+    case VS_OP_LEAVE_CONSUMER_GROUP:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static struct commit_pending *
 commit_pending_find(struct commit *c, uint64_t op)
 {
@@ -173,9 +263,21 @@ commit_pending_free(struct commit_pending *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* Sends one FWD_REPLY carrying `frame` to a data shard connection. */
+static struct commit_origin
+commit_origin_local(const struct fwd_hdr *fh)
+{
+    struct commit_origin o;
+    memset(&o, 0, sizeof(o));
+    o.worker_slot = fh->worker_slot;
+    o.incarnation = fh->worker_incarnation;
+    o.conn_id = fh->conn_id;
+    return o;
+}
+
+/* Sends one FWD_REPLY carrying `frame` to a data shard connection of
+ * this node. */
 static void
-commit_send_reply(struct commit *c, uint32_t slot, uint64_t incarnation,
+commit_send_local(struct commit *c, uint32_t slot, uint64_t incarnation,
                   uint64_t conn_id, struct vs_u128 client, uint32_t flags,
                   uint64_t session, uint32_t user_id, const void *frame,
                   uint32_t len)
@@ -198,8 +300,43 @@ commit_send_reply(struct commit *c, uint32_t slot, uint64_t incarnation,
         c->send(c->send_ctx, slot, c->out.data, (uint32_t)c->out.len);
 }
 
+/* Sends the answer `frame` to its origin: FWD_REPLY on this node, or a
+ * ForwardResult to the backup that forwarded it, naming the op the frame
+ * reports (a Reply's op; 0 for an Eviction or a status refusal) so the
+ * backup relays it only after applying that op. */
 static void
-commit_send_status(struct commit *c, const struct fwd_hdr *fh,
+commit_send_reply(struct commit *c, const struct commit_origin *to,
+                  struct vs_u128 client, uint32_t flags, uint64_t session,
+                  uint32_t user_id, const void *frame, uint32_t len)
+{
+    if (!to->remote) {
+        commit_send_local(c, to->worker_slot, to->incarnation, to->conn_id,
+                          client, flags, session, user_id, frame, len);
+        return;
+    }
+    uint64_t op = 0;
+    if (len >= VS_HEADER_SIZE) {
+        struct vs_hdr_reply r;
+        memcpy(&r, frame, sizeof(r));
+        if (r.f.command == VS_CMD_REPLY && r.status == 0)
+            op = r.op;
+    }
+    vs_wbuf_reset(&c->out);
+    forward0_result_frame(c->cluster, c->replica, vsr_view(c->engine),
+                          to->nonce, op, flags, session, user_id, client, frame,
+                          len, &c->out);
+    int rc = c->replica_send != NULL
+                 ? c->replica_send(c->replica_ctx, to->peer, c->out.data,
+                                   (uint32_t)c->out.len)
+                 : -ENOTCONN;
+    if (rc != 0)
+        vs_log_debug("forward result to replica %u not sent (%s): the "
+                     "backup answers its client 57",
+                     to->peer, strerror(-rc));
+}
+
+static void
+commit_send_status(struct commit *c, const struct commit_origin *to,
                    const struct vs_hdr_request *req, uint32_t status)
 {
     struct vs_hdr_reply r;
@@ -209,8 +346,7 @@ commit_send_status(struct commit *c, const struct fwd_hdr *fh,
         c->stats.transient++;
     else
         c->stats.refused++;
-    commit_send_reply(c, fh->worker_slot, fh->worker_incarnation, fh->conn_id,
-                      req->client, 0, 0, 0, &r, sizeof(r));
+    commit_send_reply(c, to, req->client, 0, 0, 0, &r, sizeof(r));
 }
 
 /* ---------------------------------------------------------------- */
@@ -241,6 +377,18 @@ commit_engine_build(struct commit *c, const struct vs_vsr_persist *durable,
     o.seed = c->cluster.lo ^ c->replica;
 
     struct vs_hdr_prepare *hs = NULL;
+    /* The checkpoint op's entry may be gone from the WAL (cut as a
+     * damaged tail, or drained with it): the superblock's record of its
+     * header continues the hash chain. */
+    int lead = durable->checkpoint_op > 0 &&
+               c->ckpt_prepare.op == durable->checkpoint_op &&
+               !vs_u128_is_zero(c->ckpt_prepare.f.checksum) &&
+               (wal_empty(&c->journal) ||
+                wal_first_op(&c->journal) == durable->checkpoint_op + 1);
+    if (lead && wal_empty(&c->journal)) {
+        hs = vs_xmalloc(sizeof(*hs));
+        hs[o.header_count++] = c->ckpt_prepare;
+    }
     if (!wal_empty(&c->journal)) {
         uint64_t first = wal_first_op(&c->journal);
         uint64_t last = wal_last_op(&c->journal);
@@ -248,7 +396,11 @@ commit_engine_build(struct commit *c, const struct vs_vsr_persist *durable,
          * because a drain was retried) are below every state op. */
         if (last - first + 1 > c->cfg->wal_slots)
             first = last - c->cfg->wal_slots + 1;
-        hs = vs_xmalloc((size_t)(last - first + 1) * sizeof(*hs));
+        else
+            lead = lead && last - first + 2 <= c->cfg->wal_slots;
+        hs = vs_xmalloc((size_t)(last - first + 2) * sizeof(*hs));
+        if (lead && first == durable->checkpoint_op + 1)
+            hs[o.header_count++] = c->ckpt_prepare;
         for (uint64_t op = first; op <= last; op++) {
             const struct vs_hdr_prepare *h = wal_header(&c->journal, op);
             VS_ASSERT(h != NULL);
@@ -256,10 +408,25 @@ commit_engine_build(struct commit *c, const struct vs_vsr_persist *durable,
         }
     }
     o.headers = hs;
-    /* A replica of a cluster with a prior life learns the view first;
-     * the cluster issue binds that (it never becomes primary here). */
-    o.recovering = c->replica_count > 1 &&
-                   (o.header_count > 0 || commit_min > 0 || durable->view > 0);
+    /* A replica of a cluster with a prior life learns the view first: it
+     * probes with a fresh per-boot incarnation (engine.h "Restart"). A
+     * superblock written by a run (anything but the format's: a view, a
+     * commit, a checkpoint) is a prior life too. */
+    o.recovering =
+        c->replica_count > 1 &&
+        (o.header_count > 0 || commit_min > 0 || durable->view > 0 ||
+         durable->commit_max > 0 || durable->checkpoint_op > 0 || c->rebuilt);
+    if (o.recovering)
+        while (vs_u128_is_zero(o.incarnation))
+            randombytes_buf(&o.incarnation, sizeof(o.incarnation));
+    if (c->replica_count > 1) {
+        /* A damaged tail cut at this boot is a faulty op the view change
+         * never nacks; the mark persisted earlier rides in durable. */
+        o.faulty_op = c->cut_op;
+        o.rebuilt = c->rebuilt;
+    } else {
+        o.durable.faulty_op = 0;
+    }
     char why[256];
     struct vs_vsr *v = NULL;
     int rc = vsr_create(&o, &v, why, sizeof(why));
@@ -275,8 +442,9 @@ commit_engine_build(struct commit *c, const struct vs_vsr_persist *durable,
 }
 
 /* After an append refused for space: the journal (source of truth) lacks
- * the op the engine prepared; rebuild the engine from it. Every earlier
- * op is applied (inputs are drained to the end), so commit_min = head. */
+ * the op the engine prepared; rebuild the engine from it. One replica:
+ * every earlier op is applied (inputs are drained to the end), so
+ * commit_min = head. */
 static int
 commit_engine_rebuild(struct commit *c)
 {
@@ -287,7 +455,28 @@ commit_engine_rebuild(struct commit *c)
     int rc = commit_engine_build(c, &d, commit_min, err, sizeof(err));
     if (rc != 0)
         return commit_set_fatal(c, err);
-    VS_ASSERT(vsr_op(c->engine) == commit_min);
+    /* A cluster replica's journal may hold prepared ops above commit_min:
+     * its rebuilt engine starts Recovering (a prior life) and learns the
+     * view again, repairing what the refused append lost. */
+    VS_ASSERT(c->replica_count > 1 || vsr_op(c->engine) == commit_min);
+    /* A superblock write being retried belonged to the old engine: the
+     * new one has nothing in flight, so a late success would not match.
+     * Drop the retry; a checkpoint it carried is issued again on the new
+     * engine (same op, same snapshot checksum), which writes it anew. */
+    if (c->sb_retry) {
+        struct vs_vsr_persist want = c->sb_retry_persist;
+        c->sb_retry = 0;
+        if (c->ckpt == COMMIT_CKPT_SUPERBLOCK) {
+            rc =
+                vsr_checkpoint(c->engine, c->ckpt_op, want.checkpoint_checksum);
+            if (rc != 0) {
+                vs_log_warn("checkpoint at op %llu dropped after the engine "
+                            "rebuild (%s); a later one replaces it",
+                            (unsigned long long)c->ckpt_op, strerror(-rc));
+                c->ckpt = COMMIT_CKPT_IDLE;
+            }
+        }
+    }
     return 0;
 }
 
@@ -296,6 +485,31 @@ commit_engine_rebuild(struct commit *c)
 /* ---------------------------------------------------------------- */
 
 static int commit_drain(struct commit *c);
+static int commit_checkpoint_begin(struct commit *c, uint64_t op);
+static uint64_t commit_checkpoint_interval(const struct commit *c);
+static void commit_send_status(struct commit *c, const struct commit_origin *to,
+                               const struct vs_hdr_request *req,
+                               uint32_t status);
+
+/* forward0_answer_fn: relay a forwarded request's answer (or a 57) to the
+ * data shard connection of this node that sent it. */
+static void
+commit_forward_answer(void *ctx, const struct forward0_answer *a)
+{
+    struct commit *c = ctx;
+    struct commit_origin to;
+    memset(&to, 0, sizeof(to));
+    to.worker_slot = a->origin.slot;
+    to.incarnation = a->origin.incarnation;
+    to.conn_id = a->origin.conn_id;
+    if (a->status != 0) {
+        commit_send_status(c, &to, &a->origin.req, a->status);
+        return;
+    }
+    commit_send_local(c, to.worker_slot, to.incarnation, to.conn_id,
+                      a->origin.req.client, a->flags, a->session, a->user_id,
+                      a->frame, a->frame_len);
+}
 
 static int
 commit_do_append(struct commit *c, const struct vs_vsr_action *a)
@@ -316,12 +530,7 @@ commit_do_append(struct commit *c, const struct vs_vsr_action *a)
                     (unsigned long long)a->op);
         struct commit_pending *pd = commit_pending_find(c, a->op);
         if (pd != NULL) {
-            struct fwd_hdr fh;
-            memset(&fh, 0, sizeof(fh));
-            fh.worker_slot = pd->worker_slot;
-            fh.worker_incarnation = pd->incarnation;
-            fh.conn_id = pd->conn_id;
-            commit_send_status(c, &fh, &pd->req, VS_E_ERROR);
+            commit_send_status(c, &pd->to, &pd->req, VS_E_DISK_FULL);
             commit_pending_free(pd);
         }
         c->need_rebuild = 1;
@@ -342,6 +551,7 @@ commit_do_wal_drain(struct commit *c)
     int rc = wal_drain(&c->journal, c->ckpt_op);
     if (rc == 0) {
         c->ckpt = COMMIT_CKPT_IDLE;
+        c->ckpt_enospc = 0;
         c->stats.checkpoints++;
         vs_log_info("checkpoint at op %llu complete (snapshot, superblock, "
                     "journal drained)",
@@ -351,6 +561,7 @@ commit_do_wal_drain(struct commit *c)
     if (rc == -VS_EFATAL)
         return -VS_EFATAL;
     c->stats.checkpoint_failures++;
+    c->ckpt_enospc = rc == -ENOSPC;
     c->ckpt = COMMIT_CKPT_DRAIN;
     c->retry_ticks = COMMIT_RETRY_TICKS;
     vs_log_warn("checkpoint at op %llu: journal drain failed (%s); retrying",
@@ -371,6 +582,14 @@ commit_do_superblock(struct commit *c, const struct vs_vsr_persist *p)
     s.commit_max = p->commit_max;
     s.checkpoint_op = p->checkpoint_op;
     s.checkpoint_checksum = p->checkpoint_checksum;
+    /* A cluster's engine owns the faulty-op mark; a single replica keeps
+     * what its boot recorded (never repaired: no peer). */
+    s.faulty_op = c->replica_count > 1 ? p->faulty_op : c->faulty_op;
+    const struct vs_hdr_prepare *cp = wal_header(&c->journal, p->checkpoint_op);
+    if (cp != NULL)
+        c->ckpt_prepare = *cp;
+    if (p->checkpoint_op > 0 && c->ckpt_prepare.op == p->checkpoint_op)
+        s.checkpoint_prepare = c->ckpt_prepare;
     uint8_t buf[VSR_STATE_SIZE];
     vsr_state_encode(&s, buf);
     int rc = sb_write(&c->sb, buf, sizeof(buf));
@@ -382,6 +601,7 @@ commit_do_superblock(struct commit *c, const struct vs_vsr_persist *p)
         c->sb_retry = 1;
         c->sb_retry_persist = *p;
         c->retry_ticks = COMMIT_RETRY_TICKS;
+        c->ckpt_enospc = rc == -ENOSPC;
         if (c->ckpt == COMMIT_CKPT_SUPERBLOCK)
             c->stats.checkpoint_failures++;
         vs_log_warn("superblock write failed (%s); retrying", sio_strerror(rc));
@@ -462,14 +682,17 @@ commit_do_commit(struct commit *c, const struct vs_vsr_action *a)
     c->last_code = c->res.code;
     if (vs_u128_is_zero(p->client) && p->operation != VS_OP_GENESIS)
         c->stats.internal++;
+    if (p->operation == VS_OP_GENESIS && c->replica_count > 1)
+        vs_log_info("genesis committed at op %llu: the cluster's root user "
+                    "(id 0) exists",
+                    (unsigned long long)p->op);
 
     vs_wbuf_reset(&c->body);
     if (commit_op_replies(p)) {
         commit_reply_body(p->operation, c->res.code, c->res.payload.data,
                           c->res.payload.len, &c->body);
         vs_wbuf_reset(&c->frame);
-        commit_reply_frame(p, vsr_view(c->engine), c->replica, c->body.data,
-                           c->body.len, &c->frame);
+        commit_reply_frame(p, c->body.data, c->body.len, &c->frame);
         meta_ct_record_reply(&c->ct, lr_writer_live(c->lr), p->client,
                              p->operation, c->frame.data, c->frame.len);
         struct commit_pending *pd = commit_pending_find(c, a->op);
@@ -483,8 +706,9 @@ commit_do_commit(struct commit *c, const struct vs_vsr_action *a)
                 pd->flags = FWD_F_BIND;
                 pd->user_id = vs_load_u32(c->res.payload.data);
                 pd->session = vs_load_u64(c->res.payload.data + 4);
-                groups0_bind(c->groups, p->client, pd->worker_slot,
-                             pd->incarnation, pd->conn_id);
+                if (!pd->to.remote)
+                    groups0_bind(c->groups, p->client, pd->to.worker_slot,
+                                 pd->to.incarnation, pd->to.conn_id);
             } else if (p->operation == VS_OP_LOGOUT) {
                 pd->flags = FWD_F_UNBIND;
                 groups0_unbind(c->groups, p->client);
@@ -494,6 +718,14 @@ commit_do_commit(struct commit *c, const struct vs_vsr_action *a)
     rc = vsr_on_commit_applied(c->engine, a->op, c->body.data,
                                (uint32_t)c->body.len);
     VS_ASSERT(rc == 0);
+    uint64_t every = commit_checkpoint_interval(c);
+    if (every > 0 && a->op % every == 0 && c->ckpt == COMMIT_CKPT_IDLE &&
+        !c->sb_retry) {
+        struct vs_vsr_persist d;
+        vsr_durable(c->engine, &d);
+        if (a->op > d.checkpoint_op)
+            return commit_checkpoint_begin(c, a->op);
+    }
     return 0;
 }
 
@@ -506,13 +738,80 @@ commit_do_reply(struct commit *c, const struct vs_vsr_action *a)
                      (unsigned long long)a->op);
         return;
     }
-    /* Our frame (the one cached) is the engine's, byte for byte. */
-    VS_ASSERT(a->size == pd->frame_len &&
-              memcmp(a->frame, pd->frame, pd->frame_len) == 0);
-    commit_send_reply(c, pd->worker_slot, pd->incarnation, pd->conn_id,
-                      pd->client, pd->flags, pd->session, pd->user_id,
-                      pd->frame, pd->frame_len);
+    /* Our frame (the one cached) is the engine's, byte for byte, but for
+     * the view and replica bytes, which the cached frame leaves 0. */
+    VS_ASSERT(a->size == pd->frame_len && a->size >= VS_HEADER_SIZE);
+    struct vs_hdr_reply eng;
+    memcpy(&eng, a->frame, sizeof(eng));
+    eng.f.view = 0;
+    eng.f.replica = 0;
+    VS_ASSERT(memcmp(&eng, pd->frame, sizeof(eng)) == 0 &&
+              memcmp((const uint8_t *)a->frame + VS_HEADER_SIZE,
+                     pd->frame + VS_HEADER_SIZE,
+                     pd->frame_len - VS_HEADER_SIZE) == 0);
+    commit_send_reply(c, &pd->to, pd->client, pd->flags, pd->session,
+                      pd->user_id, pd->frame, pd->frame_len);
     commit_pending_free(pd);
+}
+
+/* A view change cut the uncommitted suffix from `op` on: drop it from
+ * the journal (durably, before any later action) and answer 57 to the
+ * proposers of the ops cut (they resend; the new primary deduplicates). */
+static int
+commit_do_truncate(struct commit *c, uint64_t op)
+{
+    c->stats.truncations++;
+    if (!wal_empty(&c->journal) && wal_last_op(&c->journal) >= op) {
+        int rc = wal_truncate_from(&c->journal, op);
+        if (rc == -VS_EFATAL)
+            return rc;
+        if (rc != 0) {
+            char msg[256];
+            snprintf(msg, sizeof(msg),
+                     "journal truncation from op %llu (view change) failed: "
+                     "%s",
+                     (unsigned long long)op, sio_strerror(rc));
+            return commit_set_fatal(c, msg);
+        }
+    }
+    vs_log_info("view change: journal truncated from op %llu (uncommitted)",
+                (unsigned long long)op);
+    for (unsigned i = 0; i < VSR_PIPELINE_MAX; i++) {
+        struct commit_pending *pd = &c->pending[i];
+        if (pd->used && pd->op >= op) {
+            commit_send_status(c, &pd->to, &pd->req,
+                               VS_E_TRANSIENT_NOT_COMMITTED);
+            commit_pending_free(pd);
+        }
+    }
+    return 0;
+}
+
+/* Repair: our stored prepare of a.op, if it is the one asked for, as a
+ * RepairPrepare (command 19) to a.replica. */
+static void
+commit_do_send_prepare(struct commit *c, const struct vs_vsr_action *a)
+{
+    const struct vs_hdr_prepare *h = wal_header(&c->journal, a->op);
+    if (h == NULL || !vs_u128_eq(h->f.checksum, a->checksum))
+        return;
+    uint32_t len = h->f.size - VS_HEADER_SIZE;
+    vs_wbuf_reset(&c->out);
+    uint8_t *p = vs_wbuf_reserve(&c->out, VS_HEADER_SIZE + (size_t)len);
+    long n = wal_read_body(&c->journal, a->op, p + VS_HEADER_SIZE, len);
+    if (n < 0 || (uint32_t)n != len) {
+        vs_log_warn("repair of op %llu for replica %u: cannot read it (%s)",
+                    (unsigned long long)a->op, a->replica,
+                    n < 0 ? sio_strerror((int)n) : "short");
+        return;
+    }
+    memcpy(p, h, VS_HEADER_SIZE);
+    ((struct vs_header *)p)->f.command = VS_CMD_REPAIR_PREPARE;
+    c->out.len = VS_HEADER_SIZE + (size_t)len;
+    c->stats.repairs_served++;
+    if (c->replica_send != NULL)
+        (void)c->replica_send(c->replica_ctx, a->replica, c->out.data,
+                              (uint32_t)c->out.len);
 }
 
 static int
@@ -523,7 +822,11 @@ commit_drain(struct commit *c)
         int rc = 0;
         switch (a.kind) {
         case VSR_ACT_SEND:
-            /* One replica: no peers. The cluster issue binds links. */
+            /* Best effort: the engine retransmits and repairs what a
+             * dropped frame (no link, full queue) loses. */
+            if (c->replica_send != NULL)
+                (void)c->replica_send(c->replica_ctx, a.replica, a.frame,
+                                      a.size);
             break;
         case VSR_ACT_JOURNAL_APPEND:
             rc = commit_do_append(c, &a);
@@ -538,11 +841,23 @@ commit_drain(struct commit *c)
             commit_do_reply(c, &a);
             break;
         case VSR_ACT_JOURNAL_TRUNCATE:
-        case VSR_ACT_SEND_PREPARE:
-        case VSR_ACT_STATE_TRANSFER:
             /* Only a multi-replica engine emits these (view change and
              * repair); a one-replica engine never does. */
             VS_ASSERT(c->replica_count > 1);
+            rc = commit_do_truncate(c, a.op);
+            break;
+        case VSR_ACT_SEND_PREPARE:
+            VS_ASSERT(c->replica_count > 1);
+            commit_do_send_prepare(c, &a);
+            break;
+        case VSR_ACT_STATE_TRANSFER:
+            VS_ASSERT(c->replica_count > 1);
+            c->stats.state_transfer_needed++;
+            vs_log_warn("repair cannot catch up from replica %u: its journal "
+                        "starts at op %llu (older ops were checkpointed "
+                        "away); state transfer is not available in this "
+                        "version: waiting for a peer that still holds them",
+                        a.replica, (unsigned long long)a.op);
             break;
         }
         if (rc != 0)
@@ -552,6 +867,9 @@ commit_drain(struct commit *c)
         c->need_rebuild = 0;
         return commit_engine_rebuild(c);
     }
+    /* Forwarded answers whose op this node has now applied. */
+    forward0_release(&c->fwd, vsr_commit_min(c->engine), commit_forward_answer,
+                     c);
     return 0;
 }
 
@@ -562,6 +880,21 @@ commit_drain(struct commit *c)
 static int
 commit_checkpoint(struct commit *c, int force)
 {
+    if (force && (c->sb_retry || c->ckpt == COMMIT_CKPT_DRAIN)) {
+        /* The journal is full: a pending retry runs now rather than at
+         * its tick, so a stalled checkpoint cannot keep it full. */
+        int rc;
+        if (c->sb_retry) {
+            struct vs_vsr_persist p = c->sb_retry_persist;
+            rc = commit_do_superblock(c, &p);
+        } else {
+            rc = commit_do_wal_drain(c);
+        }
+        if (rc == 0)
+            rc = commit_drain(c);
+        if (rc != 0)
+            return rc;
+    }
     if (c->ckpt != COMMIT_CKPT_IDLE || c->sb_retry)
         return 0;
     struct vs_vsr_persist d;
@@ -579,6 +912,29 @@ commit_checkpoint(struct commit *c, int force)
         c->ckpt_backoff--;
         return 0;
     }
+    int rc = commit_checkpoint_begin(c, op);
+    if (rc != 0 || c->ckpt != COMMIT_CKPT_SUPERBLOCK)
+        return rc;
+    return commit_drain(c);
+}
+
+/* A cluster replica checkpoints at fixed ops, multiples of this interval
+ * (0: none fits), so every replica snapshots the same states and their
+ * checkpoint checksums compare. The interval leaves room for a full
+ * pipeline above the checkpoint before the margin is reached. */
+static uint64_t
+commit_checkpoint_interval(const struct commit *c)
+{
+    uint64_t slots = c->cfg->wal_slots;
+    uint64_t reserve = (uint64_t)c->cfg->checkpoint_margin + VSR_PIPELINE_MAX;
+    return c->replica_count > 1 && slots > reserve ? slots - reserve : 0;
+}
+
+/* Phases 1 and 2 at `op` (the state's op); the caller drains. 0 (also
+ * when phase 1 failed and will be retried) or -VS_EFATAL. */
+static int
+commit_checkpoint_begin(struct commit *c, uint64_t op)
+{
     const void *st = lr_writer_live(c->lr);
     VS_ASSERT(meta_hdr_c(st)->last_op == op);
 
@@ -592,6 +948,7 @@ commit_checkpoint(struct commit *c, int force)
         return -VS_EFATAL;
     if (rc != 0) {
         c->stats.checkpoint_failures++;
+        c->ckpt_enospc = rc == -ENOSPC;
         c->ckpt_backoff = COMMIT_RETRY_TICKS;
         vs_log_warn("checkpoint at op %llu: snapshot write failed (%s); "
                     "retrying later",
@@ -608,7 +965,7 @@ commit_checkpoint(struct commit *c, int force)
     }
     c->ckpt = COMMIT_CKPT_SUPERBLOCK;
     c->ckpt_op = op;
-    return commit_drain(c);
+    return 0;
 }
 
 int
@@ -649,16 +1006,61 @@ commit_operation_forwardable(uint8_t op)
            (op >= VS_OP_CREATE_STREAM && op <= VS_OP_LEAVE_CONSUMER_GROUP);
 }
 
+/* The primary of the current view when this replica is a Normal backup
+ * of a cluster, with its link up: 1 and *primary; else 0. */
 static int
-commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
+commit_primary_peer(const struct commit *c, uint8_t *primary)
+{
+    int p = vsr_primary(c->engine);
+    if (c->replica_count < 2 || p < 0 || p == c->replica)
+        return 0;
+    *primary = (uint8_t)p;
+    return (c->peer_up >> *primary) & 1u;
+}
+
+/* A backup: hand the request to the primary (forward.h); every failure
+ * is answered 57 (the SDK resends; the client table deduplicates). */
+static void
+commit_forward(struct commit *c, const struct commit_origin *to,
+               const struct vs_hdr_request *req, const uint8_t *payload,
+               uint32_t len)
+{
+    uint8_t primary;
+    if (to->remote || !commit_primary_peer(c, &primary)) {
+        /* Not the primary, and no settled primary to hand it to (or a
+         * forward reached a replica that is no longer the primary). */
+        commit_send_status(c, to, req, VS_E_TRANSIENT_NOT_COMMITTED);
+        return;
+    }
+    struct forward0_origin o = {
+        .slot = to->worker_slot,
+        .incarnation = to->incarnation,
+        .conn_id = to->conn_id,
+        .req = *req,
+    };
+    vs_wbuf_reset(&c->out);
+    int rc = forward0_request(&c->fwd, &o, payload, len, c->cluster, c->replica,
+                              vsr_view(c->engine), primary, &c->out);
+    if (rc == 0 && c->replica_send != NULL)
+        rc = c->replica_send(c->replica_ctx, primary, c->out.data,
+                             (uint32_t)c->out.len);
+    /* A send that failed leaves the entry: forward0_tick answers it 57
+     * once the link is seen down or the primary's timeout passes. */
+    if (rc == -ENOBUFS && c->fwd.used >= FORWARD0_MAX)
+        commit_send_status(c, to, req, VS_E_TRANSIENT_NOT_COMMITTED);
+}
+
+static int
+commit_on_propose(struct commit *c, const struct commit_origin *to,
                   const uint8_t *payload, uint32_t len)
 {
     c->stats.proposals++;
     if (len < VS_HEADER_SIZE) {
         c->stats.dropped++;
-        vs_log_warn("FWD_PROPOSE of %u bytes from shard %u: no request "
-                    "header; dropped",
-                    len, fh->worker_slot);
+        vs_log_warn("proposal of %u bytes from %s %u: no request header; "
+                    "dropped",
+                    len, to->remote ? "replica" : "shard",
+                    to->remote ? to->peer : to->worker_slot);
         return 0;
     }
     struct vs_hdr_request req;
@@ -668,13 +1070,17 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
 
     if (vs_u128_is_zero(req.client) ||
         !commit_operation_forwardable(req.operation)) {
-        commit_send_status(c, fh, &req, VS_E_INVALID_COMMAND);
+        commit_send_status(c, to, &req, VS_E_INVALID_COMMAND);
         return 0;
     }
     if (req.operation != VS_OP_REGISTER && req.request == 0) {
         /* Only Register carries request 0 (the data shard drops these;
          * an answer is still owed for every FWD_PROPOSE). */
-        commit_send_status(c, fh, &req, VS_E_INVALID_COMMAND);
+        commit_send_status(c, to, &req, VS_E_INVALID_COMMAND);
+        return 0;
+    }
+    if (c->replica_count > 1 && !vsr_is_primary(c->engine)) {
+        commit_forward(c, to, &req, payload, len);
         return 0;
     }
     if (req.operation != VS_OP_REGISTER && req.session == 0) {
@@ -683,9 +1089,7 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
         struct vs_hdr_eviction e;
         commit_eviction(&e, c->cluster, vsr_view(c->engine), c->replica,
                         req.client, VS_EVICT_NO_SESSION);
-        commit_send_reply(c, fh->worker_slot, fh->worker_incarnation,
-                          fh->conn_id, req.client, FWD_F_UNBIND, 0, 0, &e,
-                          sizeof(e));
+        commit_send_reply(c, to, req.client, FWD_F_UNBIND, 0, 0, &e, sizeof(e));
         return 0;
     }
     if (req.operation != VS_OP_REGISTER) {
@@ -698,8 +1102,7 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
         enum meta_ct_action act = meta_ct_answer(o, req.client, &reason);
         if (act == META_CT_REPLY) {
             c->stats.duplicates++;
-            commit_send_reply(c, fh->worker_slot, fh->worker_incarnation,
-                              fh->conn_id, req.client, 0, 0, 0, cached,
+            commit_send_reply(c, to, req.client, 0, 0, 0, cached,
                               (uint32_t)cached_len);
             return 0;
         }
@@ -711,8 +1114,7 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
             struct vs_hdr_eviction e;
             commit_eviction(&e, c->cluster, vsr_view(c->engine), c->replica,
                             req.client, reason);
-            commit_send_reply(c, fh->worker_slot, fh->worker_incarnation,
-                              fh->conn_id, req.client, FWD_F_UNBIND, 0, 0, &e,
+            commit_send_reply(c, to, req.client, FWD_F_UNBIND, 0, 0, &e,
                               sizeof(e));
             return 0;
         }
@@ -725,6 +1127,11 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
         commit_join_inflight(c, body, body_len, &joined)) {
         body = joined.data;
         body_len = (uint32_t)joined.len;
+    }
+    if (!commit_op_allowed_when_low(req.operation) && commit_disk_low(c)) {
+        vs_wbuf_fini(&joined);
+        commit_send_status(c, to, &req, VS_E_DISK_FULL);
+        return 0;
     }
     /* The prepare carries the metadata op body, not the client's. */
     struct vs_hdr_request pr = req;
@@ -744,17 +1151,20 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
     case 0:
         break;
     case -EAGAIN:
+    case -EREMOTE: /* not the primary after all: the client resends */
     case -EALREADY:
     case -EBUSY:
-        commit_send_status(c, fh, &req, VS_E_TRANSIENT_NOT_COMMITTED);
+        commit_send_status(c, to, &req, VS_E_TRANSIENT_NOT_COMMITTED);
         return 0;
     case -ENOSPC:
-        vs_log_warn("metadata journal full and no checkpoint possible: "
-                    "request refused");
-        commit_send_status(c, fh, &req, VS_E_ERROR);
+        vs_log_warn("metadata journal full and no checkpoint possible%s: "
+                    "request refused",
+                    c->ckpt_enospc ? " (out of space)" : "");
+        commit_send_status(c, to, &req,
+                           c->ckpt_enospc ? VS_E_DISK_FULL : VS_E_ERROR);
         return 0;
     default:
-        commit_send_status(c, fh, &req, VS_E_INVALID_COMMAND);
+        commit_send_status(c, to, &req, VS_E_INVALID_COMMAND);
         return 0;
     }
     uint64_t op = vsr_op(c->engine);
@@ -763,9 +1173,7 @@ commit_on_propose(struct commit *c, const struct fwd_hdr *fh,
         commit_pending_free(pd); /* a stale entry (never answered) */
     pd->used = 1;
     pd->op = op;
-    pd->worker_slot = fh->worker_slot;
-    pd->incarnation = fh->worker_incarnation;
-    pd->conn_id = fh->conn_id;
+    pd->to = *to;
     pd->client = req.client;
     pd->req = req;
     rc = commit_drain(c);
@@ -966,8 +1374,10 @@ commit_on_frame(struct commit *c, uint32_t src, const void *frame, uint32_t len)
     }
     const uint8_t *payload = (const uint8_t *)frame + sizeof(fh);
     switch (fh.kind) {
-    case FWD_PROPOSE:
-        return commit_on_propose(c, &fh, payload, fh.payload_len);
+    case FWD_PROPOSE: {
+        struct commit_origin to = commit_origin_local(&fh);
+        return commit_on_propose(c, &to, payload, fh.payload_len);
+    }
     case FWD_CLOSED:
         /* Consumer-group memberships end here; the session itself stays:
          * the client may reconnect and resend. */
@@ -998,6 +1408,82 @@ commit_on_frame(struct commit *c, uint32_t src, const void *frame, uint32_t len)
     }
 }
 
+void
+commit_on_link(struct commit *c, uint8_t peer, int up)
+{
+    if (peer >= c->replica_count || peer >= 32)
+        return;
+    if (up)
+        c->peer_up |= 1u << peer;
+    else
+        c->peer_up &= ~(1u << peer);
+}
+
+/* ForwardRequest on the primary: the request as if a local data shard
+ * had proposed it, answered with a ForwardResult. */
+static int
+commit_on_forward_request(struct commit *c, uint8_t peer, const void *frame,
+                          size_t len)
+{
+    uint64_t nonce;
+    struct vs_hdr_request req;
+    const uint8_t *body;
+    uint32_t body_len;
+    if (forward0_decode_request(frame, len, c->cluster, &nonce, &req, &body,
+                                &body_len) != 0) {
+        c->stats.dropped++;
+        vs_log_warn("forwarded request from replica %u: malformed; dropped",
+                    peer);
+        return 0;
+    }
+    struct commit_origin to;
+    memset(&to, 0, sizeof(to));
+    to.remote = 1;
+    to.peer = peer;
+    to.nonce = nonce;
+    c->stats.forwarded_in++;
+    const uint8_t *payload = (const uint8_t *)frame + VS_HEADER_SIZE;
+    return commit_on_propose(c, &to, payload, (uint32_t)(len - VS_HEADER_SIZE));
+}
+
+int
+commit_on_replica_frame(struct commit *c, uint8_t peer, const void *frame,
+                        size_t len)
+{
+    if (len < VS_HEADER_SIZE) {
+        c->stats.dropped++;
+        return 0;
+    }
+    if (((uintptr_t)frame & 15u) != 0) {
+        /* The links hand frames where their buffer holds them: give the
+         * engine and the decoders an aligned copy (its u128 fields). */
+        vs_wbuf_reset(&c->rx);
+        vs_wr_bytes(&c->rx, frame, len);
+        frame = c->rx.data;
+    }
+    uint8_t command = ((const struct vs_header *)frame)->f.command;
+    if (command == VS_CMD_FORWARD_REQUEST)
+        return commit_on_forward_request(c, peer, frame, len);
+    if (command == VS_CMD_FORWARD_RESULT) {
+        if (forward0_on_result(&c->fwd, peer, frame, len, c->cluster) ==
+            -EBADMSG)
+            vs_log_warn("forward result from replica %u: malformed or not "
+                        "from the primary asked; dropped",
+                        peer);
+        forward0_release(&c->fwd, vsr_commit_min(c->engine),
+                         commit_forward_answer, c);
+        return 0;
+    }
+    enum vsr_verdict v = vsr_on_message(c->engine, frame, len);
+    if (v != VSR_ACCEPTED)
+        vs_log_debug("replica %u: %s dropped: %s", peer,
+                     vs_command_name(command), vsr_verdict_name(v));
+    int rc = commit_drain(c);
+    if (rc != 0)
+        return rc;
+    return commit_checkpoint(c, 0);
+}
+
 int
 commit_tick(struct commit *c)
 {
@@ -1005,6 +1491,47 @@ commit_tick(struct commit *c)
     int rc = commit_drain(c);
     if (rc != 0)
         return rc;
+    if (c->rebuilt) {
+        struct vs_vsr_info in;
+        vsr_info(c->engine, &in);
+        if (!in.rebuilding && in.status == VSR_STATUS_NORMAL) {
+            rc = shard0_rebuilt_clear(c->io, c->cfg->data_dir);
+            if (rc == -VS_EFATAL)
+                return rc;
+            if (rc == 0) {
+                c->rebuilt = 0;
+                vs_log_info("rebuilt replica caught up at op %llu (view %u): "
+                            "it votes and acknowledges again",
+                            (unsigned long long)in.commit_min, in.view);
+            }
+        }
+    }
+    if (c->replica_count > 1 && c->behind_ticks++ >= 6000) {
+        /* Once a minute: a replica whose gap to the cluster's commit is
+         * beyond its journal window cannot catch up by repair. */
+        c->behind_ticks = 0;
+        struct vs_vsr_info in;
+        vsr_info(c->engine, &in);
+        if (in.commit_max > in.checkpoint_op + c->cfg->wal_slots ||
+            in.state_transfer)
+            vs_log_warn("this replica is behind the cluster beyond its "
+                        "journal (applied op %llu, cluster committed %llu, "
+                        "journal window %u ops): it needs a state transfer, "
+                        "which this version does not have; waiting",
+                        (unsigned long long)in.commit_min,
+                        (unsigned long long)in.commit_max, c->cfg->wal_slots);
+    }
+    uint8_t primary = 0;
+    int primary_ok = commit_primary_peer(c, &primary);
+    forward0_tick(&c->fwd, primary_ok, primary, commit_forward_answer, c);
+    if (commit_genesis_needed(c)) {
+        char err[256];
+        rc = commit_genesis(c, err, sizeof(err));
+        if (rc == -VS_EFATAL)
+            return rc;
+        if (rc != 0 && rc != -EALREADY)
+            vs_log_warn("genesis not proposed: %s", err);
+    }
     if ((c->sb_retry || c->ckpt == COMMIT_CKPT_DRAIN) && c->retry_ticks > 0 &&
         --c->retry_ticks == 0) {
         if (c->sb_retry) {
@@ -1035,9 +1562,13 @@ commit_tick(struct commit *c)
 int
 commit_genesis_needed(const struct commit *c)
 {
-    /* A cluster's genesis commits through its quorum (cluster issue). */
-    return c->replica_count == 1 &&
-           !meta_hdr_c(lr_writer_live(c->lr))->genesis_done;
+    if (meta_hdr_c(lr_writer_live(c->lr))->genesis_done)
+        return 0;
+    if (c->replica_count == 1)
+        return 1;
+    /* A cluster's genesis is its first op, proposed by the first primary
+     * that finds the log empty; it commits through the quorum. */
+    return vsr_is_settled_primary(c->engine) && vsr_op(c->engine) == 0;
 }
 
 int
@@ -1107,15 +1638,22 @@ commit_genesis(struct commit *c, char *err, size_t errlen)
         commit_fatal_msg(c, err, errlen);
         goto out;
     }
-    if (vsr_commit_min(c->engine) < gop || c->last_code != 0 ||
-        commit_genesis_needed(c)) {
+    if (c->replica_count > 1) {
+        /* It commits once a quorum journaled it (commit_do_commit logs
+         * the root user then); the password is printed now, by the only
+         * replica that knows it. */
+        vs_log_info("genesis: root user '%s' proposed as op %llu", user,
+                    (unsigned long long)gop);
+    } else if (vsr_commit_min(c->engine) < gop || c->last_code != 0 ||
+               commit_genesis_needed(c)) {
         snprintf(err, errlen, "the genesis op %llu did not commit (code %u)",
                  (unsigned long long)gop, c->last_code);
         rc = -EIO;
         goto out;
     }
-    vs_log_info("genesis: root user '%s' (id 0) created at op %llu", user,
-                (unsigned long long)gop);
+    if (c->replica_count == 1)
+        vs_log_info("genesis: root user '%s' (id 0) created at op %llu", user,
+                    (unsigned long long)gop);
     if (generated[0] != '\0') {
         /* Printed once: stderr and the log (once if they are the same). */
         vs_log_warn("root password: %s", generated);
@@ -1162,8 +1700,7 @@ commit_replay_hook(void *ctx, const struct vs_hdr_prepare *h,
     commit_reply_body(h->operation, res->code, res->payload.data,
                       res->payload.len, &c->body);
     vs_wbuf_reset(&c->frame);
-    commit_reply_frame(h, f->rec->r.state.view, c->replica, c->body.data,
-                       c->body.len, &c->frame);
+    commit_reply_frame(h, c->body.data, c->body.len, &c->frame);
     meta_ct_record_reply(&c->ct, f->instance, h->client, h->operation,
                          c->frame.data, c->frame.len);
 }
@@ -1201,6 +1738,11 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
     }
     c->send = o->send;
     c->send_ctx = o->send_ctx;
+    c->replica_send = o->replica_send;
+    c->replica_ctx = o->replica_ctx;
+    uint64_t nonce_base;
+    randombytes_buf(&nonce_base, sizeof(nonce_base));
+    forward0_init(&c->fwd, nonce_base);
     c->clock = o->clock;
     c->clock_ctx = o->clock_ctx;
     c->groups = groups0_create();
@@ -1226,6 +1768,7 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
     vs_wbuf_init(&c->frame);
     vs_wbuf_init(&c->out);
     vs_wbuf_init(&c->snap);
+    vs_wbuf_init(&c->rx);
 
     int rc;
     if (n < 0 || (size_t)n >= AFILE_PATH_MAX) {
@@ -1245,7 +1788,29 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
         goto fail;
     }
 
-    /* 1. The state, published at the recovered op. */
+    /* 1. The state, published at the recovered op. A cluster replica
+     * applies only ops known committed: its durable commit_max, the
+     * commit any journaled prepare carries, and what this node already
+     * published; the suffix above waits for the view (a view change may
+     * truncate it). */
+    if (c->replica_count > 1 && rec->r.replay_from <= rec->r.replay_to) {
+        uint64_t committed = rec->r.state.commit_max;
+        if (lr_published_op(c->lr) > committed)
+            committed = lr_published_op(c->lr);
+        for (uint64_t o2 = rec->r.replay_from; o2 <= rec->r.replay_to; o2++) {
+            const struct vs_hdr_prepare *h = wal_header(&rec->r.journal, o2);
+            if (h != NULL && h->commit > committed)
+                committed = h->commit;
+        }
+        if (committed < rec->r.replay_to) {
+            vs_log_info("cluster replica: applying the journal up to op %llu "
+                        "(committed); ops %llu..%llu wait for the view",
+                        (unsigned long long)committed,
+                        (unsigned long long)(committed + 1),
+                        (unsigned long long)rec->r.replay_to);
+            rec->r.replay_to = committed;
+        }
+    }
     uint64_t op = rec->r.have_snapshot ? rec->r.snapshot_op : 0;
     if (rec->r.replay_from <= rec->r.replay_to)
         op = rec->r.replay_to;
@@ -1288,12 +1853,20 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
 
     /* 3. The engine: durable values from the superblock, the log from
      * the journal, the state at op. */
+    if (vsr_state_has_checkpoint_prepare(&rec->r.state))
+        c->ckpt_prepare = rec->r.state.checkpoint_prepare;
+    c->faulty_op =
+        rec->r.damaged_cut_op ? rec->r.damaged_cut_op : rec->r.state.faulty_op;
+    c->cut_op = rec->r.damaged_cut_op;
+    c->behind_ticks = 5000; /* first "behind" check after 10 s */
+    c->rebuilt = o->rebuilt;
     struct vs_vsr_persist d = {
         .view = rec->r.state.view,
         .log_view = rec->r.state.log_view,
         .commit_max = rec->r.state.commit_max,
         .checkpoint_op = rec->r.state.checkpoint_op,
         .checkpoint_checksum = rec->r.state.checkpoint_checksum,
+        .faulty_op = rec->r.state.faulty_op,
     };
     rc = commit_engine_build(c, &d, op, err, errlen);
     if (rc != 0)
@@ -1332,7 +1905,9 @@ commit_destroy(struct commit *c)
     vs_wbuf_fini(&c->frame);
     vs_wbuf_fini(&c->out);
     vs_wbuf_fini(&c->snap);
+    vs_wbuf_fini(&c->rx);
     free(c->rbody);
+    forward0_fini(&c->fwd);
     groups0_destroy(c->groups);
     free(c->retry_remove);
     free(c);

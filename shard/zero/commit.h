@@ -1,6 +1,6 @@
 /*
- * shard/zero/commit.h - shard 0's one-replica commit path: the I/O-free VSR
- * engine (shard/vsr/engine.h, its n = 1 form) bound to the metadata
+ * shard/zero/commit.h - shard 0's commit path: the I/O-free VSR engine
+ * (shard/vsr/engine.h) bound to the metadata
  * journal, the superblock, the left-right buffer, the client table and
  * the data shards' forwarded requests (shard/fwd.h). DESIGN §3-§5,
  * iggy-server-ng.md §2-§4.
@@ -35,7 +35,10 @@
  * cfg->checkpoint_margin of cfg->wal_slots are free, (1) snapshot of the
  * state at commit_min with the client table -> snapshot.bin, (2) the
  * superblock pairing (checkpoint_op, XXH3 of the payload) through the
- * engine, (3) wal_drain(op) keeping op itself.
+ * engine, (3) wal_drain(op) keeping op itself. A cluster replica also
+ * checkpoints right after applying every multiple of (wal_slots -
+ * checkpoint_margin - VSR_PIPELINE_MAX), so all replicas snapshot the
+ * same ops and their checkpoint checksums compare.
  *
  * Recovery (commit_create): the state is rebuilt from the verified
  * snapshot and the journal into each left-right instance; the client
@@ -46,6 +49,15 @@
  *
  * Errors: a fatal storage error (-VS_EFATAL from any call) must end the
  * process with exit 2 and commit_fatal_msg() on one line.
+ * Cluster (replica_count > 1): the engine's SEND actions go to
+ * replica_send; replica frames come in through commit_on_replica_frame.
+ * A backup hands every FWD_PROPOSE to the primary (forward.h) and relays
+ * the answer only once it applied the op itself; the primary answers a
+ * forwarded request exactly as a local one, over the link. Boot applies
+ * only ops known committed. Genesis is the first op of the first primary
+ * that finds the log empty (commit_tick proposes it). Cached reply
+ * frames carry no view and no replica (commit_frames.h), so replicas at
+ * one op hold byte-identical snapshots.
  * Callers: shard 0 only (tests drive it in-process). Not thread-safe.
  */
 #ifndef VS_SHARD_COMMIT_H
@@ -66,6 +78,10 @@ struct commit;
 /* Sends one frame (struct fwd_hdr + payload) to process slot dst. */
 typedef void commit_send_fn(void *ctx, uint32_t dst, const void *frame,
                             uint32_t len);
+/* Sends one whole VSR frame to replica `replica` over its link: 0, or
+ * -ENOTCONN / -ENOBUFS (dropped; the engine retransmits). */
+typedef int commit_replica_send_fn(void *ctx, uint8_t replica,
+                                   const void *frame, uint32_t len);
 /* Wall clock in µs for prepare timestamps. */
 typedef uint64_t commit_clock_fn(void *ctx);
 
@@ -77,6 +93,10 @@ struct commit_options {
     struct vs_sio *io;
     commit_send_fn *send;
     void *send_ctx;
+    /* Replica links (a cluster; NULL for one replica): the engine's SEND
+     * actions and forwarded requests go out here. */
+    commit_replica_send_fn *replica_send;
+    void *replica_ctx;
     commit_clock_fn *clock; /* NULL: vs_realtime_us */
     void *clock_ctx;
     /* Consumer-group liveness (shard/zero/groups0.h): the current incarnation
@@ -87,6 +107,9 @@ struct commit_options {
     uint64_t (*incarnation)(void *ctx, uint32_t slot);
     void *incarnation_ctx;
     uint64_t rebalancing_timeout_us;
+    /* `vstreamd recover` rebuilt this replica after a lost disk: it
+     * rejoins without voting until caught up (engine options.rebuilt). */
+    int rebuilt;
 };
 
 struct commit_stats {
@@ -103,6 +126,10 @@ struct commit_stats {
     uint64_t internal;        /* internal ops (66, 67) committed */
     uint64_t members_removed; /* RemoveConsumerGroupMember proposals */
     uint64_t revocations;     /* CompleteConsumerGroupRevocation proposals */
+    uint64_t forwarded_in;    /* ForwardRequests handled (primary) */
+    uint64_t truncations;     /* JOURNAL_TRUNCATE actions (view change) */
+    uint64_t repairs_served;  /* RepairPrepares sent to peers */
+    uint64_t state_transfer_needed; /* RangeEvicted: repair cannot reach */
 };
 
 /* Builds the commit path from the recovered data dir: the state into
@@ -121,7 +148,9 @@ void commit_destroy(struct commit *c);
 
 /* 1 if the cluster's first op (GENESIS: root user 0) is not committed
  * (checked on the state, so a node that crashed between its format and
- * its genesis still gets one); always 0 for a multi-replica node. */
+ * its genesis still gets one); on a multi-replica node only while this
+ * replica is the Normal primary of an empty log (then commit_genesis
+ * proposes it and returns before it commits). */
 int commit_genesis_needed(const struct commit *c);
 /* Proposes and commits GENESIS with the configured root credentials:
  * --with-default-root-credentials -> iggy/iggy; else root_username and
@@ -141,6 +170,15 @@ int commit_genesis(struct commit *c, char *err, size_t errlen);
  * shard 0 proposes internal ops. */
 int commit_on_frame(struct commit *c, uint32_t src, const void *frame,
                     uint32_t len);
+/* A frame from the authenticated link of replica `peer` (shard/zero/
+ * links.h): ForwardRequest / ForwardResult go to the forwarding path
+ * (forward.h), every other command to the engine. 0 or -VS_EFATAL. */
+int commit_on_replica_frame(struct commit *c, uint8_t peer, const void *frame,
+                            size_t len);
+/* The link to `peer` came up (1) or went down (0): a backup forwards only
+ * to a primary whose link is up. */
+void commit_on_link(struct commit *c, uint8_t peer, int up);
+
 /* A 10 ms tick: engine timers, retries of a failed superblock write or
  * WAL drain, the checkpoint check; once a second (100 ticks) the
  * consumer-group sweep: removals for clients bound to a dead data shard

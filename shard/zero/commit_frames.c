@@ -27,18 +27,17 @@ commit_reply_body(uint8_t operation, uint32_t code, const uint8_t *payload,
 }
 
 void
-commit_reply_frame(const struct vs_hdr_prepare *p, uint32_t view,
-                   uint8_t replica, const uint8_t *body, size_t body_len,
-                   struct vs_wbuf *w)
+commit_reply_frame(const struct vs_hdr_prepare *p, const uint8_t *body,
+                   size_t body_len, struct vs_wbuf *w)
 {
     struct vs_hdr_reply r;
     memset(&r, 0, sizeof(r));
     r.f.cluster = p->f.cluster;
     r.f.size = (uint32_t)(VS_HEADER_SIZE + body_len);
-    r.f.view = view;
+    /* view and replica stay 0: the frame is cached in the client table,
+     * which every replica snapshots byte for byte alike. */
     r.f.release = 0; /* Iggy client framing */
     r.f.command = VS_CMD_REPLY;
-    r.f.replica = replica;
     r.request_checksum = p->request_checksum;
     r.client = p->client;
     r.op = p->op;

@@ -4,14 +4,16 @@
  * Eviction (reference/iggy-client-protocol.md §3, -2.md §8).
  *
  * Role: pure, deterministic builders. The Reply of a committed op is a
- * function of the prepare header and the apply output only (plus the
- * replica's view and index), so the frame sent live, the one cached in
- * the client table and the one rebuilt by recovery replay are equal byte
- * for byte. They match the header the VSR engine puts in its REPLY
- * action (shard/vsr/engine.c vsr_on_commit_applied): cluster, size,
- * view, release 0, command 8, replica, request_checksum, client, op,
- * commit = op, timestamp, request, operation echoed, status 0; checksum
- * fields and every other byte zero (Iggy client framing: unsealed).
+ * function of the prepare header and the apply output only: no replica
+ * index and no view (both 0), so the frame sent live, the one cached in
+ * the client table, the one rebuilt by recovery replay and the one every
+ * other replica caches for the same op are equal byte for byte (equal
+ * snapshots, equal checkpoint checksums across replicas). They match the
+ * header the VSR engine puts in its REPLY action (shard/vsr/engine.c
+ * vsr_on_commit_applied) but for its view and replica bytes: cluster,
+ * size, release 0, command 8, request_checksum, client, op, commit = op,
+ * timestamp, request, operation echoed, status 0; checksum fields and
+ * every other byte zero (Iggy client framing: unsealed).
  *
  * Reply bodies: Logout is not result-framed (empty body); GENESIS and
  * other internal ops have no client and no reply; every other op is
@@ -39,9 +41,8 @@ void commit_reply_body(uint8_t operation, uint32_t code, const uint8_t *payload,
 
 /* Appends the whole Reply frame (header + body) of committed prepare p
  * to w. */
-void commit_reply_frame(const struct vs_hdr_prepare *p, uint32_t view,
-                        uint8_t replica, const uint8_t *body, size_t body_len,
-                        struct vs_wbuf *w);
+void commit_reply_frame(const struct vs_hdr_prepare *p, const uint8_t *body,
+                        size_t body_len, struct vs_wbuf *w);
 
 /* A header-only Reply refusing `req` before consensus: status != 0,
  * op/commit/timestamp 0, client, request, request_checksum and

@@ -3,7 +3,9 @@
 libvs_server_a_SOURCES += \
 	shard/zero/commit.c shard/zero/commit.h \
 	shard/zero/commit_frames.c shard/zero/commit_frames.h \
-	shard/zero/groups0.c shard/zero/groups0.h
+	shard/zero/groups0.c shard/zero/groups0.h \
+	shard/zero/forward.c shard/zero/forward.h \
+	shard/zero/cluster_view.c shard/zero/cluster_view.h
 
 # In-process bench of the commit path (not run by make check).
 noinst_PROGRAMS += tests/bench/bench_commit
@@ -47,6 +49,50 @@ tests_unit_check_groups_liveness_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_groups_liveness_LDADD = libvs_server.a libvs_data.a \
 	libvs_ipc.a libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
+# A backup's table of requests forwarded to the primary.
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_forward0
+check_PROGRAMS += tests/unit/check_forward0
+tests_unit_check_forward0_SOURCES = tests/unit/check_forward0.c
+tests_unit_check_forward0_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_forward0_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
+endif
+
+# Real 3-node clusters on loopback (tests/integration/cluster.h).
+if HAVE_CHECK
+CLUSTER_TESTS = tests/integration/check_cluster_basic \
+	tests/integration/check_cluster_failover \
+	tests/integration/check_cluster_partition \
+	tests/integration/check_cluster_restart
+check_PROGRAMS += $(CLUSTER_TESTS)
+INTEG_TESTS += $(CLUSTER_TESTS)
+INTEG_FAST_TESTS += tests/integration/check_cluster_basic \
+	tests/integration/check_cluster_partition
+CLUSTER_COMMON = tests/integration/cluster.c tests/integration/cluster.h \
+	tests/integration/e2e.c tests/integration/e2e.h \
+	tests/integration/harness.c tests/integration/harness.h
+CLUSTER_LDADD = libvs_client.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+tests_integration_check_cluster_basic_SOURCES = \
+	tests/integration/check_cluster_basic.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_basic_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_basic_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_failover_SOURCES = \
+	tests/integration/check_cluster_failover.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_failover_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_failover_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_partition_SOURCES = \
+	tests/integration/check_cluster_partition.c \
+	tests/integration/proxy.c tests/integration/proxy.h $(CLUSTER_COMMON)
+tests_integration_check_cluster_partition_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_integration_check_cluster_partition_LDFLAGS = -pthread
+tests_integration_check_cluster_partition_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_restart_SOURCES = \
+	tests/integration/check_cluster_restart.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_restart_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_restart_LDADD = $(CLUSTER_LDADD)
 endif
 
 # Replica links (TCP, handshake with the cluster secret's MAC, bounded

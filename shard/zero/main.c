@@ -20,9 +20,18 @@
  * out through the port; a 10 ms libevent timer ticks it. On a node whose
  * genesis op has not committed (a freshly formatted one) the root user
  * is created before the slot is marked ready. A fatal storage error ends
- * the process with exit 2 and the file and errno on one line. Connections
- * on the replica listener (clustered nodes) are accepted and closed until
- * the cluster issue binds them. A slow left-right reader rings the
+ * the process with exit 2 and the file and errno on one line.
+ *
+ * Cluster (replica_addrs names more than one replica): shard 0 loads the
+ * cluster secret (refusing to start without a valid one, exit 2), takes
+ * the replica listener over into the replica links (shard/zero/links.h)
+ * and binds them to the commit path: the engine's SEND actions go to
+ * links_send, every frame of an authenticated link to
+ * commit_on_replica_frame, link state changes to commit_on_link. The
+ * node's client address advertised to the peers is the bound address of
+ * the client listener (read from the inherited fd, then closed). The
+ * cluster status the data shards serve (cluster_view.h) is sent to them
+ * on every change and once a second. A slow left-right reader rings the
  * supervisor's doorbell (the supervisor kills it after
  * lr_missed_deadlines_kill reports).
  * Process: shard 0 only.
@@ -36,6 +45,7 @@
 #include <sys/stat.h>
 
 #include <event2/event.h>
+#include <sodium.h>
 
 #include "common/assert.h"
 #include "common/errors.h"
@@ -47,6 +57,15 @@
 #include "shard/meta/state.h"
 #include "shard/shard.h"
 #include "shard/zero/boot.h"
+#include "shard/zero/cluster_view.h"
+#include "shard/zero/links.h"
+#include "common/secret.h"
+#include "server/listen.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 size_t
 shard0_instance_size(const struct vs_config *cfg)
@@ -70,6 +89,9 @@ struct shard0_serve {
     const struct vs_shard_ctx *ctx;
     struct shard_loop loop;
     struct commit *commit;
+    struct links *links; /* NULL for one replica */
+    char client_addr[LINKS_ADDR_MAX];
+    struct cluster_view view;
 };
 
 static _Noreturn void
@@ -98,6 +120,97 @@ shard0_on_frame(void *arg, uint32_t src, const void *frame, uint32_t len)
         shard0_storage_fatal(s);
 }
 
+static int
+shard0_replica_send(void *arg, uint8_t replica, const void *frame, uint32_t len)
+{
+    struct shard0_serve *s = arg;
+    if (s->links == NULL)
+        return -ENOTCONN;
+    return links_send(s->links, replica, frame, len);
+}
+
+static void
+shard0_on_link_frame(void *arg, uint8_t peer, const void *frame, size_t len)
+{
+    struct shard0_serve *s = arg;
+    if (s->commit == NULL)
+        return;
+    if (commit_on_replica_frame(s->commit, peer, frame, len) != 0)
+        shard0_storage_fatal(s);
+}
+
+static void
+shard0_on_link_state(void *arg, uint8_t peer, int up)
+{
+    struct shard0_serve *s = arg;
+    vs_log_info("replica link to %u %s", peer, up ? "up" : "down");
+    if (s->commit != NULL)
+        commit_on_link(s->commit, peer, up);
+}
+
+/* The bound address of the inherited client listener ("" if none). */
+static void
+shard0_client_addr(const struct vs_shard_ctx *ctx, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (ctx->client_fd < 0)
+        return;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char h[INET6_ADDRSTRLEN];
+    if (getsockname(ctx->client_fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &s6->sin6_addr, h, sizeof(h));
+            snprintf(out, len, "[%s]:%u", h, ntohs(s6->sin6_port));
+        } else if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &s4->sin_addr, h, sizeof(h));
+            snprintf(out, len, "%s:%u", h, ntohs(s4->sin_port));
+        }
+    }
+    close(ctx->client_fd);
+}
+
+/* A cluster's replica links, bound to s->commit. Refusals are exit 2. */
+static void
+shard0_links_start(struct shard0_serve *s)
+{
+    const struct vs_shard_ctx *ctx = s->ctx;
+    const struct vs_config *cfg = ctx->cfg;
+    struct links_opts o;
+    memset(&o, 0, sizeof(o));
+    uint32_t n = shard0_replica_count(cfg);
+    o.self = (uint8_t)cfg->replica_id;
+    o.count = (uint8_t)n;
+    static char addrs[VS_REPLICAS_MAX][LINKS_ADDR_MAX];
+    for (uint32_t i = 0; i < n && i < VS_REPLICAS_MAX; i++) {
+        if (sup_addr_list_get(cfg->replica_addrs, i, addrs[i],
+                              sizeof(addrs[i])) != 0)
+            shard_fatal(ctx, "replica_addrs: entry %u is not HOST:PORT", i);
+        o.addrs[i] = addrs[i];
+    }
+    vs_config_cluster_id(cfg, &o.cluster.lo, &o.cluster.hi);
+    char err[512];
+    if (cfg->cluster_secret_file[0] == '\0')
+        shard_fatal(ctx,
+                    "a replica of a %u-node cluster needs "
+                    "cluster_secret_file (--cluster-secret-file)",
+                    n);
+    int rc =
+        vs_secret_load(cfg->cluster_secret_file, o.secret, err, sizeof(err));
+    if (rc != 0)
+        shard_fatal(ctx, "%s", err);
+    o.release_min = VS_WIRE_FORMAT_VERSION;
+    o.release_max = VS_WIRE_FORMAT_VERSION;
+    o.client_addr = s->client_addr;
+    rc = links_create(s->loop.base, &o, ctx->replica_fd, shard0_on_link_frame,
+                      shard0_on_link_state, s, &s->links, err, sizeof(err));
+    sodium_memzero(o.secret, sizeof(o.secret));
+    if (rc != 0)
+        shard_fatal(ctx, "replica links: %s", err);
+}
+
 static void
 shard0_on_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -106,6 +219,7 @@ shard0_on_tick(evutil_socket_t fd, short what, void *arg)
     struct shard0_serve *s = arg;
     if (commit_tick(s->commit) != 0)
         shard0_storage_fatal(s);
+    cluster_view_tick(&s->view, s->commit, s->links);
 }
 
 /* commit_options.incarnation: a slot's current spawn count, so shard 0
@@ -143,7 +257,10 @@ shard0_main(const struct vs_shard_ctx *ctx)
     static struct shard0_serve s;
     memset(&s, 0, sizeof(s));
     s.ctx = ctx;
-    rc = shard_loop_init(&s.loop, ctx, ctx->replica_fd);
+    shard0_client_addr(ctx, s.client_addr, sizeof(s.client_addr));
+    int clustered = shard0_replica_count(ctx->cfg) > 1;
+    /* A cluster's replica listener belongs to the links. */
+    rc = shard_loop_init(&s.loop, ctx, clustered ? -1 : ctx->replica_fd);
     if (rc != 0) {
         vs_log_error("event loop: %s", strerror(-rc));
         return VS_EXIT_RESTART;
@@ -156,13 +273,20 @@ shard0_main(const struct vs_shard_ctx *ctx)
         .lr = &lr,
         .send = shard0_send,
         .send_ctx = &s,
+        .replica_send = clustered ? shard0_replica_send : NULL,
+        .replica_ctx = &s,
         .incarnation = shard0_incarnation,
         .incarnation_ctx = (void *)ctx->seg,
+        .rebuilt = rec.rebuilt,
     };
     rc = commit_create(&co, &rec, &s.commit, err, sizeof(err));
     shard0_recovered_fini(&rec);
     if (rc != 0)
         shard_fatal(ctx, "refusing to boot: %s", err);
+
+    cluster_view_init(&s.view, ctx, s.loop.port, s.client_addr);
+    if (clustered)
+        shard0_links_start(&s);
 
     if (commit_genesis_needed(s.commit)) {
         rc = commit_genesis(s.commit, err, sizeof(err));
@@ -183,6 +307,8 @@ shard0_main(const struct vs_shard_ctx *ctx)
     shard_loop_ready(&s.loop);
     rc = shard_loop_run(&s.loop);
     event_free(tick_ev);
+    links_destroy(s.links);
+    s.links = NULL;
     shard_loop_fini(&s.loop);
     commit_destroy(s.commit);
     return rc == 0 ? VS_EXIT_OK : VS_EXIT_RESTART;

@@ -2,7 +2,9 @@
  * tests/bench/bench_data.c - partition engine throughput (not run by make
  * check): append of 1000-byte messages in batches of 1000 with fsync per
  * batch and with the interval policy, a raw write+fdatasync loop of the
- * same batch size in the same run (the ratio is reported), and reads.
+ * same batch size in the same run (the ratio is reported), and reads
+ * with and without per-read checksum verification (alternating rounds,
+ * MB/s of each and their ratio reported).
  *
  * Usage: bench_data [DIR [BATCHES]]   (default: a /tmp dir, 100 batches)
  * Bench code only: it reads the clock, the engine never does.
@@ -190,46 +192,71 @@ main(int argc, char **argv)
     printf("interval throughput / raw loop throughput = %.2f\n",
            sum_raw / sum_int);
 
-    /* reads: poll everything, 1000 messages at a time */
+    /* reads: poll everything, 1000 messages at a time, with per-read
+     * verification of every message checksum (the default) and without,
+     * alternating rounds in the same run (round 0 warms the page cache) */
     (void)run_append(parts, &id1, PART_FSYNC_INTERVAL, b, len, nb, 0);
     struct vs_sio io;
     sio_init_real(&io);
-    struct vs_part *p = NULL;
-    if (part_open(&io, parts, &id1, NULL, 0, 0, &p, NULL) != 0)
-        return 1;
     struct vs_wbuf w;
     vs_wbuf_init(&w);
-    uint64_t got = 0, rbytes = 0;
-    double t0 = now_s();
-    for (uint64_t off = 0; off < msgs;) {
-        struct part_poll_result r;
-        vs_wbuf_reset(&w);
-        if (part_poll(p, PART_POLL_OFFSET, off, MSGS, SIZE_MAX, &w, &r) != 0 ||
-            r.count == 0)
+    double sum_v[2] = {0, 0};
+    uint64_t sum_b[2] = {0, 0};
+    for (int round = 0; round < 7; round++) {
+        int verify = round % 2; /* 0: off, 1: on */
+        struct part_opts po;
+        part_opts_default(&po);
+        po.verify_reads = verify;
+        struct vs_part *p = NULL;
+        if (part_open(&io, parts, &id1, &po, 0, 0, &p, NULL) != 0)
             return 1;
-        got += r.count;
-        rbytes += w.len;
-        off = r.last_offset + 1;
+        uint64_t got = 0, rbytes = 0;
+        double t0 = now_s();
+        for (uint64_t off = 0; off < msgs;) {
+            struct part_poll_result r;
+            vs_wbuf_reset(&w);
+            if (part_poll(p, PART_POLL_OFFSET, off, MSGS, SIZE_MAX, &w, &r) !=
+                    0 ||
+                r.count == 0)
+                return 1;
+            got += r.count;
+            rbytes += w.len;
+            off = r.last_offset + 1;
+        }
+        double t_read = now_s() - t0;
+        report(verify ? "poll by offset (page cache), verified"
+                      : "poll by offset (page cache), not verified",
+               t_read, rbytes, got);
+        if (round >= 1) {
+            sum_v[verify] += t_read;
+            sum_b[verify] += rbytes;
+        }
+        if (round == 6) {
+            /* unaligned reads: every poll trims two batches */
+            got = rbytes = 0;
+            t0 = now_s();
+            for (uint64_t off = 500; off + MSGS <= msgs;) {
+                struct part_poll_result r;
+                vs_wbuf_reset(&w);
+                if (part_poll(p, PART_POLL_OFFSET, off, MSGS, SIZE_MAX, &w,
+                              &r) != 0 ||
+                    r.count == 0)
+                    return 1;
+                got += r.count;
+                rbytes += w.len;
+                off = r.last_offset + 1;
+            }
+            t_read = now_s() - t0;
+            report(verify ? "poll, unaligned (trimmed), verified"
+                          : "poll, unaligned (trimmed), not verified",
+                   t_read, rbytes, got);
+        }
+        part_close(p);
     }
-    double t_read = now_s() - t0;
-    report("poll by offset (page cache)", t_read, rbytes, got);
-    /* unaligned reads: every poll trims two batches */
-    got = rbytes = 0;
-    t0 = now_s();
-    for (uint64_t off = 500; off + MSGS <= msgs;) {
-        struct part_poll_result r;
-        vs_wbuf_reset(&w);
-        if (part_poll(p, PART_POLL_OFFSET, off, MSGS, SIZE_MAX, &w, &r) != 0 ||
-            r.count == 0)
-            return 1;
-        got += r.count;
-        rbytes += w.len;
-        off = r.last_offset + 1;
-    }
-    t_read = now_s() - t0;
-    report("poll, unaligned (trimmed)", t_read, rbytes, got);
+    printf("poll MB/s verified %.1f, not verified %.1f (ratio %.2f)\n",
+           (double)sum_b[1] / sum_v[1] / 1e6, (double)sum_b[0] / sum_v[0] / 1e6,
+           ((double)sum_b[1] / sum_v[1]) / ((double)sum_b[0] / sum_v[0]));
     vs_wbuf_fini(&w);
-    part_close(p);
     free(b);
     if (own)
         nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);

@@ -423,14 +423,20 @@ END_TEST
 
 START_TEST(test_disk_watermark)
 {
-    /* free space is always below an absurd watermark: sends refused,
-     * reads keep working */
-    const char *extra[] = {"--disk-watermark-bytes", "1000000T", NULL};
-    start(extra);
+    /* created with no watermark, then restarted below an absurd one: free
+     * space is always below it */
+    start(NULL);
     struct dr_sess s;
     dr_login(&s, &node, 0x5555);
     dr_create_stream(&s, "st");
     dr_create_topic(&s, 0, "tp", 2, NULL, 0);
+    dr_create_topic(&s, 0, "gone", 1, NULL, 0);
+    dr_close(&s);
+    ck_assert_int_eq(vs_node_stop(&node, START_MS), 0);
+    const char *extra[] = {"--disk-watermark-bytes", "1000000T", NULL};
+    start(extra);
+    /* login works below the watermark; sends refused, reads work */
+    dr_login(&s, &node, 0x5556);
     for (uint32_t p = 0; p < 2; p++) {
         size_t bl, len;
         uint8_t *batch = dr_batch("w", 2, &bl);
@@ -444,6 +450,11 @@ START_TEST(test_disk_watermark)
         ck_assert_uint_eq(r.status, 0);
         ck_assert_uint_eq(r.n, 0);
     }
+    /* metadata growth: the specific DiskFull; a delete still works */
+    uint8_t b[8] = {2, 'n', 'o'};
+    ck_assert_uint_eq(dr_meta_status(&s, 128, b, 3), VS_E_DISK_FULL);
+    uint8_t del[12] = {1, 4, 0, 0, 0, 0, 1, 4, 1, 0, 0, 0}; /* 0 / 1 */
+    ck_assert_uint_eq(dr_meta_status(&s, 134, del, sizeof(del)), 0);
     dr_close(&s);
 }
 END_TEST

@@ -102,6 +102,19 @@ dr_meta(struct dr_sess *s, uint8_t op, const void *body, size_t len)
     return code;
 }
 
+uint32_t
+dr_meta_status(struct dr_sess *s, uint8_t op, const void *body, size_t len)
+{
+    struct rc_frame f;
+    s->request++;
+    rt(s, op, 0, body, len, s->request, &f);
+    uint32_t code = f.status;
+    if (code == 0 && f.body_len >= 12 && ld32(f.body) > 0)
+        code = ld32(f.body + 8);
+    rc_frame_fini(&f);
+    return code;
+}
+
 void
 dr_create_stream(struct dr_sess *s, const char *name)
 {

@@ -32,6 +32,10 @@ void dr_close(struct dr_sess *s);
 uint32_t dr_my_shard(struct dr_sess *s);
 /* Metadata op (result-framed): returns the result code (0 = ok). */
 uint32_t dr_meta(struct dr_sess *s, uint8_t op, const void *body, size_t len);
+/* Metadata op: the header status if non-zero (a refusal before
+ * replication, e.g. DiskFull), else the result code. */
+uint32_t dr_meta_status(struct dr_sess *s, uint8_t op, const void *body,
+                        size_t len);
 /* CreateStream name; CreateTopic in stream 0 with `parts` partitions and
  * an options block (may be NULL/0). Assert success. */
 void dr_create_stream(struct dr_sess *s, const char *name);

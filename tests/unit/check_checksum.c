@@ -104,6 +104,67 @@ START_TEST(test_stream_matches_one_shot)
 }
 END_TEST
 
+/* Format 2: checksum_view (bytes 248..255) is XXH3-64 of header bytes
+ * [0,16) ++ [52,56) with the two top bits set; the identity leaves out
+ * view and checksum_view and nothing else; the pair covers every byte;
+ * a re-stamped view needs a re-stamped checksum_view. Golden value
+ * pinned for a fixed header. */
+START_TEST(test_prepare_view_checksum_v2)
+{
+    struct vs_hdr_prepare p;
+    memset(&p, 0, sizeof(p));
+    p.f.size = VS_HEADER_SIZE + 3;
+    p.f.view = 0x01020304u;
+    p.f.release = VS_WIRE_FORMAT_V2;
+    p.f.command = VS_CMD_PREPARE;
+    p.op = 42;
+    p.timestamp = 1000;
+    p.group = VS_METADATA_GROUP;
+    const uint8_t body[3] = {'a', 'b', 'c'};
+    vs_prepare_seal(&p, body, sizeof(body));
+    ck_assert(vs_prepare_verify_identity(&p));
+    ck_assert(vs_prepare_verify_view(&p));
+    uint8_t in[20];
+    memcpy(in, &p, 16);
+    memcpy(in + 16, (const uint8_t *)&p + 52, 4);
+    uint64_t want = XXH3_64bits(in, sizeof(in)) | 0xC000000000000000ull;
+    ck_assert_uint_eq(p.checksum_view, want);
+    uint64_t at248;
+    memcpy(&at248, (const uint8_t *)&p + 248, 8);
+    ck_assert_uint_eq(at248, want);
+    ck_assert_uint_eq(((const uint8_t *)&p)[255] & 0xC0, 0xC0);
+    ck_assert_uint_eq(p.f.checksum.lo, UINT64_C(0x9fad3001a2130c93));
+    ck_assert_uint_eq(p.checksum_view, UINT64_C(0xd9eacf466bbe15f7));
+    /* every single-bit flip fails identity or view */
+    for (size_t i = 0; i < sizeof(p); i++) {
+        for (int bit = 0; bit < 8; bit++) {
+            struct vs_hdr_prepare t = p;
+            ((uint8_t *)&t)[i] ^= (uint8_t)(1u << bit);
+            ck_assert_msg(
+                !(vs_prepare_verify_identity(&t) && vs_prepare_verify_view(&t)),
+                "flip byte %zu bit %d", i, bit);
+        }
+    }
+    /* a re-stamped view keeps the identity, needs seal_view */
+    struct vs_hdr_prepare t = p;
+    t.f.view = 9;
+    ck_assert(vs_prepare_verify_identity(&t));
+    ck_assert(!vs_prepare_verify_view(&t));
+    vs_prepare_seal_view(&t);
+    ck_assert(vs_prepare_verify_view(&t));
+    ck_assert(vs_u128_eq(t.f.checksum, p.f.checksum));
+    /* format 1: bytes 248..255 are reserved and under the identity */
+    struct vs_hdr_prepare v1 = p;
+    v1.f.release = VS_WIRE_FORMAT_V1;
+    v1.checksum_view = 0;
+    vs_prepare_seal(&v1, body, sizeof(body));
+    ck_assert_uint_eq(v1.checksum_view, 0);
+    ck_assert(vs_prepare_verify_view(&v1));
+    v1.checksum_view = 1;
+    ck_assert(!vs_prepare_verify_identity(&v1));
+}
+END_TEST
+
 static Suite *
 checksum_suite(void)
 {
@@ -112,6 +173,7 @@ checksum_suite(void)
     tcase_add_test(tc, test_known_answers);
     tcase_add_test(tc, test_seal_detects_every_flip);
     tcase_add_test(tc, test_prepare_identity);
+    tcase_add_test(tc, test_prepare_view_checksum_v2);
     tcase_add_test(tc, test_stream_matches_one_shot);
     suite_add_tcase(s, tc);
     return s;

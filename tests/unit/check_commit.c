@@ -588,6 +588,124 @@ START_TEST(test_checkpoint_and_restart)
 }
 END_TEST
 
+/* At-most-once across re-register + checkpoint + restart, exactly the
+ * documented reconnect flow: request 1 commits and its reply is lost,
+ * the client registers again (new session), a checkpoint runs, shard 0
+ * restarts, the client resends request 1 with the same body: it gets
+ * the cached reply, never Eviction 12, and nothing runs twice. */
+START_TEST(test_reregister_checkpoint_restart)
+{
+    struct fx f;
+    boot_genesis(&f, NULL);
+    uint64_t s1 = register_root(&f, CLIENT_B);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_B, s1, 1, "once"), 0);
+    ck_assert_uint_eq(f.nsent, 1);
+    uint32_t len = fx_last(&f)->len;
+    uint8_t *lost = vs_xmalloc(len);
+    memcpy(lost, fx_last(&f)->frame, len); /* never reached the client */
+
+    uint64_t s2 = register_root(&f, CLIENT_B);
+    ck_assert_uint_gt(s2, s1);
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    ck_assert_uint_eq(commit_stats(f.c)->checkpoints, 1);
+    struct vs_vsr_persist d;
+    vsr_durable(commit_engine(f.c), &d);
+    ck_assert_uint_eq(d.checkpoint_op, s2);
+    uint64_t head = vsr_op(commit_engine(f.c));
+
+    reboot(&f);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_B, s2, 1, "once"), 0);
+    ck_assert_uint_eq(f.nsent, 1);
+    ck_assert_uint_eq(fx_last(&f)->h.kind, FWD_REPLY);
+    ck_assert_uint_eq(fx_last(&f)->len, len);
+    ck_assert_int_eq(memcmp(fx_last(&f)->frame, lost, len), 0);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), head);
+    ck_assert_uint_eq(meta_hdr_c(commit_state(f.c))->count[META_TAB_STREAM], 1);
+    /* and again after a second re-register without a checkpoint */
+    uint64_t s3 = register_root(&f, CLIENT_B);
+    reboot(&f);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_B, s3, 1, "once"), 0);
+    ck_assert_uint_eq(fx_last(&f)->len, len);
+    ck_assert_int_eq(memcmp(fx_last(&f)->frame, lost, len), 0);
+    free(lost);
+    fx_fini(&f);
+}
+END_TEST
+
+/* Right after a checkpoint the WAL may hold only the checkpoint op. If
+ * that entry is damaged and cut (one replica, --cut-damaged-tail), the
+ * superblock's record of its header restarts the hash chain: boot
+ * succeeds, the state is the snapshot's, and new ops chain on. The same
+ * when the WAL is wholly behind the snapshot (deleted here). */
+START_TEST(test_boot_without_checkpoint_entry)
+{
+    struct fx f;
+    boot_genesis(&f, NULL);
+    uint64_t sa = register_root(&f, CLIENT_A);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, sa, 1, "kept"), 0);
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    struct vs_vsr_persist d;
+    vsr_durable(commit_engine(f.c), &d);
+    uint64_t ck = d.checkpoint_op;
+    ck_assert_uint_eq(wal_first_op(commit_journal(f.c)), ck);
+    ck_assert_uint_eq(wal_last_op(commit_journal(f.c)), ck);
+    fx_stop(&f);
+
+    char meta[600];
+    snprintf(meta, sizeof(meta), "%s/%s", f.dir, VS_METADATA_DIR);
+    struct vs_sio real;
+    sio_init_real(&real);
+    struct sb_read sbr;
+    ck_assert_int_eq(sb_read_latest(&real, meta, &sbr), 0);
+    struct vs_vsr_state vst;
+    ck_assert_int_eq(vsr_state_decode(sbr.version, sbr.payload, sbr.payload_len,
+                                      &vst, NULL, 0),
+                     VSR_STATE_OK);
+    ck_assert_uint_eq(sbr.version, 2);
+    ck_assert(vsr_state_has_checkpoint_prepare(&vst));
+    ck_assert_uint_eq(vst.checkpoint_prepare.op, ck);
+
+    /* damage the only entry's body */
+    char path[700];
+    snprintf(path, sizeof(path), "%s/%s", meta, VS_JOURNAL_FILE);
+    FILE *fp = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(fp);
+    fseek(fp, -1, SEEK_END);
+    int ch = fgetc(fp);
+    fseek(fp, -1, SEEK_END);
+    fputc(ch ^ 0x10, fp);
+    fclose(fp);
+    char err[512];
+    ck_assert_int_ne(fx_boot(&f, err, sizeof(err)), 0); /* refused */
+    ck_assert_ptr_nonnull(strstr(err, "damaged"));
+    fx_config(&f, "cut_damaged_tail", "true");
+    ck_assert_msg(fx_boot(&f, err, sizeof(err)) == 0, "boot: %s", err);
+    ck_assert(wal_empty(commit_journal(f.c)));
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), ck);
+    ck_assert_ptr_nonnull(meta_stream_by_name(commit_state(f.c), "kept", 4));
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, sa, 2, "after"), 0);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), ck + 1);
+    ck_assert_uint_eq(wal_header(commit_journal(f.c), ck + 1)->parent.lo,
+                      vst.checkpoint_prepare.f.checksum.lo);
+    reboot(&f);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), ck + 1);
+    /* a checkpoint at ck + 1, then the WAL removed: behind the snapshot */
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    fx_stop(&f);
+    ck_assert_int_eq(remove(path), 0);
+    ck_assert_msg(fx_boot(&f, err, sizeof(err)) == 0, "boot: %s", err);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), ck + 1);
+    ck_assert_ptr_nonnull(meta_stream_by_name(commit_state(f.c), "after", 5));
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, sa, 3, "more"), 0);
+    reboot(&f);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), ck + 2);
+    fx_fini(&f);
+}
+END_TEST
+
 /* A failed snapshot write skips the later phases; the next try works. */
 START_TEST(test_checkpoint_phase_failure)
 {
@@ -640,7 +758,7 @@ START_TEST(test_enospc_append)
     ck_assert_uint_eq(f.nsent, 1);
     const struct fx_sent *r = fx_last(&f);
     ck_assert_uint_eq(r->len, VS_HEADER_SIZE);
-    ck_assert_uint_eq(reply_of(r)->status, VS_E_ERROR);
+    ck_assert_uint_eq(reply_of(r)->status, VS_E_DISK_FULL); /* specific */
     ck_assert_uint_eq(reply_of(r)->request, 2);
     ck_assert_uint_eq(commit_stats(f.c)->enospc, 1);
     ck_assert_uint_eq(vsr_op(commit_engine(f.c)), head);
@@ -742,8 +860,9 @@ START_TEST(test_create_pat_not_cached)
 }
 END_TEST
 
-/* A replica of a (not yet connected) 3-node cluster prepares but cannot
- * commit: the same client again, or a full pipeline, gets status 57. */
+/* Replica 0 of a (not yet connected) 3-node cluster is the first primary:
+ * it proposes genesis as op 1 and prepares but cannot commit; the same
+ * client again, or a full pipeline, gets status 57. */
 START_TEST(test_transient_not_committed)
 {
     struct fx f;
@@ -753,17 +872,21 @@ START_TEST(test_transient_not_committed)
     fx_region(&f);
     ck_assert_int_eq(shard0_format(&f.cfg, err, sizeof(err)), 0);
     ck_assert_msg(fx_boot(&f, err, sizeof(err)) == 0, "%s", err);
-    ck_assert_int_eq(commit_genesis_needed(f.c), 0);
+    ck_assert_int_eq(commit_genesis_needed(f.c), 1);
+    ck_assert_msg(commit_genesis(f.c, err, sizeof(err)) == 0, "%s", err);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), 1);
+    ck_assert_uint_eq(vsr_commit_min(commit_engine(f.c)), 0);
+    ck_assert_int_eq(commit_genesis_needed(f.c), 0); /* in flight */
     fx_clear_sent(&f);
     ck_assert_int_eq(fx_register(&f, CLIENT_A, 0), 0);
     ck_assert_uint_eq(f.nsent, 0); /* prepared, awaiting a quorum */
-    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), 1);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), 2);
     ck_assert_int_eq(fx_register(&f, CLIENT_A, 0), 0);
     ck_assert_uint_eq(f.nsent, 1);
     ck_assert_uint_eq(reply_of(fx_last(&f))->status,
                       VS_E_TRANSIENT_NOT_COMMITTED);
     ck_assert_uint_eq(reply_of(fx_last(&f))->operation, VS_OP_REGISTER);
-    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), 1);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), 2);
     /* other clients fill the pipeline (32), then 57 */
     unsigned transient = 0;
     for (uint64_t i = 0; i < 40; i++) {
@@ -777,8 +900,151 @@ START_TEST(test_transient_not_committed)
         }
     }
     ck_assert_uint_eq(vsr_op(commit_engine(f.c)), VSR_PIPELINE_MAX);
-    ck_assert_uint_eq(transient, 40 - (VSR_PIPELINE_MAX - 1));
+    ck_assert_uint_eq(transient, 40 - (VSR_PIPELINE_MAX - 2));
     ck_assert_uint_eq(commit_stats(f.c)->transient, transient + 1);
+    fx_fini(&f);
+}
+END_TEST
+
+static int
+fx_delete_stream(struct fx *f, struct vs_u128 client, uint64_t session,
+                 uint64_t request, const char *name)
+{
+    struct meta_op *op = vs_xcalloc(1, sizeof(*op));
+    meta_op_init(op, VS_OP_DELETE_STREAM);
+    meta_ident_name(&op->stream, name, strlen(name));
+    int rc = fx_propose(f, client, session, request, 0, op);
+    free(op);
+    return rc;
+}
+
+/* Below the disk watermark metadata growth is refused with the specific
+ * DiskFull code, while login (Register), deletes and logout still work:
+ * the operator is never locked out. */
+START_TEST(test_disk_watermark_metadata)
+{
+    struct fx f;
+    boot_genesis(&f, NULL);
+    uint64_t s = register_root(&f, CLIENT_A);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 1, "big"), 0);
+    fx_stop(&f);
+    /* every filesystem is "below" this watermark */
+    fx_config(&f, "disk_watermark_bytes", "9000000000000000000");
+    char err[512];
+    ck_assert_msg(fx_boot(&f, err, sizeof(err)) == 0, "boot: %s", err);
+    uint64_t head = vsr_op(commit_engine(f.c));
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 2, "more"), 0);
+    ck_assert_uint_eq(f.nsent, 1);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->status, VS_E_DISK_FULL);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), head); /* not proposed */
+    ck_assert_str_eq(vs_iggy_error_name(VS_E_DISK_FULL), "DiskFull");
+    /* log in again (a new session) and free space */
+    uint64_t s2 = register_root(&f, CLIENT_A);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_delete_stream(&f, CLIENT_A, s2, 3, "big"), 0);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->status, 0);
+    ck_assert_ptr_null(meta_stream_by_name(commit_state(f.c), "big", 3));
+    /* above the watermark again: growth works */
+    fx_stop(&f);
+    fx_config(&f, "disk_watermark_bytes", "0");
+    ck_assert_msg(fx_boot(&f, err, sizeof(err)) == 0, "boot: %s", err);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s2, 4, "more"), 0);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->status, 0);
+    fx_fini(&f);
+}
+END_TEST
+
+/* The checkpoint's superblock write gets ENOSPC (retried later), then a
+ * journal append gets ENOSPC too (the engine is rebuilt): the retry's
+ * later success must not trip the engine, the checkpoint completes, and
+ * nothing acknowledged is lost across a restart. */
+START_TEST(test_enospc_superblock_then_append)
+{
+    struct sio_fault flt;
+    sio_fault_init(&flt, 1);
+    struct fx f;
+    boot_genesis(&f, &flt.io);
+    uint64_t s = register_root(&f, CLIENT_A);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 1, "a1"), 0);
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    ck_assert_uint_eq(commit_stats(f.c)->checkpoints, 1);
+    /* a checkpoint writes the snapshot (payload, trailer), then the
+     * superblock record: the third write */
+    const uint64_t per_ckpt = 3;
+
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 2, "a2"), 0);
+    uint64_t ck_op = vsr_op(commit_engine(f.c));
+    sio_fault_arm(&flt, SIO_WRITE, per_ckpt, ENOSPC, -1);
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    ck_assert_uint_eq(commit_stats(f.c)->checkpoint_failures, 1);
+    struct vs_vsr_persist d;
+    vsr_durable(commit_engine(f.c), &d);
+    ck_assert_uint_lt(d.checkpoint_op, ck_op); /* the retry is pending */
+
+    sio_fault_reset(&flt);
+    sio_fault_arm(&flt, SIO_WRITE, 1, ENOSPC, 10); /* the next append */
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 3, "a3"), 0);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->status, VS_E_DISK_FULL);
+    ck_assert_uint_eq(commit_stats(f.c)->enospc, 1);
+    sio_fault_reset(&flt);
+
+    /* the retry (on ticks) succeeds on the rebuilt engine */
+    for (int i = 0; i < 1000 && commit_stats(f.c)->checkpoints < 2; i++)
+        ck_assert_int_eq(commit_tick(f.c), 0);
+    ck_assert_uint_eq(commit_stats(f.c)->checkpoints, 2);
+    vsr_durable(commit_engine(f.c), &d);
+    ck_assert_uint_eq(d.checkpoint_op, ck_op);
+    fx_clear_sent(&f);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 3, "a3"), 0);
+    ck_assert_uint_eq(reply_of(fx_last(&f))->status, 0);
+    reboot(&f);
+    ck_assert_ptr_nonnull(meta_stream_by_name(commit_state(f.c), "a1", 2));
+    ck_assert_ptr_nonnull(meta_stream_by_name(commit_state(f.c), "a2", 2));
+    ck_assert_ptr_nonnull(meta_stream_by_name(commit_state(f.c), "a3", 2));
+    fx_fini(&f);
+}
+END_TEST
+
+/* While a checkpoint's superblock retry is pending the journal fills: the
+ * request that finds it full runs the retry at once (space is back), the
+ * checkpoint completes and the request is accepted -- no stall until a
+ * tick, no refusal. */
+START_TEST(test_stalled_checkpoint_journal_full)
+{
+    struct sio_fault flt;
+    sio_fault_init(&flt, 1);
+    struct fx f;
+    boot_genesis(&f, &flt.io);
+    uint64_t s = register_root(&f, CLIENT_A);
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 1, "x0"), 0);
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    const uint64_t per_ckpt = 3; /* snapshot payload, trailer, superblock */
+    ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, 2, "x1"), 0);
+    sio_fault_arm(&flt, SIO_WRITE, per_ckpt, ENOSPC, -1);
+    ck_assert_int_eq(commit_checkpoint_now(f.c), 0);
+    ck_assert_uint_eq(commit_stats(f.c)->checkpoints, 1);
+    struct vs_vsr_persist d;
+    vsr_durable(commit_engine(f.c), &d);
+    ck_assert_uint_lt(d.checkpoint_op, vsr_op(commit_engine(f.c)));
+    sio_fault_reset(&flt);
+    /* fill the journal without ticking (the retry tick never comes) */
+    uint64_t req = 2, refused = 0;
+    while (commit_stats(f.c)->checkpoints < 2 && req < 200) {
+        char name[16];
+        snprintf(name, sizeof(name), "y%llu", (unsigned long long)++req);
+        fx_clear_sent(&f);
+        ck_assert_int_eq(fx_create_stream(&f, CLIENT_A, s, req, name), 0);
+        if (reply_of(fx_last(&f))->status != 0)
+            refused++;
+    }
+    ck_assert_uint_eq(refused, 0);
+    ck_assert_uint_ge(commit_stats(f.c)->checkpoints, 2);
+    uint64_t head = vsr_op(commit_engine(f.c));
+    reboot(&f);
+    ck_assert_uint_eq(vsr_op(commit_engine(f.c)), head);
     fx_fini(&f);
 }
 END_TEST
@@ -800,8 +1066,13 @@ commit_suite(void)
     tcase_add_test(tc, test_transient_not_committed);
     tcase_add_test(tc, test_restart_continues);
     tcase_add_test(tc, test_checkpoint_and_restart);
+    tcase_add_test(tc, test_reregister_checkpoint_restart);
+    tcase_add_test(tc, test_boot_without_checkpoint_entry);
     tcase_add_test(tc, test_checkpoint_phase_failure);
     tcase_add_test(tc, test_enospc_append);
+    tcase_add_test(tc, test_disk_watermark_metadata);
+    tcase_add_test(tc, test_enospc_superblock_then_append);
+    tcase_add_test(tc, test_stalled_checkpoint_journal_full);
     tcase_add_test(tc, test_fatal_fsync);
     tcase_add_test(tc, test_refuses_published_ahead);
     suite_add_tcase(s, tc);

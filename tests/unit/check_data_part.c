@@ -364,8 +364,8 @@ END_TEST
 /* Builds 3 small batches with the given policy; returns the log path and
  * the start of the last batch. */
 static void
-three_batches(const struct part_opts *o, char *log, size_t cap,
-              uint64_t *last_pos, uint64_t *file_len)
+three_batches_ex(const struct part_opts *o, char *log, size_t cap,
+                 uint64_t *last_pos, uint64_t *file_len, int crash)
 {
     struct vs_part *p = must_open(o, 1, 0);
     for (int i = 0; i < 3; i++) {
@@ -376,7 +376,10 @@ three_batches(const struct part_opts *o, char *log, size_t cap,
                          0);
         free(b);
     }
-    ck_assert_int_eq(part_close(p), 0);
+    if (crash)
+        part_abandon(p); /* a crash: no clean-close floor */
+    else
+        ck_assert_int_eq(part_close(p), 0);
     seg_path(log, cap, 0, "log");
     size_t n = 0;
     uint8_t *all = dt_read_file(log, &n);
@@ -390,13 +393,21 @@ three_batches(const struct part_opts *o, char *log, size_t cap,
     free(all);
 }
 
+static void
+three_batches(const struct part_opts *o, char *log, size_t cap,
+              uint64_t *last_pos, uint64_t *file_len)
+{
+    three_batches_ex(o, log, cap, last_pos, file_len, 0);
+}
+
 START_TEST(test_torn_tail_every_length)
 {
     struct part_opts o;
     small_opts(&o);
     char log[1024];
     uint64_t last, flen;
-    three_batches(&o, log, sizeof(log), &last, &flen);
+    /* a crash while the third batch was being appended */
+    three_batches_ex(&o, log, sizeof(log), &last, &flen, 1);
     size_t n = 0;
     uint8_t *orig = dt_read_file(log, &n);
     for (int pol = 0; pol < 2; pol++) {
@@ -406,8 +417,7 @@ START_TEST(test_torn_tail_every_length)
             struct vs_part *p = must_open(&o, 0, 0);
             struct part_stats st;
             part_stats(p, &st);
-            /* the third batch cut (offsets 4, 5); the floor a clean close
-             * wrote keeps them from being handed out again */
+            /* the third batch cut (offsets 4, 5): never acknowledged */
             ck_assert_uint_eq(st.current_offset, 3);
             ck_assert_uint_ge(st.next_offset, 4);
             ck_assert_uint_eq(st.size_bytes, last);
@@ -427,6 +437,160 @@ START_TEST(test_torn_tail_every_length)
     part_abandon(p);
     free(z);
     free(orig);
+}
+END_TEST
+
+/* Acknowledged messages missing are refused under every-batch, never
+ * booted over: the tail of a clean-closed log cut (inside the last batch
+ * or at a batch boundary), a crashed log cut back past what its index
+ * records, a sealed segment emptied, cut short or deleted. The interval
+ * policy (never promised durable) and the operator's cut flag boot. */
+START_TEST(test_acked_loss_refused)
+{
+    struct part_opts o;
+    small_opts(&o);
+    char log[1024];
+    uint64_t last, flen;
+    three_batches(&o, log, sizeof(log), &last, &flen); /* clean close */
+    size_t n = 0;
+    uint8_t *orig = dt_read_file(log, &n);
+    const uint64_t cuts[3] = {last + 1, last, batch_length(orig)};
+    for (int k = 0; k < 3; k++) {
+        dt_write_file(log, orig, (size_t)cuts[k]);
+        struct vs_part *p = NULL;
+        struct part_verdict v;
+        ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                         -EBADMSG);
+        ck_assert_int_eq(v.reason, PART_R_TRUNCATED);
+        ck_assert_ptr_nonnull(strstr(v.msg, "partition 1.2.3@77"));
+        ck_assert_ptr_nonnull(strstr(v.msg, "offsets up to 5"));
+        ck_assert_int_eq(dt_file_size(log), (off_t)cuts[k]); /* untouched */
+    }
+    struct part_opts lax = o;
+    lax.durability = PART_FSYNC_INTERVAL;
+    struct vs_part *p = must_open(&lax, 0, 0);
+    part_abandon(p);
+    lax = o;
+    lax.cut_damaged_tail = 1;
+    dt_write_file(log, orig, (size_t)last);
+    p = must_open(&lax, 0, 0);
+    part_abandon(p);
+    free(orig);
+    dt_rm_rf(g_parts);
+    ck_assert_int_eq(mkdir(g_parts, 0700), 0);
+
+    /* a crashed log with many batches: cut back past index entries */
+    p = must_open(&o, 1, 0);
+    for (int i = 0; i < 40; i++) {
+        uint32_t pl[2] = {100, 50}, hl[2] = {0, 0};
+        size_t len;
+        uint8_t *b = dt_batch((uint64_t)i, 2, pl, hl, &len);
+        ck_assert_int_eq(part_append(p, b, len, 10, NULL, NULL), 0);
+        free(b);
+    }
+    part_abandon(p);
+    orig = dt_read_file(log, &n);
+    uint64_t pos = 0, bounds[64];
+    size_t nb = 0;
+    while (pos < n) {
+        bounds[nb++] = pos;
+        pos += batch_length(orig + pos);
+    }
+    ck_assert_uint_eq(nb, 40);
+    /* the last batch torn: fine (a crash mid-append) */
+    dt_write_file(log, orig, (size_t)bounds[39] + 10);
+    p = must_open(&o, 0, 0);
+    part_abandon(p);
+    /* twenty batches gone: the index knows */
+    dt_write_file(log, orig, n);
+    char idx[1024];
+    seg_path(idx, sizeof(idx), 0, "index");
+    size_t in = 0;
+    uint8_t *iorig = dt_read_file(idx, &in);
+    ck_assert_uint_gt(in, 24 * 2);
+    dt_write_file(log, orig, (size_t)bounds[20]);
+    struct part_verdict v;
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                     -EBADMSG);
+    ck_assert_int_eq(v.reason, PART_R_TRUNCATED);
+    ck_assert_ptr_nonnull(strstr(v.msg, "the index records a batch"));
+    dt_write_file(log, orig, n);
+    dt_write_file(idx, iorig, in);
+    free(iorig);
+    free(orig);
+    dt_rm_rf(g_parts);
+    ck_assert_int_eq(mkdir(g_parts, 0700), 0);
+
+    /* sealed segments: emptied, cut short, deleted */
+    p = must_open(&o, 1, 0);
+    uint64_t rolled = 0;
+    for (int i = 0; i < 2000 && rolled < 3; i++) {
+        uint32_t pl[4] = {4000, 4000, 4000, 4000}, hl[4] = {0, 0, 0, 0};
+        size_t len;
+        uint8_t *b = dt_batch((uint64_t)i, 4, pl, hl, &len);
+        ck_assert_int_eq(part_append(p, b, len, 10, NULL, NULL), 0);
+        free(b);
+        struct part_stats st;
+        part_stats(p, &st);
+        rolled = st.segments - 1;
+    }
+    ck_assert_uint_ge(rolled, 3);
+    ck_assert_int_eq(part_close(p), 0);
+    /* the second segment (sealed) */
+    char name[128], dir[1200], second[1400];
+    pdir_name(name, sizeof(name), &g_id);
+    snprintf(dir, sizeof(dir), "%s/%s", g_parts, name);
+    uint64_t starts[8];
+    size_t ns = 0;
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL && ns < 8) {
+        uint64_t st0;
+        if (strstr(de->d_name, ".log") && sscanf(de->d_name, "%" SCNu64, &st0))
+            starts[ns++] = st0;
+    }
+    closedir(d);
+    ck_assert_uint_ge(ns, 4);
+    uint64_t mid = UINT64_MAX;
+    for (size_t i = 0; i < ns; i++) /* the second smallest start */
+        if (starts[i] > 0 && starts[i] < mid)
+            mid = starts[i];
+    seg_path(second, sizeof(second), mid, "log");
+    size_t sl = 0;
+    uint8_t *sorig = dt_read_file(second, &sl);
+    const size_t lens[2] = {0, sl - 1000};
+    for (int k = 0; k < 3; k++) {
+        if (k < 2)
+            dt_write_file(second, sorig, lens[k]);
+        else
+            ck_assert_int_eq(unlink(second), 0);
+        ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                         -EBADMSG);
+        if (k == 1) /* cut short: its last batch is torn, so the header
+                       walk sees damage before the gap check */
+            ck_assert(v.reason == PART_R_SEGMENT_GAP ||
+                      v.reason == PART_R_INTERIOR_DAMAGE);
+        else
+            ck_assert_int_eq(v.reason, PART_R_SEGMENT_GAP);
+        dt_write_file(second, sorig, sl);
+    }
+    /* cut at a batch boundary: a clean-looking sealed segment, but the
+     * next segment starts later: a gap */
+    uint64_t bpos = 0, blast = 0;
+    while (bpos < sl) {
+        blast = bpos;
+        bpos += batch_length(sorig + bpos);
+    }
+    dt_write_file(second, sorig, (size_t)blast);
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                     -EBADMSG);
+    ck_assert_int_eq(v.reason, PART_R_SEGMENT_GAP);
+    ck_assert_ptr_nonnull(strstr(v.msg, "are missing"));
+    dt_write_file(second, sorig, sl);
+    p = must_open(&o, 0, 0); /* intact again */
+    ck_assert_int_eq(part_close(p), 0);
+    free(sorig);
 }
 END_TEST
 
@@ -464,6 +628,58 @@ START_TEST(test_interior_flip_refused)
         free(c);
     }
     dt_write_file(log, orig, n);
+    free(orig);
+}
+END_TEST
+
+/* Data is verified on read: a flipped payload byte (or batch checksum)
+ * of a batch in the open partition's .log is never served -- the poll
+ * that reaches it fails with -EBADMSG and appends nothing; polls of
+ * undamaged batches keep working. (The damage happens after the open,
+ * whose own scan of the active segment would refuse it.) */
+START_TEST(test_verify_on_read)
+{
+    struct part_opts o;
+    small_opts(&o);
+    char log[1024];
+    uint64_t last, flen;
+    three_batches(&o, log, sizeof(log), &last, &flen);
+    size_t n = 0;
+    uint8_t *orig = dt_read_file(log, &n);
+    uint64_t second = batch_length(orig);
+    const uint64_t at[2] = {second + 256 + 48 + 1, second + 40};
+    for (int k = 0; k < 2; k++) {
+        struct vs_part *p = must_open(&o, 0, 0);
+        int fd = open(log, O_WRONLY);
+        ck_assert_int_ge(fd, 0);
+        uint8_t x = orig[at[k]] ^ 0x04;
+        ck_assert_int_eq(pwrite(fd, &x, 1, (off_t)at[k]), 1);
+        struct vs_wbuf w;
+        vs_wbuf_init(&w);
+        struct part_poll_result r;
+        ck_assert_int_eq(
+            part_poll(p, PART_POLL_OFFSET, 0, 10, SIZE_MAX, &w, &r), -EBADMSG);
+        ck_assert_uint_eq(w.len, 0);
+        ck_assert_uint_eq(r.count, 0);
+        ck_assert_int_eq(part_poll(p, PART_POLL_OFFSET, 2, 1, SIZE_MAX, &w, &r),
+                         -EBADMSG);
+        struct part_stats st;
+        part_stats(p, &st);
+        ck_assert_uint_eq(st.read_errors, 2);
+        /* the batches around it are served */
+        ck_assert_int_eq(part_poll(p, PART_POLL_OFFSET, 0, 2, SIZE_MAX, &w, &r),
+                         0);
+        ck_assert_uint_eq(r.count, 2);
+        w.len = 0;
+        ck_assert_int_eq(part_poll(p, PART_POLL_OFFSET, 4, 9, SIZE_MAX, &w, &r),
+                         0);
+        ck_assert_uint_eq(r.count, 2);
+        ck_assert_uint_eq(r.first_offset, 4);
+        ck_assert_int_eq(part_close(p), 0);
+        ck_assert_int_eq(pwrite(fd, &orig[at[k]], 1, (off_t)at[k]), 1);
+        close(fd);
+        vs_wbuf_fini(&w);
+    }
     free(orig);
 }
 END_TEST
@@ -973,19 +1189,50 @@ START_TEST(test_consumer_offsets)
     ck_assert_uint_eq(off, 4);
     ck_assert_int_eq(part_offset_get(p, &nm, &off), 0);
     ck_assert_uint_eq(off, 2);
-    /* corrupt file -> -EBADMSG; commit repairs it */
+    /* damage: the current record (4) falls back to the previous durable
+     * value (3); both records damaged -> -EBADMSG, never "nothing
+     * stored"; an auto-commit leaves it alone, an explicit store
+     * repairs it */
     char path[1100];
     snprintf(path, sizeof(path), "%s/offsets/groups/1.900", part_dir(p));
     size_t len;
     uint8_t *f = dt_read_file(path, &len);
-    ck_assert_uint_eq(len, 16);
+    ck_assert_uint_eq(len, 32);
     f[0] ^= 1;
     dt_write_file(path, f, len);
-    free(f);
+    ck_assert_int_eq(part_offset_get(p, &g, &off), 0);
+    ck_assert_uint_eq(off, 3);
+    for (size_t i = 0; i < 32; i++) { /* any one flipped bit */
+        uint8_t *h = dt_read_file(path, &len);
+        memcpy(h, f, 32);
+        h[0] ^= 1; /* restore the current record */
+        h[i] ^= 0x40;
+        dt_write_file(path, h, 32);
+        ck_assert_int_eq(part_offset_get(p, &g, &off), 0);
+        ck_assert_uint_eq(off, i < 16 ? 3 : 4);
+        free(h);
+    }
+    f[20] ^= 1;
+    dt_write_file(path, f, len);
     ck_assert_int_eq(part_offset_get(p, &g, &off), -EBADMSG);
-    ck_assert_int_eq(part_offset_commit(p, &g, 1, NULL), 0);
+    ck_assert_int_eq(part_offset_commit(p, &g, 9, NULL), -EBADMSG);
+    uint8_t *same = dt_read_file(path, &len);
+    ck_assert_int_eq(memcmp(same, f, 32), 0);
+    free(same);
+    dt_write_file(path, f, 7); /* truncated: damaged too */
+    ck_assert_int_eq(part_offset_get(p, &g, &off), -EBADMSG);
+    free(f);
+    ck_assert_int_eq(part_offset_store(p, &g, 1), 0);
     ck_assert_int_eq(part_offset_get(p, &g, &off), 0);
     ck_assert_uint_eq(off, 1);
+    /* a one-record file (earlier releases) still reads */
+    uint8_t old[16];
+    vs_store_u64(old, 2);
+    vs_store_u64(old + 8, vs_xxh3_64(old, 8));
+    dt_write_file(path, old, sizeof(old));
+    ck_assert_int_eq(part_offset_get(p, &g, &off), 0);
+    ck_assert_uint_eq(off, 2);
+    ck_assert_int_eq(part_offset_store(p, &g, 1), 0);
     /* delete */
     ck_assert_int_eq(part_offset_delete(p, &c), 0);
     ck_assert_int_eq(part_offset_delete(p, &c), -ENOENT);
@@ -1115,6 +1362,8 @@ suite(void)
     tcase_add_test(tc, test_bad_batch_refused_nothing_stored);
     tcase_add_test(tc, test_torn_tail_every_length);
     tcase_add_test(tc, test_interior_flip_refused);
+    tcase_add_test(tc, test_verify_on_read);
+    tcase_add_test(tc, test_acked_loss_refused);
     tcase_add_test(tc, test_interior_header_flip_refused_without_index);
     tcase_add_test(tc, test_last_batch_flip_verdicts);
     tcase_add_test(tc, test_format_refusals);

@@ -17,6 +17,7 @@
 #include "shard/storage/atomic_file.h"
 #include "shard/storage/datadir.h"
 #include "shard/storage/io.h"
+#include "shard/storage/recovery.h"
 #include "storage_testutil.h"
 
 START_TEST(test_fault_nth_and_fatal_message)
@@ -222,6 +223,42 @@ START_TEST(test_datadir_lock)
 }
 END_TEST
 
+/* Creating the data dir and metadata/ fsyncs the parent of every
+ * directory created (and only those); a failing directory fsync is a
+ * fatal error, never ignored. */
+START_TEST(test_mkdir_fsyncs_parents)
+{
+    char root[256];
+    tu_mkdtemp(root, sizeof(root), NULL, 0);
+    struct sio_fault f;
+    sio_fault_init(&f, 1);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/a/b/c", root);
+    uint64_t before = f.calls[SIO_DIR_FSYNC];
+    ck_assert_int_eq(datadir_mkdir_p_io(&f.io, path, 0700), 0);
+    ck_assert_uint_eq(f.calls[SIO_DIR_FSYNC] - before, 3);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0700);
+    before = f.calls[SIO_DIR_FSYNC];
+    ck_assert_int_eq(datadir_mkdir_p_io(&f.io, path, 0700), 0); /* exists */
+    ck_assert_uint_eq(f.calls[SIO_DIR_FSYNC] - before, 0);
+    /* a fresh node's format: DATA and DATA/metadata made durable */
+    snprintf(path, sizeof(path), "%s/fresh", root);
+    struct vs_vsr_state s = tu_state(0, 0, (struct vs_u128){0, 0});
+    before = f.calls[SIO_DIR_FSYNC];
+    ck_assert_int_eq(recovery_format_fresh(&f.io, path, &s), 0);
+    ck_assert_uint_ge(f.calls[SIO_DIR_FSYNC] - before, 3); /* + superblock */
+    /* a failing directory fsync */
+    snprintf(path, sizeof(path), "%s/x", root);
+    sio_fault_arm(&f, SIO_DIR_FSYNC, 1, EIO, -1);
+    ck_assert_int_eq(datadir_mkdir_p_io(&f.io, path, 0700), -VS_EFATAL);
+    ck_assert(sio_is_fatal(&f.io));
+    sio_fault_reset(&f);
+    tu_rm_rf(root);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -233,6 +270,7 @@ suite(void)
     tcase_add_test(tc, test_afile_enospc_clean);
     tcase_add_test(tc, test_afile_leftover_tmp);
     tcase_add_test(tc, test_datadir_lock);
+    tcase_add_test(tc, test_mkdir_fsyncs_parents);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -374,7 +374,7 @@ START_TEST(test_wal_verdicts)
     tu_write_file(d.meta, VS_JOURNAL_FILE, c, l2);
     ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_CHAIN);
     recovery_result_fini(&res);
-    tu_prepare(&h, body, 10, 9, d.last, 2);
+    tu_prepare(&h, body, 10, 9, d.last, 3);
     memcpy(c + len, &h, sizeof(h));
     memcpy(c + len + VS_HEADER_SIZE, body, 10);
     tu_write_file(d.meta, VS_JOURNAL_FILE, c, l2);
@@ -389,14 +389,50 @@ START_TEST(test_wal_verdicts)
     ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_GAP);
     recovery_result_fini(&res);
 
-    /* a WAL wholly behind the snapshot: boot, drained, nothing to replay */
+    /* a WAL wholly behind the snapshot, and a superblock (as version 1
+     * wrote it) without the checkpoint op's header: the hash chain
+     * cannot restart -- refused, read-only (inspect) and writable alike */
     tu_write_file(d.meta, VS_JOURNAL_FILE, "", 0);
     d.last = (struct vs_u128){0, 0};
     dd_wal(&d, 1, 2);
+    ro = e;
+    ro.read_only = 1;
+    ck_assert_int_eq(run(&d, &ro, &res), RECOVERY_REFUSE_WAL_CHAIN_START);
+    recovery_result_fini(&res);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_CHAIN_START);
+    ck_assert_ptr_nonnull(strstr(res.reason, "checkpoint op 3"));
+    recovery_result_fini(&res);
+    /* with the header recorded (version 2): boot, drained, nothing to
+     * replay; the same for a WAL that held only the checkpoint op and
+     * lost it as a damaged tail */
+    struct vs_hdr_prepare cp;
+    tu_prepare(&cp, body, 10, 3, (struct vs_u128){7, 7}, 2);
+    s.checkpoint_prepare = cp;
+    dd_superblock(&d, &s);
+    ck_assert_int_eq(run(&d, &ro, &res), RECOVERY_BOOT);
+    recovery_result_fini(&res);
     ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
     ck_assert_uint_gt(res.replay_from, res.replay_to);
     ck_assert(wal_empty(&res.journal));
     recovery_result_fini(&res);
+    tu_write_file(d.meta, VS_JOURNAL_FILE, &cp, sizeof(cp));
+    {
+        uint8_t *w3 = vs_xmalloc(sizeof(cp) + 10);
+        memcpy(w3, &cp, sizeof(cp));
+        memcpy(w3 + sizeof(cp), body, 10);
+        w3[sizeof(cp) + 3] ^= 1; /* body damage */
+        tu_write_file(d.meta, VS_JOURNAL_FILE, w3, sizeof(cp) + 10);
+        free(w3);
+    }
+    ro.cut_damaged_tail = 1;
+    ck_assert_int_eq(run(&d, &ro, &res), RECOVERY_BOOT);
+    recovery_result_fini(&res);
+    e.cut_damaged_tail = 1;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert(res.wal_tail_cut);
+    ck_assert(wal_empty(&res.journal));
+    recovery_result_fini(&res);
+    e.cut_damaged_tail = 0;
     free(b);
     free(orig);
     tu_rm_rf(d.dir);
@@ -427,6 +463,9 @@ START_TEST(test_cluster_damaged_tail_cut)
     ck_assert_uint_eq(wal_last_op(&res.journal), 3);
     ck_assert_uint_eq(res.replay_from, 1);
     ck_assert_uint_eq(res.replay_to, 3);
+    /* the op cut as damage is reported, to be persisted as faulty */
+    ck_assert_uint_eq(res.damaged_cut_op, 4);
+    ck_assert_ptr_nonnull(strstr(res.reason, "op 4 cut as damage"));
     recovery_result_fini(&res);
     tu_rm_rf(d.dir);
 }

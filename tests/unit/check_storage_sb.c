@@ -29,13 +29,14 @@ golden_state(void)
         .checkpoint_checksum = {.lo = 0x3130292827262524ull,
                                 .hi = 0x3938373635343332ull},
         .offset_frontier = 0x4140393837363534ull,
+        .faulty_op = 0x4948474645444342ull,
     };
     return s;
 }
 
 START_TEST(test_vsr_state_golden)
 {
-    static const uint8_t want[VSR_STATE_SIZE] = {
+    static const uint8_t want[VSR_STATE_V1_SIZE + 8] = {
         /* 0 cluster */
         0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c,
         0x0d, 0x0e, 0x0f, 0x10,
@@ -53,14 +54,29 @@ START_TEST(test_vsr_state_golden)
         0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x30, 0x31, 0x32, 0x33, 0x34, 0x35,
         0x36, 0x37, 0x38, 0x39,
         /* 58 offset_frontier */
-        0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x40, 0x41};
+        0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x40, 0x41,
+        /* 66 faulty_op (version 2) */
+        0x42, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48, 0x49};
+    /* 74..330 checkpoint_prepare: zero = not recorded */
+    _Static_assert(VSR_STATE_SIZE == 330, "VsrState v2 is 330 bytes");
+    _Static_assert(VSR_STATE_VERSION == 2, "this release writes v2");
     struct vs_vsr_state s = golden_state();
     uint8_t out[VSR_STATE_SIZE];
     vsr_state_encode(&s, out);
     ck_assert_int_eq(memcmp(out, want, sizeof(want)), 0);
+    for (size_t i = sizeof(want); i < VSR_STATE_SIZE; i++)
+        ck_assert_uint_eq(out[i], 0);
     struct vs_vsr_state d;
-    ck_assert_int_eq(vsr_state_decode(1, want, sizeof(want), &d, NULL, 0),
+    ck_assert_int_eq(vsr_state_decode(2, out, sizeof(out), &d, NULL, 0),
                      VSR_STATE_OK);
+    ck_assert_uint_eq(d.faulty_op, s.faulty_op);
+    ck_assert(!vsr_state_has_checkpoint_prepare(&d));
+    /* version 1: the first 66 bytes, faulty_op reads as 0 */
+    memset(&d, 0xee, sizeof(d));
+    ck_assert_int_eq(vsr_state_decode(1, want, VSR_STATE_V1_SIZE, &d, NULL, 0),
+                     VSR_STATE_OK);
+    ck_assert_uint_eq(d.faulty_op, 0);
+    ck_assert(!vsr_state_has_checkpoint_prepare(&d));
     ck_assert(memcmp(&d.cluster, &s.cluster, 16) == 0);
     ck_assert_uint_eq(d.replica_id, 2);
     ck_assert_uint_eq(d.replica_count, 3);
@@ -70,6 +86,19 @@ START_TEST(test_vsr_state_golden)
     ck_assert_uint_eq(d.checkpoint_op, s.checkpoint_op);
     ck_assert(vs_u128_eq(d.checkpoint_checksum, s.checkpoint_checksum));
     ck_assert_uint_eq(d.offset_frontier, s.offset_frontier);
+
+    /* a recorded checkpoint prepare: the header bytes verbatim at 74 */
+    uint8_t body[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    tu_prepare(&s.checkpoint_prepare, body, sizeof(body), s.checkpoint_op,
+               (struct vs_u128){5, 6}, VS_WIRE_FORMAT_VERSION);
+    vsr_state_encode(&s, out);
+    ck_assert_int_eq(memcmp(out, want, sizeof(want)), 0);
+    ck_assert_int_eq(memcmp(out + 74, &s.checkpoint_prepare, 256), 0);
+    ck_assert_int_eq(vsr_state_decode(2, out, sizeof(out), &d, NULL, 0),
+                     VSR_STATE_OK);
+    ck_assert(vsr_state_has_checkpoint_prepare(&d));
+    ck_assert_int_eq(memcmp(&d.checkpoint_prepare, &s.checkpoint_prepare, 256),
+                     0);
 }
 END_TEST
 
@@ -80,24 +109,47 @@ START_TEST(test_vsr_state_refusals)
     char why[160];
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(2, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_UNKNOWN_VERSION);
-    ck_assert_ptr_nonnull(strstr(why, "version 2"));
+    ck_assert_ptr_nonnull(strstr(why, "version 3"));
     ck_assert_int_eq(vsr_state_decode(1, buf, 58, &d, why, sizeof(why)),
                      VSR_STATE_BAD_LENGTH);
     ck_assert_int_eq(
-        vsr_state_decode(1, buf, VSR_STATE_SIZE + 1, &d, why, sizeof(why)),
+        vsr_state_decode(1, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_BAD_LENGTH);
+    ck_assert_int_eq(
+        vsr_state_decode(2, buf, VSR_STATE_V1_SIZE, &d, why, sizeof(why)),
+        VSR_STATE_BAD_LENGTH);
+    ck_assert_int_eq(
+        vsr_state_decode(2, buf, VSR_STATE_SIZE + 1, &d, why, sizeof(why)),
+        VSR_STATE_BAD_LENGTH);
+    /* a recorded checkpoint prepare that does not verify, or is not the
+     * checkpoint op's */
+    uint8_t body[4] = {9, 9, 9, 9};
+    tu_prepare(&s.checkpoint_prepare, body, sizeof(body), s.checkpoint_op,
+               (struct vs_u128){1, 0}, VS_WIRE_FORMAT_VERSION);
+    s.checkpoint_prepare.timestamp ^= 1;
+    vsr_state_encode(&s, buf);
+    ck_assert_int_eq(
+        vsr_state_decode(2, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        VSR_STATE_BAD_CHECKPOINT_PREPARE);
+    tu_prepare(&s.checkpoint_prepare, body, sizeof(body), s.checkpoint_op + 1,
+               (struct vs_u128){1, 0}, VS_WIRE_FORMAT_VERSION);
+    vsr_state_encode(&s, buf);
+    ck_assert_int_eq(
+        vsr_state_decode(2, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        VSR_STATE_BAD_CHECKPOINT_PREPARE);
+    s = golden_state();
     s.log_view = s.view + 1;
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(1, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(2, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_LOG_VIEW_AHEAD);
     s = golden_state();
     s.replica_id = 3;
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(1, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(2, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_BAD_REPLICA);
 }
 END_TEST
@@ -173,12 +225,12 @@ put_slots(const char *dir, uint64_t sa, uint64_t sb)
     remove(path);
     if (sa) {
         payload_for(sa, p);
-        n = sb_record_encode(1, sa, p, sizeof(p), rec);
+        n = sb_record_encode(SB_VERSION, sa, p, sizeof(p), rec);
         tu_write_file(dir, VS_SUPERBLOCK_A, rec, n);
     }
     if (sb) {
         payload_for(sb, p);
-        size_t m = sb_record_encode(1, sb, p, sizeof(p), rec);
+        size_t m = sb_record_encode(SB_VERSION, sb, p, sizeof(p), rec);
         tu_write_file(dir, VS_SUPERBLOCK_B, rec, m);
     }
     return n;
@@ -215,9 +267,10 @@ START_TEST(test_every_bit_flip)
                 if (r.verdict != SB_UNREADABLE)
                     ck_abort_msg("scenario %zu byte %zu bit %d: verdict %s", k,
                                  byte, bit, sb_verdict_name(r.verdict));
-                ck_assert(r.slot[sc[k].flip_slot].state == SB_SLOT_CORRUPT ||
-                          r.slot[sc[k].flip_slot].state ==
-                              SB_SLOT_UNKNOWN_VERSION);
+                /* the checksum is verified before the version is read:
+                 * a flip in the version field is corruption too */
+                ck_assert_int_eq(r.slot[sc[k].flip_slot].state,
+                                 SB_SLOT_CORRUPT);
                 ck_assert_ptr_nonnull(strstr(r.reason, name));
                 flips++;
             }
@@ -236,7 +289,7 @@ START_TEST(test_every_bit_flip)
         free(after);
         free(orig);
     }
-    ck_assert_uint_eq(flips, 3 * 102 * 8);
+    ck_assert_uint_eq(flips, 3 * (36 + VSR_STATE_SIZE) * 8);
     tu_rm_rf(dir);
 }
 END_TEST
@@ -259,13 +312,13 @@ put_combo_slot(const char *dir, int slot, enum combo c)
     case C_NEW:
     case C_CORRUPT:
         payload_for(c == C_NEW ? 2 : 1, p);
-        n = sb_record_encode(1, c == C_NEW ? 2 : 1, p, sizeof(p), rec);
+        n = sb_record_encode(SB_VERSION, c == C_NEW ? 2 : 1, p, sizeof(p), rec);
         if (c == C_CORRUPT)
             rec[40] ^= 0x10;
         break;
-    default: /* unknown version: a clean record of version 2 */
+    default: /* unknown version: a clean record of version 3 */
         payload_for(2, p);
-        n = sb_record_encode(2, 2, p, sizeof(p), rec);
+        n = sb_record_encode(SB_VERSION + 1, 2, p, sizeof(p), rec);
         break;
     }
     tu_write_file(dir, name, rec, n);

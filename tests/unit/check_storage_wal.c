@@ -9,6 +9,8 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +80,7 @@ START_TEST(test_append_index_roundtrip)
     ck_assert_int_eq(wal_open(&w, &io, fx.meta, NULL, &s), 0);
     ck_assert_int_eq(s.verdict, WAL_CLEAN);
     ck_assert_uint_eq(s.entries, N_ENTRIES);
-    ck_assert_uint_eq(s.per_version[1], N_ENTRIES);
+    ck_assert_uint_eq(s.per_version[VS_WIRE_FORMAT_VERSION], N_ENTRIES);
     ck_assert_uint_eq(wal_first_op(&w), 1);
     ck_assert_uint_eq(wal_last_op(&w), N_ENTRIES);
     ck_assert_uint_eq(s.file_size, fx.offset[N_ENTRIES]);
@@ -88,7 +90,8 @@ START_TEST(test_append_index_roundtrip)
         ck_assert_int_eq(memcmp(h, &fx.hdr[op - 1], sizeof(*h)), 0);
         uint8_t buf[256], want[256];
         struct vs_hdr_prepare tmp;
-        tu_prepare(&tmp, want, body_len_of(op), op, h->parent, 1);
+        tu_prepare(&tmp, want, body_len_of(op), op, h->parent,
+                   VS_WIRE_FORMAT_VERSION);
         ck_assert_int_eq(wal_read_body(&w, op, buf, sizeof(buf)),
                          (long)body_len_of(op));
         ck_assert_int_eq(memcmp(buf, want, body_len_of(op)), 0);
@@ -110,8 +113,14 @@ START_TEST(test_append_index_roundtrip)
     tu_prepare(&h, body, 10, N_ENTRIES + 1, last, 1);
     body[3] ^= 1;
     ck_assert_int_eq(wal_append(&w, &h, body, 10), -EINVAL);
-    tu_prepare(&h, body, 10, N_ENTRIES + 1, last, 2);
+    tu_prepare(&h, body, 10, N_ENTRIES + 1, last, 3);
     ck_assert_int_eq(wal_append(&w, &h, body, 10), -EINVAL);
+    /* a re-stamped view without a re-stamped checksum_view is sealed by
+     * the journal itself: the stored entry verifies */
+    tu_prepare(&h, body, 10, N_ENTRIES + 1, last, VS_WIRE_FORMAT_V2);
+    h.f.view = 9;
+    ck_assert(!vs_prepare_verify_view(&h));
+    ck_assert_int_eq(wal_append(&w, &h, body, 9), -EINVAL);
     tu_prepare(&h, body, 10, N_ENTRIES + 1, last, 1);
     ck_assert_int_eq(wal_append(&w, &h, body, 9), -EINVAL);
     ck_assert_int_eq(wal_append(&w, &h, body, 10), 0);
@@ -180,14 +189,18 @@ START_TEST(test_truncate_every_length)
 END_TEST
 
 /* A flip of any bit in an interior entry -> interior corruption naming
- * that op and offset. The view field is outside the identity checksum by
- * design (retransmits re-stamp it), so flips there stay invisible. */
+ * that op and offset. In format 1 the view field is outside every
+ * checksum (retransmits re-stamp it), so flips there stay invisible; in
+ * format 2 checksum_view covers it. Run for both formats. */
 START_TEST(test_interior_flip)
 {
     struct sio_fault f;
     sio_fault_init(&f, 1);
     struct fixture fx;
-    build(&fx, &f.io, NULL, NULL);
+    const uint32_t v1[N_ENTRIES] = {1, 1, 1, 1, 1, 1};
+    const uint32_t v2[N_ENTRIES] = {2, 2, 2, 2, 2, 2};
+    const int legacy = _i == 0;
+    build(&fx, &f.io, legacy ? v1 : v2, NULL);
     size_t full;
     uint8_t *orig = wal_bytes(&fx, &full);
     const uint64_t op = 3; /* interior */
@@ -201,7 +214,7 @@ START_TEST(test_interior_flip)
         struct wal_options ro = {.read_only = 1};
         ck_assert_int_eq(wal_scan_file(&f.io, fx.meta, &ro, &s), 0);
         uint64_t rel = i - start;
-        if (rel >= 52 && rel < 56) {
+        if (legacy && rel >= 52 && rel < 56) {
             ck_assert_int_eq(s.verdict, WAL_CLEAN);
             continue;
         }
@@ -235,8 +248,6 @@ START_TEST(test_damaged_tail)
     uint64_t start = fx.offset[N_ENTRIES - 1];
     for (uint64_t i = start; i < full; i++) {
         uint64_t rel = i - start;
-        if (rel >= 52 && rel < 56)
-            continue; /* view: outside the identity, see above */
         orig[i] ^= 0x20;
         put_wal(&fx, orig, full);
         orig[i] ^= 0x20;
@@ -248,9 +259,9 @@ START_TEST(test_damaged_tail)
             ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
             ck_assert_uint_eq(s.bad_op, N_ENTRIES);
             ck_assert_ptr_nonnull(strstr(s.reason, "body checksum"));
-        } else { /* header: damaged, or torn if no longer a header */
-            ck_assert(s.verdict == WAL_DAMAGED_TAIL ||
-                      s.verdict == WAL_TORN_TAIL);
+        } else { /* header: damaged (DESIGN §4: a non-zero header) */
+            ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
+            ck_assert_uint_eq(s.bad_op, N_ENTRIES);
         }
     }
     /* body flip: refused without the flag, cut with it */
@@ -309,8 +320,15 @@ gate_v1_v2(uint32_t release)
     return release == 1 || release == 2;
 }
 
+static int
+gate_v1(uint32_t release)
+{
+    return release == 1;
+}
+
 /* The format gate: a v1-only decoder refuses version-2 entries (typed),
- * a decoder knowing {1, 2} reads a WAL mixing both. */
+ * this release (knowing {1, 2}) reads a WAL mixing both, appends to it
+ * and boots it again. */
 START_TEST(test_format_gate)
 {
     struct sio_fault f;
@@ -326,8 +344,30 @@ START_TEST(test_format_gate)
     ck_assert_uint_eq(s.per_version[1], 3);
     ck_assert_uint_eq(s.per_version[2], 3);
     wal_close(&w);
-    /* default gate (this release: {1}) */
-    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), -EBADMSG);
+    /* the default gate is this release's: {1, 2} */
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_CLEAN);
+    ck_assert_uint_eq(s.entries, N_ENTRIES);
+    {
+        uint8_t nb[16];
+        struct vs_hdr_prepare nh;
+        tu_prepare(&nh, nb, sizeof(nb), N_ENTRIES + 1,
+                   fx.hdr[N_ENTRIES - 1].f.checksum, VS_WIRE_FORMAT_V1);
+        ck_assert_int_eq(wal_append(&w, &nh, nb, sizeof(nb)), 0);
+        tu_prepare(&nh, nb, sizeof(nb), N_ENTRIES + 2, nh.f.checksum,
+                   VS_WIRE_FORMAT_V2);
+        ck_assert_int_eq(wal_append(&w, &nh, nb, sizeof(nb)), 0);
+    }
+    wal_close(&w);
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_CLEAN);
+    ck_assert_uint_eq(s.per_version[1], 4);
+    ck_assert_uint_eq(s.per_version[2], 4);
+    ck_assert_int_eq(wal_truncate_from(&w, N_ENTRIES + 1), 0);
+    wal_close(&w);
+    /* a v1-only decoder */
+    struct wal_options only1 = {.format_known = gate_v1};
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, &only1, &s), -EBADMSG);
     ck_assert_int_eq(s.verdict, WAL_UNKNOWN_FORMAT);
     ck_assert_uint_eq(s.bad_op, 3);
     ck_assert_uint_eq(s.bad_release, 2);
@@ -567,6 +607,149 @@ START_TEST(test_drain_faults)
 }
 END_TEST
 
+/* A WAL of two entries: op 1 sized so op 2 (the last, with a body of
+ * last_body bytes) starts k bytes before a 4 KiB boundary (k = 0: on
+ * it). Returns the file length; *at gets op 2's offset. */
+static size_t
+build_at_boundary(struct fixture *fx, struct vs_sio *io, unsigned k,
+                  size_t last_body, uint64_t *at)
+{
+    tu_mkdtemp(fx->dir, sizeof(fx->dir), fx->meta, sizeof(fx->meta));
+    struct wal w;
+    ck_assert_int_eq(wal_open(&w, io, fx->meta, NULL, NULL), 0);
+    size_t first_body = 4096 - VS_HEADER_SIZE - k;
+    uint8_t *body = vs_xmalloc(first_body + last_body + 1);
+    struct vs_u128 zero = {0, 0};
+    tu_prepare(&fx->hdr[0], body, first_body, 1, zero, VS_WIRE_FORMAT_VERSION);
+    ck_assert_int_eq(wal_append(&w, &fx->hdr[0], body, first_body), 0);
+    tu_prepare(&fx->hdr[1], body, last_body, 2, fx->hdr[0].f.checksum,
+               VS_WIRE_FORMAT_VERSION);
+    ck_assert_int_eq(wal_append(&w, &fx->hdr[1], body, last_body), 0);
+    wal_close(&w);
+    free(body);
+    *at = VS_HEADER_SIZE + first_body;
+    return (size_t)(*at + VS_HEADER_SIZE + last_body);
+}
+
+/* Placements of the last entry's header against a 4 KiB boundary: on
+ * it, and a boundary after header byte k for each k below. */
+static const unsigned k_cases[] = {0, 1, 60, 200, 248, 255};
+#define K_CASES (sizeof(k_cases) / sizeof(k_cases[0]))
+
+/* DESIGN §4: for the last entry of a WAL whose entries were all
+ * acknowledged, no single-bit flip of any byte is silently cut -- every
+ * one is a damaged tail (refused by a one-replica node, nothing cut),
+ * whatever the entry's placement against a 4 KiB boundary, with and
+ * without a body. */
+START_TEST(test_last_entry_every_flip)
+{
+    struct sio_fault f;
+    sio_fault_init(&f, 1);
+    unsigned flips = 0;
+    for (unsigned kc = 0; kc < K_CASES; kc++) {
+        for (size_t bl = 0; bl <= 24; bl += 24) {
+            struct fixture fx;
+            uint64_t at;
+            size_t full = build_at_boundary(&fx, &f.io, k_cases[kc], bl, &at);
+            size_t len;
+            uint8_t *orig = wal_bytes(&fx, &len);
+            ck_assert_uint_eq(len, full);
+            ck_assert_uint_eq((at + k_cases[kc]) % 4096, 0);
+            char path[400];
+            snprintf(path, sizeof(path), "%s/%s", fx.meta, VS_JOURNAL_FILE);
+            int fd = open(path, O_WRONLY);
+            ck_assert_int_ge(fd, 0);
+            for (uint64_t i = at; i < full; i++) {
+                for (int bit = 0; bit < 8; bit++) {
+                    uint8_t x = orig[i] ^ (uint8_t)(1u << bit);
+                    ck_assert_int_eq(pwrite(fd, &x, 1, (off_t)i), 1);
+                    struct wal_scan s;
+                    struct wal_options ro = {.read_only = 1};
+                    ck_assert_int_eq(wal_scan_file(&f.io, fx.meta, &ro, &s), 0);
+                    if (s.verdict != WAL_DAMAGED_TAIL || s.bad_op != 2 ||
+                        s.entries != 1)
+                        ck_abort_msg("k %u body %zu byte %llu bit %d: %s "
+                                     "(%s)",
+                                     k_cases[kc], bl,
+                                     (unsigned long long)(i - at), bit,
+                                     wal_verdict_name(s.verdict), s.reason);
+                    flips++;
+                }
+                ck_assert_int_eq(pwrite(fd, &orig[i], 1, (off_t)i), 1);
+            }
+            close(fd);
+            /* the writable open refuses and cuts nothing */
+            orig[at + 60] ^= 1; /* the command byte */
+            put_wal(&fx, orig, full);
+            struct wal w;
+            struct wal_scan s;
+            ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), -EBADMSG);
+            ck_assert_ptr_nonnull(strstr(s.reason, "op 2"));
+            free(tu_read_file(fx.meta, VS_JOURNAL_FILE, &len));
+            ck_assert_uint_eq(len, full);
+            orig[at + 60] ^= 1;
+            orig[at + 51] ^= 0x80; /* the high byte of size */
+            put_wal(&fx, orig, full);
+            ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), -EBADMSG);
+            ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
+            free(orig);
+            tu_rm_rf(fx.dir);
+        }
+    }
+    ck_assert_uint_eq(flips, K_CASES * (256 + 280) * 8);
+}
+END_TEST
+
+/* A crash while appending a new entry after acknowledged ones: every
+ * prefix of the new entry, and every prefix up to a 4 KiB boundary
+ * inside its header followed by zeros (page granularity), boots with the
+ * acknowledged entries intact and the new one cut. */
+START_TEST(test_partial_write_boots)
+{
+    struct sio_fault f;
+    sio_fault_init(&f, 1);
+    unsigned cases = 0;
+    for (unsigned kc = 0; kc < K_CASES; kc++) {
+        struct fixture fx;
+        uint64_t at;
+        size_t full = build_at_boundary(&fx, &f.io, k_cases[kc], 24, &at);
+        size_t len;
+        uint8_t *orig = wal_bytes(&fx, &len);
+        uint8_t *b = vs_xmalloc(full);
+        for (size_t p = at; p < full; p++) { /* the file ends at p */
+            put_wal(&fx, orig, p);
+            struct wal w;
+            struct wal_scan s;
+            ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), 0);
+            ck_assert_uint_eq(w.count, 1);
+            ck_assert_int_eq(s.cut, p != at);
+            wal_close(&w);
+            cases++;
+        }
+        /* pages: bytes before the boundary landed, zeros after, the file
+         * extended to the header's end or to the entry's */
+        size_t ends[] = {(size_t)at + VS_HEADER_SIZE, full};
+        for (size_t e = 0; e < 2; e++) {
+            memcpy(b, orig, full);
+            memset(b + at + k_cases[kc], 0, full - at - k_cases[kc]);
+            put_wal(&fx, b, ends[e]);
+            struct wal w;
+            struct wal_scan s;
+            ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), 0);
+            if (s.verdict != WAL_TORN_TAIL)
+                ck_abort_msg("k %u: %s", k_cases[kc], s.reason);
+            ck_assert_uint_eq(w.count, 1);
+            wal_close(&w);
+            cases++;
+        }
+        free(b);
+        free(orig);
+        tu_rm_rf(fx.dir);
+    }
+    ck_assert_uint_eq(cases, K_CASES * (280 + 2));
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -575,7 +758,9 @@ suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_append_index_roundtrip);
     tcase_add_test(tc, test_truncate_every_length);
-    tcase_add_test(tc, test_interior_flip);
+    tcase_add_loop_test(tc, test_interior_flip, 0, 2);
+    tcase_add_test(tc, test_last_entry_every_flip);
+    tcase_add_test(tc, test_partial_write_boots);
     tcase_add_test(tc, test_damaged_tail);
     tcase_add_test(tc, test_zero_tail_is_torn);
     tcase_add_test(tc, test_format_gate);

@@ -230,7 +230,7 @@ START_TEST(test_backup_refuses_bad_prepares)
     reseal(f);
     ck_assert_int_eq(vsr_on_message(b, f, c.len), VSR_DROP_GROUP);
     memcpy(f, c.frame, c.len);
-    p->f.release = 2;
+    p->f.release = VS_WIRE_FORMAT_V2 + 1;
     reseal(f);
     ck_assert_int_eq(vsr_on_message(b, f, c.len), VSR_DROP_RELEASE);
     /* newer view (not part of the identity) needs the view change */

@@ -262,7 +262,9 @@ START_TEST(test_names)
     ck_assert_str_eq(vs_command_name(VS_CMD_PREPARE), "Prepare");
     ck_assert_str_eq(vs_command_name(VS_CMD_FORWARD_LOGOUT_RESULT),
                      "ForwardLogoutResult");
-    ck_assert_str_eq(vs_command_name(30), "unknown");
+    ck_assert_str_eq(vs_command_name(VS_CMD_FORWARD_REQUEST), "ForwardRequest");
+    ck_assert_str_eq(vs_command_name(VS_CMD_FORWARD_RESULT), "ForwardResult");
+    ck_assert_str_eq(vs_command_name(32), "unknown");
     ck_assert_str_eq(vs_operation_name(VS_OP_CREATE_STREAM), "CreateStream");
     ck_assert_str_eq(vs_operation_name(VS_OP_LEAVE_CONSUMER_GROUP),
                      "LeaveConsumerGroup");
@@ -288,8 +290,10 @@ START_TEST(test_structure_check)
     h.f.size = 1025;
     ck_assert_int_eq(vs_header_check_structure(&h, 1024), -EPROTO);
     h.f.size = 300;
-    h.f.command = 30;
+    h.f.command = 32;
     ck_assert_int_eq(vs_header_check_structure(&h, 1024), -EPROTO);
+    h.f.command = VS_CMD_FORWARD_RESULT;
+    ck_assert_int_eq(vs_header_check_structure(&h, 1024), 0);
     ck_assert(vs_wire_format_known(VS_WIRE_FORMAT_VERSION));
     ck_assert(!vs_wire_format_known(0));
     ck_assert(!vs_wire_format_known(VS_WIRE_FORMAT_VERSION + 1));

@@ -151,8 +151,10 @@ fx_boot(struct fx *f, char *err, size_t errlen)
     struct vs_lr_writer_opts wo = {.deadline_ns = 1000000000ull};
     lr_writer_start(&f->lr, &wo);
     int rc = shard0_boot(&f->cfg, &f->rec, err, errlen);
-    if (rc != 0)
+    if (rc != 0) { /* a refused boot: release what it read */
+        shard0_recovered_fini(&f->rec);
         return rc;
+    }
     struct commit_options o = {
         .cfg = &f->cfg,
         .lr = &f->lr,

@@ -148,6 +148,45 @@ vsc_cluster(struct vsc *c, struct vsc_cluster *cl)
     return 0;
 }
 
+int
+vsc_replica_status(struct vsc *c, struct vsc_replica_status *out)
+{
+    struct vsc_reply rep;
+    struct vs_rbuf r;
+    int rc = vsc_call(c, VSC_GET_REPLICA_STATUS, NULL, 0, &rep);
+    if (rc != 0)
+        return rc;
+    memset(out, 0, sizeof *out);
+    vs_rbuf_init(&r, rep.payload, rep.payload_len);
+    out->count = vs_rd_u32(&r);
+    out->self = vs_rd_u8(&r);
+    out->status = vs_rd_u8(&r);
+    out->leader = vs_rd_u8(&r);
+    out->view = vs_rd_u32(&r);
+    out->log_view = vs_rd_u32(&r);
+    out->op = vs_rd_u64(&r);
+    out->commit_min = vs_rd_u64(&r);
+    out->commit_max = vs_rd_u64(&r);
+    out->checkpoint_op = vs_rd_u64(&r);
+    out->checkpoint_checksum = vs_rd_u128(&r);
+    if (r.err || out->count > 32)
+        return vsc_bad_reply(c);
+    for (uint32_t i = 0; i < out->count; i++) {
+        uint32_t n = vs_rd_u32(&r);
+        const uint8_t *a = vs_rd_bytes(&r, n);
+        if (a == NULL || n >= sizeof out->nodes[i].addr)
+            return vsc_bad_reply(c);
+        memcpy(out->nodes[i].addr, a, n);
+        out->nodes[i].addr[n] = '\0';
+        out->nodes[i].role = vs_rd_u8(&r);
+        out->nodes[i].status = vs_rd_u8(&r);
+        out->nodes[i].link = vs_rd_u8(&r);
+        out->nodes[i].bytes_in = vs_rd_u64(&r);
+        out->nodes[i].bytes_out = vs_rd_u64(&r);
+    }
+    return r.err ? vsc_bad_reply(c) : 0;
+}
+
 static void
 vsc_rd_client_info(struct vs_rbuf *r, struct vsc_client_info *ci)
 {

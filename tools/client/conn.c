@@ -20,6 +20,14 @@
  *     deadline.
  *  5. An eviction throws the session away (the server ended it): the
  *     connection is closed and the handle is logged out.
+ * Leader following (a cluster): after every Register the handle reads
+ * GetClusterMetadata; a healthy Leader at another address makes it
+ * close, connect there and Register again with the same client id (a new
+ * session epoch; the client table keeps its watermark and cached
+ * replies), at most VSC_HOPS_MAX times. A connect that fails tries the
+ * other known addresses (vsc_opts.more_addrs and every node the metadata
+ * listed). A 58 whose body names the leader ([len u32][HOST:PORT]: the
+ * partition plane on a backup) moves there and resends.
  * Invariants: one request in flight; the fd is non-blocking and every
  * wait is a poll() bounded by the deadline; SIGPIPE is never raised
  * (MSG_NOSIGNAL).
@@ -74,7 +82,25 @@ struct vsc {
     size_t reply_len;
     size_t reply_cap;
     char err[512];
+    int follow;                    /* leader following on */
+    int settling;                  /* inside vsc_settle */
+    char known[VSC_KNOWN_MAX][64]; /* node addresses learnt */
+    unsigned n_known;
 };
+
+/* Remembers a node address (deduplicated, bounded). */
+static void
+vsc_known_add(struct vsc *c, const char *addr)
+{
+    size_t n = strlen(addr);
+    if (n == 0 || n >= sizeof(c->known[0]))
+        return;
+    for (unsigned i = 0; i < c->n_known; i++)
+        if (strcmp(c->known[i], addr) == 0)
+            return;
+    if (c->n_known < VSC_KNOWN_MAX)
+        memcpy(c->known[c->n_known++], addr, n + 1);
+}
 
 static struct vs_u128
 vsc_random_id(void)
@@ -103,6 +129,19 @@ vsc_create(const struct vsc_opts *o)
     c->io_timeout_ms = o && o->io_timeout_ms ? o->io_timeout_ms : 30000;
     c->reconnects = o && o->reconnects ? o->reconnects : 3;
     c->fd = -1;
+    c->follow = !(o && o->no_follow);
+    vsc_known_add(c, c->addr);
+    for (const char *p = o ? o->more_addrs : NULL; p != NULL && *p != '\0';) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        char one[64];
+        if (n > 0 && n < sizeof(one)) {
+            memcpy(one, p, n);
+            one[n] = '\0';
+            vsc_known_add(c, one);
+        }
+        p = comma ? comma + 1 : NULL;
+    }
     c->client = vsc_random_id();
     c->counter = 1;
     vs_wbuf_init(&c->req);
@@ -411,18 +450,67 @@ vsc_sleep_ms(uint32_t ms)
 }
 
 static int vsc_register(struct vsc *c, uint32_t *user_id);
+static int vsc_settle(struct vsc *c);
 
-/* Reconnects and, if the handle was logged in, registers again with the
- * same client id. 0, an Iggy code, or -errno. */
+const char *
+vsc_addr(const struct vsc *c)
+{
+    return c->addr;
+}
+
+/* Connects to the current address, else to each other known address in
+ * turn (the first that answers becomes current). 0 or vsc_connect's
+ * error for the current address. */
+static int
+vsc_connect_any(struct vsc *c)
+{
+    int rc = vsc_connect(c);
+    if (rc == 0 || c->n_known < 2)
+        return rc;
+    char first[256], err[512];
+    snprintf(first, sizeof first, "%s", c->addr);
+    snprintf(err, sizeof err, "%s", c->err);
+    for (unsigned i = 0; i < c->n_known; i++) {
+        if (strcmp(c->known[i], first) == 0)
+            continue;
+        memcpy(c->addr, c->known[i], strlen(c->known[i]) + 1);
+        if (vsc_connect(c) == 0)
+            return 0;
+    }
+    snprintf(c->addr, sizeof c->addr, "%s", first);
+    snprintf(c->err, sizeof c->err, "%s", err);
+    return rc;
+}
+
+/* Reconnects (any known node) and, if the handle was logged in,
+ * registers again with the same client id, then follows the leader.
+ * 0, an Iggy code, or -errno. */
 static int
 vsc_reestablish(struct vsc *c)
 {
-    int rc = vsc_connect(c);
+    int rc = vsc_connect_any(c);
     if (rc != 0)
         return rc;
     if (c->login == VSC_LOGIN_NONE)
         return 0;
-    return vsc_register(c, NULL);
+    rc = vsc_register(c, NULL);
+    return rc == 0 ? vsc_settle(c) : rc;
+}
+
+/* The leader a 58 reply names in its body, into addr: 1, else 0. */
+static int
+vsc_refused_for_leader(const struct vsc *c, char *addr, size_t cap)
+{
+    if (c->reply_len < VS_HEADER_SIZE + 4)
+        return 0;
+    const uint8_t *b = c->reply + VS_HEADER_SIZE;
+    uint32_t n;
+    memcpy(&n, b, 4);
+    if (n == 0 || n >= cap || n > c->reply_len - VS_HEADER_SIZE - 4)
+        return 0;
+    memcpy(addr, b + 4, n);
+    addr[n] = '\0';
+    return strcmp(addr, c->addr) != 0;
 }
 
 static int
@@ -469,8 +557,23 @@ vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok)
             return vsc_fail(c, rc, "request");
         }
         rc = vsc_reply_decode(c->reply, c->reply_len, r);
+        char leader[64];
+        if (rc == VS_E_NOT_ACCEPTED && r->command == VS_CMD_REPLY &&
+            resend_ok && c->follow && c->login != VSC_LOGIN_NONE &&
+            vs_monotonic_ns() < deadline &&
+            vsc_refused_for_leader(c, leader, sizeof leader)) {
+            /* Served by the leader only: move there and resend. */
+            vsc_close(c);
+            vsc_known_add(c, leader);
+            snprintf(c->addr, sizeof c->addr, "%s", leader);
+            vsc_sleep_ms(20);
+            continue;
+        }
+        /* Resend only while a resend can still be answered in time, so
+         * the caller gets the status, not a timeout, at the deadline. */
         if ((rc == VS_E_TRANSIENT_NOT_COMMITTED || rc == VS_E_NOT_ACCEPTED) &&
-            r->command == VS_CMD_REPLY && vs_monotonic_ns() < deadline) {
+            r->command == VS_CMD_REPLY &&
+            vs_monotonic_ns() + 250000000ull < deadline) {
             vsc_sleep_ms(50);
             continue;
         }
@@ -533,6 +636,76 @@ vsc_register(struct vsc *c, uint32_t *user_id)
     return 0;
 }
 
+/* Leader following (file comment): 0, or the error of a failed move
+ * (the handle then stays connected where it could). */
+static int
+vsc_settle(struct vsc *c)
+{
+    if (!c->follow || c->settling || c->session == 0)
+        return 0;
+    c->settling = 1;
+    struct vs_wbuf saved = c->req;
+    vs_wbuf_init(&c->req);
+    int rc = 0;
+    for (unsigned hop = 0; hop < VSC_HOPS_MAX; hop++) {
+        struct vsc_reply r;
+        vs_wbuf_reset(&c->req);
+        vsc_frame_request(&c->req, c->client, c->session, c->counter,
+                          VS_OP_NON_REPLICATED, VSC_GET_CLUSTER_METADATA, NULL,
+                          0, 0);
+        if (vsc_run(c, &r, 0) != 0)
+            break; /* no metadata: stay (as the SDKs do) */
+        struct vs_rbuf b;
+        vs_rbuf_init(&b, r.payload, r.payload_len);
+        uint32_t n = vs_rd_u32(&b);
+        (void)vs_rd_bytes(&b, n);
+        n = vs_rd_u32(&b);
+        char leader[64] = "";
+        for (uint32_t i = 0; i < n && !b.err && i < 64; i++) {
+            uint32_t k = vs_rd_u32(&b);
+            (void)vs_rd_bytes(&b, k);
+            k = vs_rd_u32(&b);
+            const uint8_t *ip = vs_rd_bytes(&b, k);
+            uint16_t port = vs_rd_u16(&b);
+            (void)vs_rd_bytes(&b, 6);
+            uint8_t role = vs_rd_u8(&b), status = vs_rd_u8(&b);
+            if (b.err || ip == NULL || k == 0 || k > 45 || port == 0)
+                continue;
+            char a[64];
+            snprintf(a, sizeof a, memchr(ip, ':', k) ? "[%.*s]:%u" : "%.*s:%u",
+                     (int)k, (const char *)ip, port);
+            vsc_known_add(c, a);
+            if (role == 0 && status == 0)
+                snprintf(leader, sizeof leader, "%s", a);
+        }
+        if (b.err || n <= 1 || leader[0] == '\0' ||
+            strcmp(leader, c->addr) == 0)
+            break;
+        char here[256];
+        snprintf(here, sizeof here, "%s", c->addr);
+        vsc_close(c);
+        snprintf(c->addr, sizeof c->addr, "%s", leader);
+        rc = vsc_connect(c);
+        if (rc == 0)
+            rc = vsc_register(c, NULL);
+        if (rc != 0) {
+            /* the leader is not reachable from here: go back */
+            vsc_close(c);
+            snprintf(c->addr, sizeof c->addr, "%s", here);
+            int back = vsc_connect_any(c);
+            if (back == 0)
+                back = vsc_register(c, NULL);
+            rc = back;
+            break;
+        }
+    }
+    explicit_bzero(c->req.data, c->req.len);
+    vs_wbuf_fini(&c->req);
+    c->req = saved;
+    c->settling = 0;
+    return rc;
+}
+
 /* Drops the session state: the next login uses a new client id. */
 static void
 vsc_forget_session(struct vsc *c)
@@ -550,11 +723,13 @@ vsc_login_common(struct vsc *c, uint32_t *user_id)
 {
     int rc;
     if (c->fd < 0) {
-        rc = vsc_connect(c);
+        rc = vsc_connect_any(c);
         if (rc != 0)
             return rc;
     }
     rc = vsc_register(c, user_id);
+    if (rc == 0)
+        rc = vsc_settle(c);
     if (rc != 0)
         c->login = VSC_LOGIN_NONE;
     return rc;

@@ -313,7 +313,20 @@ struct vsc_opts {
     uint32_t io_timeout_ms;      /* per request; default 30000 */
     uint32_t reconnects;         /* attempts after a broken request;
                                     default 3 */
+    /* More node addresses ("HOST:PORT,HOST:PORT..."), tried in turn when
+     * the current one cannot be reached; the nodes a cluster's metadata
+     * lists are added as they are learnt. NULL: none. */
+    const char *more_addrs;
+    /* 1: stay on `addr` (no leader following). By default, after every
+     * login (and re-login after a reconnect) the handle reads
+     * GetClusterMetadata and, when another node is the healthy Leader,
+     * moves there and registers again with the same client id (at most
+     * VSC_HOPS_MAX hops), as Iggy's SDKs do; a partition-plane request
+     * refused with 58 naming the leader moves there too. */
+    int no_follow;
 };
+#define VSC_HOPS_MAX  3u
+#define VSC_KNOWN_MAX 16u
 
 struct vsc;
 
@@ -325,6 +338,8 @@ void vsc_destroy(struct vsc *c);
 /* Connects (bounded by connect_timeout_ms). 0 or -errno. */
 int vsc_connect(struct vsc *c);
 void vsc_close(struct vsc *c);
+/* The address the handle uses now (after leader following). */
+const char *vsc_addr(const struct vsc *c);
 /* Changes the address used by the next (re)connect. */
 void vsc_set_addr(struct vsc *c, const char *addr);
 
@@ -364,7 +379,26 @@ int vsc_call(struct vsc *c, uint32_t code, const void *body, size_t len,
 int vsc_ping(struct vsc *c);                             /* 1 */
 int vsc_stats(struct vsc *c, struct vsc_stats *out);     /* 10 */
 int vsc_cluster(struct vsc *c, struct vsc_cluster *out); /* 12 */
-int vsc_me(struct vsc *c, struct vsc_client_info *out);  /* 20 */
+/* GetReplicaStatus (vendor code 9100): the connected node's own account
+ * of the cluster (shard/serve/cluster.h). count 0 on a one-node server. */
+#define VSC_GET_REPLICA_STATUS 9100u
+struct vsc_replica_status {
+    uint32_t count; /* replicas; 0: not a cluster */
+    uint8_t self;
+    uint8_t status; /* 0 normal, 1 view change, 2 recovering */
+    uint8_t leader; /* replica id, 255 none */
+    uint32_t view, log_view;
+    uint64_t op, commit_min, commit_max, checkpoint_op;
+    struct vs_u128 checkpoint_checksum;
+    struct {
+        char addr[64]; /* client address, "" unknown */
+        uint8_t role, status;
+        uint8_t link; /* 0 down, 1 connecting, 2 handshake, 3 up, 255 self */
+        uint64_t bytes_in, bytes_out;
+    } nodes[32];
+};
+int vsc_replica_status(struct vsc *c, struct vsc_replica_status *out);
+int vsc_me(struct vsc *c, struct vsc_client_info *out); /* 20 */
 int vsc_client_get(struct vsc *c, uint32_t id, struct vsc_client_info *out,
                    int *found); /* 21 */
 /* *out heap array, free(). */

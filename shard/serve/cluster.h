@@ -1,0 +1,61 @@
+/*
+ * shard/serve/cluster.h - a data shard's copy of its node's view of the
+ * cluster (FWD_CLUSTER from shard 0, shard/fwd.h) and what it serves
+ * from it.
+ *
+ * Role: GetClusterMetadata on a cluster node lists every replica as
+ * "replica-<id>" at the client address it advertised, `Leader` for the
+ * settled primary of the current view only (none during a view change),
+ * `Follower` for the others, status Healthy / Starting / Unreachable as
+ * shard 0 reports them (shard/zero/cluster_view.h); before the first
+ * report it lists this node alone as a Starting Follower. The vendor read
+ * GetReplicaStatus (SERVE_C_REPLICA_STATUS, NonReplicated, login needed)
+ * returns the whole report for `vstream cluster`:
+ *   [count u32][self u8][status u8][leader u8 (255 none)][view u32]
+ *   [log_view u32][op u64][commit_min u64][commit_max u64]
+ *   [checkpoint_op u64][checkpoint_checksum u128], then per node [addr_len
+ * u32][addr][role u8] [status u8][link u8 (links_state, 255 self)][bytes_in
+ * u64][bytes_out u64] Until partitions are replicated only the leader's node
+ * serves the partition plane (send, poll, offsets, flush): on any other cluster
+ * node such a request is answered status 58 NotAccepted (the SDKs retry it;
+ * ours move to the leader first) with the body [len u32][leader client
+ * address] ("" when no leader is settled), so one partition never has two
+ * histories.
+ * Callers: data shards, on their loop thread.
+ */
+#ifndef VS_SHARD_SERVE_CLUSTER_H
+#define VS_SHARD_SERVE_CLUSTER_H
+
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "shard/fwd.h"
+
+/* Vendor NonReplicated code of GetReplicaStatus. */
+#define SERVE_C_REPLICA_STATUS 9100u
+
+struct serve_cluster {
+    int clustered; /* replica_addrs names more than one replica */
+    int have;      /* a report arrived */
+    uint8_t self;
+    struct fwd_cluster v;
+};
+
+void serve_cluster_init(struct serve_cluster *sc, uint32_t replicas,
+                        uint8_t self);
+/* A FWD_CLUSTER frame from shard 0 (header included): 0, or -EBADMSG
+ * (wrong size or count: dropped). */
+int serve_cluster_on_frame(struct serve_cluster *sc, const void *frame,
+                           uint32_t len);
+/* 1 if this node must refuse the partition plane now; then the refusal
+ * body (the leader's client address) is in body. */
+int serve_cluster_refuses_data(const struct serve_cluster *sc,
+                               struct vs_wbuf *body);
+/* GetClusterMetadata's body for a cluster node. */
+void serve_cluster_write_metadata(const struct serve_cluster *sc,
+                                  const char *cluster, struct vs_wbuf *w);
+/* GetReplicaStatus's body. */
+void serve_cluster_write_status(const struct serve_cluster *sc,
+                                struct vs_wbuf *w);
+
+#endif /* VS_SHARD_SERVE_CLUSTER_H */
