@@ -1211,7 +1211,9 @@ vsr_tick(struct vs_vsr *v)
     if (v->n == 1)
         return;
     vsr_view_tick(v);
-    if (vsr_primary_here(v)) {
+    /* A primary in state transfer falls silent: its backups elect past
+     * it (it cannot commit, and no peer would serve it). */
+    if (vsr_primary_here(v) && !v->xfer) {
         primary_retransmit(v);
         if (v->now >= v->heartbeat_deadline) {
             send_heartbeat(v);
@@ -1335,7 +1337,10 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
     }
     if (o->headers == NULL)
         FAIL("header_count without headers");
-    if (o->header_count > o->journal_slots)
+    /* The journal keeps the checkpoint op's entry when it drains, so it
+     * may hold one entry more than the window: the ones below the state
+     * op only anchor the chain. */
+    if (o->header_count > (size_t)o->journal_slots + 1)
         FAIL("%zu recovered headers exceed %u journal slots", o->header_count,
              o->journal_slots);
     for (size_t i = 0; i < o->header_count; i++) {
@@ -1382,6 +1387,12 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
     if (head < o->commit_min)
         FAIL("journal head %llu behind state op %llu", (unsigned long long)head,
              (unsigned long long)o->commit_min);
+    /* Only the ops above the state op need a ring slot of their own. */
+    uint64_t kept =
+        o->headers[0].op > o->commit_min ? o->headers[0].op : o->commit_min + 1;
+    if (head >= kept && head - kept + 1 > o->journal_slots)
+        FAIL("%zu recovered headers exceed %u journal slots", o->header_count,
+             o->journal_slots);
     uint64_t base = o->headers[0].op - 1 > d->checkpoint_op
                         ? o->headers[0].op - 1
                         : d->checkpoint_op;

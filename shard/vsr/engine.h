@@ -207,7 +207,9 @@ struct vs_vsr_options {
      * them. Empty (count 0) means an empty log: head 0, which is only
      * valid with checkpoint_op 0 (the journal keeps the checkpoint op's
      * entry when it drains, so the chain can continue). At most
-     * journal_slots headers; headers[0].op <= commit_min + 1 (no gap
+     * journal_slots + 1 headers, at most journal_slots of them above
+     * commit_min (a snapshot whose pairing was lost in a crash sits at
+     * the top of a full window); headers[0].op <= commit_min + 1 (no gap
      * between the applied state and the journal). */
     const struct vs_hdr_prepare *headers;
     size_t header_count;

@@ -62,10 +62,13 @@ vsr_transfer_end(struct vs_vsr *v)
 }
 
 /* Drops every slot at or below op; forgets durability above it (the
- * binding cut its journal there) and known headers that do not chain to
- * op's checksum. Returns the lowest op whose append was in flight, or 0. */
+ * binding cut its journal there); keeps the known headers that chain up
+ * from op (a StartView may have installed some above the head) and drops
+ * the rest. *top gets the highest op kept (op if none). Returns the
+ * lowest op whose append was in flight, or 0. */
 static uint64_t
-window_reset(struct vs_vsr *v, uint64_t op, struct vs_u128 op_checksum)
+window_reset(struct vs_vsr *v, uint64_t op, struct vs_u128 op_checksum,
+             uint64_t *top)
 {
     uint64_t stale = 0;
     for (uint32_t i = 0; i < v->slots_n; i++) {
@@ -85,25 +88,23 @@ window_reset(struct vs_vsr *v, uint64_t op, struct vs_u128 op_checksum)
         s->holders = 0;
         s->reply = 0;
     }
-    /* Known headers above op are kept only while they chain to it. */
     uint64_t x = op + 1;
     struct vs_u128 parent = op_checksum;
     int known = !vs_u128_is_zero(op_checksum);
-    for (; x <= v->head; x++) {
-        struct vsr_slot *s = vsr_slot_get(v, x);
-        if (s == NULL)
-            break;
-        if (known && !vs_u128_eq(s->h.parent, parent))
+    for (; x <= op + v->slots_n; x++) {
+        const struct vsr_slot *s = vsr_slot_cget(v, x);
+        if (s == NULL || (known && !vs_u128_eq(s->h.parent, parent)))
             break;
         parent = s->h.f.checksum;
         known = 1;
     }
-    for (; x <= v->head; x++) {
-        struct vsr_slot *s = vsr_slot_get(v, x);
-        if (s == NULL)
-            continue;
-        vsr_msg_unref(s->msg);
-        memset(s, 0, sizeof(*s));
+    *top = x - 1;
+    for (uint32_t i = 0; i < v->slots_n; i++) {
+        struct vsr_slot *s = &v->slots[i];
+        if (s->present && s->h.op > *top) {
+            vsr_msg_unref(s->msg);
+            memset(s, 0, sizeof(*s));
+        }
     }
     return stale;
 }
@@ -129,7 +130,8 @@ vsr_on_state_installed(struct vs_vsr *v, uint64_t op,
     }
     if (v->journal_op > v->nack_floor)
         v->nack_floor = v->journal_op;
-    uint64_t stale = window_reset(v, op, op_checksum);
+    uint64_t top;
+    uint64_t stale = window_reset(v, op, op_checksum, &top);
     if (stale != 0 && (v->stale_lo == 0 || stale < v->stale_lo))
         v->stale_lo = stale;
     v->commit_min = op;
@@ -137,10 +139,7 @@ vsr_on_state_installed(struct vs_vsr *v, uint64_t op,
     v->anchor_unknown = vs_u128_is_zero(op_checksum);
     v->floor = op;
     v->journal_op = op;
-    uint64_t h = v->head > op ? v->head : op;
-    while (h > op && vsr_slot_get(v, h) == NULL)
-        h--;
-    vsr_set_head(v, h);
+    vsr_set_head(v, top);
     if (commit_max > v->commit_max)
         v->commit_max = commit_max;
     if (v->recovery_barrier < op)

@@ -137,13 +137,25 @@ vsr_repair_kick(struct vs_vsr *v)
     struct vs_u128 sum;
     while (hi <= top && !expected(v, hi, &sum))
         hi++;
-    if (hi > top)
-        return; /* nothing verifiable yet: a Commit or SV will tell */
-    uint64_t from = hi >= lo + VSR_REPAIR_MAX ? hi - VSR_REPAIR_MAX + 1 : lo;
-    /* Extend upward over ops still missing (one round, <= the max). */
-    uint64_t to = hi;
-    while (to < top && to - from + 1 < VSR_REPAIR_MAX && missing(v, to + 1))
-        to++;
+    uint64_t from, to;
+    if (hi > top) {
+        /* Nothing verifiable in the window. If ops beyond the whole
+         * window are known committed, ask for lo alone: a peer that
+         * drained it answers RangeEvicted (state transfer); an answer
+         * we cannot verify is dropped. Otherwise a Commit or SV will
+         * tell. */
+        uint64_t known =
+            v->commit_max > v->hb_commit_op ? v->commit_max : v->hb_commit_op;
+        if (v->status != VSR_STATUS_NORMAL || known <= vsr_window_top(v))
+            return;
+        hi = from = to = lo;
+    } else {
+        from = hi >= lo + VSR_REPAIR_MAX ? hi - VSR_REPAIR_MAX + 1 : lo;
+        /* Extend upward over ops still missing (one round, <= the max). */
+        to = hi;
+        while (to < top && to - from + 1 < VSR_REPAIR_MAX && missing(v, to + 1))
+            to++;
+    }
     uint8_t peer;
     if (!pick_peer(v, hi, &peer))
         return;

@@ -471,8 +471,18 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
     for (uint64_t x = lo; x <= top && x <= window; x++)
         if (headers[x - lo] != NULL && x > v->commit_min)
             header_install(v, headers[x - lo]);
-    if (vsr_slot_cget(v, top) != NULL || top == v->commit_min || top == 0)
+    if (vsr_slot_cget(v, top) != NULL || top == v->commit_min || top == 0) {
         vsr_set_head(v, top);
+    } else {
+        /* The top lies beyond the window: the head is the highest header
+         * installed (a prepare at head + 1 must never find its slot taken
+         * by a known header). */
+        uint64_t h = top < window ? top : window;
+        while (h > v->head && vsr_slot_cget(v, h) == NULL)
+            h--;
+        if (h > v->head)
+            vsr_set_head(v, h);
+    }
     if (commit > v->commit_max)
         v->commit_max = commit;
     /* A faulty op the view's log does not reach was never committed:
@@ -686,8 +696,8 @@ vsr_view_after_durable(struct vs_vsr *v, uint64_t op)
             }
         }
     }
-    if (!v->merged || v->status != VSR_STATUS_VIEW_CHANGE)
-        return;
+    if (!v->merged || v->status != VSR_STATUS_VIEW_CHANGE || v->xfer)
+        return; /* a transferring candidate never starts its view */
     uint64_t from = v->commit_max + 1;
     for (uint64_t x = from; x <= v->head; x++) {
         const struct vsr_slot *s = vsr_slot_cget(v, x);

@@ -23,7 +23,11 @@
  *  - a snapshot behind the receiver's commit_min: table-only install;
  *  - an install without the snapshot op's checksum (learned from the
  *    first canonical header above it);
- *  - API refusals (not armed, twice, n = 1, bad op / commit_max).
+ *  - API refusals (not armed, twice, n = 1, bad op / commit_max);
+ *  - a seeded swarm (40 runs of n = 3, 10 of n = 5): loss, duplication,
+ *    reordering, crashes of any replica (the primary too) long enough to
+ *    fall past the peers' checkpoints, crashes mid-transfer, random
+ *    checkpoint timing (a pairing lost in a crash at a full window).
  */
 #include "config.h"
 
@@ -191,7 +195,13 @@ static void
 restart(struct sim *s, unsigned i)
 {
     char why[160];
-    ck_assert_msg(sim_restart(s, i, why, sizeof(why)) == 0, "%s", why);
+    uint64_t first = s->r[i].journal_first;
+    ck_assert_msg(sim_restart(s, i, why, sizeof(why)) == 0,
+                  "%s (first %llu ckpt %llu snap %llu installs %llu)", why,
+                  (unsigned long long)first,
+                  (unsigned long long)s->r[i].sb.checkpoint_op,
+                  (unsigned long long)s->r[i].snap_op,
+                  (unsigned long long)s->r[i].installs);
 }
 
 static void
@@ -487,6 +497,138 @@ START_TEST(test_api_refusals)
 }
 END_TEST
 
+static void
+dump(struct sim *s)
+{
+    for (unsigned i = 0; i < s->n; i++) {
+        if (s->r[i].eng == NULL) {
+            fprintf(stderr, "r%u down\n", i);
+            continue;
+        }
+        struct vs_vsr_info in;
+        vsr_info(s->r[i].eng, &in);
+        fprintf(stderr,
+                "r%u st=%d view=%u lv=%u op=%llu jop=%llu cmin=%llu "
+                "cmax=%llu ckpt=%llu applied=%llu miss=%llu xfer=%d/%d "
+                "st_t=%d first=%llu snap=%llu inst=%llu src=%u\n",
+                i, in.status, in.view, in.log_view, (unsigned long long)in.op,
+                (unsigned long long)in.journal_op,
+                (unsigned long long)in.commit_min,
+                (unsigned long long)in.commit_max,
+                (unsigned long long)in.checkpoint_op,
+                (unsigned long long)s->r[i].applied,
+                (unsigned long long)in.missing, s->r[i].xfer, in.transferring,
+                in.state_transfer, (unsigned long long)s->r[i].journal_first,
+                (unsigned long long)s->r[i].snap_op,
+                (unsigned long long)s->r[i].installs, s->r[i].xfer_src);
+    }
+}
+
+struct swarm_cov {
+    uint64_t installs, table_only, retargets, triggers, evicted;
+};
+
+/* One seeded run: loss, duplication, reordering; replicas crash for long
+ * enough to fall past the peers' checkpoints (the primary too), restart,
+ * transfer while load continues; at the end everyone converges to one
+ * state with equal snapshots. */
+static void
+swarm_run(unsigned n, uint64_t seed, struct swarm_cov *cov)
+{
+    struct sim *s = sim_new(n, seed, 0);
+    s->xfer_ticks = 5 + (unsigned)(sim_rand(s) % 120);
+    s->loss_per_mille = 20;
+    s->dup_per_mille = 10;
+    s->delay_max = 3;
+    int down = -1;
+    uint64_t down_at = 0;
+    for (unsigned round = 0; round < 14; round++) {
+        unsigned per = 8 + (unsigned)(sim_rand(s) % 12);
+        submit(s, per, 3000);
+        for (int t = 0; t < 40; t++)
+            sim_step(s);
+        for (unsigned i = 0; i < n; i++) {
+            struct sim_replica *r = &s->r[i];
+            if (r->eng != NULL && !r->xfer &&
+                r->applied > r->sb.checkpoint_op && r->applied > r->snap_op &&
+                sim_rand(s) % 2 == 0)
+                sim_checkpoint(s, i); /* -EBUSY: a pairing in flight */
+        }
+        uint64_t dice = sim_rand(s) % 10;
+        if (down < 0 && dice < 3) {
+            /* the primary now and then, else a random replica */
+            int p = settled(s);
+            down = dice == 0 && p >= 0 ? p : (int)(sim_rand(s) % n);
+            sim_crash(s, (unsigned)down);
+            down_at = round;
+        } else if (down >= 0 && (round - down_at >= 3 || dice == 9)) {
+            restart(s, (unsigned)down);
+            down = -1;
+        } else if (down < 0 && dice == 4) {
+            /* a replica mid-transfer (if any) crashes and restarts */
+            for (unsigned i = 0; i < n; i++) {
+                if (s->r[i].eng != NULL && s->r[i].xfer) {
+                    sim_crash(s, i);
+                    restart(s, i);
+                    break;
+                }
+            }
+        }
+        ck_assert_msg(s->violations == 0, "seed %llu: %s",
+                      (unsigned long long)seed, s->violation);
+    }
+    if (down >= 0)
+        restart(s, (unsigned)down);
+    s->loss_per_mille = 0;
+    s->dup_per_mille = 0;
+    submit(s, 3, 5000);
+    /* As a binding does, replicas checkpoint on their own meanwhile (a
+     * pairing lost in a crash is written again). */
+    int ok = 0;
+    for (int k = 0; k < 100 && !ok; k++) {
+        ok = converge(s, 200) >= 0;
+        for (unsigned i = 0; i < n && !ok; i++) {
+            struct sim_replica *r = &s->r[i];
+            if (r->eng != NULL && !r->xfer &&
+                r->applied > r->sb.checkpoint_op + 8)
+                sim_checkpoint(s, i);
+        }
+    }
+    if (!ok)
+        dump(s);
+    ck_assert_msg(ok, "seed %llu: no convergence", (unsigned long long)seed);
+    assert_equal_snapshots(s);
+    ck_assert_msg(s->violations == 0, "seed %llu: %s", (unsigned long long)seed,
+                  s->violation);
+    for (unsigned i = 0; i < n; i++) {
+        cov->installs += s->r[i].installs;
+        cov->table_only += s->r[i].installs_table;
+        cov->retargets += s->r[i].retargets;
+        cov->triggers += vsr_stats(s->r[i].eng)->transfer_triggers;
+        cov->evicted += vsr_stats(s->r[i].eng)->range_evicted;
+    }
+    sim_free(s);
+}
+
+START_TEST(test_swarm)
+{
+    struct swarm_cov cov;
+    memset(&cov, 0, sizeof(cov));
+    for (uint64_t seed = 1; seed <= 40; seed++)
+        swarm_run(3, 41000 + seed, &cov);
+    for (uint64_t seed = 1; seed <= 10; seed++)
+        swarm_run(5, 51000 + seed, &cov);
+    fprintf(stderr,
+            "transfer swarm: installs=%llu table_only=%llu retargets=%llu "
+            "sv_triggers=%llu range_evicted=%llu\n",
+            (unsigned long long)cov.installs,
+            (unsigned long long)cov.table_only,
+            (unsigned long long)cov.retargets, (unsigned long long)cov.triggers,
+            (unsigned long long)cov.evicted);
+    ck_assert_uint_gt(cov.installs, 10);
+}
+END_TEST
+
 static Suite *
 transfer_suite(void)
 {
@@ -504,6 +646,10 @@ transfer_suite(void)
     tcase_add_test(tc, test_install_without_op_checksum);
     tcase_add_test(tc, test_api_refusals);
     suite_add_tcase(su, tc);
+    TCase *tr = tcase_create("swarm");
+    tcase_set_timeout(tr, 300);
+    tcase_add_test(tr, test_swarm);
+    suite_add_tcase(su, tr);
     return su;
 }
 
