@@ -492,7 +492,8 @@ int vsr_transfer_end(struct vs_vsr *v);
  *    including appends not yet durable, wrote the snapshot and restored
  *    the state machine and client table): commit_min = op, the journal
  *    window restarts above op (headers <= op dropped, known headers above
- *    it that chain to op kept for repair, their bodies re-appended),
+ *    it that chain to op kept for repair, their bodies re-appended: the
+ *    next JOURNAL_APPEND is op + 1; appends in flight complete -ESTALE),
  *    commit_max raised, the superblock pairing {checkpoint_op = op,
  *    checkpoint_checksum} queued (SUPERBLOCK_WRITE), then (op, commit_max]
  *    is repaired from peers. Returns 0.
