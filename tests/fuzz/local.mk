@@ -1,0 +1,22 @@
+# tests/fuzz: libFuzzer targets, one per decoder of bytes from outside.
+# Built only in a --enable-fuzz tree (CC=clang; tools/fuzz makes one in
+# build-fuzz/). Each target's committed seed corpus is
+# tests/fuzz/corpus/<target>/ and its crash regressions
+# tests/fuzz/regressions/<target>/ (both distributed).
+FUZZ_TARGETS = \
+	tests/fuzz/fuzz_config
+
+if ENABLE_FUZZ
+noinst_PROGRAMS += $(FUZZ_TARGETS)
+endif
+
+FUZZ_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+FUZZ_LINK = $(AM_LDFLAGS) $(FUZZ_LDFLAGS)
+FUZZ_UTIL = tests/fuzz/fuzz_util.c tests/fuzz/fuzz_util.h
+
+tests_fuzz_fuzz_config_SOURCES = tests/fuzz/fuzz_config.c $(FUZZ_UTIL)
+tests_fuzz_fuzz_config_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_config_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_config_LDADD = libvs_common.a $(VS_DEP_LIBS)
+
+EXTRA_DIST += tests/fuzz/corpus tests/fuzz/regressions tools/fuzz
