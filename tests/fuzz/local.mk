@@ -4,10 +4,12 @@
 # tests/fuzz/corpus/<target>/ and its crash regressions
 # tests/fuzz/regressions/<target>/ (both distributed).
 FUZZ_TARGETS = \
-	tests/fuzz/fuzz_config
+	tests/fuzz/fuzz_config \
+	tests/fuzz/fuzz_superblock \
+	tests/fuzz/fuzz_batch
 
 if ENABLE_FUZZ
-noinst_PROGRAMS += $(FUZZ_TARGETS)
+noinst_PROGRAMS += $(FUZZ_TARGETS) tests/fuzz/fuzz_seeds
 endif
 
 FUZZ_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
@@ -18,5 +20,22 @@ tests_fuzz_fuzz_config_SOURCES = tests/fuzz/fuzz_config.c $(FUZZ_UTIL)
 tests_fuzz_fuzz_config_CFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_config_LDFLAGS = $(FUZZ_LINK)
 tests_fuzz_fuzz_config_LDADD = libvs_common.a $(VS_DEP_LIBS)
+
+tests_fuzz_fuzz_superblock_SOURCES = tests/fuzz/fuzz_superblock.c $(FUZZ_UTIL)
+tests_fuzz_fuzz_superblock_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_superblock_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_superblock_LDADD = libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
+
+tests_fuzz_fuzz_batch_SOURCES = tests/fuzz/fuzz_batch.c $(FUZZ_UTIL)
+tests_fuzz_fuzz_batch_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_batch_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_batch_LDADD = libvs_data.a libvs_storage.a libvs_common.a \
+	$(VS_DEP_LIBS)
+
+# The seed corpus generator (a plain program, not a fuzz target).
+tests_fuzz_fuzz_seeds_SOURCES = tests/fuzz/fuzz_seeds.c
+tests_fuzz_fuzz_seeds_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_seeds_LDADD = libvs_meta.a libvs_data.a libvs_storage.a \
+	libvs_common.a $(VS_DEP_LIBS)
 
 EXTRA_DIST += tests/fuzz/corpus tests/fuzz/regressions tools/fuzz
