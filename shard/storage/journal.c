@@ -203,6 +203,24 @@ kind_text(int k)
     }
 }
 
+/* 1 if the header read at file offset pos was never (fully) written: all
+ * zero, or zero from the first 4 KiB boundary inside it on (a torn sector
+ * write; the written part may still parse). Any other header that fails
+ * structure or identity is damage: a flipped command or size byte of an
+ * acknowledged entry must not pass for a torn tail and be cut. */
+static int
+header_unwritten(const struct vs_hdr_prepare *h, uint64_t pos)
+{
+    const uint8_t *b = (const uint8_t *)h;
+    uint64_t boundary = (pos + 4095) & ~(uint64_t)4095;
+    size_t from =
+        boundary - pos < VS_HEADER_SIZE ? (size_t)(boundary - pos) : 0;
+    for (size_t i = from; i < VS_HEADER_SIZE; i++)
+        if (b[i] != 0)
+            return 0;
+    return 1;
+}
+
 /* Runs the whole scan. 0 (verdict in c->out) or -errno. */
 static int
 scan_run(struct scan_ctx *c)
@@ -287,8 +305,9 @@ scan_run(struct scan_ctx *c)
                         (unsigned long long)later_op, (unsigned long long)at);
             return 0;
         }
-        if (k == ENTRY_SHORT_HEADER || k == ENTRY_BAD_STRUCTURE ||
-            k == ENTRY_SHORT_BODY) {
+        if (k == ENTRY_SHORT_HEADER || k == ENTRY_SHORT_BODY ||
+            ((k == ENTRY_BAD_STRUCTURE || k == ENTRY_BAD_IDENTITY) &&
+             header_unwritten(&h, pos))) {
             s->verdict = WAL_TORN_TAIL;
             scan_reason(s,
                         "WAL torn tail at %s, offset %llu (%s): %llu bytes "

@@ -20,12 +20,15 @@
  *  - chain: op == previous op + 1 and parent == previous checksum.
  * Classification of the first bad position pos (see wal_scan_verdict):
  *  - TORN TAIL: the file ends inside the header; or the header verifies
- *    but the file ends inside the body; or the header is structurally
- *    invalid (e.g. zeros) -- in each case only when no complete valid
- *    entry starts at any later byte offset and at most VS_FRAME_MAX bytes
- *    follow. Never acknowledged: cut (ftruncate + fsync) at open.
- *  - DAMAGED TAIL: a header that is structurally plausible but fails a
- *    checksum (identity or body), with no complete valid entry after it.
+ *    but the file ends inside the body; or the header is all zero, or
+ *    zero from a 4 KiB boundary inside it on (whatever the bytes before
+ *    the boundary; a torn sector write) -- in each case only when no
+ *    complete valid entry starts at any later byte offset and at most
+ *    VS_FRAME_MAX bytes follow. Never acknowledged: cut (ftruncate +
+ *    fsync) at open.
+ *  - DAMAGED TAIL: any other header that fails its identity checksum or
+ *    structure (a flipped command or size byte), or a body that fails its
+ *    checksum, with no complete valid entry after it.
  *    It may have been acknowledged: a cluster replica cuts it and
  *    repairs from peers; a one-replica node refuses unless told to cut
  *    (vstreamd --cut-damaged-tail).

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 
 #include "common/buf.h"
+#include "common/checksum.h"
+#include "common/wire.h"
 #include "shard/data/batch.h"
 #include "shard/storage/superblock.h"
 #include "shard/storage/vsr_state.h"
@@ -119,6 +121,63 @@ seeds_batch(void)
     batch_seed("client-3-small-limits", 1 | 2 | 4, 3, 0);
 }
 
+/* ---- fuzz_wal: [ctl][journal.wal] ---- */
+
+/* Appends a chained prepare of op with a body of blen bytes at out+pos. */
+static size_t
+wal_entry(uint8_t *out, size_t pos, uint64_t op, struct vs_u128 *prev,
+          size_t blen)
+{
+    struct vs_hdr_prepare h;
+    memset(&h, 0, sizeof(h));
+    h.f.size = (uint32_t)(VS_HEADER_SIZE + blen);
+    h.f.view = 1;
+    h.f.release = VS_WIRE_FORMAT_VERSION;
+    h.f.command = VS_CMD_PREPARE;
+    h.f.cluster.lo = 7;
+    h.client.lo = 0x55;
+    h.parent = *prev;
+    h.op = op;
+    h.commit = op - 1;
+    h.timestamp = 1700000000000000000u + op;
+    h.request = op;
+    h.operation = VS_OP_CREATE_STREAM;
+    h.group = UINT64_C(1) << 63;
+    uint8_t *body = out + pos + VS_HEADER_SIZE;
+    for (size_t i = 0; i < blen; i++)
+        body[i] = (uint8_t)(op * 31 + i);
+    vs_prepare_seal(&h, body, blen);
+    memcpy(out + pos, &h, sizeof(h));
+    *prev = h.f.checksum;
+    return pos + VS_HEADER_SIZE + blen;
+}
+
+static void
+wal_seed(const char *name, uint8_t ctl, uint64_t first, int n, size_t cut)
+{
+    static uint8_t in[1 + 8192];
+    struct vs_u128 prev = {0, 0};
+    size_t pos = 1;
+    for (int i = 0; i < n; i++)
+        pos =
+            wal_entry(in, pos, first + (uint64_t)i, &prev, 16 + 8 * (size_t)i);
+    in[0] = ctl;
+    seed_write("fuzz_wal", name, in, pos - cut);
+}
+
+static void
+seeds_wal(void)
+{
+    wal_seed("empty", 0, 1, 0, 0);
+    wal_seed("one", 0, 1, 1, 0);
+    wal_seed("three", 0, 1, 3, 0);
+    wal_seed("three-from-41", 0, 41, 3, 0);
+    wal_seed("three-torn-body", 0, 1, 3, 10);
+    wal_seed("three-torn-header", 0, 1, 3, 40 + 256);
+    wal_seed("three-resealed-chained", 3, 5, 3, 0);
+    wal_seed("three-cut-damaged", 4, 1, 3, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -133,5 +192,6 @@ main(int argc, char **argv)
     }
     seeds_superblock();
     seeds_batch();
+    seeds_wal();
     return 0;
 }

@@ -6,7 +6,8 @@
 FUZZ_TARGETS = \
 	tests/fuzz/fuzz_config \
 	tests/fuzz/fuzz_superblock \
-	tests/fuzz/fuzz_batch
+	tests/fuzz/fuzz_batch \
+	tests/fuzz/fuzz_wal
 
 if ENABLE_FUZZ
 noinst_PROGRAMS += $(FUZZ_TARGETS) tests/fuzz/fuzz_seeds
@@ -31,6 +32,11 @@ tests_fuzz_fuzz_batch_CFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_batch_LDFLAGS = $(FUZZ_LINK)
 tests_fuzz_fuzz_batch_LDADD = libvs_data.a libvs_storage.a libvs_common.a \
 	$(VS_DEP_LIBS)
+
+tests_fuzz_fuzz_wal_SOURCES = tests/fuzz/fuzz_wal.c $(FUZZ_UTIL)
+tests_fuzz_fuzz_wal_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_wal_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_wal_LDADD = libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
 
 # The seed corpus generator (a plain program, not a fuzz target).
 tests_fuzz_fuzz_seeds_SOURCES = tests/fuzz/fuzz_seeds.c
