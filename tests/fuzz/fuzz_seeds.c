@@ -21,8 +21,12 @@
 #include "common/checksum.h"
 #include "common/wire.h"
 #include "shard/data/batch.h"
+#include "shard/meta/client_table.h"
+#include "shard/meta/snapshot_codec.h"
+#include "shard/storage/snapshot_file.h"
 #include "shard/storage/superblock.h"
 #include "shard/storage/vsr_state.h"
+#include "tests/unit/meta_fixture.h"
 
 static const char *out_root;
 
@@ -178,6 +182,82 @@ seeds_wal(void)
     wal_seed("three-cut-damaged", 4, 1, 3, 0);
 }
 
+/* ---- fuzz_snapshot: [ctl][payload or snapshot.bin];
+ *      fuzz_client_table: [ctl][ICT2] ---- */
+
+static void
+with_ctl(const char *target, const char *name, uint8_t ctl, const void *b,
+         size_t len)
+{
+    uint8_t *in = malloc(len + 1);
+    if (in == NULL)
+        exit(1);
+    in[0] = ctl;
+    memcpy(in + 1, b, len);
+    seed_write(target, name, in, len + 1);
+    free(in);
+}
+
+static void
+seeds_meta(void)
+{
+    struct meta_caps caps;
+    th_caps(&caps);
+    void *st = th_state(&caps);
+    struct th_run run;
+    th_run_init(&run);
+    struct meta_client_table ct;
+    meta_ct_init(&ct);
+    struct vs_wbuf w;
+    vs_wbuf_init(&w);
+
+    /* an instance after genesis only, then the rich fixture state */
+    if (th_genesis(st, &run) != 0)
+        exit(1);
+    meta_snapshot_encode(st, &ct, &w);
+    with_ctl("fuzz_snapshot", "genesis", 0, w.data, w.len);
+    vs_wbuf_reset(&w);
+    free(st);
+    st = th_state(&caps);
+    th_run_init(&run);
+    fx_build(st, &run, &ct);
+    meta_snapshot_encode(st, &ct, &w);
+    with_ctl("fuzz_snapshot", "fixture", 0, w.data, w.len);
+    /* the same payload as a snapshot.bin file */
+    struct vs_u128 c = vs_checksum(w.data, w.len);
+    uint8_t t[SNAPFILE_TRAILER_SIZE];
+    memcpy(t, SNAPFILE_MAGIC, 4);
+    vs_store_u64(t + 4, c.lo);
+    vs_store_u64(t + 12, c.hi);
+    vs_wr_bytes(&w, t, sizeof(t));
+    with_ctl("fuzz_snapshot", "fixture-file", 1, w.data, w.len);
+    with_ctl("fuzz_snapshot", "fixture-file-resealed", 3, w.data, w.len);
+    vs_wbuf_reset(&w);
+    meta_snapshot_encode(st, NULL, &w);
+    with_ctl("fuzz_snapshot", "fixture-no-replies", 0, w.data, w.len);
+
+    vs_wbuf_reset(&w);
+    if (meta_ct_transfer_encode(&ct, st, &w) != 0) {
+        fprintf(stderr, "meta_ct_transfer_encode failed\n");
+        exit(1);
+    }
+    with_ctl("fuzz_client_table", "fixture", 0, w.data, w.len);
+    with_ctl("fuzz_client_table", "fixture-resealed", 1, w.data, w.len);
+    vs_wbuf_reset(&w);
+    struct meta_client_table empty;
+    meta_ct_init(&empty);
+    void *st0 = th_state(&caps);
+    meta_ct_transfer_encode(&empty, st0, &w);
+    with_ctl("fuzz_client_table", "empty", 0, w.data, w.len);
+    free(st0);
+    meta_ct_fini(&empty);
+
+    vs_wbuf_fini(&w);
+    meta_ct_fini(&ct);
+    meta_result_fini(&run.res);
+    free(st);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -193,5 +273,6 @@ main(int argc, char **argv)
     seeds_superblock();
     seeds_batch();
     seeds_wal();
+    seeds_meta();
     return 0;
 }

@@ -7,7 +7,9 @@ FUZZ_TARGETS = \
 	tests/fuzz/fuzz_config \
 	tests/fuzz/fuzz_superblock \
 	tests/fuzz/fuzz_batch \
-	tests/fuzz/fuzz_wal
+	tests/fuzz/fuzz_wal \
+	tests/fuzz/fuzz_snapshot \
+	tests/fuzz/fuzz_client_table
 
 if ENABLE_FUZZ
 noinst_PROGRAMS += $(FUZZ_TARGETS) tests/fuzz/fuzz_seeds
@@ -38,8 +40,23 @@ tests_fuzz_fuzz_wal_CFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_wal_LDFLAGS = $(FUZZ_LINK)
 tests_fuzz_fuzz_wal_LDADD = libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
 
+tests_fuzz_fuzz_snapshot_SOURCES = tests/fuzz/fuzz_snapshot.c $(FUZZ_UTIL) \
+	tests/unit/meta_helpers.h
+tests_fuzz_fuzz_snapshot_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_snapshot_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_snapshot_LDADD = libvs_meta.a libvs_storage.a libvs_common.a \
+	$(VS_DEP_LIBS)
+
+tests_fuzz_fuzz_client_table_SOURCES = tests/fuzz/fuzz_client_table.c \
+	$(FUZZ_UTIL) tests/unit/meta_helpers.h
+tests_fuzz_fuzz_client_table_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_client_table_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_client_table_LDADD = libvs_meta.a libvs_common.a \
+	$(VS_DEP_LIBS)
+
 # The seed corpus generator (a plain program, not a fuzz target).
-tests_fuzz_fuzz_seeds_SOURCES = tests/fuzz/fuzz_seeds.c
+tests_fuzz_fuzz_seeds_SOURCES = tests/fuzz/fuzz_seeds.c \
+	tests/unit/meta_helpers.h tests/unit/meta_fixture.h
 tests_fuzz_fuzz_seeds_CFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_seeds_LDADD = libvs_meta.a libvs_data.a libvs_storage.a \
 	libvs_common.a $(VS_DEP_LIBS)
