@@ -27,6 +27,7 @@
 #include "shard/storage/superblock.h"
 #include "shard/storage/vsr_state.h"
 #include "tests/unit/meta_fixture.h"
+#include "tools/client/vsc.h"
 
 static const char *out_root;
 
@@ -258,6 +259,192 @@ seeds_meta(void)
     free(st);
 }
 
+/* ---- fuzz_client_reply: [selector][reply bytes] ---- */
+
+static void
+cr_seed(const char *name, uint8_t sel, const struct vs_wbuf *w)
+{
+    with_ctl("fuzz_client_reply", name, sel, w->data, w->len);
+}
+
+static void
+wr_name(struct vs_wbuf *w, const char *s)
+{
+    vs_wr_u8(w, (uint8_t)strlen(s));
+    vs_wr_bytes(w, s, strlen(s));
+}
+
+static void
+wr_topic_header(struct vs_wbuf *w, uint32_t id, uint32_t parts)
+{
+    vs_wr_u32(w, id);
+    vs_wr_u64(w, 1700000000000000u);
+    vs_wr_u32(w, parts);
+    vs_wr_u64(w, 0);
+    vs_wr_u8(w, 1);
+    vs_wr_u64(w, 0);
+    vs_wr_u64(w, 1234);
+    vs_wr_u64(w, 7);
+    wr_name(w, "orders");
+    vs_wr_u32(w, 0);
+    vs_wr_u32(w, 0);
+}
+
+static void
+seeds_client_reply(void)
+{
+    struct vs_wbuf w;
+    vs_wbuf_init(&w);
+    /* reply frames: plain, result-framed, status, eviction */
+    static const uint8_t ops[3] = {VS_OP_NON_REPLICATED, VS_OP_CREATE_STREAM,
+                                   VS_OP_REGISTER};
+    for (int i = 0; i < 4; i++) {
+        struct vs_hdr_reply h;
+        memset(&h, 0, sizeof(h));
+        h.f.command = VS_CMD_REPLY;
+        h.operation = ops[i % 3];
+        h.status = i == 3 ? 1009 : 0;
+        vs_wbuf_reset(&w);
+        vs_wr_bytes(&w, &h, sizeof(h));
+        if (i == 1) { /* result section: one result, then a payload */
+            vs_wr_u32(&w, 1);
+            vs_wr_u32(&w, 0);
+            vs_wr_u32(&w, 0);
+            vs_wr_u32(&w, 5);
+        } else if (i == 2) {
+            vs_wr_u32(&w, 1);
+            vs_wr_u64(&w, 42);
+            vs_wr_u32(&w, 11264);
+        }
+        vs_store_u32(w.data + offsetof(struct vs_frame, size), (uint32_t)w.len);
+        char name[32];
+        snprintf(name, sizeof(name), "reply-%d", i);
+        cr_seed(name, 0, &w);
+    }
+    struct vs_hdr_eviction ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.f.command = VS_CMD_EVICTION;
+    ev.f.size = VS_HEADER_SIZE;
+    ev.reason = 15;
+    vs_wbuf_reset(&w);
+    vs_wr_bytes(&w, &ev, sizeof(ev));
+    cr_seed("eviction", 0, &w);
+    /* login */
+    vs_wbuf_reset(&w);
+    vs_wr_u32(&w, 1);
+    vs_wr_u64(&w, 42);
+    vs_wr_u32(&w, 11264);
+    wr_name(&w, "vstream 0.1.0");
+    cr_seed("login", 1, &w);
+    /* a stream with topics, a topic with partitions */
+    vs_wbuf_reset(&w);
+    vs_wr_u32(&w, 3);
+    vs_wr_u64(&w, 1700000000000000u);
+    vs_wr_u32(&w, 2);
+    vs_wr_u64(&w, 100);
+    vs_wr_u64(&w, 9);
+    wr_name(&w, "alpha");
+    vs_wr_u32(&w, 0);
+    cr_seed("stream-record", 2, &w);
+    cr_seed("stream-list", 14, &w);
+    wr_topic_header(&w, 0, 2);
+    wr_topic_header(&w, 1, 1);
+    cr_seed("stream-details", 3, &w);
+    vs_wbuf_reset(&w);
+    vs_wr_u32(&w, 2);
+    wr_topic_header(&w, 0, 2);
+    wr_topic_header(&w, 1, 1);
+    cr_seed("topic-list", 15, &w);
+    vs_wbuf_reset(&w);
+    wr_topic_header(&w, 0, 2);
+    cr_seed("topic-record", 4, &w);
+    for (uint32_t i = 0; i < 2; i++) {
+        vs_wr_u32(&w, i);
+        vs_wr_u64(&w, 1700000000000000u);
+        vs_wr_u32(&w, 1);
+        vs_wr_u64(&w, 10 + i);
+        vs_wr_u64(&w, 4096);
+        vs_wr_u64(&w, 11 + i);
+    }
+    cr_seed("topic-details", 5, &w);
+    /* permissions: global, one stream with one topic */
+    struct vs_wbuf pw;
+    vs_wbuf_init(&pw);
+    for (int i = 0; i < 10; i++)
+        vs_wr_u8(&pw, (uint8_t)(i % 2));
+    vs_wr_u8(&pw, 1);
+    vs_wr_u32(&pw, 2);
+    for (int i = 0; i < 6; i++)
+        vs_wr_u8(&pw, 1);
+    vs_wr_u8(&pw, 1);
+    vs_wr_u32(&pw, 5);
+    for (int i = 0; i < 4; i++)
+        vs_wr_u8(&pw, 1);
+    vs_wr_u8(&pw, 0);
+    vs_wr_u8(&pw, 0);
+    cr_seed("perms", 8, &pw);
+    /* users */
+    vs_wbuf_reset(&w);
+    vs_wr_u32(&w, 1);
+    vs_wr_u64(&w, 1700000000000000u);
+    vs_wr_u8(&w, 1);
+    wr_name(&w, "alice");
+    vs_wr_u32(&w, 0);
+    cr_seed("user-record", 6, &w);
+    cr_seed("user-list", 14 + 16, &w);
+    vs_wr_u8(&w, 1);
+    vs_wr_u32(&w, (uint32_t)pw.len);
+    vs_wr_bytes(&w, pw.data, pw.len);
+    cr_seed("user-details", 7, &w);
+    vs_wbuf_fini(&pw);
+    /* send confirmation */
+    vs_wbuf_reset(&w);
+    vs_wr_u32(&w, 1);
+    vs_wr_u32(&w, 0);
+    vs_wr_u32(&w, 1);
+    vs_wr_u32(&w, 2);
+    vs_wr_u64(&w, 77);
+    cr_seed("sent", 9, &w);
+    /* poll: two stored batches */
+    vs_wbuf_reset(&w);
+    vs_wr_u32(&w, 2);
+    vs_wr_u64(&w, 5);
+    vs_wr_u32(&w, 5);
+    for (int k = 0; k < 2; k++) {
+        static uint8_t b[4096];
+        const uint8_t *pay[3] = {(const uint8_t *)"abc", (const uint8_t *)"de",
+                                 (const uint8_t *)"f"};
+        uint32_t plen[3] = {3, 2, 1};
+        size_t n = batch_build(b, sizeof(b), 1700000000000000u,
+                               (uint32_t)(3 - k), pay, plen, NULL, NULL, NULL);
+        batch_stamp(b, 2, k == 0 ? 0 : 3, 1700000000000001u);
+        vs_wr_bytes(&w, b, n);
+    }
+    cr_seed("poll", 10, &w);
+    /* groups */
+    vs_wbuf_reset(&w);
+    vs_wr_u32(&w, 1);
+    vs_wr_u32(&w, 3);
+    vs_wr_u32(&w, 2);
+    wr_name(&w, "workers");
+    cr_seed("group-record", 11, &w);
+    cr_seed("group-list", 15 + 16, &w);
+    for (uint32_t m = 0; m < 2; m++) {
+        vs_wr_u32(&w, m);
+        vs_wr_u32(&w, 2 - m);
+        for (uint32_t j = 0; j < 2 - m; j++)
+            vs_wr_u32(&w, j + m);
+    }
+    cr_seed("group-details", 12, &w);
+    /* options TLV */
+    vs_wbuf_reset(&w);
+    vsc_opt_str(&w, "compression", "gzip");
+    vsc_opt_u64(&w, "message_expiry", 60000000);
+    vsc_opt_bool(&w, "fsync", 1);
+    cr_seed("tlv", 13, &w);
+    vs_wbuf_fini(&w);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -274,5 +461,6 @@ main(int argc, char **argv)
     seeds_batch();
     seeds_wal();
     seeds_meta();
+    seeds_client_reply();
     return 0;
 }

@@ -9,7 +9,8 @@ FUZZ_TARGETS = \
 	tests/fuzz/fuzz_batch \
 	tests/fuzz/fuzz_wal \
 	tests/fuzz/fuzz_snapshot \
-	tests/fuzz/fuzz_client_table
+	tests/fuzz/fuzz_client_table \
+	tests/fuzz/fuzz_client_reply
 
 if ENABLE_FUZZ
 noinst_PROGRAMS += $(FUZZ_TARGETS) tests/fuzz/fuzz_seeds
@@ -54,11 +55,18 @@ tests_fuzz_fuzz_client_table_LDFLAGS = $(FUZZ_LINK)
 tests_fuzz_fuzz_client_table_LDADD = libvs_meta.a libvs_common.a \
 	$(VS_DEP_LIBS)
 
+tests_fuzz_fuzz_client_reply_SOURCES = tests/fuzz/fuzz_client_reply.c \
+	$(FUZZ_UTIL)
+tests_fuzz_fuzz_client_reply_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_client_reply_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_client_reply_LDADD = libvs_client.a libvs_data.a \
+	libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
+
 # The seed corpus generator (a plain program, not a fuzz target).
 tests_fuzz_fuzz_seeds_SOURCES = tests/fuzz/fuzz_seeds.c \
 	tests/unit/meta_helpers.h tests/unit/meta_fixture.h
 tests_fuzz_fuzz_seeds_CFLAGS = $(FUZZ_CFLAGS)
-tests_fuzz_fuzz_seeds_LDADD = libvs_meta.a libvs_data.a libvs_storage.a \
+tests_fuzz_fuzz_seeds_LDADD = libvs_client.a libvs_meta.a libvs_data.a libvs_storage.a \
 	libvs_common.a $(VS_DEP_LIBS)
 
 EXTRA_DIST += tests/fuzz/corpus tests/fuzz/regressions tools/fuzz
