@@ -336,6 +336,36 @@ START_TEST(test_garbled_header_is_damage)
 }
 END_TEST
 
+/* Two sealed, chained entries whose ops wrap, UINT64_MAX then 0 (found by
+ * fuzzing: the scan accepted them and the open journal could not find
+ * either op): a chain break, refused. */
+START_TEST(test_op_wrap_is_chain_break)
+{
+    struct sio_fault f;
+    sio_fault_init(&f, 1);
+    struct fixture fx;
+    build(&fx, &f.io, NULL, NULL);
+    uint8_t b[2 * (VS_HEADER_SIZE + 8)] = {0};
+    struct vs_hdr_prepare h1, h2;
+    struct vs_u128 zero = {0, 0};
+    tu_prepare(&h1, b + VS_HEADER_SIZE, 8, UINT64_MAX, zero,
+               VS_WIRE_FORMAT_VERSION);
+    memcpy(b, &h1, sizeof(h1));
+    uint8_t *e2 = b + VS_HEADER_SIZE + 8;
+    tu_prepare(&h2, e2 + VS_HEADER_SIZE, 8, 0, h1.f.checksum,
+               VS_WIRE_FORMAT_VERSION);
+    memcpy(e2, &h2, sizeof(h2));
+    put_wal(&fx, b, sizeof(b));
+    struct wal_scan s;
+    struct wal w;
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), -EBADMSG);
+    ck_assert_int_eq(s.verdict, WAL_CHAIN_BREAK);
+    ck_assert_uint_eq(s.entries, 1);
+    ck_assert_uint_eq(s.bad_offset, VS_HEADER_SIZE + 8);
+    tu_rm_rf(fx.dir);
+}
+END_TEST
+
 START_TEST(test_zero_tail_is_torn)
 {
     struct sio_fault f;
@@ -641,6 +671,7 @@ suite(void)
     tcase_add_test(tc, test_interior_flip);
     tcase_add_test(tc, test_damaged_tail);
     tcase_add_test(tc, test_garbled_header_is_damage);
+    tcase_add_test(tc, test_op_wrap_is_chain_break);
     tcase_add_test(tc, test_zero_tail_is_torn);
     tcase_add_test(tc, test_format_gate);
     tcase_add_test(tc, test_chain_break);
