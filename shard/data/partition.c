@@ -142,6 +142,11 @@ format_check(struct vs_part *p, struct part_verdict *v)
         refuse(v, &p->id, PART_R_NO_FORMAT, PART_FORMAT_FILE, 0, "absent");
         return -EBADMSG;
     }
+    if (rc == -EFBIG) { /* far longer than a format file: damage */
+        refuse(v, &p->id, PART_R_BAD_FORMAT, PART_FORMAT_FILE, 0,
+               "bad length (larger than 4096 bytes)");
+        return -EBADMSG;
+    }
     if (rc < 0)
         return rc;
     rc = -EBADMSG;
@@ -208,6 +213,10 @@ state_read(struct vs_part *p, struct part_verdict *v)
     if (rc < 0) {
         if (rc == -ENOENT) {
             refuse(v, &p->id, PART_R_BAD_STATE, PART_STATE_FILE, 0, "absent");
+            rc = -EBADMSG;
+        } else if (rc == -EFBIG) {
+            refuse(v, &p->id, PART_R_BAD_STATE, PART_STATE_FILE, 0,
+                   "bad length (larger than 4096 bytes)");
             rc = -EBADMSG;
         }
         return rc;
@@ -296,7 +305,8 @@ list_segments(struct vs_part *p, uint64_t **out, size_t *n)
         }
     }
     closedir(d);
-    qsort(v, cnt, sizeof(*v), cmp_u64);
+    if (cnt > 1) /* v is NULL when there is no segment: never qsort(NULL) */
+        qsort(v, cnt, sizeof(*v), cmp_u64);
     *out = v;
     *n = cnt;
     return rc;
@@ -472,6 +482,11 @@ load_segments(struct vs_part *p, struct part_verdict *v)
         }
     }
     free(starts);
+    /* every segment checked out: now rewrite the sealed segments' stale
+     * indexes (deferred so that a refusal modifies nothing) */
+    for (size_t i = 0; rc == 0 && i + 1 < p->nsegs; i++)
+        if (p->segs[i].idx_stale)
+            rc = dseg_seal(p->io, &p->segs[i]);
     if (rc == 0) {
         struct dseg *a = active(p);
         uint64_t end = a->empty ? a->start : a->last_offset + 1;

@@ -21,6 +21,8 @@
 #include "common/checksum.h"
 #include "common/wire.h"
 #include "shard/data/batch.h"
+#include "shard/data/partition.h"
+#include "shard/storage/io.h"
 #include "shard/meta/client_table.h"
 #include "shard/meta/snapshot_codec.h"
 #include "shard/storage/snapshot_file.h"
@@ -445,6 +447,109 @@ seeds_client_reply(void)
     vs_wbuf_fini(&w);
 }
 
+/* ---- fuzz_partition: [ctl] + records [kind][len u16][bytes] ---- */
+
+static void
+part_record(struct vs_wbuf *w, uint8_t kind, const char *dir, const char *name)
+{
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return;
+    static uint8_t b[65536];
+    size_t n = fread(b, 1, sizeof(b), f);
+    fclose(f);
+    vs_wr_u8(w, kind);
+    vs_wr_u16(w, (uint16_t)n);
+    vs_wr_bytes(w, b, n);
+}
+
+static void
+seeds_partition(void)
+{
+    char root[] = "/tmp/vs-fuzz-seeds-XXXXXX";
+    if (mkdtemp(root) == NULL)
+        exit(1);
+    struct vs_sio io;
+    sio_init_real(&io);
+    const struct part_id id = {1, 2, 3, 7};
+    struct part_opts o;
+    part_opts_default(&o);
+    o.index_interval = 0;
+    o.segment_size = 4096;
+    struct vs_part *p;
+    struct part_verdict v;
+    if (part_open(&io, root, &id, &o, 1, 0, &p, &v) != 0)
+        exit(1);
+    char dir[1024];
+    snprintf(dir, sizeof(dir), "%s", part_dir(p));
+    static const char *const names[8] = {
+        "format",
+        "state",
+        "00000000000000000000.log",
+        "00000000000000000000.index",
+        "00000000000000000003.log",
+        "00000000000000000003.index",
+        "offsets/consumers/7",
+        "offsets/groups/1.5",
+    };
+    struct vs_wbuf w;
+    vs_wbuf_init(&w);
+    /* one segment of two batches (1 and 2 messages), then a batch too big
+     * for the rest of the 4 KiB segment: it rolls to a segment at 3 */
+    static uint8_t pay[3500];
+    memset(pay, 'p', sizeof(pay));
+    for (int k = 0; k < 3; k++) {
+        static uint8_t b[8192];
+        const uint8_t *pp[2] = {pay, pay};
+        uint32_t pl[2] = {k < 2 ? 20u : 3500u, 30};
+        uint32_t cnt = k == 1 ? 2 : 1;
+        size_t n = batch_build(b, sizeof(b), 1700000000000000u, cnt, pp, pl,
+                               NULL, NULL, NULL);
+        struct part_append_result r;
+        if (part_append(p, b, n, 1700000000000000u + (uint64_t)k, &r, NULL) !=
+            0)
+            exit(1);
+        if (k == 1) {
+            /* a snapshot of the dir with one segment, every-batch */
+            struct part_consumer c = {PART_CONSUMER, 7, 0};
+            if (part_offset_store(p, &c, 1) != 0)
+                exit(1);
+            vs_wbuf_reset(&w);
+            vs_wr_u8(&w, 0);
+            for (uint8_t i = 0; i < 8; i++)
+                part_record(&w, i, dir, names[i]);
+            seed_write("fuzz_partition", "one-segment", w.data, w.len);
+            w.data[0] = 1 | 4;
+            seed_write("fuzz_partition", "one-segment-interval-resealed",
+                       w.data, w.len);
+        }
+    }
+    struct part_consumer g = {PART_GROUP, 1, 5};
+    if (part_offset_store(p, &g, 2) != 0)
+        exit(1);
+    if (part_close(p) != 0)
+        exit(1);
+    vs_wbuf_reset(&w);
+    vs_wr_u8(&w, 0);
+    for (uint8_t i = 0; i < 8; i++)
+        part_record(&w, i, dir, names[i]);
+    seed_write("fuzz_partition", "two-segments", w.data, w.len);
+    w.data[0] = 2 | 4;
+    seed_write("fuzz_partition", "two-segments-cut-resealed", w.data, w.len);
+    vs_wbuf_reset(&w);
+    vs_wr_u8(&w, 8);
+    for (uint8_t i = 4; i < 6; i++)
+        part_record(&w, i, dir, names[i]);
+    seed_write("fuzz_partition", "only-second-segment", w.data, w.len);
+    vs_wbuf_fini(&w);
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+    if (system(cmd) != 0)
+        exit(1);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -462,5 +567,6 @@ main(int argc, char **argv)
     seeds_wal();
     seeds_meta();
     seeds_client_reply();
+    seeds_partition();
     return 0;
 }

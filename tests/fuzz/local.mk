@@ -10,7 +10,8 @@ FUZZ_TARGETS = \
 	tests/fuzz/fuzz_wal \
 	tests/fuzz/fuzz_snapshot \
 	tests/fuzz/fuzz_client_table \
-	tests/fuzz/fuzz_client_reply
+	tests/fuzz/fuzz_client_reply \
+	tests/fuzz/fuzz_partition
 
 if ENABLE_FUZZ
 noinst_PROGRAMS += $(FUZZ_TARGETS) tests/fuzz/fuzz_seeds
@@ -61,6 +62,12 @@ tests_fuzz_fuzz_client_reply_CFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_client_reply_LDFLAGS = $(FUZZ_LINK)
 tests_fuzz_fuzz_client_reply_LDADD = libvs_client.a libvs_data.a \
 	libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
+
+tests_fuzz_fuzz_partition_SOURCES = tests/fuzz/fuzz_partition.c $(FUZZ_UTIL)
+tests_fuzz_fuzz_partition_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_partition_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_partition_LDADD = libvs_data.a libvs_storage.a \
+	libvs_common.a $(VS_DEP_LIBS)
 
 # The seed corpus generator (a plain program, not a fuzz target).
 tests_fuzz_fuzz_seeds_SOURCES = tests/fuzz/fuzz_seeds.c \
