@@ -24,6 +24,7 @@
 #include "shard/data/partition.h"
 #include "shard/storage/io.h"
 #include "shard/meta/client_table.h"
+#include "shard/meta/ops.h"
 #include "shard/meta/snapshot_codec.h"
 #include "shard/storage/snapshot_file.h"
 #include "shard/storage/superblock.h"
@@ -550,6 +551,135 @@ seeds_partition(void)
         exit(1);
 }
 
+/* ---- fuzz_request: [selector][arg][body] ---- */
+
+static void
+rq_seed(const char *name, uint8_t sel, uint8_t arg, const struct vs_wbuf *w)
+{
+    uint8_t *in = malloc(w->len + 2);
+    if (in == NULL)
+        exit(1);
+    in[0] = sel;
+    in[1] = arg;
+    memcpy(in + 2, w->data, w->len);
+    seed_write("fuzz_request", name, in, w->len + 2);
+    free(in);
+}
+
+static void
+seeds_request(void)
+{
+    struct vs_wbuf w;
+    vs_wbuf_init(&w);
+    vsc_body_login(&w, 11264, "node-sdk", "0.10.0-edge.4", "iggy", "iggy");
+    rq_seed("login", 0, 0, &w);
+    vs_wbuf_reset(&w);
+    vsc_body_login_pat(&w, 11264, "node-sdk", "0.10.0",
+                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123"
+                       "456789ABCDE=");
+    rq_seed("login-pat", 0, 0, &w);
+
+    struct vsc_id sid = vsc_id_name("smoke-stream"), tid = vsc_id_num(1);
+    /* CreateStream [name] (+ an empty options block) */
+    vs_wbuf_reset(&w);
+    vsc_wr_name(&w, "smoke-stream");
+    rq_seed("create-stream", 1, 0, &w);
+    /* CreateTopic [stream][partitions u32][name][options] */
+    vs_wbuf_reset(&w);
+    vsc_wr_id(&w, &sid);
+    vs_wr_u32(&w, 3);
+    vsc_wr_name(&w, "smoke-topic");
+    vsc_opt_str(&w, "message_expiry", "1h 30m");
+    vsc_opt_str(&w, "max_topic_size", "10 GB");
+    vsc_opt_u64(&w, "segment_size", 1 << 20);
+    rq_seed("create-topic", 1, 4, &w);
+    /* DeleteStream [stream], DeleteTopic [stream][topic] */
+    vs_wbuf_reset(&w);
+    vsc_wr_id(&w, &sid);
+    rq_seed("delete-stream", 1, 2, &w);
+    vsc_wr_id(&w, &tid);
+    rq_seed("delete-topic", 1, 6, &w);
+    rq_seed("get-topic", 2, 11, &w);
+    vs_wbuf_reset(&w);
+    vsc_wr_id(&w, &sid);
+    rq_seed("get-stream", 2, 9, &w);
+    /* CreateUser [name][password][status u8][has_perms u8][len u32][perms] */
+    vs_wbuf_reset(&w);
+    vsc_wr_name(&w, "alice");
+    vsc_wr_name(&w, "secret-pw");
+    vs_wr_u8(&w, 1);
+    vs_wr_u8(&w, 1);
+    struct vs_wbuf pw;
+    vs_wbuf_init(&pw);
+    struct vsc_perms perms;
+    memset(&perms, 0, sizeof(perms));
+    perms.global[0] = 1;
+    struct vsc_stream_perms sp;
+    memset(&sp, 0, sizeof(sp));
+    sp.stream_id = 2;
+    sp.flags[1] = 1;
+    perms.streams = &sp;
+    perms.n_streams = 1;
+    vsc_perms_encode(&pw, &perms);
+    vs_wr_u32(&w, (uint32_t)pw.len);
+    vs_wr_bytes(&w, pw.data, pw.len);
+    vs_wbuf_fini(&pw);
+    rq_seed("create-user", 1, 141 - 128, &w);
+    /* PollMessages and SendMessages */
+    vs_wbuf_reset(&w);
+    struct vsc_id cid = vsc_id_num(7);
+    struct vsc_poll_args pa = {vsc_consumer_single(&cid), 1, 0, 1, 0, 10, 1};
+    vsc_body_poll(&w, &sid, &tid, &pa);
+    rq_seed("poll", 3, 0, &w);
+    vs_wbuf_reset(&w);
+    static uint8_t bb[1024];
+    const uint8_t *pay[2] = {(const uint8_t *)"hello", (const uint8_t *)"you"};
+    uint32_t pl[2] = {5, 3};
+    size_t bn = batch_build(bb, sizeof(bb), 1700000000000000u, 2, pay, pl,
+                            NULL, NULL, NULL);
+    struct vsc_partitioning part;
+    memset(&part, 0, sizeof(part));
+    part.kind = 3;
+    part.key_len = 3;
+    memcpy(part.key, "key", 3);
+    vsc_body_send(&w, &sid, &tid, &part, 2, bb, bn);
+    rq_seed("send-key", 4, 0, &w);
+    /* options blocks */
+    vs_wbuf_reset(&w);
+    vsc_opt_str(&w, "compression_algorithm", "gzip");
+    vsc_opt_u64(&w, "message_expiry", 60000000);
+    vsc_opt_bool(&w, "fsync", 1);
+    rq_seed("options-create", 5, 3 * 2 + 1, &w);
+    rq_seed("options-update", 5, 2, &w);
+    /* journaled op bodies */
+    struct meta_op op;
+    meta_op_init(&op, VS_OP_CREATE_TOPIC);
+    meta_ident_name(&op.stream, "smoke-stream", 12);
+    meta_op_set_name(&op, "smoke-topic", 11);
+    op.count = 3;
+    op.opts.compression = 2;
+    op.opts.explicit_mask = META_TOPT_COMPRESSION;
+    vs_wbuf_reset(&w);
+    if (meta_op_encode(&op, &w) != 0)
+        exit(1);
+    rq_seed("op-create-topic", 6, 0, &w);
+    meta_op_init(&op, VS_OP_DELETE_PAT);
+    meta_ident_id(&op.user, 3);
+    meta_op_set_name(&op, "token", 5);
+    vs_wbuf_reset(&w);
+    if (meta_op_encode(&op, &w) != 0)
+        exit(1);
+    rq_seed("op-delete-pat", 6, 0, &w);
+    /* text */
+    vs_wbuf_reset(&w);
+    vs_wr_bytes(&w, "1h 30m 15s 100ms", 16);
+    rq_seed("duration", 7, 0, &w);
+    vs_wbuf_reset(&w);
+    vs_wr_bytes(&w, "512MiB", 6);
+    rq_seed("size", 7, 1, &w);
+    vs_wbuf_fini(&w);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -568,5 +698,6 @@ main(int argc, char **argv)
     seeds_meta();
     seeds_client_reply();
     seeds_partition();
+    seeds_request();
     return 0;
 }

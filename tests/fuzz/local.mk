@@ -11,7 +11,8 @@ FUZZ_TARGETS = \
 	tests/fuzz/fuzz_snapshot \
 	tests/fuzz/fuzz_client_table \
 	tests/fuzz/fuzz_client_reply \
-	tests/fuzz/fuzz_partition
+	tests/fuzz/fuzz_partition \
+	tests/fuzz/fuzz_request
 
 if ENABLE_FUZZ
 noinst_PROGRAMS += $(FUZZ_TARGETS) tests/fuzz/fuzz_seeds
@@ -68,6 +69,12 @@ tests_fuzz_fuzz_partition_CFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_partition_LDFLAGS = $(FUZZ_LINK)
 tests_fuzz_fuzz_partition_LDADD = libvs_data.a libvs_storage.a \
 	libvs_common.a $(VS_DEP_LIBS)
+
+tests_fuzz_fuzz_request_SOURCES = tests/fuzz/fuzz_request.c $(FUZZ_UTIL)
+tests_fuzz_fuzz_request_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_request_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_request_LDADD = libvs_server.a libvs_meta.a libvs_data.a \
+	libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
 
 # The seed corpus generator (a plain program, not a fuzz target).
 tests_fuzz_fuzz_seeds_SOURCES = tests/fuzz/fuzz_seeds.c \
