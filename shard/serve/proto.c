@@ -108,6 +108,22 @@ serve_is_message_plane(unsigned operation, uint32_t command_code)
            (operation == VS_OP_NON_REPLICATED && command_code == SERVE_C_POLL);
 }
 
+enum serve_frame_verdict
+serve_frame_check(const struct vs_hdr_request *h, size_t have,
+                  uint32_t max_metadata_body, uint32_t max_message_body,
+                  uint32_t *size, uint32_t *limit)
+{
+    if (h->f.size < VS_HEADER_SIZE || h->f.command != VS_CMD_REQUEST)
+        return SERVE_FRAME_GARBAGE;
+    *limit = serve_is_message_plane(h->operation, h->command_code)
+                 ? max_message_body
+                 : max_metadata_body;
+    if (h->f.size - VS_HEADER_SIZE > *limit)
+        return SERVE_FRAME_OVERSIZED;
+    *size = h->f.size;
+    return have >= h->f.size ? SERVE_FRAME_COMPLETE : SERVE_FRAME_NEED_MORE;
+}
+
 uint32_t
 serve_rd_ident(struct vs_rbuf *r, struct meta_ident *id)
 {

@@ -26,6 +26,7 @@
 #include "shard/meta/client_table.h"
 #include "shard/meta/ops.h"
 #include "shard/meta/snapshot_codec.h"
+#include "shard/serve/proto.h"
 #include "shard/storage/snapshot_file.h"
 #include "shard/storage/superblock.h"
 #include "shard/storage/vsr_state.h"
@@ -574,9 +575,10 @@ seeds_request(void)
     vsc_body_login(&w, 11264, "node-sdk", "0.10.0-edge.4", "iggy", "iggy");
     rq_seed("login", 0, 0, &w);
     vs_wbuf_reset(&w);
-    vsc_body_login_pat(&w, 11264, "node-sdk", "0.10.0",
-                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123"
-                       "456789ABCDE=");
+    vsc_body_login_pat(
+        &w, 11264, "node-sdk", "0.10.0",
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123"
+        "456789ABCDE=");
     rq_seed("login-pat", 0, 0, &w);
 
     struct vsc_id sid = vsc_id_name("smoke-stream"), tid = vsc_id_num(1);
@@ -635,8 +637,8 @@ seeds_request(void)
     static uint8_t bb[1024];
     const uint8_t *pay[2] = {(const uint8_t *)"hello", (const uint8_t *)"you"};
     uint32_t pl[2] = {5, 3};
-    size_t bn = batch_build(bb, sizeof(bb), 1700000000000000u, 2, pay, pl,
-                            NULL, NULL, NULL);
+    size_t bn = batch_build(bb, sizeof(bb), 1700000000000000u, 2, pay, pl, NULL,
+                            NULL, NULL);
     struct vsc_partitioning part;
     memset(&part, 0, sizeof(part));
     part.kind = 3;
@@ -680,6 +682,42 @@ seeds_request(void)
     vs_wbuf_fini(&w);
 }
 
+/* ---- fuzz_frames: [meta limit][message limit][stream] ---- */
+
+static void
+seeds_frames(void)
+{
+    struct vs_wbuf s, b;
+    vs_wbuf_init(&s);
+    vs_wbuf_init(&b);
+    struct vs_u128 client = {0xa7a6a5a4a3a2a1a0u, 0xafaeadacabaaa9a8u};
+    vs_wr_u8(&s, 255);
+    vs_wr_u8(&s, 255);
+    vsc_body_login(&b, 11264, "node-sdk", "0.10.0", "iggy", "iggy");
+    vsc_frame_request(&s, client, 0, 0, VS_OP_REGISTER, 0, b.data, b.len, 0);
+    vsc_frame_request(&s, client, 1, 1, VS_OP_NON_REPLICATED, SERVE_C_PING,
+                      NULL, 0, 0);
+    vs_wbuf_reset(&b);
+    vsc_wr_name(&b, "smoke-stream");
+    vsc_frame_request(&s, client, 1, 1, VS_OP_CREATE_STREAM, 0, b.data, b.len,
+                      1);
+    vs_wbuf_reset(&b);
+    struct vsc_id sid = vsc_id_num(0), tid = vsc_id_num(0), cid = vsc_id_num(1);
+    struct vsc_poll_args pa = {vsc_consumer_single(&cid), 1, 0, 5, 0, 10, 1};
+    vsc_body_poll(&b, &sid, &tid, &pa);
+    vsc_frame_request(&s, client, 1, 2, VS_OP_NON_REPLICATED, SERVE_C_POLL,
+                      b.data, b.len, 0);
+    vs_wbuf_reset(&b);
+    vsc_wr_id(&b, &sid);
+    vsc_frame_request(&s, client, 1, 2, VS_OP_NON_REPLICATED,
+                      SERVE_C_GET_STREAM, b.data, b.len, 1);
+    seed_write("fuzz_frames", "session", s.data, s.len);
+    s.data[0] = 0; /* metadata limit 64: the login is oversized */
+    seed_write("fuzz_frames", "session-small-limit", s.data, s.len);
+    vs_wbuf_fini(&s);
+    vs_wbuf_fini(&b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -699,5 +737,6 @@ main(int argc, char **argv)
     seeds_client_reply();
     seeds_partition();
     seeds_request();
+    seeds_frames();
     return 0;
 }

@@ -12,7 +12,8 @@ FUZZ_TARGETS = \
 	tests/fuzz/fuzz_client_table \
 	tests/fuzz/fuzz_client_reply \
 	tests/fuzz/fuzz_partition \
-	tests/fuzz/fuzz_request
+	tests/fuzz/fuzz_request \
+	tests/fuzz/fuzz_frames
 
 if ENABLE_FUZZ
 noinst_PROGRAMS += $(FUZZ_TARGETS) tests/fuzz/fuzz_seeds
@@ -76,11 +77,17 @@ tests_fuzz_fuzz_request_LDFLAGS = $(FUZZ_LINK)
 tests_fuzz_fuzz_request_LDADD = libvs_server.a libvs_meta.a libvs_data.a \
 	libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
 
+tests_fuzz_fuzz_frames_SOURCES = tests/fuzz/fuzz_frames.c $(FUZZ_UTIL)
+tests_fuzz_fuzz_frames_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_frames_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_frames_LDADD = libvs_server.a libvs_client.a libvs_meta.a \
+	libvs_data.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
+
 # The seed corpus generator (a plain program, not a fuzz target).
 tests_fuzz_fuzz_seeds_SOURCES = tests/fuzz/fuzz_seeds.c \
 	tests/unit/meta_helpers.h tests/unit/meta_fixture.h
 tests_fuzz_fuzz_seeds_CFLAGS = $(FUZZ_CFLAGS)
-tests_fuzz_fuzz_seeds_LDADD = libvs_client.a libvs_meta.a libvs_data.a libvs_storage.a \
+tests_fuzz_fuzz_seeds_LDADD = libvs_server.a libvs_client.a libvs_meta.a libvs_data.a libvs_storage.a \
 	libvs_common.a $(VS_DEP_LIBS)
 
 EXTRA_DIST += tests/fuzz/corpus tests/fuzz/regressions tools/fuzz
