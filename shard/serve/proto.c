@@ -439,6 +439,29 @@ serve_decode_read(uint32_t code, const uint8_t *body, size_t len,
 
 /* ------------------------------------------------------------ data plane */
 
+int
+serve_decode_offset(const uint8_t *body, size_t len, unsigned operation,
+                    struct serve_offset_req *q)
+{
+    struct vs_rbuf r;
+    vs_rbuf_init(&r, body, len);
+    memset(q, 0, sizeof(*q));
+    q->kind = vs_rd_u8(&r);
+    if (r.err || (q->kind != 1 && q->kind != 2))
+        return -1;
+    if (serve_rd_ident(&r, &q->consumer) != 0 ||
+        serve_rd_ident(&r, &q->stream) != 0 ||
+        serve_rd_ident(&r, &q->topic) != 0)
+        return -1;
+    q->has_partition = vs_rd_u8(&r);
+    q->partition_id = vs_rd_u32(&r);
+    if (operation == VS_OP_STORE_CONSUMER_OFFSET)
+        q->offset = vs_rd_u64(&r);
+    if (operation != VS_OP_NON_REPLICATED)
+        q->ack = vs_rd_u8(&r);
+    return r.err ? -1 : 0;
+}
+
 uint32_t
 serve_decode_poll(const uint8_t *body, size_t len, struct serve_poll_req *q)
 {

@@ -181,6 +181,22 @@ struct serve_send_meta {
 uint32_t serve_decode_send_meta(const uint8_t *body, size_t len,
                                 struct serve_send_meta *m);
 
+/* Consumer offsets: GetOffset (NR code 120, operation 2), Store (161) and
+ * Delete (162): [consumer kind u8 1|2][consumer ident][stream][topic]
+ * [has_partition u8][partition_id u32], then Store's [offset u64], then
+ * for 161/162 [ack u8]. 0 or -1 (undecodable: a bad kind, identifier or
+ * a short body). */
+struct serve_offset_req {
+    uint8_t kind;
+    struct meta_ident consumer, stream, topic;
+    uint8_t has_partition;
+    uint32_t partition_id;
+    uint64_t offset;
+    uint8_t ack;
+};
+int serve_decode_offset(const uint8_t *body, size_t len, unsigned operation,
+                        struct serve_offset_req *q);
+
 /* ---- reply frames ---- */
 
 /* Appends a Reply frame answering `req`: 256-byte header (command 8,

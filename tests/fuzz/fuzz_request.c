@@ -4,12 +4,13 @@
  * metadata op codec the decoded bodies are proposed and journaled in
  * (shard/meta/ops.c: meta_op_encode / meta_op_decode, meta_perms_parse).
  *
- * Input: [selector u8][arg u8][body]. selector % 8: 0 Register
+ * Input: [selector u8][arg u8][body]. selector % 9: 0 Register
  * (serve_login_decode), 1 a replicated request (operation Logout or
  * 128..149 from arg), 2 a NonReplicated read (a read code from arg),
  * 3 PollMessages, 4 SendMessages metadata (+ its batch), 5 an options
  * block (scope and partitions from arg), 6 a journaled op body
- * (meta_op_decode), 7 the duration / size text parsers.
+ * (meta_op_decode), 7 the duration / size text parsers, 8 a consumer
+ * offset request (Get, Store or Delete from arg).
  * Invariants checked:
  *  - every status is one the decoders document (0, 3, 4041, 4042, 2015,
  *    1019; -EPROTO for a login prefix; 0/-errno for the op codec);
@@ -135,9 +136,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *b = malloc(len ? len : 1); /* exact size: ASan sees overreads */
     fuzz_check(b != NULL, "malloc");
     memcpy(b, data + 2, len);
-    check_utf8 = sel % 8 != 6;
+    check_utf8 = sel % 9 != 6;
 
-    switch (sel % 8) {
+    switch (sel % 9) {
     case 0: {
         struct serve_login l;
         int rc = serve_login_decode(b, len, &l);
@@ -256,6 +257,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int n = snprintf(text, sizeof(text), "%llu", (unsigned long long)v);
             fuzz_check(serve_parse_size(text, (size_t)n, &v2) == 0 && v2 == v,
                        "an accepted size re-parses in bytes");
+        }
+        break;
+    }
+    case 8: {
+        static const unsigned ops[3] = {VS_OP_NON_REPLICATED,
+                                        VS_OP_STORE_CONSUMER_OFFSET,
+                                        VS_OP_DELETE_CONSUMER_OFFSET};
+        struct serve_offset_req q;
+        int rc = serve_decode_offset(b, len, ops[arg % 3], &q);
+        fuzz_check(rc == 0 || rc == -1, "0 or -1");
+        if (rc == 0) {
+            fuzz_check(q.kind == 1 || q.kind == 2, "consumer kind 1 or 2");
+            ident_ok(&q.consumer);
+            ident_ok(&q.stream);
+            ident_ok(&q.topic);
         }
         break;
     }

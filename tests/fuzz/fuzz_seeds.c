@@ -679,6 +679,18 @@ seeds_request(void)
     vs_wbuf_reset(&w);
     vs_wr_bytes(&w, "512MiB", 6);
     rq_seed("size", 7, 1, &w);
+    /* consumer offsets: [kind][consumer][stream][topic][has_p][pid]... */
+    vs_wbuf_reset(&w);
+    vs_wr_u8(&w, 1);
+    vsc_wr_id(&w, &cid);
+    vsc_wr_id(&w, &sid);
+    vsc_wr_id(&w, &tid);
+    vs_wr_u8(&w, 1);
+    vs_wr_u32(&w, 0);
+    rq_seed("get-offset", 8, 0, &w);
+    vs_wr_u64(&w, 42);
+    vs_wr_u8(&w, 0);
+    rq_seed("store-offset", 8, 1, &w);
     vs_wbuf_fini(&w);
 }
 
