@@ -767,12 +767,17 @@ emit_trimmed(struct vs_wbuf *out, const uint8_t *b, uint64_t lo, uint32_t want,
                       vs_load_u32(f + BATCH_FOFF_HEADERS_LEN);
         uint64_t off = base + vs_load_u32(f + BATCH_FOFF_OFFSET_D);
         if (off >= first && off < endx) {
+            /* a sealed segment's frames are not verified at open: a frame
+             * that fails its stored checksum must keep failing after the
+             * re-stamp, never be sealed afresh over damaged bytes */
+            int intact = batch_frame_checksum(f, flen) ==
+                         vs_load_u64(f + BATCH_FOFF_CHECKSUM);
             uint8_t *nf = vs_wbuf_reserve(out, flen);
             memcpy(nf, f, flen);
             out->len += flen;
             vs_store_u32(nf + BATCH_FOFF_OFFSET_D, kept);
-            vs_store_u64(nf + BATCH_FOFF_CHECKSUM,
-                         batch_frame_checksum(nf, flen));
+            uint64_t ck = batch_frame_checksum(nf, flen);
+            vs_store_u64(nf + BATCH_FOFF_CHECKSUM, intact ? ck : ~ck);
             kept++;
         }
         pos += flen;

@@ -468,6 +468,55 @@ START_TEST(test_interior_flip_refused)
 }
 END_TEST
 
+/* A damaged message in a sealed segment (not verified at open), read
+ * from the middle of its batch: the trimmed record re-stamps the kept
+ * frames, and the damaged one must still fail its checksum (it was sealed
+ * afresh over the damaged bytes, hiding the damage from the client). */
+START_TEST(test_trimmed_read_keeps_damage_visible)
+{
+    struct part_opts o;
+    small_opts(&o);
+    o.segment_size = 1500; /* two 700-byte batches per segment */
+    struct vs_part *p = must_open(&o, 1, 0);
+    static uint8_t pay[100], b[1024];
+    memset(pay, 'm', sizeof(pay));
+    const uint8_t *pp[3] = {pay, pay, pay};
+    uint32_t pl[3] = {100, 100, 100};
+    for (int k = 0; k < 3; k++) {
+        size_t n = batch_build(b, sizeof(b), 1000, 3, pp, pl, NULL, NULL, NULL);
+        ck_assert_uint_eq(n, 700);
+        ck_assert_int_eq(part_append(p, b, n, 1000 + (uint64_t)k, NULL, NULL),
+                         0);
+    }
+    struct part_stats st;
+    part_stats(p, &st);
+    ck_assert_uint_eq(st.segments, 2);
+    ck_assert_int_eq(part_close(p), 0);
+    char log0[1024];
+    seg_path(log0, sizeof(log0), 0, "log");
+    size_t n = 0;
+    uint8_t *orig = dt_read_file(log0, &n);
+    ck_assert_uint_eq(n, 1400);
+    orig[256 + 148 + 48 + 10] ^= 0x01; /* payload of message 1 */
+    dt_write_file(log0, orig, n);
+    p = must_open(&o, 0, 0);
+    for (uint64_t off = 0; off < 3; off++) {
+        struct vs_wbuf w;
+        vs_wbuf_init(&w);
+        struct part_poll_result r;
+        ck_assert_int_eq(
+            part_poll(p, PART_POLL_OFFSET, off, 1, SIZE_MAX, &w, &r), 0);
+        ck_assert_uint_eq(r.count, 1);
+        ck_assert_uint_eq(r.first_offset, off);
+        enum batch_err e = batch_validate(w.data, w.len, NULL, 0, NULL);
+        ck_assert_int_eq(e, off == 1 ? BATCH_E_MSG_CHECKSUM : BATCH_OK);
+        vs_wbuf_fini(&w);
+    }
+    part_abandon(p);
+    free(orig);
+}
+END_TEST
+
 /* A partition directory without any .log file: refused as NO_SEGMENT
  * (found by fuzzing: the empty segment list reached qsort(NULL, 0), which
  * UBSan reports; the ASan leg runs this test). */
@@ -1215,6 +1264,7 @@ suite(void)
     tcase_add_test(tc, test_interior_header_flip_refused_without_index);
     tcase_add_test(tc, test_refusal_defers_sealed_index_rewrite);
     tcase_add_test(tc, test_no_segment_refused);
+    tcase_add_test(tc, test_trimmed_read_keeps_damage_visible);
     tcase_add_test(tc, test_last_batch_flip_verdicts);
     tcase_add_test(tc, test_format_refusals);
     tcase_add_test(tc, test_enospc_clean);
