@@ -746,7 +746,9 @@ emit_trimmed(struct vs_wbuf *out, const uint8_t *b, uint64_t lo, uint32_t want,
     uint64_t blen = batch_length(b);
     uint32_t n = batch_count(b);
     uint64_t first = lo > base ? lo : base;
-    uint64_t endx = first + want; /* exclusive */
+    /* exclusive; saturated: a damaged file may hold offsets near
+     * UINT64_MAX, and a wrapped end would select nothing */
+    uint64_t endx = UINT64_MAX - first < want ? UINT64_MAX : first + want;
     if (base >= lo && base + n <= endx) {
         vs_wr_bytes(out, b, (size_t)blen); /* whole batch */
         if (res->count == 0)
