@@ -806,6 +806,34 @@ START_TEST(test_format_refusals)
     ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
                      -EBADMSG);
     ck_assert_int_eq(v.reason, PART_R_BAD_FORMAT);
+    /* a format or state file far too long (found by fuzzing: part_open
+     * returned a bare -EFBIG with no verdict): refused as damage */
+    uint8_t *big = calloc(1, 5000);
+    memcpy(big, f, n);
+    dt_write_file(fpath, big, 5000);
+    memset(&v, 0, sizeof(v));
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                     -EBADMSG);
+    ck_assert_int_eq(v.reason, PART_R_BAD_FORMAT);
+    ck_assert_ptr_nonnull(strstr(v.msg, "format"));
+    f[10] ^= 1; /* back to the valid format file */
+    vs_store_u32(f + 4, PART_FORMAT_VERSION);
+    vs_store_u64(f + 32, vs_xxh3_64(f, 32));
+    dt_write_file(fpath, f, n);
+    char spath[1100];
+    snprintf(spath, sizeof(spath), "%s/state", a);
+    size_t sn = 0;
+    uint8_t *sf = dt_read_file(spath, &sn);
+    dt_write_file(spath, big, 5000);
+    memset(&v, 0, sizeof(v));
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                     -EBADMSG);
+    ck_assert_int_eq(v.reason, PART_R_BAD_STATE);
+    dt_write_file(spath, sf, sn);
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v), 0);
+    ck_assert_int_eq(part_close(p), 0);
+    free(sf);
+    free(big);
     free(f);
     /* missing partition without create */
     struct part_id none = {9, 9, 9, 9};
@@ -1365,6 +1393,8 @@ suite(void)
     tcase_add_test(tc, test_verify_on_read);
     tcase_add_test(tc, test_acked_loss_refused);
     tcase_add_test(tc, test_interior_header_flip_refused_without_index);
+    tcase_add_test(tc, test_refusal_defers_sealed_index_rewrite);
+    tcase_add_test(tc, test_no_segment_refused);
     tcase_add_test(tc, test_last_batch_flip_verdicts);
     tcase_add_test(tc, test_format_refusals);
     tcase_add_test(tc, test_enospc_clean);
