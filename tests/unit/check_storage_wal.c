@@ -304,7 +304,6 @@ START_TEST(test_garbled_header_is_damage)
     ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), -EBADMSG);
     ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
     ck_assert_uint_eq(s.bad_offset, 0);
-    ck_assert_ptr_nonnull(strstr(s.reason, "structurally invalid"));
     size_t now;
     free(tu_read_file(fx.meta, VS_JOURNAL_FILE, &now));
     ck_assert_uint_eq(now, one); /* refused: nothing cut */
