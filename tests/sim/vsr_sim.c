@@ -1,0 +1,499 @@
+/*
+ * tests/sim/vsr_sim.c - the deterministic simulator's command line:
+ * swarm seeds, named regression scenarios, coverage marks.
+ *
+ *   vsr-sim --seed S [--replicas N] [--ticks T] [--trace]   one seed
+ *   vsr-sim --seeds FIRST COUNT [--replicas N]              a range
+ *   vsr-sim --scenario NAME [--trace] | --scenarios | --list
+ *   vsr-sim --beyond-model FIRST COUNT                      must halt
+ * Every run prints one `marks` line (summed by tests/sim/soak); a failing
+ * seed prints the failure and the one command that replays it.
+ *
+ * Fault switches: the faults listed in GATED_FAULTS need engine work
+ * (view change, repair, Recovering -> Normal) and are off in swarm runs;
+ * the scenarios in the gated list wait for the same work and do not run
+ * in `make check` (--scenarios runs the others; --scenario runs any).
+ * Exit: 0 pass, 1 a failure, 2 usage.
+ * Callers: make check (tests/sim/check_sim.sh), tests/sim/soak, people.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/layout.h"
+#include "common/log.h"
+#include "tests/sim/sim_world.h"
+
+/* What the engine survives today. A restarted replica of a cluster stays
+ * Recovering (no StartView yet), a primary that dies is never replaced
+ * (no view change), and a replica that missed an op never gets it (no
+ * repair): those faults are switched off here, by name. */
+static void
+default_faults(struct sim_faults *f, unsigned n)
+{
+    memset(f, 0, sizeof(*f));
+    f->loss = 1;
+    f->dup = 1;
+    f->delay = 1;
+    f->torn = 1;
+    f->restart = 1;
+    f->sb_corrupt = 1;
+    /* n = 1: crash and restart anything (no view to change) */
+    f->crash_primary = n == 1;
+    f->crash_backup = n == 1;
+    f->partitions = 0;      /* GATED: needs repair (a cut backup gaps) */
+    f->bitrot = 0;          /* GATED: needs repair of a faulty op */
+    f->cluster_restart = 0; /* GATED: needs Recovering -> Normal */
+    if (n == 1)
+        f->cluster_restart = 1;
+}
+
+static const char *GATED_FAULTS =
+    "partitions (repair), primary crash n>1 (view change), backup crash n>1 "
+    "(Recovering -> Normal), bit rot n>1 (repair), whole-cluster restart "
+    "n>1 (Recovering -> Normal)";
+
+static void
+print_marks(const struct sim_world *w)
+{
+    const struct sim_marks *m = &w->m;
+    printf(
+        "marks n=%u crashes=%llu crash_in_io=%llu restarts=%llu "
+        "refusals=%llu torn_cut=%llu damaged_cut=%llu checkpoints=%llu "
+        "replays=%llu evictions=%llu reregisters=%llu retries=%llu "
+        "bitrot=%llu sb_corrupt=%llu partitions=%llu view_changes=%llu "
+        "cluster_restarts=%llu commits=%llu acked=%llu lost_sessions=%llu "
+        "sessionless=%llu\n",
+        w->p.n, (unsigned long long)m->crashes,
+        (unsigned long long)m->crashes_in_io, (unsigned long long)m->restarts,
+        (unsigned long long)m->refusals, (unsigned long long)m->torn_cut,
+        (unsigned long long)m->damaged_cut, (unsigned long long)m->checkpoints,
+        (unsigned long long)m->replays, (unsigned long long)m->evictions,
+        (unsigned long long)m->reregisters, (unsigned long long)m->retries,
+        (unsigned long long)m->bitrot, (unsigned long long)m->sb_corrupt,
+        (unsigned long long)m->partitions, (unsigned long long)m->view_changes,
+        (unsigned long long)m->cluster_restarts, (unsigned long long)m->commits,
+        (unsigned long long)m->acked, (unsigned long long)m->lost_sessions,
+        (unsigned long long)m->sessionless);
+}
+
+struct seed_opts {
+    int strict_sessionless; /* finding F3 fails the run */
+    int own_reply_bytes;    /* cache replies as shard 0 does (finding F1) */
+};
+
+static int
+run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
+              const struct seed_opts *so)
+{
+    struct sim_params p;
+    sim_world_params(seed, n, &p);
+    if (ticks)
+        p.ticks = ticks;
+    if (so != NULL) {
+        p.allow_sessionless = !so->strict_sessionless;
+        p.own_reply_bytes = so->own_reply_bytes;
+    }
+    struct sim_faults f;
+    default_faults(&f, p.n);
+    struct sim_world *w = calloc(1, sizeof(*w));
+    int rc = sim_world_init(w, seed, &p, &f, trace);
+    if (rc != 0) {
+        fprintf(stderr, "vsr-sim: seed %llu: cannot build the world: %s\n",
+                (unsigned long long)seed, w->failure);
+        sim_world_fini(w);
+        free(w);
+        return 1;
+    }
+    rc = sim_world_run(w);
+    if (rc) {
+        printf("FAIL seed %llu (n=%u): %s\n", (unsigned long long)seed, p.n,
+               w->failure);
+        printf("replay: tests/sim/vsr-sim --seed %llu --replicas %u --ticks "
+               "%llu --trace\n",
+               (unsigned long long)seed, p.n, (unsigned long long)p.ticks);
+    }
+    print_marks(w);
+    sim_world_fini(w);
+    free(w);
+    return rc;
+}
+
+static int
+run_seed(uint64_t seed, unsigned n, uint64_t ticks, int trace)
+{
+    return run_seed_opts(seed, n, ticks, trace, NULL);
+}
+
+/* ------------------------------------------------------- scenarios */
+
+struct scenario {
+    const char *name;
+    unsigned n;
+    const char *gated; /* NULL: runs in make check; else what it waits for */
+    int (*fn)(struct sim_world *w);
+    /* or a swarm seed replayed with strict switches (fn == NULL) */
+    uint64_t seed;
+    uint64_t ticks;
+    struct seed_opts opts;
+};
+
+static int
+steps(struct sim_world *w, uint64_t k)
+{
+    for (uint64_t i = 0; i < k && !w->failed; i++)
+        sim_world_step(w);
+    return w->failed;
+}
+
+/* Drives clients for `k` ticks with faults on (the fault switches of the
+ * scenario decide which), then checks liveness. */
+static int
+finish(struct sim_world *w)
+{
+    w->p.ticks = w->now;
+    return sim_world_run(w);
+}
+
+/* n = 1: crash inside the journal append again and again; every boot
+ * cuts the torn tail and nothing acknowledged is lost. */
+static int
+sc_single_torn_tail(struct sim_world *w)
+{
+    w->faults_on = 1;
+    for (int round = 0; round < 12 && !w->failed; round++) {
+        steps(w, 150);
+        sim_disk_arm_crash(&w->disk[0], 1 + sim_world_rand(w) % 3);
+        steps(w, 40);
+        if (!w->node[0].up)
+            sim_world_crash(w, 0);
+        sim_world_restart(w, 0);
+    }
+    if (w->m.torn_cut == 0 && w->m.damaged_cut == 0)
+        sim_world_failf(w, "scenario: no torn tail was cut");
+    return finish(w);
+}
+
+/* A whole-cluster crash and restart. */
+static int
+sc_cluster_restart(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 600);
+    for (unsigned i = 0; i < w->p.n; i++)
+        sim_world_crash(w, i);
+    for (unsigned i = 0; i < w->p.n; i++)
+        sim_world_restart(w, i);
+    steps(w, 600);
+    return finish(w);
+}
+
+/* A backup crashes inside an append (torn WAL tail), restarts. */
+static int
+sc_backup_torn_tail(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 400);
+    sim_disk_arm_crash(&w->disk[1], 1);
+    steps(w, 100);
+    sim_world_crash(w, 1);
+    sim_world_restart(w, 1);
+    steps(w, 600);
+    return finish(w);
+}
+
+/* The primary crashes between its append and the commit. */
+static int
+sc_primary_crash_mid_commit(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 400);
+    sim_disk_arm_crash(&w->disk[0], 2);
+    steps(w, 200);
+    sim_world_crash(w, 0);
+    steps(w, 600);
+    sim_world_restart(w, 0);
+    steps(w, 400);
+    return finish(w);
+}
+
+/* One replica's interior WAL entry rots while it is down. */
+static int
+sc_bitrot_interior(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 500);
+    sim_world_crash(w, 2);
+    uint64_t op = w->hist_max > 4 ? w->hist_max / 2 : 1;
+    if (!sim_world_rot_op(w, 2, op, 0))
+        sim_world_failf(w, "scenario: op %llu not in replica 2's journal",
+                        (unsigned long long)op);
+    sim_world_restart(w, 2);
+    steps(w, 600);
+    return finish(w);
+}
+
+/* The last entry of a backup is damaged (full length, bad body): it
+ * must be cut and repaired, never nacked. */
+static int
+sc_damaged_last_entry(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 500);
+    sim_world_crash(w, 1);
+    sim_world_rot_op(w, 1, w->hist_max, 0);
+    sim_world_restart(w, 1);
+    steps(w, 600);
+    return finish(w);
+}
+
+/* A replica that voted in a view restarts (its view from the superblock). */
+static int
+sc_restart_voter(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 300);
+    sim_world_crash(w, 0); /* the primary: the others elect view 1 */
+    steps(w, 800);
+    sim_world_crash(w, 1);
+    sim_world_restart(w, 1);
+    sim_world_restart(w, 0);
+    steps(w, 800);
+    return finish(w);
+}
+
+/* Two candidates: the primary is isolated while both backups time out. */
+static int
+sc_duelling_candidates(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 300);
+    for (unsigned j = 0; j < w->p.n; j++)
+        w->part[0][j] = w->part[j][0] = j != 0;
+    w->partitioned = 1;
+    steps(w, 900);
+    memset(w->part, 0, sizeof(w->part));
+    w->partitioned = 0;
+    steps(w, 600);
+    return finish(w);
+}
+
+static const struct scenario SCENARIOS[] = {
+    {"single-torn-tail", 1, NULL, sc_single_torn_tail},
+    {"single-cluster-restart", 1, NULL, sc_cluster_restart},
+    {"backup-torn-tail", 3, "Recovering -> Normal (StartView)",
+     sc_backup_torn_tail},
+    {"primary-crash-mid-commit", 3, "view change", sc_primary_crash_mid_commit},
+    {"duelling-candidates", 3, "view change", sc_duelling_candidates},
+    {"whole-cluster-restart", 3, "Recovering -> Normal (StartView)",
+     sc_cluster_restart},
+    {"restart-voter", 3, "view change", sc_restart_voter},
+    {"bitrot-interior-one-replica", 3, "repair", sc_bitrot_interior},
+    {"damaged-last-entry-repaired", 3, "repair", sc_damaged_last_entry},
+    /* findings of the swarm (tests/sim: sim-findings.md) */
+    {"sessionless-reexecution",
+     3,
+     "F3: apply runs a request whose session was evicted in the pipeline",
+     NULL,
+     25,
+     3595,
+     {.strict_sessionless = 1}},
+    {"cached-reply-replica-bytes",
+     3,
+     "F1: cached replies carry the replica id and view (shard/zero/commit.c)",
+     NULL,
+     2,
+     3697,
+     {.own_reply_bytes = 1}},
+};
+#define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
+
+static int
+run_scenario(const struct scenario *s, int trace)
+{
+    if (s->fn == NULL) {
+        int rc = run_seed_opts(s->seed, s->n, s->ticks, trace, &s->opts);
+        printf("%s scenario %s (n=%u)\n", rc ? "FAIL" : "ok", s->name, s->n);
+        if (rc)
+            printf("replay: tests/sim/vsr-sim --scenario %s --trace\n",
+                   s->name);
+        return rc ? 1 : 0;
+    }
+    struct sim_params p;
+    sim_world_params(0x5ce0 + s->n, s->n, &p);
+    p.loss_pm = 20;
+    p.dup_pm = 20;
+    p.ticks = 0;
+    struct sim_faults f;
+    memset(&f, 0, sizeof(f));
+    f.loss = f.dup = f.delay = 1;
+    struct sim_world *w = calloc(1, sizeof(*w));
+    int rc = sim_world_init(w, 0x5ce0, &p, &f, trace);
+    if (rc == 0)
+        rc = s->fn(w);
+    else
+        snprintf(w->failure, sizeof(w->failure), "cannot build: %s",
+                 strerror(-rc));
+    printf("%s scenario %s (n=%u)%s%s\n", rc ? "FAIL" : "ok", s->name, s->n,
+           rc ? ": " : "", rc ? w->failure : "");
+    if (rc)
+        printf("replay: tests/sim/vsr-sim --scenario %s --trace\n", s->name);
+    print_marks(w);
+    sim_world_fini(w);
+    free(w);
+    return rc ? 1 : 0;
+}
+
+/* ----------------------------------------------------- beyond model */
+
+/* The same op rots on every replica while all are down: the cluster
+ * must refuse or stall; no replica may commit another checksum for it
+ * (the history checker) and nothing acknowledged may change. */
+static int
+run_beyond_model(uint64_t seed)
+{
+    struct sim_params p;
+    sim_world_params(seed, 0, &p);
+    if (p.n == 2)
+        p.n = 3;
+    struct sim_faults f;
+    memset(&f, 0, sizeof(f));
+    f.loss = f.dup = f.delay = 1;
+    struct sim_world *w = calloc(1, sizeof(*w));
+    int rc = sim_world_init(w, seed, &p, &f, 0);
+    if (rc != 0) {
+        free(w);
+        return 1;
+    }
+    w->faults_on = 1;
+    steps(w, 500);
+    for (unsigned i = 0; i < p.n; i++)
+        sim_world_crash(w, i);
+    uint64_t op =
+        w->hist_max > 2 ? 1 + sim_world_rand(w) % (w->hist_max - 1) : 1;
+    for (unsigned i = 0; i < p.n; i++) {
+        sim_world_rot_op(w, i, op, (int)(seed & 1));
+        if (seed & 2)
+            sim_disk_flip(&w->disk[i], VS_SUPERBLOCK_A, 30, 1);
+    }
+    unsigned booted = 0;
+    for (unsigned i = 0; i < p.n; i++)
+        booted += sim_world_restart(w, i) == 0;
+    steps(w, 1000);
+    int bad = w->failed && strncmp(w->failure, "tick", 4) == 0 &&
+              strstr(w->failure, "liveness") == NULL &&
+              strstr(w->failure, "stopped") == NULL;
+    if (bad)
+        printf("FAIL beyond-model seed %llu: %s\n", (unsigned long long)seed,
+               w->failure);
+    (void)booted;
+    sim_world_fini(w);
+    free(w);
+    return bad;
+}
+
+/* -------------------------------------------------------------- main */
+
+static void
+usage(void)
+{
+    fprintf(stderr,
+            "usage: vsr-sim --seed S [--replicas N] [--ticks T] [--trace]\n"
+            "       vsr-sim --seeds FIRST COUNT [--replicas N]\n"
+            "       vsr-sim --scenario NAME [--trace] | --scenarios | --list\n"
+            "       vsr-sim --beyond-model FIRST COUNT\n");
+}
+
+static int
+parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    uint64_t seed = 0, first = 0, count = 0, ticks = 0, n = 0;
+    int have_seed = 0, have_range = 0, trace = 0, beyond = 0, all_sc = 0;
+    const char *scenario = NULL;
+    /* the product's warnings (a refused boot, an aged-out reply) are
+     * expected under faults; --trace shows what happened instead */
+    vs_log_set_level(VS_LOG_ERROR);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--seed") == 0 && i + 1 < argc) {
+            if (parse_u64(argv[++i], &seed) != 0)
+                goto bad;
+            have_seed = 1;
+        } else if ((strcmp(a, "--seeds") == 0 ||
+                    strcmp(a, "--beyond-model") == 0) &&
+                   i + 2 < argc) {
+            beyond = strcmp(a, "--beyond-model") == 0;
+            if (parse_u64(argv[i + 1], &first) != 0 ||
+                parse_u64(argv[i + 2], &count) != 0)
+                goto bad;
+            i += 2;
+            have_range = 1;
+        } else if (strcmp(a, "--replicas") == 0 && i + 1 < argc) {
+            if (parse_u64(argv[++i], &n) != 0 || n < 1 || n > SIM_N_MAX)
+                goto bad;
+        } else if (strcmp(a, "--ticks") == 0 && i + 1 < argc) {
+            if (parse_u64(argv[++i], &ticks) != 0 || ticks == 0)
+                goto bad;
+        } else if (strcmp(a, "--trace") == 0) {
+            trace = 1;
+        } else if (strcmp(a, "--scenario") == 0 && i + 1 < argc) {
+            scenario = argv[++i];
+        } else if (strcmp(a, "--scenarios") == 0) {
+            all_sc = 1;
+        } else if (strcmp(a, "--list") == 0) {
+            for (size_t k = 0; k < NSCEN; k++)
+                printf("%s n=%u%s%s\n", SCENARIOS[k].name, SCENARIOS[k].n,
+                       SCENARIOS[k].gated ? " gated: waits for " : "",
+                       SCENARIOS[k].gated ? SCENARIOS[k].gated : "");
+            printf("faults off in swarm runs: %s\n", GATED_FAULTS);
+            return 0;
+        } else {
+            goto bad;
+        }
+    }
+    if (scenario != NULL) {
+        for (size_t k = 0; k < NSCEN; k++)
+            if (strcmp(SCENARIOS[k].name, scenario) == 0)
+                return run_scenario(&SCENARIOS[k], trace);
+        fprintf(stderr, "vsr-sim: no scenario named %s (see --list)\n",
+                scenario);
+        return 2;
+    }
+    if (all_sc) {
+        int fails = 0;
+        for (size_t k = 0; k < NSCEN; k++)
+            if (SCENARIOS[k].gated == NULL)
+                fails += run_scenario(&SCENARIOS[k], trace);
+        return fails ? 1 : 0;
+    }
+    if (have_seed)
+        return run_seed(seed, (unsigned)n, ticks, trace);
+    if (have_range) {
+        uint64_t fails = 0;
+        for (uint64_t s = first; s < first + count; s++)
+            fails += beyond ? (uint64_t)run_beyond_model(s)
+                            : (uint64_t)run_seed(s, (unsigned)n, ticks, 0);
+        printf("%s: %llu seeds from %llu, %llu failed\n",
+               beyond ? "beyond-model" : "swarm", (unsigned long long)count,
+               (unsigned long long)first, (unsigned long long)fails);
+        return fails ? 1 : 0;
+    }
+bad:
+    usage();
+    return 2;
+}
