@@ -208,6 +208,14 @@ static const char *const verdict_names[VSR_VERDICT_COUNT] = {
     [VSR_DROP_MISMATCH] = "checksum mismatch",
     [VSR_DROP_STALE] = "stale heartbeat",
     [VSR_DROP_UNSUPPORTED] = "unsupported command",
+    [VSR_DROP_SIZE] = "bad frame size",
+    [VSR_DROP_SUFFIX] = "bad suffix headers",
+    [VSR_DROP_INCARNATION] = "not our incarnation",
+    [VSR_DROP_RANGE] = "bad repair range",
+    [VSR_DROP_NONCE] = "unknown nonce",
+    [VSR_DROP_UNWANTED] = "unwanted repair",
+    [VSR_DROP_DIVERGENT] = "divergent from applied op",
+    [VSR_DROP_REBUILDING] = "rebuilding replica",
 };
 
 const char *
@@ -471,6 +479,7 @@ superblock_maybe_write(struct vs_vsr *v)
     p.checkpoint_op = v->ckpt_pending ? v->ckpt_op : v->durable.checkpoint_op;
     p.checkpoint_checksum =
         v->ckpt_pending ? v->ckpt_checksum : v->durable.checkpoint_checksum;
+    p.faulty_op = v->durable.faulty_op;
     struct vsr_act a;
     memset(&a, 0, sizeof(a));
     a.kind = VSR_ACT_SUPERBLOCK_WRITE;
@@ -634,7 +643,10 @@ vsr_on_request(struct vs_vsr *v, const struct vs_hdr_request *req,
     if (body_len > v->body_max || (body_len > 0 && body == NULL) ||
         req->operation == VS_OP_RESERVED)
         return -EINVAL;
-    if (!is_primary(v) || v->commit_min < v->recovery_barrier)
+    if (v->status == VSR_STATUS_NORMAL && !is_primary(v) &&
+        v->log_view == v->view)
+        return -EREMOTE;
+    if (!vsr_is_settled_primary(v))
         return -EAGAIN;
     if (!vs_u128_is_zero(req->client)) {
         for (uint64_t op = v->commit_min + 1; op <= v->head; op++) {
@@ -996,7 +1008,8 @@ persist_eq(const struct vs_vsr_persist *a, const struct vs_vsr_persist *b)
     return a->view == b->view && a->log_view == b->log_view &&
            a->commit_max == b->commit_max &&
            a->checkpoint_op == b->checkpoint_op &&
-           vs_u128_eq(a->checkpoint_checksum, b->checkpoint_checksum);
+           vs_u128_eq(a->checkpoint_checksum, b->checkpoint_checksum) &&
+           a->faulty_op == b->faulty_op;
 }
 
 int
@@ -1064,6 +1077,12 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
         FAIL("log_view %u > view %u", d->log_view, d->view);
     if (o->replica_count == 1 && o->recovering)
         FAIL("a one-replica group never starts recovering");
+    if (o->recovering && vs_u128_is_zero(o->incarnation))
+        FAIL("a recovering replica needs a non-zero incarnation");
+    if (o->replica_count == 1 && (o->faulty_op != 0 || d->faulty_op != 0))
+        FAIL("a one-replica group has no peer to repair a faulty op from");
+    if (o->rebuilt && !o->recovering)
+        FAIL("a rebuilt replica starts recovering");
     if (o->replica_count > 1 && !o->recovering &&
         (o->header_count > 0 || o->commit_min > 0 || d->view > 0))
         FAIL("a replica with a prior life must start recovering");
@@ -1286,6 +1305,50 @@ vsr_header(const struct vs_vsr *v, uint64_t op, struct vs_hdr_prepare *out)
         return 0;
     *out = s->h;
     return 1;
+}
+
+int
+vsr_is_settled_primary(const struct vs_vsr *v)
+{
+    return is_primary(v) && v->log_view == v->view &&
+           v->commit_min >= v->recovery_barrier;
+}
+
+int
+vsr_primary(const struct vs_vsr *v)
+{
+    if (v->status != VSR_STATUS_NORMAL)
+        return -1;
+    return (int)vsr_primary_index(v->view, v->n);
+}
+
+void
+vsr_info(const struct vs_vsr *v, struct vs_vsr_info *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->status = v->status;
+    int mine = vsr_primary_index(v->view, v->n) == v->replica;
+    switch (v->status) {
+    case VSR_STATUS_NORMAL:
+        out->role = mine ? VSR_ROLE_PRIMARY : VSR_ROLE_BACKUP;
+        break;
+    case VSR_STATUS_VIEW_CHANGE:
+        out->role = mine ? VSR_ROLE_CANDIDATE : VSR_ROLE_ELECTOR;
+        break;
+    default:
+        out->role = VSR_ROLE_RECOVERING;
+        break;
+    }
+    out->view = v->view;
+    out->log_view = v->log_view;
+    out->op = v->head;
+    out->journal_op = v->head;
+    out->commit_min = v->commit_min;
+    out->commit_max = v->commit_max;
+    out->checkpoint_op = v->durable.checkpoint_op;
+    out->settled = vsr_is_settled_primary(v);
+    out->primary = vsr_primary(v);
+    out->faulty_op = v->durable.faulty_op;
 }
 
 const struct vs_vsr_stats *

@@ -35,7 +35,85 @@
  *    DoViewChange and StartView are withheld (queued inside the engine)
  *    until the view and log_view they carry are durable in the superblock,
  *    i.e. <= the values last confirmed by vsr_on_superblock_durable() (or
- *    given at construction, which came from the superblock).
+ *    given at construction, which came from the superblock). A
+ *    DoViewChange also waits until the faulty-op mark is durable.
+ *    RequestStartView, RequestPrepares, RepairPrepare, RepairDone and
+ *    RangeEvicted are exempt (they claim nothing about the view).
+ *  - R2: one DoViewChange per view: it is built once and every
+ *    retransmit sends the same bytes.
+ *  - A present-but-faulty op (cut at boot, options.faulty_op) is never
+ *    nacked in a DoViewChange; it is repaired only with the header the
+ *    view's canonical log names.
+ *  - JOURNAL_APPEND ops are strictly consecutive: each is the last op
+ *    appended + 1 (after construction: the recovered head; after a
+ *    JOURNAL_TRUNCATE of op t: t - 1), so the binding's WAL never has a
+ *    hole and every acknowledged op survives a restart.
+ *  - JOURNAL_TRUNCATE never removes an applied op (op > commit_min).
+ *  - A Recovering replica counts in no quorum: it sends no PrepareOk,
+ *    StartViewChange or DoViewChange until it adopted a StartView.
+ *
+ * View change, in order (iggy-server-ng.md §2, vsr-safety.md §5):
+ *  1. A backup that heard nothing from its primary for normal_heartbeat
+ *     ticks (plus seeded jitter), or a Normal backup whose primary-by-
+ *     index probes its own view after a restart, moves to view + 1,
+ *     status ViewChange, persists the view and broadcasts
+ *     StartViewChange. A higher-view SVC or DVC pulls a replica in.
+ *  2. With quorum_view_change - 1 SVCs from others (f for n = 3 and 5),
+ *     it sends one DoViewChange {log_view, op, commit, suffix} to the new
+ *     primary (view % n). The suffix is the headers of ops op, op - 1,
+ *     ... (high to low, contiguous, at most VSR_DVC_HEADERS_MAX); an op
+ *     it knows no header for is a blank header (256 zero bytes). Bit i
+ *     of present_bitset / nack_bitset is op - i: present = the sender's
+ *     journal holds that op durably and valid (the header is it); nack =
+ *     the sender never durably prepared it (neither present nor faulty).
+ *     op = max(head, faulty op) so a faulty tail is in range.
+ *  3. The candidate, with quorum_view_change DVCs for its view, merges:
+ *     canonical = the DVCs of the highest log_view (their logs agree);
+ *     commit = max of every DVC's commit and the canonical head's commit;
+ *     from the canonical top op down to commit + 1, an op is truncated
+ *     while a nack quorum of DVCs nacks it (a DVC nacks op x when x is
+ *     above its op, or its nack bit is set with a blank or equal header,
+ *     or it holds another header at x); an op kept but without a known
+ *     header (only faulty holders) makes the candidate wait for more
+ *     DVCs (all n in: counted as a deadlock, the status timeout moves
+ *     on). Its own divergent uncommitted suffix is cut (JOURNAL_TRUNCATE)
+ *     and missing bodies are repaired from DVC senders whose present bit
+ *     is set; when every op above commit is durable it persists
+ *     log_view = view, goes Normal, rebuilds the pipeline (ops above
+ *     commit_max, its own PrepareOk counted) and broadcasts StartView.
+ *  4. A replica takes a StartView from primary_index(view) with view >=
+ *     its own (and, Normal in that view, log_view < view): it cuts its
+ *     divergent uncommitted suffix, installs the suffix headers, goes
+ *     Normal with log_view = view (persisted before any PrepareOk),
+ *     sends PrepareOk for the ops above commit it holds durably, and
+ *     repairs the rest (then acknowledges them too).
+ *  SVC/DVC are retransmitted every view_change_message ticks; a view
+ *  change that has not completed after view_change_status ticks (plus
+ *  seeded jitter, doubling up to 16x) escalates to view + 1.
+ *
+ * Journal repair: a replica whose journal lacks ops it knows of (a gap
+ * below a header it holds, a faulty op, the ops of an adopted StartView,
+ * ops below a Commit's commit) sends RequestPrepares{nonce, from, to}
+ * (to - from < VSR_REPAIR_MAX, never an empty range) to one peer (the
+ * primary in Normal status, a present-bit holder in a view change) and
+ * re-requests a stalled window after `repair` ticks, rotating peers. The
+ * peer answers a SEND_PREPARE action per op it holds, then RepairDone;
+ * if `from` is below its oldest retained op (drained by a checkpoint) it
+ * answers RangeEvicted{oldest retained op} instead, which the requester
+ * surfaces as a STATE_TRANSFER action. A repaired prepare is accepted
+ * only if its identity matches the header the requester knows for that
+ * op, or (no header known) it chains to the op below; the head op and
+ * its checksum are re-anchored together.
+ *
+ * Restart (options.recovering): status Recovering; every rsv ticks it
+ * sends RequestStartView{view = durable view, incarnation} to every
+ * peer. Only a settled primary answers, with a StartView sent to that
+ * replica alone, echoing the incarnation. A Recovering replica adopts
+ * only a StartView echoing its own incarnation with view >= its durable
+ * view. After probe_attempts unanswered probes (the whole cluster
+ * restarted) it starts a view change from its durable view (to view + 1)
+ * on its recovered log; so a restarted primary-by-index of its durable
+ * view never acts as primary of that view again.
  *  - Commits are emitted strictly in op order, one at a time: COMMIT op N
  *    is emitted only after op N-1 was reported applied, only for an op
  *    whose journal append is durable locally, and only over a verified
@@ -59,15 +137,31 @@
 #define VSR_PIPELINE_MAX      32u /* prepares in flight, iggy prepare queue */
 #define VSR_JOURNAL_SLOTS_MAX 65536u
 #define VSR_WITHHELD_MAX      256u /* messages waiting for a durable view */
+/* Headers in a DoViewChange / StartView body (the bitsets are u128). The
+ * pipeline ceiling stays below it so the suffix always reaches commit. */
+#define VSR_DVC_HEADERS_MAX 128u
+#define VSR_REPAIR_MAX      128u /* prepares per RequestPrepares round */
+_Static_assert(VSR_PIPELINE_MAX < VSR_DVC_HEADERS_MAX,
+               "suffix covers pipeline");
 
-/* Replica status. Only Normal is driven in this version; ViewChange and
- * Recovering exist so the view change slots in without reshaping state.
- * Recovering: a restarted replica of a multi-replica group (it must learn
- * the view from a StartView before it acknowledges anything). */
+/* Replica status. Normal: primary or backup of `view`. ViewChange:
+ * electing the primary of `view`. Recovering: a restarted replica of a
+ * multi-replica group (it must learn the view from a StartView before it
+ * acknowledges anything; see the restart paragraph above). */
 enum vsr_status {
     VSR_STATUS_NORMAL = 0,
     VSR_STATUS_VIEW_CHANGE = 1,
     VSR_STATUS_RECOVERING = 2,
+};
+
+/* Role in the current view (introspection; GetClusterMetadata reports
+ * `Leader` only for a settled primary, see vsr_is_settled_primary). */
+enum vsr_role {
+    VSR_ROLE_PRIMARY = 0,    /* Normal, primary_index(view) == replica */
+    VSR_ROLE_BACKUP = 1,     /* Normal, another replica is primary */
+    VSR_ROLE_CANDIDATE = 2,  /* ViewChange, primary-to-be of view */
+    VSR_ROLE_ELECTOR = 3,    /* ViewChange, another replica's view */
+    VSR_ROLE_RECOVERING = 4, /* Recovering */
 };
 
 /* The VsrState values the engine owns (what the superblock persists,
@@ -78,16 +172,24 @@ struct vs_vsr_persist {
     uint64_t commit_max;
     uint64_t checkpoint_op;
     struct vs_u128 checkpoint_checksum; /* of the snapshot payload */
+    /* The op whose damaged journal entry was cut at boot and is not yet
+     * repaired (0 = none): a present-but-faulty op, never nacked. The
+     * superblock (VsrState v2) persists it; the engine writes 0 once the
+     * op is durable again (or no longer in the log). */
+    uint64_t faulty_op;
 };
 
 /* Timeouts, in ticks of 10 ms. Zero fields take the defaults below (from
  * iggy-server-ng.md §2). */
 struct vs_vsr_timeouts {
-    uint32_t prepare;          /* primary: retransmit unacked prepares, 25 */
-    uint32_t commit;           /* primary: Commit heartbeat interval, 50 */
-    uint32_t normal_heartbeat; /* backup: primary presumed dead, 500;
-                                  kept for the view change (not yet
-                                  acted on: backups only count silence) */
+    uint32_t prepare;             /* primary: retransmit unacked, 25 */
+    uint32_t commit;              /* primary: Commit heartbeat, 50 */
+    uint32_t normal_heartbeat;    /* backup: primary presumed dead, 500 */
+    uint32_t view_change_message; /* SVC / DVC retransmit, 50 */
+    uint32_t view_change_status;  /* view change gives up: view + 1, 500 */
+    uint32_t rsv;                 /* RequestStartView probe interval, 100 */
+    uint32_t probe_attempts;      /* unanswered probes before electing, 5 */
+    uint32_t repair;              /* re-request a stalled repair, 100 */
 };
 
 /* Everything the engine needs at construction: identity and durable state
@@ -112,15 +214,41 @@ struct vs_vsr_options {
     /* Op the binding's state machine already holds (the snapshot op;
      * 0 for an empty state). The engine replays commit_min+1.. through
      * COMMIT actions (n=1: up to the journal head, since every durable
-     * prepare of a one-replica group is committed; n>1: up to
-     * max(durable.commit_max, the highest header.commit recovered)). */
+     * prepare of a one-replica group is committed; n>1: only ops
+     * provably committed, up to max(durable.commit_max, the highest
+     * header.commit recovered) - never the uncommitted suffix, which
+     * waits for the view and may be truncated by it). */
     uint64_t commit_min;
     /* 1 if this replica of a multi-replica group had a prior life
      * (superblock written by a run, or a non-empty journal): it starts
-     * Recovering. Must be 0 when replica_count == 1; a multi-replica
-     * replica started with 0 must be freshly formatted (empty journal,
-     * state op 0, view 0), else vsr_create refuses. */
+     * Recovering and probes (see "Restart" above). Must be 0 when
+     * replica_count == 1; a multi-replica replica started with 0 must be
+     * freshly formatted (empty journal, state op 0, view 0), else
+     * vsr_create refuses. A fresh cluster replica starts Normal in view
+     * 0 (replica 0 is its primary). */
     int recovering;
+    /* Fresh per-boot nonce (the binding draws it; the engine draws no
+     * randomness). Required non-zero when recovering; echoed by the
+     * StartView that answers this life's RequestStartView. */
+    struct vs_u128 incarnation;
+    /* The op the binding found damaged as the journal's last entry and
+     * cut at this boot (0 = none). It must be the recovered head + 1
+     * (commit_min + 1 with an empty journal) and above commit_min, and
+     * only a multi-replica group may have one (a single replica has no
+     * peer to repair from: its binding refuses or keeps today's cut).
+     * durable.faulty_op (the mark persisted by an earlier boot) obeys the
+     * same rule; when this field is set and differs from it, the engine
+     * first writes the superblock with the new mark and withholds every
+     * DoViewChange until that write is durable. */
+    uint64_t faulty_op;
+    /* 1 if the binding rebuilt this replica after a lost disk (`vstreamd
+     * recover`, R8). Implies recovering with a formatted (empty) journal.
+     * It adopts an echoed StartView but sends no PrepareOk, SVC or DVC
+     * until its journal holds every op of that StartView; it never votes
+     * in a view below (adopted view + 2) and never elects after
+     * unanswered probes. vsr_info().rebuilding tells the binding when it
+     * has caught up (the binding then clears its own "recovering" mark). */
+    int rebuilt;
     uint32_t journal_slots; /* WAL capacity in ops, 1..VSR_JOURNAL_SLOTS_MAX */
     uint32_t pipeline_max;  /* 1..VSR_PIPELINE_MAX; also bounds op-commit_min */
     uint32_t body_max;      /* largest prepare body accepted, bytes */
@@ -135,7 +263,10 @@ enum vsr_action_kind {
     VSR_ACT_SEND = 1,
     /* Append the prepare `frame` (header + body) to the journal and make
      * it durable (fsync), then call vsr_on_journal_durable(op, checksum).
-     * Appends are issued in op order. */
+     * Appends are issued in op order, each op = the previous append + 1
+     * (see the invariant above); a repaired prepare arrives with the
+     * command byte of a Prepare (6), as it is stored. Journal actions
+     * (APPEND, TRUNCATE) are performed in queue order. */
     VSR_ACT_JOURNAL_APPEND = 2,
     /* Write `persist` (with the unchanged identity fields) to the
      * superblock, make it durable, then call vsr_on_superblock_durable()
@@ -154,6 +285,26 @@ enum vsr_action_kind {
      * client table's cached reply). The reply header's checksum fields are
      * zero and release is 0 (Iggy client framing); the binding may seal. */
     VSR_ACT_REPLY = 5,
+    /* Remove every journal entry with op >= `op` (an uncommitted divergent
+     * suffix cut by a view change), including appends issued but not yet
+     * durable, and make the removal durable before performing any later
+     * action (no completion call; a vsr_on_journal_durable for a removed
+     * append returns -ESTALE and is ignored). Never at or below
+     * commit_min. The next JOURNAL_APPEND is op `op`. */
+    VSR_ACT_JOURNAL_TRUNCATE = 6,
+    /* Repair: read the stored prepare of `op` from the journal; if its
+     * identity checksum equals `checksum` and its body verifies, send it
+     * to replica `replica` with the command byte set to
+     * VS_CMD_REPAIR_PREPARE (19; the identity checksum is computed with
+     * the command byte of a Prepare, so the receiver restores 6 before
+     * verifying). If the entry is gone, differs or cannot be read, send
+     * nothing (the requester re-requests elsewhere). No completion. */
+    VSR_ACT_SEND_PREPARE = 7,
+    /* Repair is impossible from replica `replica`: its journal starts at
+     * op `op` (it answered RangeEvicted), above the first op this replica
+     * needs (`checksum` is zero). The state-transfer work acts on it;
+     * the engine keeps asking other peers. Issued once per (peer, op). */
+    VSR_ACT_STATE_TRANSFER = 8,
 };
 
 /* One popped action. Pointers stay valid until the next vsr_pop() or
@@ -171,6 +322,7 @@ struct vs_vsr_action {
     const uint8_t *body;           /* NULL if not held (COMMIT replay) */
     uint32_t body_len;             /* header->f.size - 256 (even if NULL) */
     struct vs_vsr_persist persist; /* SUPERBLOCK_WRITE */
+    struct vs_u128 checksum;       /* SEND_PREPARE: identity of op */
 };
 
 /* Why a replica message was not taken (vsr_on_message's return value). */
@@ -201,6 +353,24 @@ enum vsr_verdict {
     VSR_DROP_MISMATCH,     /* PrepareOk for another prepare checksum */
     VSR_DROP_STALE,        /* Commit heartbeat not newer */
     VSR_DROP_UNSUPPORTED,  /* command this version does not handle */
+    /* exact frame sizes: a header-only command (PrepareOk, Commit, SVC,
+     * RequestStartView, RequestPrepares, RepairDone, RangeEvicted)
+     * carrying a body, or a DVC/SV body that is not a whole number of
+     * headers or holds more than VSR_DVC_HEADERS_MAX */
+    VSR_DROP_SIZE,
+    VSR_DROP_SUFFIX,      /* DVC/SV headers not a valid descending chain */
+    VSR_DROP_INCARNATION, /* Recovering: SV not echoing this life's
+                             incarnation, or below the durable view */
+    VSR_DROP_RANGE,       /* RequestPrepares: from > to, from 0, or more
+                             than VSR_REPAIR_MAX ops */
+    VSR_DROP_NONCE,       /* RepairDone/RangeEvicted for no request of
+                             ours */
+    VSR_DROP_UNWANTED,    /* RepairPrepare for an op we do not need or
+                             whose header does not match ours */
+    VSR_DROP_DIVERGENT,   /* SV/merge disagrees with an applied op (R10:
+                             counted, never adopted) */
+    VSR_DROP_REBUILDING,  /* a rebuilt (lost-disk) replica may not vote
+                             in this view */
     VSR_VERDICT_COUNT
 };
 const char *vsr_verdict_name(enum vsr_verdict v);
@@ -208,8 +378,12 @@ const char *vsr_verdict_name(enum vsr_verdict v);
 /* Result codes of vsr_on_request (a refused request is the caller's to
  * answer; nothing was queued):
  *   0          accepted: a prepare was built and its actions queued
- *   -EAGAIN    not ready: not the primary, not Normal, or recovered ops
- *              are still being replayed (transient; iggy NotReady)
+ *   -EREMOTE   not the primary, forward it: this replica is a Normal
+ *              backup of its view; vsr_primary() names the primary
+ *   -EAGAIN    not ready: no settled primary here (view change,
+ *              Recovering, log_view < view, or ops committed before this
+ *              view / recovered at boot are still being applied;
+ *              transient; iggy NotReady)
  *   -EALREADY  this client already has a request prepared and not yet
  *              applied (one in flight per client)
  *   -EBUSY     the pipeline is full (op - commit_min == pipeline_max)
@@ -252,7 +426,8 @@ enum vsr_verdict vsr_on_message(struct vs_vsr *v, const void *frame,
 /* One 10 ms tick: retransmits, heartbeats, timeouts. */
 void vsr_tick(struct vs_vsr *v);
 /* The journal append of `op` with identity `checksum` is durable.
- * Returns 0, or -EINVAL if no such append was issued (binding bug). */
+ * Returns 0, -ESTALE if a later JOURNAL_TRUNCATE removed that append
+ * (ignored), or -EINVAL if no such append was issued (binding bug). */
 int vsr_on_journal_durable(struct vs_vsr *v, uint64_t op,
                            struct vs_u128 checksum);
 /* The superblock write issued with these values is durable. Returns 0,
@@ -287,10 +462,61 @@ struct vs_vsr_stats {
     uint64_t withheld;    /* messages queued for a durable view */
     uint64_t divergences; /* commit checksum disagreed with our log */
     uint64_t verdicts[VSR_VERDICT_COUNT];
+    /* view change and repair (coverage marks for the simulator) */
+    uint64_t view_changes;      /* views entered in ViewChange status */
+    uint64_t svc_sent;          /* StartViewChange broadcasts (+resends) */
+    uint64_t dvc_sent;          /* DoViewChange sends (+resends) */
+    uint64_t views_started;     /* StartView broadcasts as new primary */
+    uint64_t sv_adopted;        /* StartViews installed as backup */
+    uint64_t merge_waits;       /* merges undecided: waiting for DVCs */
+    uint64_t merge_deadlocks;   /* undecided with every replica's DVC */
+    uint64_t nack_truncations;  /* ops cut by a nack quorum in a merge */
+    uint64_t faulty_not_nacked; /* DVCs that held a faulty op unnacked */
+    uint64_t truncations;       /* JOURNAL_TRUNCATE actions */
+    uint64_t repair_requests;   /* RequestPrepares sent */
+    uint64_t repairs;           /* prepares accepted from RepairPrepare */
+    uint64_t repair_served;     /* SEND_PREPARE actions issued */
+    uint64_t range_evicted;     /* RangeEvicted received (ours) */
+    uint64_t probes;            /* RequestStartView sent */
+    uint64_t probe_answers;     /* targeted StartViews sent as primary */
+    uint64_t probe_elections;   /* elections after unanswered probes */
+    uint64_t faulty_repaired;   /* faulty-op marks cleared by a repair */
+};
+
+/* A consistent snapshot of the engine's state for the binding (cluster
+ * metadata, `vstream cluster`, logs) and the simulator. */
+struct vs_vsr_info {
+    enum vsr_status status;
+    enum vsr_role role;
+    uint32_t view;
+    uint32_t log_view;
+    uint64_t op;            /* head: highest op with a known header */
+    uint64_t journal_op;    /* highest op appended contiguously */
+    uint64_t commit_min;    /* applied */
+    uint64_t commit_max;    /* known committed */
+    uint64_t checkpoint_op; /* durable checkpoint */
+    int settled;            /* vsr_is_settled_primary() */
+    int primary;            /* vsr_primary() */
+    uint64_t faulty_op;     /* unrepaired faulty op, 0 = none */
+    uint64_t missing;       /* ops known but not yet durable here */
+    int rebuilding;         /* a rebuilt replica not yet caught up */
+    int state_transfer;     /* a peer answered RangeEvicted: repair
+                               cannot reach transfer_op by itself */
+    uint64_t transfer_op;   /* that peer's oldest retained op */
 };
 
 enum vsr_status vsr_status(const struct vs_vsr *v);
+/* 1 when Normal and primary_index(view) == replica (it prepares). */
 int vsr_is_primary(const struct vs_vsr *v);
+/* 1 when this replica is the settled primary: Normal, primary of view,
+ * log_view == view, not Recovering, and it applied every op committed
+ * before it took the view (vsr_on_request accepts). The binding names
+ * only a settled primary `Leader`. */
+int vsr_is_settled_primary(const struct vs_vsr *v);
+/* The primary of the current view if this replica is Normal (itself
+ * included), else -1 (view change or Recovering: unknown). */
+int vsr_primary(const struct vs_vsr *v);
+void vsr_info(const struct vs_vsr *v, struct vs_vsr_info *out);
 uint32_t vsr_view(const struct vs_vsr *v);
 uint32_t vsr_log_view(const struct vs_vsr *v);
 uint64_t vsr_op(const struct vs_vsr *v);         /* journal head */

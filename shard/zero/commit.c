@@ -537,6 +537,13 @@ commit_drain(struct commit *c)
         case VSR_ACT_REPLY:
             commit_do_reply(c, &a);
             break;
+        case VSR_ACT_JOURNAL_TRUNCATE:
+        case VSR_ACT_SEND_PREPARE:
+        case VSR_ACT_STATE_TRANSFER:
+            /* Only a multi-replica engine emits these (view change and
+             * repair); a one-replica engine never does. */
+            VS_ASSERT(c->replica_count > 1);
+            break;
         }
         if (rc != 0)
             return rc;

@@ -81,6 +81,11 @@ engine_start(struct sim *s, unsigned i, const struct vs_hdr_prepare *headers,
     o.header_count = count;
     o.commit_min = commit_min;
     o.recovering = recovering;
+    if (recovering) {
+        /* A fresh per-boot nonce, as the binding draws one. */
+        o.incarnation.lo = sim_rand(s) | 1;
+        o.incarnation.hi = sim_rand(s);
+    }
     o.seed = s->opt.seed + i;
     return vsr_create(&o, &s->r[i].eng, reason, reason_len);
 }

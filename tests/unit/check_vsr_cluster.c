@@ -96,9 +96,13 @@ START_TEST(test_three_normal_path)
         ck_assert_uint_eq(s->replies[k].op, k + 1);
     }
     ck_assert_uint_eq(s->r[1].replies, 0);
-    /* Backups refuse client requests: only the primary prepares. */
+    /* Backups refuse client requests with "not primary, forward it":
+     * only the primary prepares. */
     ck_assert_int_eq(sim_request(s, 1, 99, 1, VS_OP_CREATE_TOPIC, "x", 1),
-                     -EAGAIN);
+                     -EREMOTE);
+    ck_assert_int_eq(vsr_primary(s->r[1].eng), 0);
+    ck_assert(vsr_is_settled_primary(s->r[0].eng));
+    ck_assert(!vsr_is_settled_primary(s->r[1].eng));
     ck_assert_uint_eq(vsr_stats(s->r[0].eng)->withheld, 0);
     ck_assert_clean(s);
     sim_free(s);
