@@ -56,10 +56,44 @@ sim_node_init(struct sim_node *n, const struct sim_node_config *cfg,
     vs_wbuf_init(&n->snap);
 }
 
+/* t += s for the counters the simulator reports. */
+static void
+stats_sum(struct vs_vsr_stats *t, const struct vs_vsr_stats *s)
+{
+    t->view_changes += s->view_changes;
+    t->views_started += s->views_started;
+    t->sv_adopted += s->sv_adopted;
+    t->merge_waits += s->merge_waits;
+    t->merge_deadlocks += s->merge_deadlocks;
+    t->nack_truncations += s->nack_truncations;
+    t->faulty_not_nacked += s->faulty_not_nacked;
+    t->truncations += s->truncations;
+    t->repair_requests += s->repair_requests;
+    t->repairs += s->repairs;
+    t->repair_served += s->repair_served;
+    t->range_evicted += s->range_evicted;
+    t->probes += s->probes;
+    t->probe_answers += s->probe_answers;
+    t->probe_elections += s->probe_elections;
+    t->faulty_repaired += s->faulty_repaired;
+    t->divergences += s->divergences;
+}
+
+void
+sim_node_stats(const struct sim_node *n, struct vs_vsr_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    stats_sum(out, &n->acc);
+    if (n->eng != NULL)
+        stats_sum(out, vsr_stats(n->eng));
+}
+
 void
 sim_node_stop(struct sim_node *n)
 {
     n->up = 0;
+    if (n->eng != NULL)
+        stats_sum(&n->acc, vsr_stats(n->eng));
     vsr_destroy(n->eng);
     n->eng = NULL;
     if (n->journal_open)
@@ -104,9 +138,18 @@ sim_node_format(struct sim_node *n)
     return recovery_format_fresh(&n->disk->io, n->data_dir, &s);
 }
 
+static uint64_t
+splitmix_next(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 static int
 engine_build(struct sim_node *n, const struct vs_vsr_persist *d,
-             uint64_t commit_min, char *err, size_t errlen)
+             uint64_t commit_min, uint64_t faulty_op, char *err, size_t errlen)
 {
     struct vs_vsr_options o;
     memset(&o, 0, sizeof(o));
@@ -133,6 +176,13 @@ engine_build(struct sim_node *n, const struct vs_vsr_persist *d,
     o.headers = hs;
     o.recovering = n->cfg.replica_count > 1 &&
                    (o.header_count > 0 || commit_min > 0 || d->view > 0);
+    if (o.recovering) {
+        /* a fresh per-boot nonce, drawn by the binding */
+        uint64_t x = n->cfg.seed ^ (n->boots * 0xd1b54a32d192ed03ull);
+        o.incarnation.lo = splitmix_next(&x) | 1;
+        o.incarnation.hi = splitmix_next(&x);
+    }
+    o.faulty_op = faulty_op;
     int rc = vsr_create(&o, &n->eng, err, errlen);
     free(hs);
     return rc;
@@ -173,11 +223,17 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         recovery_result_fini(&r);
         return 1;
     }
+    uint64_t faulty_op = 0;
     if (r.wal_tail_cut) {
-        if (r.wal_scan.verdict == WAL_DAMAGED_TAIL)
+        if (r.wal_scan.verdict == WAL_DAMAGED_TAIL) {
             n->m_damaged_cut++;
-        else
+            /* a cluster replica cut a damaged last entry: the op is
+             * present-but-faulty (repaired from peers, never nacked) */
+            if (n->cfg.replica_count > 1)
+                faulty_op = r.wal_scan.bad_op;
+        } else {
             n->m_torn_cut++;
+        }
     }
     /* the state: the snapshot (if any); the engine replays the rest */
     size_t size = meta_state_size(&n->cfg.caps);
@@ -222,7 +278,7 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
     n->sb_durable_set = 1;
     n->last_ckpt_op = d.checkpoint_op;
     char why[256];
-    rc = engine_build(n, &d, op, why, sizeof(why));
+    rc = engine_build(n, &d, op, faulty_op, why, sizeof(why));
     if (rc != 0) {
         snprintf(n->refuse, sizeof(n->refuse), "engine refused: %s", why);
         n->refused = 1;
@@ -380,6 +436,35 @@ checkpoint(struct sim_node *n, int force)
 }
 
 static void
+do_truncate(struct sim_node *n, uint64_t op)
+{
+    if (wal_empty(&n->journal) || op > wal_last_op(&n->journal))
+        return; /* nothing at or above op is held */
+    int rc = wal_truncate_from(&n->journal, op);
+    if (rc != 0)
+        node_fail(n, "journal truncate", rc);
+    n->m_truncations++;
+}
+
+/* Repair: the stored prepare of a.op, if it is the one asked for. */
+static void
+do_send_prepare(struct sim_node *n, const struct vs_vsr_action *a)
+{
+    const struct vs_hdr_prepare *h = wal_header(&n->journal, a->op);
+    if (h == NULL || !vs_u128_eq(h->f.checksum, a->checksum))
+        return;
+    uint32_t blen = h->f.size - VS_HEADER_SIZE;
+    uint8_t *f = vs_xmalloc(h->f.size);
+    memcpy(f, h, VS_HEADER_SIZE);
+    long got = wal_read_body(&n->journal, a->op, f + VS_HEADER_SIZE, blen);
+    if (got == (long)blen) {
+        ((struct vs_header *)f)->f.command = VS_CMD_REPAIR_PREPARE;
+        n->cfg.hooks->send(n->cfg.hooks->ctx, n, a->replica, f, h->f.size);
+    }
+    free(f);
+}
+
+static void
 node_drain(struct sim_node *n)
 {
     struct vs_vsr_action a;
@@ -401,6 +486,17 @@ node_drain(struct sim_node *n)
         case VSR_ACT_REPLY:
             n->cfg.hooks->to_client(n->cfg.hooks->ctx, n, a.client, a.frame,
                                     a.size);
+            break;
+        case VSR_ACT_JOURNAL_TRUNCATE:
+            do_truncate(n, a.op);
+            break;
+        case VSR_ACT_SEND_PREPARE:
+            do_send_prepare(n, &a);
+            break;
+        case VSR_ACT_STATE_TRANSFER:
+            /* state transfer is not built yet: counted, the engine keeps
+             * asking other peers */
+            n->m_state_transfer++;
             break;
         default:
             snprintf(n->fatal, sizeof(n->fatal),
@@ -439,7 +535,7 @@ sim_node_request(struct sim_node *n, const struct vs_hdr_request *req,
     if (!n->up)
         return;
     int internal = vs_u128_is_zero(req->client);
-    if (!vsr_is_primary(n->eng) || vsr_status(n->eng) != VSR_STATUS_NORMAL) {
+    if (!vsr_is_settled_primary(n->eng)) {
         /* a backup's client table may lag the primary's: only the
          * primary answers (DESIGN §3: backups forward to it) */
         if (!internal)
@@ -477,6 +573,7 @@ sim_node_request(struct sim_node *n, const struct vs_hdr_request *req,
     case 0:
         break;
     case -EAGAIN:
+    case -EREMOTE:
     case -EALREADY:
     case -EBUSY:
     case -ENOSPC: /* the journal is full until a checkpoint */
@@ -502,7 +599,7 @@ sim_node_tick(struct sim_node *n)
         struct sim_io_done e = n->io[k++];
         if (e.kind == 1) {
             int rc = vsr_on_journal_durable(n->eng, e.op, e.checksum);
-            VS_ASSERT(rc == 0);
+            VS_ASSERT(rc == 0 || rc == -ESTALE); /* -ESTALE: truncated */
         } else {
             int rc = vsr_on_superblock_durable(n->eng, &e.persist);
             VS_ASSERT(rc == 0);

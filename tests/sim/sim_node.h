@@ -15,12 +15,14 @@
  * (commit_reply_frame, view and replica 0: see do_commit) recorded in
  * the client table, then
  * vsr_on_commit_applied; REPLY -> the client callback; SEND -> the
- * network callback. Checkpoint every `ckpt_every` applied ops:
- * snapshot (meta_snapshot_encode + snapfile_write) -> vsr_checkpoint ->
- * when that superblock write is durable, wal_drain.
- * Client requests: the client table first (Duplicate -> the cached frame,
- * evictions), Register always proposes; then vsr_on_request; refusals
- * answer with a status reply (57 transient, 1 error, 3 invalid).
+ * network callback; JOURNAL_TRUNCATE -> wal_truncate_from; SEND_PREPARE
+ * -> the stored prepare, if its identity matches, as a RepairPrepare;
+ * STATE_TRANSFER -> counted (no state transfer yet). Checkpoint every
+ * `ckpt_every` applied ops: snapshot (meta_snapshot_encode + snapfile_write) ->
+ * vsr_checkpoint -> when that superblock write is durable, wal_drain. Client
+ * requests: the client table first (Duplicate -> the cached frame, evictions),
+ * Register always proposes; then vsr_on_request; refusals answer with a status
+ * reply (57 transient, 1 error, 3 invalid).
  *
  * A fatal storage error (a crash armed on the disk, or a real error)
  * stops the node at once: `up` becomes 0 and `fatal` says why; the world
@@ -114,7 +116,8 @@ struct sim_node {
     uint64_t last_ckpt_op;
     /* marks (coverage) */
     uint64_t m_torn_cut, m_damaged_cut, m_checkpoints, m_replayed;
-    uint64_t m_sb_writes;
+    uint64_t m_sb_writes, m_truncations, m_state_transfer;
+    struct vs_vsr_stats acc; /* engine counters of earlier lives */
 };
 
 /* Prepares the node over `disk` (files in disk->dir == DATA/metadata). */
@@ -134,5 +137,8 @@ void sim_node_message(struct sim_node *n, const void *frame, uint32_t len);
 void sim_node_request(struct sim_node *n, const struct vs_hdr_request *req,
                       const void *body, uint32_t len);
 void sim_node_tick(struct sim_node *n);
+/* The engine's counters summed over every life of the node (the
+ * simulator's coverage marks). */
+void sim_node_stats(const struct sim_node *n, struct vs_vsr_stats *out);
 
 #endif /* VS_TESTS_SIM_NODE_H */

@@ -70,6 +70,8 @@ struct sim_params { /* drawn per seed */
     /* at-most-once tolerates a re-execution whose first execution ran
      * after its session was evicted (finding F3 in sim-findings.md) */
     int allow_sessionless;
+    /* ... and one across an eviction and a re-register (finding F2) */
+    int allow_lost_session;
 };
 
 struct sim_client {
@@ -129,6 +131,10 @@ struct sim_marks {
         checkpoints, replays, evictions, reregisters, retries, duplicates,
         bitrot, sb_corrupt, partitions, view_changes, cluster_restarts, commits,
         acked, lost_sessions, sessionless;
+    /* from the engine's counters */
+    uint64_t nack_truncations, faulty_not_nacked, repairs, truncations,
+        range_evicted, sv_adopted, probe_elections, faulty_repaired,
+        divergences;
 };
 
 struct sim_world {

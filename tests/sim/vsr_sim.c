@@ -60,29 +60,50 @@ static void
 print_marks(const struct sim_world *w)
 {
     const struct sim_marks *m = &w->m;
-    printf(
-        "marks n=%u crashes=%llu crash_in_io=%llu restarts=%llu "
-        "refusals=%llu torn_cut=%llu damaged_cut=%llu checkpoints=%llu "
-        "replays=%llu evictions=%llu reregisters=%llu retries=%llu "
-        "bitrot=%llu sb_corrupt=%llu partitions=%llu view_changes=%llu "
-        "cluster_restarts=%llu commits=%llu acked=%llu lost_sessions=%llu "
-        "sessionless=%llu\n",
-        w->p.n, (unsigned long long)m->crashes,
-        (unsigned long long)m->crashes_in_io, (unsigned long long)m->restarts,
-        (unsigned long long)m->refusals, (unsigned long long)m->torn_cut,
-        (unsigned long long)m->damaged_cut, (unsigned long long)m->checkpoints,
-        (unsigned long long)m->replays, (unsigned long long)m->evictions,
-        (unsigned long long)m->reregisters, (unsigned long long)m->retries,
-        (unsigned long long)m->bitrot, (unsigned long long)m->sb_corrupt,
-        (unsigned long long)m->partitions, (unsigned long long)m->view_changes,
-        (unsigned long long)m->cluster_restarts, (unsigned long long)m->commits,
-        (unsigned long long)m->acked, (unsigned long long)m->lost_sessions,
-        (unsigned long long)m->sessionless);
+    const struct {
+        const char *name;
+        uint64_t v;
+    } k[] = {
+        {"crashes", m->crashes},
+        {"crash_in_io", m->crashes_in_io},
+        {"restarts", m->restarts},
+        {"refusals", m->refusals},
+        {"torn_cut", m->torn_cut},
+        {"damaged_cut", m->damaged_cut},
+        {"checkpoints", m->checkpoints},
+        {"replays", m->replays},
+        {"evictions", m->evictions},
+        {"reregisters", m->reregisters},
+        {"retries", m->retries},
+        {"lost_sessions", m->lost_sessions},
+        {"sessionless", m->sessionless},
+        {"bitrot", m->bitrot},
+        {"sb_corrupt", m->sb_corrupt},
+        {"partitions", m->partitions},
+        {"cluster_restarts", m->cluster_restarts},
+        {"view_changes", m->view_changes},
+        {"sv_adopted", m->sv_adopted},
+        {"probe_elections", m->probe_elections},
+        {"nack_truncations", m->nack_truncations},
+        {"faulty_not_nacked", m->faulty_not_nacked},
+        {"truncations", m->truncations},
+        {"repairs", m->repairs},
+        {"faulty_repaired", m->faulty_repaired},
+        {"range_evicted", m->range_evicted},
+        {"divergences", m->divergences},
+        {"commits", m->commits},
+        {"acked", m->acked},
+    };
+    printf("marks n=%u", w->p.n);
+    for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+        printf(" %s=%llu", k[i].name, (unsigned long long)k[i].v);
+    printf("\n");
 }
 
 struct seed_opts {
-    int strict_sessionless; /* finding F3 fails the run */
-    int own_reply_bytes;    /* cache replies as shard 0 does (finding F1) */
+    int strict_sessionless;  /* finding F3 fails the run */
+    int strict_lost_session; /* finding F2 fails the run */
+    int own_reply_bytes;     /* cache replies as shard 0 does (finding F1) */
 };
 
 static int
@@ -95,6 +116,7 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
         p.ticks = ticks;
     if (so != NULL) {
         p.allow_sessionless = !so->strict_sessionless;
+        p.allow_lost_session = !so->strict_lost_session;
         p.own_reply_bytes = so->own_reply_bytes;
     }
     struct sim_faults f;
@@ -298,15 +320,22 @@ static const struct scenario SCENARIOS[] = {
      3,
      "F3: apply runs a request whose session was evicted in the pipeline",
      NULL,
-     25,
-     3595,
+     13,
+     0,
      {.strict_sessionless = 1}},
+    {"reexecution-after-eviction",
+     1,
+     "F2: a re-register after an eviction re-executes the request in flight",
+     NULL,
+     2,
+     0,
+     {.strict_lost_session = 1}},
     {"cached-reply-replica-bytes",
      3,
      "F1: cached replies carry the replica id and view (shard/zero/commit.c)",
      NULL,
      2,
-     3697,
+     0,
      {.own_reply_bytes = 1}},
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
