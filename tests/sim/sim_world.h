@@ -72,6 +72,9 @@ struct sim_params { /* drawn per seed */
     int allow_sessionless;
     /* ... and one across an eviction and a re-register (finding F2) */
     int allow_lost_session;
+    /* one replica refusing a damaged WAL tail stays down (no operator
+     * --cut-damaged-tail): the beyond-model suite */
+    int no_operator_cut;
 };
 
 struct sim_client {

@@ -388,6 +388,7 @@ run_beyond_model(uint64_t seed)
     sim_world_params(seed, 0, &p);
     if (p.n == 2)
         p.n = 3;
+    p.no_operator_cut = 1;
     struct sim_faults f;
     memset(&f, 0, sizeof(f));
     f.loss = f.dup = f.delay = 1;
