@@ -174,8 +174,10 @@ engine_build(struct sim_node *n, const struct vs_vsr_persist *d,
             hs[o.header_count++] = *wal_header(&n->journal, op);
     }
     o.headers = hs;
-    o.recovering = n->cfg.replica_count > 1 &&
-                   (o.header_count > 0 || commit_min > 0 || d->view > 0);
+    o.recovering =
+        n->cfg.replica_count > 1 &&
+        (o.header_count > 0 || commit_min > 0 || d->view > 0 || n->rebuilt);
+    o.rebuilt = n->rebuilt;
     if (o.recovering) {
         /* a fresh per-boot nonce, drawn by the binding */
         uint64_t x = n->cfg.seed ^ (n->boots * 0xd1b54a32d192ed03ull);
@@ -186,6 +188,19 @@ engine_build(struct sim_node *n, const struct vs_vsr_persist *d,
     int rc = vsr_create(&o, &n->eng, err, errlen);
     free(hs);
     return rc;
+}
+
+int
+sim_node_recover(struct sim_node *n)
+{
+    VS_ASSERT(!n->up && n->cfg.replica_count > 1);
+    int rc = sim_disk_wipe(n->disk);
+    if (rc == 0)
+        rc = sim_node_format(n);
+    if (rc != 0)
+        return rc;
+    n->rebuilt = 1;
+    return sim_node_boot(n, 0);
 }
 
 int
@@ -622,8 +637,16 @@ sim_node_tick(struct sim_node *n)
     }
     if (!n->up)
         return;
-    memmove(n->io, n->io + k, (n->nio - k) * sizeof(*n->io));
-    n->nio -= k;
+    if (k > 0) {
+        memmove(n->io, n->io + k, (n->nio - k) * sizeof(*n->io));
+        n->nio -= k;
+    }
     vsr_tick(n->eng);
     node_drain(n);
+    if (n->up && n->rebuilt) {
+        struct vs_vsr_info info;
+        vsr_info(n->eng, &info);
+        if (!info.rebuilding)
+            n->rebuilt = 0; /* caught up: later boots are plain restarts */
+    }
 }

@@ -95,6 +95,7 @@ struct sim_node {
     char fatal[512];  /* why the node stopped (fatal error) */
     char refuse[512]; /* the last boot refusal */
     int refused;      /* the last boot was refused */
+    int rebuilt;      /* recovering from a lost disk, not caught up yet */
     uint64_t boots;
     uint64_t now; /* ticks, set by the world */
     struct vs_vsr *eng;
@@ -129,6 +130,11 @@ int sim_node_format(struct sim_node *n);
 /* Boots from the disk. 0 (up), 1 (refused: n->refuse), or -errno.
  * cut_damaged_tail: the operator's --cut-damaged-tail (one replica). */
 int sim_node_boot(struct sim_node *n, int cut_damaged_tail);
+/* `vstreamd recover` after a lost disk (a cluster replica, down): wipe,
+ * format, boot as rebuilt (it never votes below the view it adopts + 2)
+ * until the engine says it caught up; the mark survives restarts
+ * meanwhile. Same returns as sim_node_boot. */
+int sim_node_recover(struct sim_node *n);
 /* Stops the node without touching the disk (the world crashes it). */
 void sim_node_stop(struct sim_node *n);
 

@@ -826,15 +826,16 @@ wal_locate(const uint8_t *b, size_t len, uint64_t op, size_t *off, size_t *elen)
 {
     size_t pos = 0;
     while (pos + VS_HEADER_SIZE <= len) {
-        const struct vs_hdr_prepare *h = (const void *)(b + pos);
-        if (h->f.size < VS_HEADER_SIZE || pos + h->f.size > len)
+        struct vs_hdr_prepare h; /* entries are not aligned in the file */
+        memcpy(&h, b + pos, sizeof(h));
+        if (h.f.size < VS_HEADER_SIZE || pos + h.f.size > len)
             return 0;
-        if (h->op == op) {
+        if (h.op == op) {
             *off = pos;
-            *elen = h->f.size;
+            *elen = h.f.size;
             return 1;
         }
-        pos += h->f.size;
+        pos += h.f.size;
     }
     return 0;
 }
@@ -890,6 +891,16 @@ sb_corrupt_probe(struct sim_world *w, unsigned i)
                         "%s",
                         i, w->node[i].refuse);
     (void)sim_disk_flip(&w->disk[i], slot, off, mask);
+}
+
+/* 1 if a replica is rebuilding from a lost disk (one at a time). */
+static int
+any_rebuilt(const struct sim_world *w)
+{
+    for (unsigned i = 0; i < w->p.n; i++)
+        if (w->node[i].rebuilt)
+            return 1;
+    return 0;
 }
 
 static void
@@ -950,7 +961,14 @@ faults_tick(struct sim_world *w)
             }
             if (w->f.sb_corrupt && chance(w, 1, 8))
                 sb_corrupt_probe(w, i);
-            (void)sim_world_restart(w, i);
+            if (w->f.wipe && n > 1 && chance(w, 1, 10) && !any_rebuilt(w)) {
+                tracef(w, "replica %u lost its disk: recover", i);
+                w->m.wipes++;
+                if (sim_node_recover(&w->node[i]) == 0)
+                    w->m.restarts++;
+            } else {
+                (void)sim_world_restart(w, i);
+            }
             w->down_since[i] = w->now;
         }
     }
@@ -1223,6 +1241,17 @@ converged(struct sim_world *w)
     for (unsigned i = 0; i < w->p.clients; i++)
         if (w->c[i].busy || w->c[i].session == 0)
             return 0;
+    if (w->p.converge_all) {
+        /* scenarios: every replica up, Normal, at one commit */
+        for (unsigned i = 0; i < w->p.n; i++)
+            if (!w->node[i].up ||
+                vsr_status(w->node[i].eng) != VSR_STATUS_NORMAL ||
+                vsr_commit_min(w->node[i].eng) !=
+                    vsr_commit_min(w->node[0].eng) ||
+                vsr_commit_min(w->node[i].eng) < w->acked_max)
+                return 0;
+        return 1;
+    }
     /* a replication quorum of Normal replicas at one commit past every
      * acknowledged op */
     uint64_t best = 0;
@@ -1299,12 +1328,16 @@ sim_world_run(struct sim_world *w)
         unsigned busy = 0;
         for (unsigned i = 0; i < w->p.clients; i++)
             busy += w->c[i].busy;
+        unsigned normal = 0;
+        for (unsigned i = 0; i < w->p.n; i++)
+            normal += w->node[i].up &&
+                      vsr_status(w->node[i].eng) == VSR_STATUS_NORMAL;
         sim_world_failf(w,
                         "liveness: %u of %u clients still wait %u ticks after "
-                        "the faults stopped (%u of %u replicas up, acked op "
-                        "%llu)",
+                        "the faults stopped (%u of %u replicas up, %u Normal; "
+                        "acked op %llu)",
                         busy, w->p.clients, LIVENESS_TICKS, up_count(w), w->p.n,
-                        (unsigned long long)w->acked_max);
+                        normal, (unsigned long long)w->acked_max);
     }
     for (unsigned i = 0; i < w->p.n; i++) {
         struct sim_node *n = &w->node[i];

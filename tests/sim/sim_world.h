@@ -50,6 +50,7 @@ struct sim_faults {
     int bitrot;          /* byte flips in the WAL while down (<= f) */
     int sb_corrupt;      /* one superblock slot flipped while down */
     int cluster_restart; /* every replica down at once, then up */
+    int wipe;            /* a lost disk, then recover (one at a time) */
     int beyond_model;    /* the same WAL op rotted on every replica */
 };
 
@@ -75,6 +76,8 @@ struct sim_params { /* drawn per seed */
     /* one replica refusing a damaged WAL tail stays down (no operator
      * --cut-damaged-tail): the beyond-model suite */
     int no_operator_cut;
+    /* liveness needs every replica Normal at one commit (scenarios) */
+    int converge_all;
 };
 
 struct sim_client {
@@ -133,7 +136,7 @@ struct sim_marks {
     uint64_t crashes, crashes_in_io, restarts, refusals, torn_cut, damaged_cut,
         checkpoints, replays, evictions, reregisters, retries, duplicates,
         bitrot, sb_corrupt, partitions, view_changes, cluster_restarts, commits,
-        acked, lost_sessions, sessionless;
+        acked, lost_sessions, sessionless, wipes;
     /* from the engine's counters */
     uint64_t nack_truncations, faulty_not_nacked, repairs, truncations,
         range_evicted, sv_adopted, probe_elections, faulty_repaired,

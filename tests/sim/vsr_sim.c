@@ -47,6 +47,7 @@ default_faults(struct sim_faults *f, unsigned n)
     f->partitions = 0;      /* GATED: needs repair (a cut backup gaps) */
     f->bitrot = 0;          /* GATED: needs repair of a faulty op */
     f->cluster_restart = 0; /* GATED: needs Recovering -> Normal */
+    f->wipe = 0;            /* GATED: needs the rebuilt (recover) path */
     if (n == 1)
         f->cluster_restart = 1;
 }
@@ -54,7 +55,7 @@ default_faults(struct sim_faults *f, unsigned n)
 static const char *GATED_FAULTS =
     "partitions (repair), primary crash n>1 (view change), backup crash n>1 "
     "(Recovering -> Normal), bit rot n>1 (repair), whole-cluster restart "
-    "n>1 (Recovering -> Normal)";
+    "n>1 (Recovering -> Normal), disk wipe + recover (rebuilt replica)";
 
 static void
 print_marks(const struct sim_world *w)
@@ -81,6 +82,7 @@ print_marks(const struct sim_world *w)
         {"sb_corrupt", m->sb_corrupt},
         {"partitions", m->partitions},
         {"cluster_restarts", m->cluster_restarts},
+        {"wipes", m->wipes},
         {"view_changes", m->view_changes},
         {"sv_adopted", m->sv_adopted},
         {"probe_elections", m->probe_elections},
@@ -248,8 +250,11 @@ sc_bitrot_interior(struct sim_world *w)
 {
     w->faults_on = 1;
     steps(w, 500);
+    const struct wal *j = &w->node[2].journal;
+    uint64_t op =
+        wal_empty(j) ? 1
+                     : wal_first_op(j) + (wal_last_op(j) - wal_first_op(j)) / 2;
     sim_world_crash(w, 2);
-    uint64_t op = w->hist_max > 4 ? w->hist_max / 2 : 1;
     if (!sim_world_rot_op(w, 2, op, 0))
         sim_world_failf(w, "scenario: op %llu not in replica 2's journal",
                         (unsigned long long)op);
@@ -303,6 +308,19 @@ sc_duelling_candidates(struct sim_world *w)
     return finish(w);
 }
 
+/* A replica loses its disk and rejoins through recover. */
+static int
+sc_recover_lost_disk(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 500);
+    sim_world_crash(w, 2);
+    if (sim_node_recover(&w->node[2]) != 0)
+        sim_world_failf(w, "scenario: replica 2 does not boot after recover");
+    steps(w, 800);
+    return finish(w);
+}
+
 static const struct scenario SCENARIOS[] = {
     {"single-torn-tail", 1, NULL, sc_single_torn_tail},
     {"single-cluster-restart", 1, NULL, sc_cluster_restart},
@@ -315,6 +333,8 @@ static const struct scenario SCENARIOS[] = {
     {"restart-voter", 3, "view change", sc_restart_voter},
     {"bitrot-interior-one-replica", 3, "repair", sc_bitrot_interior},
     {"damaged-last-entry-repaired", 3, "repair", sc_damaged_last_entry},
+    {"recover-lost-disk", 3, "the rebuilt (recover) path",
+     sc_recover_lost_disk},
     /* findings of the swarm (tests/sim: sim-findings.md) */
     {"sessionless-reexecution",
      3,
@@ -356,6 +376,7 @@ run_scenario(const struct scenario *s, int trace)
     p.loss_pm = 20;
     p.dup_pm = 20;
     p.ticks = 0;
+    p.converge_all = 1;
     struct sim_faults f;
     memset(&f, 0, sizeof(f));
     f.loss = f.dup = f.delay = 1;
