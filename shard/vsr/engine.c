@@ -44,107 +44,23 @@
 #include "common/checksum.h"
 #include "common/mem.h"
 #include "shard/vsr/engine.h"
+#include "shard/vsr/internal.h"
 
 #define VSR_DEFAULT_PREPARE_TICKS   25u
 #define VSR_DEFAULT_COMMIT_TICKS    50u
 #define VSR_DEFAULT_HEARTBEAT_TICKS 500u
+#define VSR_DEFAULT_VC_MSG_TICKS    50u
+#define VSR_DEFAULT_VC_STATUS_TICKS 500u
+#define VSR_DEFAULT_RSV_TICKS       100u
+#define VSR_DEFAULT_PROBE_ATTEMPTS  5u
+#define VSR_DEFAULT_REPAIR_TICKS    100u
 #define VSR_BACKOFF_SHIFT_MAX       4u
 #define VSR_RETAIN_MIN              64u
 
-/* A frame held by the engine: header followed by the body bytes held. */
-struct vsr_msg {
-    uint32_t refs;
-    uint32_t size; /* bytes at hdr: 256 + body held */
-    uint64_t pad_;
-    struct vs_header hdr;
-    uint8_t body[];
-};
 _Static_assert(offsetof(struct vsr_msg, hdr) % 16 == 0, "msg header align");
 _Static_assert(offsetof(struct vsr_msg, body) ==
                    offsetof(struct vsr_msg, hdr) + VS_HEADER_SIZE,
                "body follows header");
-
-struct vsr_slot {
-    struct vs_hdr_prepare h; /* valid iff present */
-    struct vsr_msg *msg;     /* held frame (with body) or NULL */
-    uint64_t deadline;       /* primary: next retransmit tick */
-    uint32_t ok;             /* primary: PrepareOk bits by replica */
-    uint8_t present;
-    uint8_t durable;   /* our journal append completed */
-    uint8_t appending; /* JOURNAL_APPEND issued, not yet durable */
-    uint8_t reply;     /* we prepared it as primary: answer the client */
-    uint8_t attempts;  /* retransmit rounds */
-};
-
-struct vsr_act {
-    enum vsr_action_kind kind;
-    uint8_t replica;
-    uint64_t op;
-    struct vs_u128 client;
-    struct vsr_msg *msg;
-    struct vs_vsr_persist persist;
-};
-
-struct vsr_withheld {
-    struct vsr_msg *msg;
-    uint8_t replica;
-};
-
-struct vs_vsr {
-    /* identity and tunables */
-    struct vs_u128 cluster;
-    uint64_t group;
-    uint8_t replica;
-    uint8_t n;
-    uint32_t slots_n;
-    uint32_t pipeline_max;
-    uint32_t body_max;
-    uint32_t retain; /* primary keeps bodies of (head - retain, head] */
-    struct vs_vsr_timeouts to;
-
-    /* view state */
-    enum vsr_status status;
-    uint32_t view;
-    uint32_t log_view;
-    struct vs_vsr_persist durable; /* last confirmed by the superblock */
-    int sb_inflight;
-    struct vs_vsr_persist sb_writing;
-    int ckpt_pending;
-    uint64_t ckpt_op;
-    struct vs_u128 ckpt_checksum;
-
-    /* log state */
-    uint64_t head;
-    struct vs_u128 head_checksum;
-    uint64_t head_timestamp;
-    uint64_t commit_min;
-    struct vs_u128 commit_min_checksum;
-    uint64_t commit_max;
-    int commit_outstanding; /* a COMMIT of commit_min + 1 is queued */
-    uint64_t recovery_barrier;
-    struct vsr_slot *slots;
-
-    /* timers */
-    uint64_t now; /* ticks since construction */
-    uint64_t heartbeat_deadline;
-    uint64_t heartbeat_seq;   /* primary: Commit timestamp_monotonic */
-    uint64_t heartbeat_seen;  /* backup: last accepted */
-    uint64_t primary_silence; /* backup: ticks since the primary spoke */
-    uint64_t hb_commit_op;    /* backup: commit op + checksum announced */
-    struct vs_u128 hb_commit_checksum;
-
-    uint64_t rng[4];
-
-    /* actions */
-    struct vsr_act *q;
-    size_t q_cap, q_head, q_len;
-    struct vsr_msg *popped;
-
-    struct vsr_withheld withheld[VSR_WITHHELD_MAX];
-    size_t withheld_len;
-
-    struct vs_vsr_stats stats;
-};
 
 /* ---------------------------------------------------------------- */
 /* Quorums                                                          */
@@ -230,27 +146,33 @@ vsr_verdict_name(enum vsr_verdict v)
 /* Messages, randomness, queue                                      */
 /* ---------------------------------------------------------------- */
 
-static struct vsr_msg *
-msg_new(const void *frame, uint32_t size)
+struct vsr_msg *
+vsr_msg_alloc(uint32_t size)
 {
     VS_ASSERT(size >= VS_HEADER_SIZE);
-    struct vsr_msg *m = vs_xmalloc(sizeof(*m) + (size - VS_HEADER_SIZE));
+    struct vsr_msg *m = vs_xcalloc(1, sizeof(*m) + (size - VS_HEADER_SIZE));
     m->refs = 1;
     m->size = size;
-    m->pad_ = 0;
+    return m;
+}
+
+struct vsr_msg *
+vsr_msg_new(const void *frame, uint32_t size)
+{
+    struct vsr_msg *m = vsr_msg_alloc(size);
     memcpy(&m->hdr, frame, size);
     return m;
 }
 
-static struct vsr_msg *
-msg_ref(struct vsr_msg *m)
+struct vsr_msg *
+vsr_msg_ref(struct vsr_msg *m)
 {
     m->refs++;
     return m;
 }
 
-static void
-msg_unref(struct vsr_msg *m)
+void
+vsr_msg_unref(struct vsr_msg *m)
 {
     if (m == NULL)
         return;
@@ -277,8 +199,8 @@ rng_seed(struct vs_vsr *v, uint64_t seed)
     }
 }
 
-static uint64_t
-rng_next(struct vs_vsr *v)
+uint64_t
+vsr_rng_next(struct vs_vsr *v)
 {
     uint64_t *s = v->rng;
     uint64_t r = rotl64(s[1] * 5, 7) * 9;
@@ -292,8 +214,17 @@ rng_next(struct vs_vsr *v)
     return r;
 }
 
-static void
-queue_push(struct vs_vsr *v, const struct vsr_act *a)
+/* base plus a seeded jitter in [0, base). */
+uint64_t
+vsr_jitter(struct vs_vsr *v, uint64_t base)
+{
+    if (base == 0)
+        return 0;
+    return base + vsr_rng_next(v) % base;
+}
+
+void
+vsr_queue_push(struct vs_vsr *v, const struct vsr_act *a)
 {
     if (v->q_len == v->q_cap) {
         size_t cap = v->q_cap ? v->q_cap * 2 : 64;
@@ -309,23 +240,23 @@ queue_push(struct vs_vsr *v, const struct vsr_act *a)
     v->q_len++;
 }
 
-static void
-queue_msg(struct vs_vsr *v, enum vsr_action_kind kind, uint8_t replica,
-          uint64_t op, struct vsr_msg *m)
+void
+vsr_queue_msg(struct vs_vsr *v, enum vsr_action_kind kind, uint8_t replica,
+              uint64_t op, struct vsr_msg *m)
 {
     struct vsr_act a;
     memset(&a, 0, sizeof(a));
     a.kind = kind;
     a.replica = replica;
     a.op = op;
-    a.msg = msg_ref(m);
-    queue_push(v, &a);
+    a.msg = vsr_msg_ref(m);
+    vsr_queue_push(v, &a);
 }
 
 int
 vsr_pop(struct vs_vsr *v, struct vs_vsr_action *out)
 {
-    msg_unref(v->popped);
+    vsr_msg_unref(v->popped);
     v->popped = NULL;
     if (v->q_len == 0)
         return 0;
@@ -339,6 +270,7 @@ vsr_pop(struct vs_vsr *v, struct vs_vsr_action *out)
     out->op = a.op;
     out->client = a.client;
     out->persist = a.persist;
+    out->checksum = a.checksum;
     if (a.msg != NULL) {
         v->popped = a.msg; /* our reference, released at the next pop */
         out->frame = &a.msg->hdr;
@@ -354,27 +286,44 @@ vsr_pop(struct vs_vsr *v, struct vs_vsr_action *out)
 /* Helpers                                                          */
 /* ---------------------------------------------------------------- */
 
-static struct vsr_slot *
-slot_of(struct vs_vsr *v, uint64_t op)
+struct vsr_slot *
+vsr_slot_of(struct vs_vsr *v, uint64_t op)
 {
     return &v->slots[op % v->slots_n];
 }
 
 /* The slot holding op, or NULL when op is not in the window. */
-static struct vsr_slot *
-slot_get(struct vs_vsr *v, uint64_t op)
+struct vsr_slot *
+vsr_slot_get(struct vs_vsr *v, uint64_t op)
 {
-    struct vsr_slot *s = slot_of(v, op);
+    struct vsr_slot *s = vsr_slot_of(v, op);
     if (!s->present || s->h.op != op)
         return NULL;
     return s;
 }
 
-static int
-is_primary(const struct vs_vsr *v)
+const struct vsr_slot *
+vsr_slot_cget(const struct vs_vsr *v, uint64_t op)
+{
+    const struct vsr_slot *s = &v->slots[op % v->slots_n];
+    if (!s->present || s->h.op != op)
+        return NULL;
+    return s;
+}
+
+int
+vsr_primary_here(const struct vs_vsr *v)
 {
     return v->status == VSR_STATUS_NORMAL &&
            vsr_primary_index(v->view, v->n) == v->replica;
+}
+
+/* A Normal backup of its view that may acknowledge prepares. */
+int
+vsr_may_ack(const struct vs_vsr *v)
+{
+    return v->status == VSR_STATUS_NORMAL && !vsr_primary_here(v) &&
+           v->log_view == v->view && !v->rebuilding;
 }
 
 static unsigned
@@ -383,9 +332,27 @@ popcount32(uint32_t x)
     return (unsigned)__builtin_popcount(x);
 }
 
-static void
-frame_init(const struct vs_vsr *v, struct vs_header *h, uint8_t command,
-           uint32_t size)
+int
+vsr_blank(const struct vs_hdr_prepare *h)
+{
+    static const uint8_t zero[VS_HEADER_SIZE];
+    return memcmp(h, zero, VS_HEADER_SIZE) == 0;
+}
+
+/* A prepare header of this group: identity, cluster, group, release. */
+int
+vsr_header_valid(const struct vs_vsr *v, const struct vs_hdr_prepare *h)
+{
+    return h->f.command == VS_CMD_PREPARE && h->f.size >= VS_HEADER_SIZE &&
+           h->f.size <= VS_FRAME_MAX && vs_prepare_verify_identity(h) &&
+           vs_wire_format_known(h->f.release) &&
+           vs_u128_eq(h->f.cluster, v->cluster) && h->group == v->group &&
+           h->op > 0;
+}
+
+void
+vsr_frame_init(const struct vs_vsr *v, struct vs_header *h, uint8_t command,
+               uint32_t size)
 {
     memset(h, 0, sizeof(*h));
     h->f.cluster = v->cluster;
@@ -397,50 +364,61 @@ frame_init(const struct vs_vsr *v, struct vs_header *h, uint8_t command,
 }
 
 /* Persist before send (R1): PrepareOk, Commit, SVC, DVC and SV leave only
- * when the view they carry (and, in Normal status, the log_view they
- * imply) is durable; otherwise they wait in the withheld queue. */
-static int
-needs_durable_view(uint8_t command)
-{
-    return command == VS_CMD_PREPARE_OK || command == VS_CMD_COMMIT ||
-           command == VS_CMD_START_VIEW_CHANGE ||
-           command == VS_CMD_DO_VIEW_CHANGE || command == VS_CMD_START_VIEW;
-}
-
+ * when the view they carry and the log_view they carry or imply are
+ * durable; a DVC also waits for the faulty-op mark. Otherwise they wait
+ * in the withheld queue. */
 static int
 send_allowed(const struct vs_vsr *v, const struct vs_header *h)
 {
-    if (!needs_durable_view(h->f.command))
+    switch (h->f.command) {
+    case VS_CMD_START_VIEW_CHANGE:
+        return h->f.view <= v->durable.view;
+    case VS_CMD_DO_VIEW_CHANGE: {
+        const struct vs_hdr_do_view_change *d =
+            (const struct vs_hdr_do_view_change *)h;
+        return h->f.view <= v->durable.view &&
+               d->log_view <= v->durable.log_view &&
+               v->faulty_op == v->durable.faulty_op;
+    }
+    case VS_CMD_PREPARE_OK:
+    case VS_CMD_COMMIT:
+    case VS_CMD_START_VIEW:
+        /* They imply log_view == view (Normal status). */
+        return h->f.view <= v->durable.view &&
+               v->log_view <= v->durable.log_view;
+    default:
         return 1;
-    if (h->f.view > v->durable.view)
-        return 0;
-    /* Every message but SVC implies the sender's log_view. */
-    if (h->f.command != VS_CMD_START_VIEW_CHANGE &&
-        v->log_view > v->durable.log_view)
-        return 0;
-    return 1;
+    }
 }
 
-static void
-send_msg(struct vs_vsr *v, uint8_t replica, struct vsr_msg *m)
+void
+vsr_send(struct vs_vsr *v, uint8_t replica, struct vsr_msg *m)
 {
     VS_ASSERT(replica < v->n && replica != v->replica);
     if (send_allowed(v, &m->hdr)) {
-        queue_msg(v, VSR_ACT_SEND, replica, 0, m);
+        vsr_queue_msg(v, VSR_ACT_SEND, replica, 0, m);
         return;
     }
     v->stats.withheld++;
     if (v->withheld_len == VSR_WITHHELD_MAX) {
         /* Oldest first out: every withheld message is retransmitted by
          * its protocol, so losing one costs time, never safety. */
-        msg_unref(v->withheld[0].msg);
+        vsr_msg_unref(v->withheld[0].msg);
         memmove(&v->withheld[0], &v->withheld[1],
                 (VSR_WITHHELD_MAX - 1) * sizeof(v->withheld[0]));
         v->withheld_len--;
     }
-    v->withheld[v->withheld_len].msg = msg_ref(m);
+    v->withheld[v->withheld_len].msg = vsr_msg_ref(m);
     v->withheld[v->withheld_len].replica = replica;
     v->withheld_len++;
+}
+
+void
+vsr_broadcast(struct vs_vsr *v, struct vsr_msg *m)
+{
+    for (uint8_t r = 0; r < v->n; r++)
+        if (r != v->replica)
+            vsr_send(v, r, m);
 }
 
 static void
@@ -450,10 +428,10 @@ withheld_flush(struct vs_vsr *v)
     for (size_t i = 0; i < v->withheld_len; i++) {
         struct vsr_withheld w = v->withheld[i];
         if (w.msg->hdr.f.view != v->view) {
-            msg_unref(w.msg); /* superseded by a view change */
+            vsr_msg_unref(w.msg); /* superseded by a view change */
         } else if (send_allowed(v, &w.msg->hdr)) {
-            queue_msg(v, VSR_ACT_SEND, w.replica, 0, w.msg);
-            msg_unref(w.msg);
+            vsr_queue_msg(v, VSR_ACT_SEND, w.replica, 0, w.msg);
+            vsr_msg_unref(w.msg);
         } else {
             v->withheld[keep++] = w;
         }
@@ -461,13 +439,13 @@ withheld_flush(struct vs_vsr *v)
     v->withheld_len = keep;
 }
 
-static void
-superblock_maybe_write(struct vs_vsr *v)
+void
+vsr_superblock_maybe_write(struct vs_vsr *v)
 {
     if (v->sb_inflight)
         return;
     if (v->view == v->durable.view && v->log_view == v->durable.log_view &&
-        !v->ckpt_pending)
+        v->faulty_op == v->durable.faulty_op && !v->ckpt_pending)
         return;
     struct vs_vsr_persist p;
     memset(&p, 0, sizeof(p));
@@ -479,14 +457,25 @@ superblock_maybe_write(struct vs_vsr *v)
     p.checkpoint_op = v->ckpt_pending ? v->ckpt_op : v->durable.checkpoint_op;
     p.checkpoint_checksum =
         v->ckpt_pending ? v->ckpt_checksum : v->durable.checkpoint_checksum;
-    p.faulty_op = v->durable.faulty_op;
+    p.faulty_op = v->faulty_op;
     struct vsr_act a;
     memset(&a, 0, sizeof(a));
     a.kind = VSR_ACT_SUPERBLOCK_WRITE;
     a.persist = p;
-    queue_push(v, &a);
+    vsr_queue_push(v, &a);
     v->sb_inflight = 1;
     v->sb_writing = p;
+}
+
+/* The faulty op is durable again, or no longer in the log. */
+void
+vsr_faulty_clear(struct vs_vsr *v)
+{
+    if (v->faulty_op == 0)
+        return;
+    v->faulty_op = 0;
+    v->stats.faulty_repaired++;
+    vsr_superblock_maybe_write(v);
 }
 
 /* ---------------------------------------------------------------- */
@@ -495,17 +484,21 @@ superblock_maybe_write(struct vs_vsr *v)
 
 /* Queues COMMIT of commit_min + 1 when it is known committed, durable
  * here and chained to commit_min. One outstanding at a time. */
-static void
-commit_walk(struct vs_vsr *v)
+void
+vsr_commit_walk(struct vs_vsr *v)
 {
     if (v->commit_outstanding || v->commit_min >= v->commit_max)
         return;
     uint64_t op = v->commit_min + 1;
-    struct vsr_slot *s = slot_get(v, op);
+    struct vsr_slot *s = vsr_slot_get(v, op);
     if (s == NULL || !s->durable)
         return; /* wait: append pending, or a gap (repair refills) */
-    /* Every slot was chain-checked on insert; a break here is a bug. */
-    VS_ASSERT(vs_u128_eq(s->h.parent, v->commit_min_checksum));
+    if (!vs_u128_eq(s->h.parent, v->commit_min_checksum)) {
+        /* Only a log that diverges below an applied op gets here (R10):
+         * never apply over a broken chain. */
+        v->stats.divergences++;
+        return;
+    }
     if (v->hb_commit_op == op &&
         !vs_u128_eq(v->hb_commit_checksum, s->h.f.checksum)) {
         v->stats.divergences++;
@@ -513,20 +506,20 @@ commit_walk(struct vs_vsr *v)
     }
     struct vsr_msg *m = s->msg;
     int own = 0;
-    if (m == NULL) {
-        m = msg_new(&s->h, VS_HEADER_SIZE); /* header only: replay */
+    if (m == NULL || m->size != m->hdr.f.size) {
+        m = vsr_msg_new(&s->h, VS_HEADER_SIZE); /* header only: replay */
         own = 1;
     }
-    queue_msg(v, VSR_ACT_COMMIT, 0, op, m);
+    vsr_queue_msg(v, VSR_ACT_COMMIT, 0, op, m);
     if (own)
-        msg_unref(m);
+        vsr_msg_unref(m);
     v->commit_outstanding = 1;
 }
 
 static void
 release_body(struct vsr_slot *s)
 {
-    msg_unref(s->msg);
+    vsr_msg_unref(s->msg);
     s->msg = NULL;
 }
 
@@ -539,21 +532,17 @@ vsr_on_commit_applied(struct vs_vsr *v, uint64_t op, const void *output,
     if (output_len > VS_FRAME_MAX - VS_HEADER_SIZE ||
         (output_len > 0 && output == NULL))
         return -EINVAL;
-    struct vsr_slot *s = slot_get(v, op);
+    struct vsr_slot *s = vsr_slot_get(v, op);
     VS_ASSERT(s != NULL);
     v->commit_outstanding = 0;
     v->commit_min = op;
     v->commit_min_checksum = s->h.f.checksum;
     v->stats.commits++;
 
-    if (s->reply && is_primary(v) && !vs_u128_is_zero(s->h.client)) {
+    if (s->reply && vsr_primary_here(v) && !vs_u128_is_zero(s->h.client)) {
         uint32_t size = VS_HEADER_SIZE + output_len;
-        struct vsr_msg *m = vs_xmalloc(sizeof(*m) + (size_t)output_len);
-        m->refs = 1;
-        m->size = size;
-        m->pad_ = 0;
+        struct vsr_msg *m = vsr_msg_alloc(size);
         struct vs_hdr_reply *r = (struct vs_hdr_reply *)&m->hdr;
-        memset(r, 0, sizeof(*r));
         r->f.cluster = v->cluster;
         r->f.size = size;
         r->f.view = v->view;
@@ -575,35 +564,111 @@ vsr_on_commit_applied(struct vs_vsr *v, uint64_t op, const void *output,
         a.op = op;
         a.client = s->h.client;
         a.msg = m; /* the queue takes our reference */
-        queue_push(v, &a);
+        vsr_queue_push(v, &a);
     }
     s->reply = 0;
     /* Backups drop the body once applied; the primary keeps it while a
      * lagging backup may still need a retransmit (see slot_insert). */
-    if (!is_primary(v))
+    if (!vsr_primary_here(v))
         release_body(s);
-    commit_walk(v);
+    vsr_commit_walk(v);
     return 0;
 }
 
 /* Primary: commit pipeline heads that reached a replication quorum. */
-static void
-pipeline_commit(struct vs_vsr *v)
+void
+vsr_pipeline_commit(struct vs_vsr *v)
 {
     unsigned q = vsr_quorum_replication(v->n);
     while (v->commit_max < v->head) {
-        struct vsr_slot *s = slot_get(v, v->commit_max + 1);
+        struct vsr_slot *s = vsr_slot_get(v, v->commit_max + 1);
         VS_ASSERT(s != NULL);
         if (popcount32(s->ok) < q)
             break;
         v->commit_max++;
     }
-    commit_walk(v);
+    vsr_commit_walk(v);
 }
 
 /* ---------------------------------------------------------------- */
 /* Journal window                                                   */
 /* ---------------------------------------------------------------- */
+
+/* Moves the head to op (whose header is known, or op 0 / commit_min):
+ * head and head_checksum always change together. */
+void
+vsr_set_head(struct vs_vsr *v, uint64_t op)
+{
+    const struct vsr_slot *s = vsr_slot_cget(v, op);
+    v->head = op;
+    if (s != NULL) {
+        v->head_checksum = s->h.f.checksum;
+        v->head_timestamp = s->h.timestamp;
+    } else if (op == v->commit_min) {
+        v->head_checksum = v->commit_min_checksum;
+    } else {
+        VS_ASSERT(op == 0);
+        memset(&v->head_checksum, 0, sizeof(v->head_checksum));
+    }
+}
+
+/* Issues JOURNAL_APPEND for the ops above journal_op whose bodies are
+ * held, strictly in op order: a hole (a body still to repair) stops it. */
+void
+vsr_journal_pump(struct vs_vsr *v)
+{
+    while (v->journal_op < v->head) {
+        struct vsr_slot *s = vsr_slot_get(v, v->journal_op + 1);
+        if (s == NULL || s->msg == NULL || s->msg->size != s->h.f.size)
+            return;
+        if (s->durable || s->appending) {
+            v->journal_op++;
+            continue;
+        }
+        s->appending = 1;
+        v->journal_op++;
+        vsr_queue_msg(v, VSR_ACT_JOURNAL_APPEND, 0, s->h.op, s->msg);
+    }
+}
+
+/* Cuts every op >= op from the log (an uncommitted divergent suffix):
+ * the binding truncates its journal first if it holds any of them. */
+void
+vsr_journal_truncate(struct vs_vsr *v, uint64_t op)
+{
+    VS_ASSERT(op > v->commit_min);
+    if (op > v->head && op > v->journal_op)
+        return;
+    for (uint64_t x = op; x <= v->head; x++) {
+        struct vsr_slot *s = vsr_slot_get(v, x);
+        if (s == NULL)
+            continue;
+        release_body(s);
+        memset(s, 0, sizeof(*s));
+    }
+    if (v->journal_op >= op) {
+        struct vsr_act a;
+        memset(&a, 0, sizeof(a));
+        a.kind = VSR_ACT_JOURNAL_TRUNCATE;
+        a.op = op;
+        vsr_queue_push(v, &a);
+        v->journal_op = op - 1;
+        v->stats.truncations++;
+    }
+    if (v->stale_lo == 0 || op < v->stale_lo)
+        v->stale_lo = op;
+    if (v->faulty_op >= op)
+        vsr_faulty_clear(v);
+    if (v->hb_commit_op >= op)
+        v->hb_commit_op = 0;
+    /* The new head: the highest known op below the cut. */
+    uint64_t h = op - 1;
+    while (h > v->commit_min && vsr_slot_get(v, h) == NULL)
+        h--;
+    vsr_set_head(v, h);
+    if (v->journal_op > v->head)
+        v->journal_op = v->head;
+}
 
 /* Puts a verified prepare at op = head + 1 and advances the head. */
 static struct vsr_slot *
@@ -612,22 +677,20 @@ slot_insert(struct vs_vsr *v, struct vsr_msg *m)
     const struct vs_hdr_prepare *p = (const struct vs_hdr_prepare *)&m->hdr;
     VS_ASSERT(p->op == v->head + 1);
     VS_ASSERT(vs_u128_eq(p->parent, v->head_checksum));
-    struct vsr_slot *s = slot_of(v, p->op);
+    struct vsr_slot *s = vsr_slot_of(v, p->op);
     /* The op leaving the window must be applied and checkpointed. */
     VS_ASSERT(!s->present || s->h.op <= v->commit_min);
     VS_ASSERT(p->op <= v->durable.checkpoint_op + v->slots_n);
     release_body(s);
     memset(s, 0, sizeof(*s));
     s->h = *p;
-    s->msg = msg_ref(m);
+    s->msg = vsr_msg_ref(m);
     s->present = 1;
-    v->head = p->op;
-    v->head_checksum = p->f.checksum;
-    v->head_timestamp = p->timestamp;
+    vsr_set_head(v, p->op);
     /* Retention: the primary drops the body of an applied op once it is
      * retain ops behind the head. */
     if (p->op > v->retain) {
-        struct vsr_slot *old = slot_get(v, p->op - v->retain);
+        struct vsr_slot *old = vsr_slot_get(v, p->op - v->retain);
         if (old != NULL && old->h.op <= v->commit_min)
             release_body(old);
     }
@@ -643,14 +706,15 @@ vsr_on_request(struct vs_vsr *v, const struct vs_hdr_request *req,
     if (body_len > v->body_max || (body_len > 0 && body == NULL) ||
         req->operation == VS_OP_RESERVED)
         return -EINVAL;
-    if (v->status == VSR_STATUS_NORMAL && !is_primary(v) &&
+    if (v->status == VSR_STATUS_NORMAL && !vsr_primary_here(v) &&
         v->log_view == v->view)
         return -EREMOTE;
     if (!vsr_is_settled_primary(v))
         return -EAGAIN;
     if (!vs_u128_is_zero(req->client)) {
+        /* In-pipeline dedup: one request per client in flight. */
         for (uint64_t op = v->commit_min + 1; op <= v->head; op++) {
-            struct vsr_slot *s = slot_get(v, op);
+            struct vsr_slot *s = vsr_slot_get(v, op);
             if (s != NULL && vs_u128_eq(s->h.client, req->client))
                 return -EALREADY;
         }
@@ -661,12 +725,9 @@ vsr_on_request(struct vs_vsr *v, const struct vs_hdr_request *req,
         return -ENOSPC;
 
     uint32_t size = VS_HEADER_SIZE + body_len;
-    struct vsr_msg *m = vs_xmalloc(sizeof(*m) + (size_t)body_len);
-    m->refs = 1;
-    m->size = size;
-    m->pad_ = 0;
+    struct vsr_msg *m = vsr_msg_alloc(size);
     struct vs_hdr_prepare *p = (struct vs_hdr_prepare *)&m->hdr;
-    frame_init(v, &m->hdr, VS_CMD_PREPARE, size);
+    vsr_frame_init(v, &m->hdr, VS_CMD_PREPARE, size);
     p->client = req->client;
     p->parent = v->head_checksum;
     p->request_checksum = req->request_checksum;
@@ -683,26 +744,22 @@ vsr_on_request(struct vs_vsr *v, const struct vs_hdr_request *req,
 
     struct vsr_slot *s = slot_insert(v, m);
     s->reply = 1;
-    s->appending = 1;
     s->deadline = v->now + v->to.prepare;
     v->stats.prepares++;
-    queue_msg(v, VSR_ACT_JOURNAL_APPEND, 0, p->op, m);
+    vsr_journal_pump(v);
     for (uint8_t r = 0; r < v->n; r++)
         if (r != v->replica)
-            queue_msg(v, VSR_ACT_SEND, r, 0, m);
-    msg_unref(m);
+            vsr_queue_msg(v, VSR_ACT_SEND, r, 0, m);
+    vsr_msg_unref(m);
     return 0;
 }
 
-static void
-send_prepare_ok(struct vs_vsr *v, const struct vsr_slot *s)
+void
+vsr_send_prepare_ok(struct vs_vsr *v, const struct vsr_slot *s)
 {
-    struct vsr_msg *m = vs_xmalloc(sizeof(*m));
-    m->refs = 1;
-    m->size = VS_HEADER_SIZE;
-    m->pad_ = 0;
+    struct vsr_msg *m = vsr_msg_alloc(VS_HEADER_SIZE);
     struct vs_hdr_prepare_ok *ok = (struct vs_hdr_prepare_ok *)&m->hdr;
-    frame_init(v, &m->hdr, VS_CMD_PREPARE_OK, VS_HEADER_SIZE);
+    vsr_frame_init(v, &m->hdr, VS_CMD_PREPARE_OK, VS_HEADER_SIZE);
     ok->parent = s->h.parent;
     ok->prepare_checksum = s->h.f.checksum;
     ok->op = s->h.op;
@@ -712,27 +769,31 @@ send_prepare_ok(struct vs_vsr *v, const struct vsr_slot *s)
     ok->operation = s->h.operation;
     ok->group = v->group;
     vs_frame_seal(&m->hdr);
-    send_msg(v, (uint8_t)vsr_primary_index(v->view, v->n), m);
-    msg_unref(m);
+    vsr_send(v, (uint8_t)vsr_primary_index(v->view, v->n), m);
+    vsr_msg_unref(m);
 }
 
 int
 vsr_on_journal_durable(struct vs_vsr *v, uint64_t op, struct vs_u128 checksum)
 {
-    struct vsr_slot *s = slot_get(v, op);
+    struct vsr_slot *s = vsr_slot_get(v, op);
     if (s == NULL || !s->appending || !vs_u128_eq(s->h.f.checksum, checksum))
-        return -EINVAL;
+        return v->stale_lo != 0 && op >= v->stale_lo ? -ESTALE : -EINVAL;
     s->appending = 0;
     s->durable = 1;
-    if (is_primary(v)) {
+    if (op == v->faulty_op)
+        vsr_faulty_clear(v);
+    if (vsr_primary_here(v)) {
         if (op > v->commit_max) {
             s->ok |= UINT32_C(1) << v->replica;
-            pipeline_commit(v);
+            vsr_pipeline_commit(v);
         }
-    } else if (v->status == VSR_STATUS_NORMAL && s->h.f.view == v->view) {
-        send_prepare_ok(v, s);
+    } else if (vsr_may_ack(v)) {
+        vsr_send_prepare_ok(v, s);
     }
-    commit_walk(v);
+    vsr_view_after_durable(v, op);
+    vsr_commit_walk(v);
+    vsr_repair_kick(v);
     return 0;
 }
 
@@ -745,26 +806,32 @@ on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
            const uint8_t *frame)
 {
     uint32_t body_len = p->f.size - VS_HEADER_SIZE;
+    if (p->f.view > v->view)
+        vsr_observe_view(v, p->f.view, p->f.replica);
     if (v->status != VSR_STATUS_NORMAL)
         return VSR_DROP_STATUS;
     if (p->f.view < v->view)
         return VSR_DROP_VIEW_OLD;
     if (p->f.view > v->view)
         return VSR_DROP_VIEW_NEW;
-    if (is_primary(v) || p->f.replica != vsr_primary_index(v->view, v->n))
+    if (vsr_primary_here(v) || p->f.replica != vsr_primary_index(v->view, v->n))
         return VSR_DROP_NOT_PRIMARY;
     v->primary_silence = 0;
     if (body_len > v->body_max)
         return VSR_DROP_BODY_MAX;
+    if (p->op <= v->commit_min)
+        return VSR_DROP_LATE;
     if (p->op <= v->head) {
-        struct vsr_slot *s = slot_get(v, p->op);
-        if (s == NULL)
-            return VSR_DROP_LATE;
+        struct vsr_slot *s = vsr_slot_get(v, p->op);
+        if (s == NULL) /* a hole below the head: fill it as a repair */
+            return vsr_on_repair_prepare(v, p, frame);
         if (!vs_u128_eq(s->h.f.checksum, p->f.checksum))
             return VSR_DROP_CONFLICT;
+        if (!s->durable && !s->appending && s->msg == NULL)
+            return vsr_on_repair_prepare(v, p, frame); /* known header */
         /* A retransmit: our first PrepareOk may have been lost. */
-        if (s->durable)
-            send_prepare_ok(v, s);
+        if (s->durable && vsr_may_ack(v))
+            vsr_send_prepare_ok(v, s);
         return VSR_DROP_DUPLICATE;
     }
     if (p->op > v->head + 1)
@@ -773,16 +840,18 @@ on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
         return VSR_DROP_CHAIN;
     if (p->op > v->durable.checkpoint_op + v->slots_n)
         return VSR_DROP_JOURNAL_FULL;
+    /* Bodies wait in memory for a hole below to be repaired: bounded. */
+    if (p->op > v->journal_op + 4 * (uint64_t)VSR_PIPELINE_MAX)
+        return VSR_DROP_GAP;
 
-    struct vsr_msg *m = msg_new(frame, p->f.size);
-    struct vsr_slot *s = slot_insert(v, m);
-    s->appending = 1;
+    struct vsr_msg *m = vsr_msg_new(frame, p->f.size);
+    slot_insert(v, m);
     v->stats.prepares++;
-    queue_msg(v, VSR_ACT_JOURNAL_APPEND, 0, p->op, m);
-    msg_unref(m);
+    vsr_msg_unref(m);
+    vsr_journal_pump(v);
     if (p->commit > v->commit_max)
         v->commit_max = p->commit;
-    commit_walk(v);
+    vsr_commit_walk(v);
     return VSR_ACCEPTED;
 }
 
@@ -795,9 +864,9 @@ on_prepare_ok(struct vs_vsr *v, const struct vs_hdr_prepare_ok *ok)
         return VSR_DROP_VIEW_OLD;
     if (ok->f.view > v->view)
         return VSR_DROP_VIEW_NEW;
-    if (!is_primary(v))
+    if (!vsr_primary_here(v))
         return VSR_DROP_NOT_PRIMARY;
-    struct vsr_slot *s = slot_get(v, ok->op);
+    struct vsr_slot *s = vsr_slot_get(v, ok->op);
     if (s == NULL || ok->op > v->head)
         return VSR_DROP_LATE;
     if (!vs_u128_eq(s->h.f.checksum, ok->prepare_checksum))
@@ -806,22 +875,34 @@ on_prepare_ok(struct vs_vsr *v, const struct vs_hdr_prepare_ok *ok)
     if (s->ok & bit)
         return VSR_DROP_DUPLICATE;
     s->ok |= bit; /* also after commit: stops retransmits to it */
+    s->holders |= bit;
     if (ok->op <= v->commit_max)
         return VSR_DROP_LATE;
-    pipeline_commit(v);
+    vsr_pipeline_commit(v);
     return VSR_ACCEPTED;
 }
 
 static enum vsr_verdict
 on_commit(struct vs_vsr *v, const struct vs_hdr_commit *c)
 {
+    if (c->f.view > v->view)
+        vsr_observe_view(v, c->f.view, c->f.replica);
+    if (c->f.view < v->view && vsr_is_settled_primary(v) &&
+        c->f.replica == vsr_primary_index(c->f.view, v->n)) {
+        /* An older view's primary still heartbeats: show it the view. */
+        struct vs_u128 zero = {0, 0};
+        struct vsr_msg *m = vsr_start_view_build(v, zero);
+        vsr_send(v, c->f.replica, m);
+        vsr_msg_unref(m);
+        return VSR_DROP_VIEW_OLD;
+    }
     if (v->status != VSR_STATUS_NORMAL)
         return VSR_DROP_STATUS;
     if (c->f.view < v->view)
         return VSR_DROP_VIEW_OLD;
     if (c->f.view > v->view)
         return VSR_DROP_VIEW_NEW;
-    if (is_primary(v) || c->f.replica != vsr_primary_index(v->view, v->n))
+    if (vsr_primary_here(v) || c->f.replica != vsr_primary_index(v->view, v->n))
         return VSR_DROP_NOT_PRIMARY;
     if (c->timestamp_monotonic <= v->heartbeat_seen)
         return VSR_DROP_STALE;
@@ -833,7 +914,8 @@ on_commit(struct vs_vsr *v, const struct vs_hdr_commit *c)
         v->hb_commit_op = c->commit;
         v->hb_commit_checksum = c->commit_checksum;
     }
-    commit_walk(v);
+    vsr_commit_walk(v);
+    vsr_repair_kick(v);
     return VSR_ACCEPTED;
 }
 
@@ -852,6 +934,25 @@ frame_group(const struct vs_header *h, uint64_t *group)
     case VS_CMD_COMMIT:
         *group = ((const struct vs_hdr_commit *)h)->group;
         return 1;
+    case VS_CMD_START_VIEW_CHANGE:
+        *group = ((const struct vs_hdr_start_view_change *)h)->group;
+        return 1;
+    case VS_CMD_DO_VIEW_CHANGE:
+        *group = ((const struct vs_hdr_do_view_change *)h)->group;
+        return 1;
+    case VS_CMD_START_VIEW:
+        *group = ((const struct vs_hdr_start_view *)h)->group;
+        return 1;
+    case VS_CMD_REQUEST_START_VIEW:
+        *group = ((const struct vs_hdr_request_start_view *)h)->group;
+        return 1;
+    case VS_CMD_REQUEST_PREPARES:
+        *group = ((const struct vs_hdr_request_prepares *)h)->group;
+        return 1;
+    case VS_CMD_REPAIR_DONE:
+    case VS_CMD_RANGE_EVICTED:
+        *group = ((const struct vs_hdr_repair_done *)h)->group;
+        return 1;
     default:
         return 0;
     }
@@ -863,6 +964,16 @@ command_is_unsealed(uint8_t command)
     return command == VS_CMD_REQUEST || command == VS_CMD_REPLY ||
            command == VS_CMD_EVICTION || command == VS_CMD_PING_CLIENT ||
            command == VS_CMD_PONG_CLIENT || command == VS_CMD_RESERVED;
+}
+
+static int
+command_header_only(uint8_t command)
+{
+    return command == VS_CMD_PREPARE_OK || command == VS_CMD_COMMIT ||
+           command == VS_CMD_START_VIEW_CHANGE ||
+           command == VS_CMD_REQUEST_START_VIEW ||
+           command == VS_CMD_REQUEST_PREPARES ||
+           command == VS_CMD_REPAIR_DONE || command == VS_CMD_RANGE_EVICTED;
 }
 
 static enum vsr_verdict
@@ -879,7 +990,19 @@ classify(struct vs_vsr *v, const void *frame, size_t len)
     const uint8_t *body = (const uint8_t *)frame + VS_HEADER_SIZE;
     size_t body_len = len - VS_HEADER_SIZE;
 
-    if (h.f.command == VS_CMD_PREPARE) {
+    /* Exact sizes before any checksum work. */
+    if (command_header_only(h.f.command) && body_len != 0)
+        return VSR_DROP_SIZE;
+    if ((h.f.command == VS_CMD_DO_VIEW_CHANGE ||
+         h.f.command == VS_CMD_START_VIEW) &&
+        (body_len % VS_HEADER_SIZE != 0 ||
+         body_len / VS_HEADER_SIZE > VSR_DVC_HEADERS_MAX))
+        return VSR_DROP_SIZE;
+
+    if (h.f.command == VS_CMD_PREPARE || h.f.command == VS_CMD_REPAIR_PREPARE) {
+        /* A RepairPrepare is the stored prepare with its command byte
+         * changed: its identity is that of the Prepare. */
+        h.f.command = VS_CMD_PREPARE;
         const struct vs_hdr_prepare *p = (const struct vs_hdr_prepare *)&h;
         if (!vs_prepare_verify_identity(p))
             return VSR_DROP_IDENTITY;
@@ -888,11 +1011,12 @@ classify(struct vs_vsr *v, const void *frame, size_t len)
         if (vs_u128_is_zero(h.f.checksum_body) ||
             !vs_body_verify(&h, body, body_len))
             return VSR_DROP_BODY;
-    } else if (command_is_unsealed(h.f.command) ||
-               h.f.command == VS_CMD_REPAIR_PREPARE) {
+    } else if (command_is_unsealed(h.f.command)) {
         return VSR_DROP_UNSUPPORTED;
     } else if (!vs_frame_verify(&h)) {
         return VSR_DROP_SEAL;
+    } else if (body_len > 0 && !vs_body_verify(&h, body, body_len)) {
+        return VSR_DROP_BODY;
     }
     if (!vs_wire_format_known(h.f.release))
         return VSR_DROP_RELEASE;
@@ -903,16 +1027,39 @@ classify(struct vs_vsr *v, const void *frame, size_t len)
         return VSR_DROP_UNSUPPORTED;
     if (group != v->group)
         return VSR_DROP_GROUP;
-    if (h.f.replica >= v->n || h.f.replica == v->replica)
+    uint8_t command = ((const struct vs_header *)frame)->f.command;
+    /* A RepairPrepare keeps the replica byte of the primary that built
+     * it (the identity covers it), which may be this replica. */
+    if (h.f.replica >= v->n ||
+        (h.f.replica == v->replica && command != VS_CMD_REPAIR_PREPARE))
         return VSR_DROP_REPLICA;
 
-    switch (h.f.command) {
+    switch (command) {
     case VS_CMD_PREPARE:
         return on_prepare(v, (const struct vs_hdr_prepare *)&h, frame);
+    case VS_CMD_REPAIR_PREPARE:
+        if (h.f.size - VS_HEADER_SIZE > v->body_max)
+            return VSR_DROP_BODY_MAX;
+        return vsr_on_repair_prepare(v, (const struct vs_hdr_prepare *)&h,
+                                     frame);
     case VS_CMD_PREPARE_OK:
         return on_prepare_ok(v, (const struct vs_hdr_prepare_ok *)&h);
     case VS_CMD_COMMIT:
         return on_commit(v, (const struct vs_hdr_commit *)&h);
+    case VS_CMD_START_VIEW_CHANGE:
+        return vsr_on_svc(v, (const struct vs_hdr_start_view_change *)&h);
+    case VS_CMD_DO_VIEW_CHANGE:
+        return vsr_on_dvc(v, &h, frame);
+    case VS_CMD_START_VIEW:
+        return vsr_on_sv(v, &h, frame);
+    case VS_CMD_REQUEST_START_VIEW:
+        return vsr_on_rsv(v, (const struct vs_hdr_request_start_view *)&h);
+    case VS_CMD_REQUEST_PREPARES:
+        return vsr_on_request_prepares(
+            v, (const struct vs_hdr_request_prepares *)&h);
+    case VS_CMD_REPAIR_DONE:
+    case VS_CMD_RANGE_EVICTED:
+        return vsr_on_repair_done(v, (const struct vs_hdr_repair_done *)&h);
     default:
         return VSR_DROP_UNSUPPORTED;
     }
@@ -936,19 +1083,16 @@ retransmit_delay(struct vs_vsr *v, unsigned attempts)
     unsigned k =
         attempts < VSR_BACKOFF_SHIFT_MAX ? attempts : VSR_BACKOFF_SHIFT_MAX;
     uint64_t backoff = (uint64_t)v->to.prepare << k;
-    return backoff + rng_next(v) % v->to.prepare;
+    return backoff + vsr_rng_next(v) % v->to.prepare;
 }
 
 static void
 send_heartbeat(struct vs_vsr *v)
 {
-    struct vsr_msg *m = vs_xmalloc(sizeof(*m));
-    m->refs = 1;
-    m->size = VS_HEADER_SIZE;
-    m->pad_ = 0;
+    struct vsr_msg *m = vsr_msg_alloc(VS_HEADER_SIZE);
     struct vs_hdr_commit *c = (struct vs_hdr_commit *)&m->hdr;
-    frame_init(v, &m->hdr, VS_CMD_COMMIT, VS_HEADER_SIZE);
-    struct vsr_slot *s = slot_get(v, v->commit_max);
+    vsr_frame_init(v, &m->hdr, VS_CMD_COMMIT, VS_HEADER_SIZE);
+    struct vsr_slot *s = vsr_slot_get(v, v->commit_max);
     if (s != NULL)
         c->commit_checksum = s->h.f.checksum;
     else if (v->commit_max == v->commit_min)
@@ -958,11 +1102,48 @@ send_heartbeat(struct vs_vsr *v)
     c->checkpoint_op = v->durable.checkpoint_op;
     c->group = v->group;
     vs_frame_seal(&m->hdr);
-    for (uint8_t r = 0; r < v->n; r++)
-        if (r != v->replica)
-            send_msg(v, r, m);
-    msg_unref(m);
+    vsr_broadcast(v, m);
+    vsr_msg_unref(m);
     v->stats.heartbeats++;
+}
+
+/* Primary: resend prepares a backup has not acknowledged. A body that is
+ * not in memory (prepared before a restart or a view change) is sent by
+ * the binding from its journal as a RepairPrepare. */
+static void
+primary_retransmit(struct vs_vsr *v)
+{
+    uint32_t all = v->n == 32 ? UINT32_MAX : (UINT32_C(1) << v->n) - 1;
+    uint64_t lo = v->head > v->retain ? v->head - v->retain + 1 : 1;
+    for (uint64_t op = lo; op <= v->head; op++) {
+        struct vsr_slot *s = vsr_slot_get(v, op);
+        if (s == NULL || !s->durable || v->now < s->deadline)
+            continue;
+        if (s->msg == NULL && op <= v->commit_max)
+            continue; /* committed and drained: backups repair it */
+        uint32_t missing = all & ~s->ok & ~(UINT32_C(1) << v->replica);
+        if (missing == 0)
+            continue;
+        for (uint8_t r = 0; r < v->n; r++) {
+            if (!(missing & (UINT32_C(1) << r)))
+                continue;
+            if (s->msg != NULL) {
+                vsr_queue_msg(v, VSR_ACT_SEND, r, 0, s->msg);
+            } else {
+                struct vsr_act a;
+                memset(&a, 0, sizeof(a));
+                a.kind = VSR_ACT_SEND_PREPARE;
+                a.replica = r;
+                a.op = op;
+                a.checksum = s->h.f.checksum;
+                vsr_queue_push(v, &a);
+            }
+        }
+        v->stats.retransmits++;
+        s->deadline = v->now + retransmit_delay(v, s->attempts);
+        if (s->attempts < 255)
+            s->attempts++;
+    }
 }
 
 void
@@ -971,31 +1152,15 @@ vsr_tick(struct vs_vsr *v)
     v->now++;
     if (v->n == 1)
         return;
-    if (!is_primary(v)) {
-        v->primary_silence++;
-        return;
+    vsr_view_tick(v);
+    if (vsr_primary_here(v)) {
+        primary_retransmit(v);
+        if (v->now >= v->heartbeat_deadline) {
+            send_heartbeat(v);
+            v->heartbeat_deadline = v->now + v->to.commit;
+        }
     }
-    uint32_t all = v->n == 32 ? UINT32_MAX : (UINT32_C(1) << v->n) - 1;
-    uint64_t lo = v->head > v->retain ? v->head - v->retain + 1 : 1;
-    for (uint64_t op = lo; op <= v->head; op++) {
-        struct vsr_slot *s = slot_get(v, op);
-        if (s == NULL || s->msg == NULL || v->now < s->deadline)
-            continue;
-        uint32_t missing = all & ~s->ok & ~(UINT32_C(1) << v->replica);
-        if (missing == 0)
-            continue;
-        for (uint8_t r = 0; r < v->n; r++)
-            if (missing & (UINT32_C(1) << r))
-                queue_msg(v, VSR_ACT_SEND, r, 0, s->msg);
-        v->stats.retransmits++;
-        s->deadline = v->now + retransmit_delay(v, s->attempts);
-        if (s->attempts < 255)
-            s->attempts++;
-    }
-    if (v->now >= v->heartbeat_deadline) {
-        send_heartbeat(v);
-        v->heartbeat_deadline = v->now + v->to.commit;
-    }
+    vsr_repair_tick(v);
 }
 
 /* ---------------------------------------------------------------- */
@@ -1026,7 +1191,7 @@ vsr_on_superblock_durable(struct vs_vsr *v,
     if (v->ckpt_pending && v->ckpt_op == written->checkpoint_op)
         v->ckpt_pending = 0;
     withheld_flush(v);
-    superblock_maybe_write(v);
+    vsr_superblock_maybe_write(v);
     return 0;
 }
 
@@ -1040,7 +1205,7 @@ vsr_checkpoint(struct vs_vsr *v, uint64_t op, struct vs_u128 checksum)
     v->ckpt_pending = 1;
     v->ckpt_op = op;
     v->ckpt_checksum = checksum;
-    superblock_maybe_write(v);
+    vsr_superblock_maybe_write(v);
     return 0;
 }
 
@@ -1083,6 +1248,8 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
         FAIL("a one-replica group has no peer to repair a faulty op from");
     if (o->rebuilt && !o->recovering)
         FAIL("a rebuilt replica starts recovering");
+    if (o->rebuilt && o->header_count > 0)
+        FAIL("a rebuilt replica starts with an empty journal");
     if (o->replica_count > 1 && !o->recovering &&
         (o->header_count > 0 || o->commit_min > 0 || d->view > 0))
         FAIL("a replica with a prior life must start recovering");
@@ -1091,6 +1258,10 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
              (unsigned long long)o->commit_min,
              (unsigned long long)d->checkpoint_op);
     if (o->header_count == 0) {
+        uint64_t f = o->faulty_op != 0 ? o->faulty_op : d->faulty_op;
+        if (f != 0 && f != o->commit_min + 1)
+            FAIL("faulty op %llu beside an empty journal at state op %llu",
+                 (unsigned long long)f, (unsigned long long)o->commit_min);
         if (d->checkpoint_op > 0 || o->commit_min > 0)
             FAIL("empty journal beside checkpoint op %llu / state op %llu",
                  (unsigned long long)d->checkpoint_op,
@@ -1140,6 +1311,12 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
         }
     }
     uint64_t head = o->headers[o->header_count - 1].op;
+    if (o->faulty_op != 0 && o->faulty_op != head + 1)
+        FAIL("faulty op %llu is not the recovered head %llu + 1",
+             (unsigned long long)o->faulty_op, (unsigned long long)head);
+    if (o->faulty_op == 0 && d->faulty_op != 0 && d->faulty_op != head + 1)
+        FAIL("persisted faulty op %llu is not the recovered head %llu + 1",
+             (unsigned long long)d->faulty_op, (unsigned long long)head);
     if (head < o->commit_min)
         FAIL("journal head %llu behind state op %llu", (unsigned long long)head,
              (unsigned long long)o->commit_min);
@@ -1186,7 +1363,20 @@ vsr_create(const struct vs_vsr_options *o, struct vs_vsr **out, char *reason,
         v->to.commit = VSR_DEFAULT_COMMIT_TICKS;
     if (v->to.normal_heartbeat == 0)
         v->to.normal_heartbeat = VSR_DEFAULT_HEARTBEAT_TICKS;
+    if (v->to.view_change_message == 0)
+        v->to.view_change_message = VSR_DEFAULT_VC_MSG_TICKS;
+    if (v->to.view_change_status == 0)
+        v->to.view_change_status = VSR_DEFAULT_VC_STATUS_TICKS;
+    if (v->to.rsv == 0)
+        v->to.rsv = VSR_DEFAULT_RSV_TICKS;
+    if (v->to.probe_attempts == 0)
+        v->to.probe_attempts = VSR_DEFAULT_PROBE_ATTEMPTS;
+    if (v->to.repair == 0)
+        v->to.repair = VSR_DEFAULT_REPAIR_TICKS;
     rng_seed(v, o->seed ^ ((uint64_t)o->replica << 56));
+    v->incarnation = o->incarnation;
+    v->rebuilt = o->rebuilt;
+    v->rebuilding = o->rebuilt;
 
     v->status = o->recovering ? VSR_STATUS_RECOVERING : VSR_STATUS_NORMAL;
     v->view = o->durable.view;
@@ -1198,7 +1388,7 @@ vsr_create(const struct vs_vsr_options *o, struct vs_vsr **out, char *reason,
     v->commit_max = o->durable.commit_max;
     for (size_t i = 0; i < o->header_count; i++) {
         const struct vs_hdr_prepare *h = &o->headers[i];
-        struct vsr_slot *s = slot_of(v, h->op);
+        struct vsr_slot *s = vsr_slot_of(v, h->op);
         s->h = *h;
         s->present = 1;
         s->durable = 1;
@@ -1222,8 +1412,15 @@ vsr_create(const struct vs_vsr_options *o, struct vs_vsr **out, char *reason,
     if (v->commit_max < v->commit_min)
         v->commit_max = v->commit_min;
     v->recovery_barrier = v->commit_max < v->head ? v->commit_max : v->head;
+    v->journal_op = v->head;
+    if (v->head == 0 && v->commit_min == 0)
+        memset(&v->head_checksum, 0, sizeof(v->head_checksum));
     v->heartbeat_deadline = v->to.commit;
-    commit_walk(v);
+    v->silence_limit = vsr_jitter(v, v->to.normal_heartbeat);
+    v->probe_deadline = 1; /* first probe at the first tick */
+    v->faulty_op = o->faulty_op != 0 ? o->faulty_op : o->durable.faulty_op;
+    vsr_superblock_maybe_write(v); /* a mark found at this boot */
+    vsr_commit_walk(v);
     *out = v;
     return 0;
 }
@@ -1234,14 +1431,17 @@ vsr_destroy(struct vs_vsr *v)
     if (v == NULL)
         return;
     for (uint32_t i = 0; i < v->slots_n; i++)
-        msg_unref(v->slots[i].msg);
+        vsr_msg_unref(v->slots[i].msg);
     free(v->slots);
     for (size_t i = 0; i < v->q_len; i++)
-        msg_unref(v->q[(v->q_head + i) % v->q_cap].msg);
+        vsr_msg_unref(v->q[(v->q_head + i) % v->q_cap].msg);
     free(v->q);
-    msg_unref(v->popped);
+    vsr_msg_unref(v->popped);
     for (size_t i = 0; i < v->withheld_len; i++)
-        msg_unref(v->withheld[i].msg);
+        vsr_msg_unref(v->withheld[i].msg);
+    vsr_msg_unref(v->dvc);
+    for (unsigned i = 0; i < VS_REPLICAS_MAX; i++)
+        vsr_msg_unref(v->dvcs[i]);
     free(v);
 }
 
@@ -1258,7 +1458,7 @@ vsr_status(const struct vs_vsr *v)
 int
 vsr_is_primary(const struct vs_vsr *v)
 {
-    return is_primary(v);
+    return vsr_primary_here(v);
 }
 
 uint32_t
@@ -1300,8 +1500,8 @@ vsr_durable(const struct vs_vsr *v, struct vs_vsr_persist *out)
 int
 vsr_header(const struct vs_vsr *v, uint64_t op, struct vs_hdr_prepare *out)
 {
-    const struct vsr_slot *s = &v->slots[op % v->slots_n];
-    if (!s->present || s->h.op != op)
+    const struct vsr_slot *s = vsr_slot_cget(v, op);
+    if (s == NULL)
         return 0;
     *out = s->h;
     return 1;
@@ -1310,7 +1510,7 @@ vsr_header(const struct vs_vsr *v, uint64_t op, struct vs_hdr_prepare *out)
 int
 vsr_is_settled_primary(const struct vs_vsr *v)
 {
-    return is_primary(v) && v->log_view == v->view &&
+    return vsr_primary_here(v) && v->log_view == v->view &&
            v->commit_min >= v->recovery_barrier;
 }
 
@@ -1342,13 +1542,17 @@ vsr_info(const struct vs_vsr *v, struct vs_vsr_info *out)
     out->view = v->view;
     out->log_view = v->log_view;
     out->op = v->head;
-    out->journal_op = v->head;
+    out->journal_op = v->journal_op;
     out->commit_min = v->commit_min;
     out->commit_max = v->commit_max;
     out->checkpoint_op = v->durable.checkpoint_op;
     out->settled = vsr_is_settled_primary(v);
     out->primary = vsr_primary(v);
-    out->faulty_op = v->durable.faulty_op;
+    out->faulty_op = v->faulty_op;
+    out->missing = vsr_missing_count(v);
+    out->rebuilding = v->rebuilding;
+    out->state_transfer = v->transfer;
+    out->transfer_op = v->transfer_op;
 }
 
 const struct vs_vsr_stats *

@@ -3,14 +3,17 @@
 noinst_LIBRARIES += libvs_vsr.a
 libvs_vsr_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 libvs_vsr_a_SOURCES = \
-	shard/vsr/engine.c shard/vsr/engine.h
+	shard/vsr/engine.c shard/vsr/engine.h shard/vsr/internal.h \
+	shard/vsr/view.c shard/vsr/repair.c
 
 # The deterministic harness is compiled into each suite that drives it.
 VSR_SIM_SOURCES = tests/sim/sim_net.c tests/sim/sim_net.h
 
 if HAVE_CHECK
-UNIT_TESTS += tests/unit/check_vsr_engine tests/unit/check_vsr_cluster
-check_PROGRAMS += tests/unit/check_vsr_engine tests/unit/check_vsr_cluster
+UNIT_TESTS += tests/unit/check_vsr_engine tests/unit/check_vsr_cluster \
+	tests/unit/check_vsr_view
+check_PROGRAMS += tests/unit/check_vsr_engine tests/unit/check_vsr_cluster \
+	tests/unit/check_vsr_view
 
 tests_unit_check_vsr_engine_SOURCES = tests/unit/check_vsr_engine.c \
 	$(VSR_SIM_SOURCES)
@@ -24,6 +27,12 @@ tests_unit_check_vsr_cluster_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_vsr_cluster_LDADD = libvs_vsr.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
+
+tests_unit_check_vsr_view_SOURCES = tests/unit/check_vsr_view.c \
+	$(VSR_SIM_SOURCES)
+tests_unit_check_vsr_view_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_vsr_view_LDADD = libvs_vsr.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
 
 # Micro-benchmark of the engine alone (not run by make check).
 noinst_PROGRAMS += tests/sim/bench_vsr

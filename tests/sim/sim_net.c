@@ -75,6 +75,10 @@ engine_start(struct sim *s, unsigned i, const struct vs_hdr_prepare *headers,
              size_t reason_len)
 {
     struct vs_vsr_options o = s->opt;
+    o.faulty_op = s->r[i].cut_faulty;
+    o.rebuilt = s->r[i].rebuilt;
+    s->r[i].cut_faulty = 0;
+    s->r[i].dvc_set = 0;
     o.replica = (uint8_t)i;
     o.durable = s->r[i].sb;
     o.headers = headers;
@@ -155,6 +159,17 @@ carries_view(uint8_t command)
            command == VS_CMD_DO_VIEW_CHANGE || command == VS_CMD_START_VIEW;
 }
 
+/* Commands that imply the sender's log_view equals their view. */
+static int
+implies_log_view(uint8_t command)
+{
+    return command == VS_CMD_PREPARE_OK || command == VS_CMD_COMMIT ||
+           command == VS_CMD_START_VIEW;
+}
+
+static void net_enqueue(struct sim *s, unsigned from, unsigned to,
+                        const void *frame, uint32_t size);
+
 static void
 net_send(struct sim *s, unsigned from, const struct vs_vsr_action *a)
 {
@@ -165,6 +180,26 @@ net_send(struct sim *s, unsigned from, const struct vs_vsr_action *a)
     if (carries_view(h->f.command) && h->f.view > r->sb.view)
         violate(s, "replica %u: %s in view %u before view %u is durable", from,
                 vs_command_name(h->f.command), h->f.view, r->sb.view);
+    if (implies_log_view(h->f.command) && h->f.view > r->sb.log_view)
+        violate(s, "replica %u: %s in view %u before log_view %u is durable",
+                from, vs_command_name(h->f.command), h->f.view, h->f.view);
+    if (h->f.command == VS_CMD_DO_VIEW_CHANGE) {
+        const struct vs_hdr_do_view_change *d =
+            (const struct vs_hdr_do_view_change *)h;
+        if (d->log_view > r->sb.log_view)
+            violate(s, "replica %u: DVC with log_view %u before it is durable",
+                    from, d->log_view);
+        /* R2: one DVC per view. */
+        struct vs_u128 sum = vs_checksum(h, h->f.size);
+        if (r->dvc_view == h->f.view && r->dvc_set &&
+            !vs_u128_eq(sum, r->dvc_sum))
+            violate(s, "replica %u: two different DVCs for view %u", from,
+                    h->f.view);
+        r->dvc_view = h->f.view;
+        r->dvc_set = 1;
+        r->dvc_sum = sum;
+    }
+    s->cmd_sent[h->f.command % 32]++;
     if (h->f.command == VS_CMD_PREPARE_OK) {
         const struct vs_hdr_prepare_ok *ok =
             (const struct vs_hdr_prepare_ok *)h;
@@ -177,8 +212,26 @@ net_send(struct sim *s, unsigned from, const struct vs_vsr_action *a)
         if (!vs_frame_verify(h))
             violate(s, "replica %u: unsealed PrepareOk", from);
     }
+    net_enqueue(s, from, a->replica, a->frame, a->size);
+}
+
+static int
+partitioned(const struct sim *s, unsigned from, unsigned to)
+{
+    return (s->cut[from] & (1u << to)) != 0;
+}
+
+static void
+net_enqueue(struct sim *s, unsigned from, unsigned to, const void *frame,
+            uint32_t size)
+{
+    const struct vs_header *h = frame;
     s->sent++;
-    if (s->filter != NULL && s->filter(s->filter_ctx, from, a->replica, h)) {
+    if (s->filter != NULL && s->filter(s->filter_ctx, from, to, h)) {
+        s->dropped++;
+        return;
+    }
+    if (partitioned(s, from, to)) {
         s->dropped++;
         return;
     }
@@ -199,11 +252,57 @@ net_send(struct sim *s, unsigned from, const struct vs_vsr_action *a)
         m->due = s->now + s->delay_min + sim_rand(s) % span;
         m->seq = s->net_seq++;
         m->from = (uint8_t)from;
-        m->to = a->replica;
-        m->len = a->size;
-        m->frame = vs_xmalloc(a->size);
-        memcpy(m->frame, a->frame, a->size);
+        m->to = (uint8_t)to;
+        m->len = size;
+        m->frame = vs_xmalloc(size);
+        memcpy(m->frame, frame, size);
     }
+}
+
+/* JOURNAL_TRUNCATE: entries and pending appends >= op go, durably. */
+static void
+journal_truncate(struct sim *s, unsigned i, const struct vs_vsr_action *a)
+{
+    struct sim_replica *r = &s->r[i];
+    if (a->op == 0 || a->op <= r->applied)
+        violate(s, "replica %u: truncation at op %llu below applied %llu", i,
+                (unsigned long long)a->op, (unsigned long long)r->applied);
+    for (uint64_t o = a->op; o > 0 && o <= SIM_OPS_MAX; o++) {
+        free(r->journal[o].body);
+        memset(&r->journal[o], 0, sizeof(r->journal[o]));
+    }
+    size_t keep = 0;
+    for (size_t k = 0; k < r->pending_len; k++) {
+        if (r->pending[k].op >= a->op)
+            free(r->pending[k].frame);
+        else
+            r->pending[keep++] = r->pending[k];
+    }
+    r->pending_len = keep;
+    if (r->journal_first >= a->op)
+        r->journal_first = 0;
+    r->truncations++;
+}
+
+/* SEND_PREPARE: read the entry back and send it as a RepairPrepare. */
+static void
+send_prepare(struct sim *s, unsigned i, const struct vs_vsr_action *a)
+{
+    struct sim_replica *r = &s->r[i];
+    if (a->op == 0 || a->op > SIM_OPS_MAX)
+        return;
+    const struct sim_entry *e = &r->journal[a->op];
+    if (!e->present || !vs_u128_eq(e->h.f.checksum, a->checksum))
+        return; /* gone or replaced: send nothing */
+    uint32_t size = e->h.f.size;
+    uint8_t *frame = vs_xmalloc(size);
+    memcpy(frame, &e->h, VS_HEADER_SIZE);
+    if (size > VS_HEADER_SIZE)
+        memcpy(frame + VS_HEADER_SIZE, e->body, size - VS_HEADER_SIZE);
+    ((struct vs_header *)frame)->f.command = VS_CMD_REPAIR_PREPARE;
+    s->cmd_sent[VS_CMD_REPAIR_PREPARE]++;
+    net_enqueue(s, i, a->replica, frame, size);
+    free(frame);
 }
 
 static void
@@ -352,6 +451,15 @@ sim_drain(struct sim *s)
                 case VSR_ACT_REPLY:
                     reply_record(s, i, &a);
                     break;
+                case VSR_ACT_JOURNAL_TRUNCATE:
+                    journal_truncate(s, i, &a);
+                    break;
+                case VSR_ACT_SEND_PREPARE:
+                    send_prepare(s, i, &a);
+                    break;
+                case VSR_ACT_STATE_TRANSFER:
+                    s->r[i].transfers++;
+                    break;
                 default:
                     violate(s, "unknown action %d", (int)a.kind);
                 }
@@ -381,6 +489,9 @@ journal_make_durable(struct sim *s, unsigned i, size_t k)
     e->present = 1;
     if (r->journal_first == 0 || w.op < r->journal_first)
         r->journal_first = w.op;
+    if (w.op > 1 && w.op > r->journal_first && !r->journal[w.op - 1].present)
+        violate(s, "replica %u: append of op %llu leaves a hole", i,
+                (unsigned long long)w.op);
     free(w.frame);
     if (vsr_on_journal_durable(r->eng, w.op, e->h.f.checksum) != 0)
         violate(s, "replica %u: journal completion of op %llu refused", i,
@@ -508,9 +619,74 @@ sim_request(struct sim *s, unsigned i, uint64_t client, uint64_t request,
 /* ---- crash, restart, checkpoint ---- */
 
 void
+sim_partition(struct sim *s, unsigned i, unsigned j, int cut)
+{
+    if (cut) {
+        s->cut[i] |= 1u << j;
+        s->cut[j] |= 1u << i;
+    } else {
+        s->cut[i] &= ~(1u << j);
+        s->cut[j] &= ~(1u << i);
+    }
+}
+
+void
+sim_isolate(struct sim *s, unsigned i, int cut)
+{
+    for (unsigned j = 0; j < s->n; j++)
+        if (j != i)
+            sim_partition(s, i, j, cut);
+}
+
+int
+sim_cut_tail(struct sim *s, unsigned i)
+{
+    struct sim_replica *r = &s->r[i];
+    if (r->eng != NULL)
+        return -EBUSY;
+    uint64_t op = r->journal_first;
+    if (op == 0)
+        return -ENOENT;
+    while (op < SIM_OPS_MAX && r->journal[op + 1].present)
+        op++;
+    if (op <= r->snap_op)
+        return -ENOENT;
+    free(r->journal[op].body);
+    memset(&r->journal[op], 0, sizeof(r->journal[op]));
+    if (op == r->journal_first)
+        r->journal_first = 0;
+    r->cut_faulty = op;
+    return 0;
+}
+
+int
+sim_rebuild(struct sim *s, unsigned i, char *reason, size_t reason_len)
+{
+    struct sim_replica *r = &s->r[i];
+    if (r->eng != NULL)
+        sim_crash(s, i);
+    for (uint64_t o = 0; o <= SIM_OPS_MAX; o++) {
+        free(r->journal[o].body);
+        memset(&r->journal[o], 0, sizeof(r->journal[o]));
+    }
+    r->journal_first = 0;
+    memset(&r->sb, 0, sizeof(r->sb));
+    r->snap_op = 0;
+    r->snap_hash = 0;
+    r->rebuilt = 1;
+    return sim_restart(s, i, reason, reason_len);
+}
+
+void
 sim_crash(struct sim *s, unsigned i)
 {
     struct sim_replica *r = &s->r[i];
+    if (r->eng != NULL && r->rebuilt) {
+        struct vs_vsr_info info;
+        vsr_info(r->eng, &info);
+        if (!info.rebuilding)
+            r->rebuilt = 0; /* caught up: the binding clears its mark */
+    }
     vsr_destroy(r->eng);
     r->eng = NULL;
     pending_free(r); /* never fsynced: lost */

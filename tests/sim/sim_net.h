@@ -19,6 +19,11 @@
  *  - commits arrive strictly in op order, over the hash chain, with the
  *    durable body; one history: no op commits with two checksums on any
  *    two replicas;
+ *  - persist before send for log_view: PrepareOk/Commit/SV of view V
+ *    leave only with log_view V durable, a DVC only with its log_view
+ *    durable; R2: never two different DVCs for one view;
+ *  - journal appends never leave a hole (the WAL is a contiguous run);
+ *  - truncations never reach an applied op;
  *  - superblock writes never regress view, log_view or checkpoint_op;
  *  - replies match the op and client they answer.
  *
@@ -69,6 +74,14 @@ struct sim_replica {
     struct vs_u128 applied_checksum;
     uint64_t replies;
     uint64_t commits_replayed; /* COMMITs served without a held body */
+    uint64_t truncations;      /* JOURNAL_TRUNCATE performed */
+    uint64_t transfers;        /* STATE_TRANSFER actions seen */
+    uint64_t cut_faulty;       /* faulty op for the next restart */
+    int rebuilt;               /* restarted by sim_rebuild */
+    /* R2 checker: the last DVC this replica sent */
+    uint32_t dvc_view;
+    int dvc_set;
+    struct vs_u128 dvc_sum;
 };
 
 struct sim_msg {
@@ -105,6 +118,8 @@ struct sim {
     unsigned disk_delay;           /* ticks until an append is durable */
     sim_filter_fn *filter;
     void *filter_ctx;
+    uint32_t cut[SIM_REPLICAS_MAX]; /* partitions: bit j = no link to j */
+    uint64_t cmd_sent[32];          /* frames sent by command */
     uint64_t sent, dropped, delivered;
     /* history */
     struct vs_u128 history[SIM_OPS_MAX + 1];
@@ -147,6 +162,15 @@ void sim_crash(struct sim *s, unsigned i);
 /* Restart from the simulated disk (superblock, snapshot, journal).
  * Returns vsr_create's code; `reason` gets its refusal. */
 int sim_restart(struct sim *s, unsigned i, char *reason, size_t reason_len);
+/* Partitions: cut (1) or heal (0) the link i <-> j, or all of i's. */
+void sim_partition(struct sim *s, unsigned i, unsigned j, int cut);
+void sim_isolate(struct sim *s, unsigned i, int cut);
+/* Crashed replica i: damage its last journal entry, as a boot that cuts
+ * a damaged tail does; the next sim_restart passes it as faulty_op.
+ * Returns 0, -EBUSY (running) or -ENOENT (nothing above the snapshot). */
+int sim_cut_tail(struct sim *s, unsigned i);
+/* Replica i lost its disk: wipe it and restart it rebuilt (R8). */
+int sim_rebuild(struct sim *s, unsigned i, char *reason, size_t reason_len);
 /* Snapshot of replica i's state at its applied op, then vsr_checkpoint.
  * When the superblock pairing is durable the journal below is drained. */
 int sim_checkpoint(struct sim *s, unsigned i);

@@ -1,0 +1,809 @@
+/*
+ * shard/vsr/view.c - the view change, StartView and restart probes.
+ *
+ * Role: the part of the engine (engine.h "View change" and "Restart")
+ * that moves a replica between views: backup timeouts, StartViewChange,
+ * DoViewChange (built once per view: R2), the candidate's merge of a
+ * quorum of DVCs (canonical by log_view then op, nack-quorum truncation,
+ * faulty ops never nacked, wait when undecidable), StartView (broadcast
+ * by a new primary, targeted as a probe answer), and RequestStartView.
+ *
+ * Invariants: view and log_view only rise; log_view changes only when a
+ * candidate starts its view or a replica installs a StartView (R7); a
+ * truncation never reaches an applied op (a StartView or merge that
+ * would is refused as divergent, R10); every message claiming a view is
+ * sent through vsr_send (withheld until durable, R1).
+ *
+ * Callers: engine.c only (one thread; no I/O).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/assert.h"
+#include "common/checksum.h"
+#include "shard/vsr/engine.h"
+#include "shard/vsr/internal.h"
+
+static unsigned
+bits(uint32_t x)
+{
+    return (unsigned)__builtin_popcount(x);
+}
+
+static uint32_t
+bit(unsigned r)
+{
+    return UINT32_C(1) << r;
+}
+
+static int
+u128_bit(struct vs_u128 b, unsigned i)
+{
+    return i < 64 ? (int)((b.lo >> i) & 1) : (int)((b.hi >> (i - 64)) & 1);
+}
+
+static void
+u128_set(struct vs_u128 *b, unsigned i)
+{
+    if (i < 64)
+        b->lo |= UINT64_C(1) << i;
+    else
+        b->hi |= UINT64_C(1) << (i - 64);
+}
+
+static int
+candidate_here(const struct vs_vsr *v)
+{
+    return vsr_primary_index(v->view, v->n) == v->replica;
+}
+
+/* ---------------------------------------------------------------- */
+/* Suffixes (DVC and SV bodies)                                     */
+/* ---------------------------------------------------------------- */
+
+/* Headers of a suffix whose top is `top`: at most VSR_DVC_HEADERS_MAX,
+ * never below op 1. */
+int
+vsr_suffix_count(const struct vs_vsr *v, uint64_t top)
+{
+    (void)v;
+    return (int)(top < VSR_DVC_HEADERS_MAX ? top : VSR_DVC_HEADERS_MAX);
+}
+
+/* Checks a DVC/SV body: header i is op top - i, each non-blank header a
+ * valid prepare of this group, adjacent non-blank headers chained. With
+ * `blanks` 0 no blank is allowed. */
+static int
+suffix_valid(const struct vs_vsr *v, uint64_t top, const uint8_t *body,
+             size_t count, int blanks)
+{
+    if (count > top)
+        return 0;
+    if (top > 0 && count == 0)
+        return 0;
+    const struct vs_hdr_prepare *above = NULL;
+    for (size_t i = 0; i < count; i++) {
+        struct vs_hdr_prepare h;
+        memcpy(&h, body + i * VS_HEADER_SIZE, sizeof(h));
+        if (vsr_blank(&h)) {
+            if (!blanks)
+                return 0;
+            above = NULL;
+            continue;
+        }
+        if (!vsr_header_valid(v, &h) || h.op != top - i)
+            return 0;
+        if (above != NULL && !vs_u128_eq(above->parent, h.f.checksum))
+            return 0;
+        above = (const struct vs_hdr_prepare *)(body + i * VS_HEADER_SIZE);
+    }
+    return 1;
+}
+
+static const struct vs_hdr_prepare *
+suffix_at(const struct vsr_msg *m, uint64_t top, uint64_t op)
+{
+    if (op > top)
+        return NULL;
+    uint64_t i = top - op;
+    if (i >= (m->hdr.f.size - VS_HEADER_SIZE) / VS_HEADER_SIZE)
+        return NULL;
+    const struct vs_hdr_prepare *h =
+        (const struct vs_hdr_prepare *)(m->body + i * VS_HEADER_SIZE);
+    return vsr_blank(h) ? NULL : h;
+}
+
+/* ---------------------------------------------------------------- */
+/* Entering a view change                                           */
+/* ---------------------------------------------------------------- */
+
+static void
+vc_reset(struct vs_vsr *v)
+{
+    v->svc_from = 0;
+    v->dvc_from = 0;
+    for (unsigned i = 0; i < VS_REPLICAS_MAX; i++) {
+        vsr_msg_unref(v->dvcs[i]);
+        v->dvcs[i] = NULL;
+    }
+    v->merged = 0;
+    v->merge_commit = 0;
+}
+
+static void
+send_svc(struct vs_vsr *v)
+{
+    struct vsr_msg *m = vsr_msg_alloc(VS_HEADER_SIZE);
+    struct vs_hdr_start_view_change *h =
+        (struct vs_hdr_start_view_change *)&m->hdr;
+    vsr_frame_init(v, &m->hdr, VS_CMD_START_VIEW_CHANGE, VS_HEADER_SIZE);
+    h->group = v->group;
+    vs_frame_seal(&m->hdr);
+    vsr_broadcast(v, m);
+    vsr_msg_unref(m);
+    v->stats.svc_sent++;
+}
+
+/* Our DVC for the current view, built once (R2). */
+static struct vsr_msg *
+dvc_build(struct vs_vsr *v)
+{
+    if (v->dvc != NULL && v->dvc_view == v->view)
+        return v->dvc;
+    vsr_msg_unref(v->dvc);
+    uint64_t top = v->head;
+    if (v->faulty_op > top)
+        top = v->faulty_op;
+    int count = vsr_suffix_count(v, top);
+    uint32_t size = VS_HEADER_SIZE + (uint32_t)count * VS_HEADER_SIZE;
+    struct vsr_msg *m = vsr_msg_alloc(size);
+    struct vs_hdr_do_view_change *d = (struct vs_hdr_do_view_change *)&m->hdr;
+    vsr_frame_init(v, &m->hdr, VS_CMD_DO_VIEW_CHANGE, size);
+    d->op = top;
+    d->commit = v->commit_max < top ? v->commit_max : top;
+    d->group = v->group;
+    d->log_view = v->log_view;
+    int faulty_in = 0;
+    for (int i = 0; i < count; i++) {
+        uint64_t x = top - (uint64_t)i;
+        const struct vsr_slot *s = vsr_slot_cget(v, x);
+        if (s != NULL)
+            memcpy(m->body + (size_t)i * VS_HEADER_SIZE, &s->h, VS_HEADER_SIZE);
+        if (s != NULL && s->durable)
+            u128_set(&d->present_bitset, (unsigned)i);
+        else if (x == v->faulty_op)
+            faulty_in = 1; /* present but faulty: never nacked */
+        else if (x > v->commit_min)
+            u128_set(&d->nack_bitset, (unsigned)i);
+    }
+    if (faulty_in)
+        v->stats.faulty_not_nacked++;
+    d->f.checksum_body = vs_body_checksum(m->body, size - VS_HEADER_SIZE);
+    vs_frame_seal(&m->hdr);
+    v->dvc = m;
+    v->dvc_view = v->view;
+    return m;
+}
+
+static void merge_try(struct vs_vsr *v);
+
+static void
+dvc_maybe_send(struct vs_vsr *v, int resend)
+{
+    if (v->status != VSR_STATUS_VIEW_CHANGE || v->rebuilding)
+        return;
+    unsigned need = vsr_quorum_view_change(v->n) - 1;
+    if (bits(v->svc_from & ~bit(v->replica)) < need)
+        return;
+    int fresh = v->dvc == NULL || v->dvc_view != v->view;
+    if (!fresh && !resend)
+        return;
+    struct vsr_msg *m = dvc_build(v);
+    if (candidate_here(v)) {
+        if (!(v->dvc_from & bit(v->replica))) {
+            v->dvcs[v->replica] = vsr_msg_ref(m);
+            v->dvc_from |= bit(v->replica);
+            merge_try(v);
+        }
+        return;
+    }
+    vsr_send(v, (uint8_t)vsr_primary_index(v->view, v->n), m);
+    v->stats.dvc_sent++;
+}
+
+void
+vsr_view_change_start(struct vs_vsr *v, uint32_t view)
+{
+    VS_ASSERT(view > v->view ||
+              (view == v->view && v->status != VSR_STATUS_VIEW_CHANGE));
+    if (v->rebuilding || view < v->vote_floor)
+        return;
+    v->status = VSR_STATUS_VIEW_CHANGE;
+    v->view = view;
+    vc_reset(v);
+    v->svc_from = bit(v->replica);
+    unsigned k = v->vc_attempts < 4 ? v->vc_attempts : 4;
+    v->vc_deadline =
+        v->now + vsr_jitter(v, (uint64_t)v->to.view_change_status << k);
+    v->vc_msg_deadline = v->now + v->to.view_change_message;
+    v->primary_silence = 0;
+    v->stats.view_changes++;
+    vsr_superblock_maybe_write(v);
+    send_svc(v);
+    dvc_maybe_send(v, 0);
+}
+
+/* A verified frame of a newer view: a Normal replica that missed the
+ * StartView asks that view's primary for it (rate limited). */
+void
+vsr_observe_view(struct vs_vsr *v, uint32_t view, uint8_t from)
+{
+    if (view > v->observed_view)
+        v->observed_view = view;
+    if (v->status == VSR_STATUS_RECOVERING || from >= v->n ||
+        from != vsr_primary_index(view, v->n) || v->now < v->rsv_deadline)
+        return;
+    v->rsv_deadline = v->now + v->to.rsv;
+    struct vsr_msg *m = vsr_msg_alloc(VS_HEADER_SIZE);
+    struct vs_hdr_request_start_view *h =
+        (struct vs_hdr_request_start_view *)&m->hdr;
+    vsr_frame_init(v, &m->hdr, VS_CMD_REQUEST_START_VIEW, VS_HEADER_SIZE);
+    h->group = v->group;
+    vs_frame_seal(&m->hdr);
+    vsr_send(v, from, m);
+    vsr_msg_unref(m);
+}
+
+static void
+send_probe(struct vs_vsr *v)
+{
+    struct vsr_msg *m = vsr_msg_alloc(VS_HEADER_SIZE);
+    struct vs_hdr_request_start_view *h =
+        (struct vs_hdr_request_start_view *)&m->hdr;
+    vsr_frame_init(v, &m->hdr, VS_CMD_REQUEST_START_VIEW, VS_HEADER_SIZE);
+    h->f.view = v->durable.view;
+    h->group = v->group;
+    h->incarnation = v->incarnation;
+    vs_frame_seal(&m->hdr);
+    vsr_broadcast(v, m);
+    vsr_msg_unref(m);
+    v->stats.probes++;
+}
+
+void
+vsr_view_tick(struct vs_vsr *v)
+{
+    switch (v->status) {
+    case VSR_STATUS_NORMAL:
+        if (vsr_primary_here(v))
+            return;
+        if (++v->primary_silence < v->silence_limit)
+            return;
+        v->primary_silence = 0;
+        v->silence_limit = vsr_jitter(v, v->to.normal_heartbeat);
+        if (v->rebuilding) {
+            send_probe(v); /* it never elects: ask for the view */
+            return;
+        }
+        v->vc_attempts = 0;
+        vsr_view_change_start(v, v->view + 1);
+        return;
+    case VSR_STATUS_VIEW_CHANGE:
+        if (v->now >= v->vc_deadline) {
+            if (v->vc_attempts < 255)
+                v->vc_attempts++;
+            vsr_view_change_start(v, v->view + 1);
+            return;
+        }
+        if (v->now >= v->vc_msg_deadline) {
+            v->vc_msg_deadline = v->now + v->to.view_change_message;
+            send_svc(v);
+            if (!candidate_here(v))
+                dvc_maybe_send(v, 1);
+        }
+        return;
+    case VSR_STATUS_RECOVERING:
+        if (v->now < v->probe_deadline)
+            return;
+        v->probe_deadline = v->now + v->to.rsv;
+        if (v->probes >= v->to.probe_attempts && !v->rebuilt) {
+            /* The whole cluster restarted: elect on the recovered logs,
+             * from the durable view (a restarted primary-by-index of it
+             * never acts as that view's primary again). */
+            v->stats.probe_elections++;
+            v->vc_attempts = 0;
+            vsr_view_change_start(v, v->view + 1);
+            return;
+        }
+        send_probe(v);
+        v->probes++;
+        return;
+    }
+}
+
+/* ---------------------------------------------------------------- */
+/* StartViewChange                                                  */
+/* ---------------------------------------------------------------- */
+
+enum vsr_verdict
+vsr_on_svc(struct vs_vsr *v, const struct vs_hdr_start_view_change *h)
+{
+    if (h->f.view > v->observed_view)
+        v->observed_view = h->f.view;
+    if (v->status == VSR_STATUS_RECOVERING)
+        return VSR_DROP_STATUS;
+    if (v->rebuilding || h->f.view < v->vote_floor)
+        return VSR_DROP_REBUILDING;
+    if (h->f.view < v->view)
+        return VSR_DROP_VIEW_OLD;
+    if (h->f.view > v->view) {
+        v->vc_attempts = 0;
+        vsr_view_change_start(v, h->f.view);
+    } else if (v->status != VSR_STATUS_VIEW_CHANGE) {
+        return VSR_DROP_STATUS; /* already Normal in that view */
+    }
+    uint32_t b = bit(h->f.replica);
+    if (v->svc_from & b)
+        return VSR_DROP_DUPLICATE;
+    v->svc_from |= b;
+    dvc_maybe_send(v, 0);
+    return VSR_ACCEPTED;
+}
+
+/* ---------------------------------------------------------------- */
+/* DoViewChange and the merge                                       */
+/* ---------------------------------------------------------------- */
+
+static const struct vs_hdr_do_view_change *
+dvc_hdr(const struct vsr_msg *m)
+{
+    return (const struct vs_hdr_do_view_change *)&m->hdr;
+}
+
+/* 1 when DVC d proves its sender never prepared `canon` (or anything,
+ * if canon is NULL) at op x; 0 when it holds it, is faulty there, or
+ * does not say. */
+static int
+dvc_nacks(const struct vsr_msg *d, uint64_t x,
+          const struct vs_hdr_prepare *canon)
+{
+    const struct vs_hdr_do_view_change *h = dvc_hdr(d);
+    if (x > h->op)
+        return 1;
+    uint64_t i = h->op - x;
+    if (i >= (d->hdr.f.size - VS_HEADER_SIZE) / VS_HEADER_SIZE)
+        return 0;
+    if (u128_bit(h->nack_bitset, (unsigned)i))
+        return 1;
+    if (!u128_bit(h->present_bitset, (unsigned)i))
+        return 0; /* faulty: never a nack */
+    const struct vs_hdr_prepare *mine = suffix_at(d, h->op, x);
+    return canon != NULL && mine != NULL &&
+           !vs_u128_eq(mine->f.checksum, canon->f.checksum);
+}
+
+static int
+dvc_holds(const struct vsr_msg *d, uint64_t x,
+          const struct vs_hdr_prepare *canon)
+{
+    const struct vs_hdr_do_view_change *h = dvc_hdr(d);
+    if (x > h->op || h->op - x >= VSR_DVC_HEADERS_MAX)
+        return 0;
+    const struct vs_hdr_prepare *mine = suffix_at(d, h->op, x);
+    return mine != NULL && u128_bit(h->present_bitset, (unsigned)(h->op - x)) &&
+           vs_u128_eq(mine->f.checksum, canon->f.checksum);
+}
+
+/* Installs header h as known at its op (no body). */
+static void
+header_install(struct vs_vsr *v, const struct vs_hdr_prepare *h)
+{
+    struct vsr_slot *s = vsr_slot_of(v, h->op);
+    if (s->present && s->h.op == h->op)
+        return;
+    VS_ASSERT(!s->present || s->h.op <= v->commit_min);
+    vsr_msg_unref(s->msg);
+    memset(s, 0, sizeof(*s));
+    s->h = *h;
+    s->present = 1;
+}
+
+/* Makes our log the canonical headers[lo..top] (headers[x - lo]; NULL =
+ * unknown, keep ours): cuts our divergent uncommitted suffix first.
+ * Returns 0, or -1 if it would cut an applied op (divergence). */
+static int
+log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
+          uint64_t lo, uint64_t top, uint64_t commit)
+{
+    uint64_t cut = 0;
+    uint64_t upto = v->head < top ? v->head : top;
+    for (uint64_t x = lo; x <= upto; x++) {
+        const struct vsr_slot *s = vsr_slot_cget(v, x);
+        const struct vs_hdr_prepare *c = headers[x - lo];
+        if (s != NULL && c != NULL &&
+            !vs_u128_eq(s->h.f.checksum, c->f.checksum)) {
+            cut = x;
+            break;
+        }
+    }
+    /* The op below the suffix must be the canonical parent. */
+    if (cut == 0 && lo > 1 && headers[0] != NULL) {
+        const struct vsr_slot *s = vsr_slot_cget(v, lo - 1);
+        if (s != NULL && !vs_u128_eq(s->h.f.checksum, headers[0]->parent))
+            cut = lo - 1;
+    }
+    if (cut == 0 && v->head > top)
+        cut = top + 1;
+    if (cut == 0 && v->head < lo - 1 && v->head > v->commit_max &&
+        v->head > v->commit_min) {
+        /* No overlap to verify our uncommitted tail against. */
+        uint64_t c =
+            v->commit_max > v->commit_min ? v->commit_max : v->commit_min;
+        cut = c + 1;
+    }
+    if (cut != 0 && cut <= v->commit_min) {
+        v->stats.divergences++;
+        return -1;
+    }
+    if (cut != 0)
+        vsr_journal_truncate(v, cut);
+    for (uint64_t x = lo; x <= top; x++)
+        if (headers[x - lo] != NULL && x > v->commit_min)
+            header_install(v, headers[x - lo]);
+    if (top >= v->head || vsr_slot_cget(v, top) != NULL)
+        vsr_set_head(v, top);
+    if (commit > v->commit_max)
+        v->commit_max = commit;
+    return 0;
+}
+
+/* The candidate's merge (engine.h "View change" step 3). */
+static void
+merge_try(struct vs_vsr *v)
+{
+    if (v->merged || !candidate_here(v) ||
+        v->status != VSR_STATUS_VIEW_CHANGE ||
+        bits(v->dvc_from) < vsr_quorum_view_change(v->n))
+        return;
+    uint32_t L = 0;
+    for (unsigned r = 0; r < v->n; r++)
+        if (v->dvcs[r] != NULL && dvc_hdr(v->dvcs[r])->log_view > L)
+            L = dvc_hdr(v->dvcs[r])->log_view;
+    uint64_t top = 0, commit = 0;
+    for (unsigned r = 0; r < v->n; r++) {
+        if (v->dvcs[r] == NULL)
+            continue;
+        const struct vs_hdr_do_view_change *d = dvc_hdr(v->dvcs[r]);
+        if (d->commit > commit)
+            commit = d->commit;
+        if (d->log_view == L && d->op > top)
+            top = d->op;
+    }
+    uint64_t lo = top > VSR_DVC_HEADERS_MAX ? top - VSR_DVC_HEADERS_MAX + 1 : 1;
+    size_t span = top >= lo ? (size_t)(top - lo + 1) : 0;
+    const struct vs_hdr_prepare *canon[VSR_DVC_HEADERS_MAX];
+    for (size_t i = 0; i < span; i++) {
+        uint64_t x = lo + i;
+        canon[i] = NULL;
+        for (unsigned r = 0; r < v->n && canon[i] == NULL; r++) {
+            const struct vsr_msg *d = v->dvcs[r];
+            if (d != NULL && dvc_hdr(d)->log_view == L)
+                canon[i] = suffix_at(d, dvc_hdr(d)->op, x);
+        }
+    }
+    if (span > 0 && canon[span - 1] != NULL && canon[span - 1]->commit > commit)
+        commit = canon[span - 1]->commit;
+    /* Truncate from the top while a nack quorum proves an op was never
+     * prepared (so never committed). */
+    unsigned nq = vsr_quorum_nack(v->n);
+    uint64_t new_top = top;
+    while (new_top > commit && new_top >= lo) {
+        const struct vs_hdr_prepare *c = canon[new_top - lo];
+        unsigned nacks = 0;
+        for (unsigned r = 0; r < v->n; r++)
+            if (v->dvcs[r] != NULL && dvc_nacks(v->dvcs[r], new_top, c))
+                nacks++;
+        if (nacks < nq)
+            break;
+        v->stats.nack_truncations++;
+        new_top--;
+    }
+    /* Every kept uncommitted op needs a known header, chained. */
+    int undecided = commit > new_top;
+    for (uint64_t x = commit + 1; x <= new_top && !undecided; x++) {
+        if (x < lo || canon[x - lo] == NULL)
+            undecided = 1;
+        else if (x > lo && canon[x - lo - 1] != NULL &&
+                 !vs_u128_eq(canon[x - lo]->parent,
+                             canon[x - lo - 1]->f.checksum))
+            undecided = 1;
+    }
+    if (undecided) {
+        v->stats.merge_waits++;
+        if (bits(v->dvc_from) == v->n)
+            v->stats.merge_deadlocks++;
+        return;
+    }
+    size_t keep = new_top >= lo ? (size_t)(new_top - lo + 1) : 0;
+    uint64_t base = keep > 0 ? lo : new_top + 1;
+    if (keep == 0 && new_top > 0) {
+        /* Nothing of the suffix survives: the log ends at new_top, which
+         * must be a known op of ours (it is <= commit). */
+        base = new_top;
+    }
+    if (keep > 0) {
+        if (log_adopt(v, canon, base, new_top, commit) != 0)
+            return;
+    } else {
+        if (v->head > new_top && new_top + 1 > v->commit_min)
+            vsr_journal_truncate(v, new_top + 1);
+        if (commit > v->commit_max)
+            v->commit_max = commit;
+    }
+    /* Where to repair each op from: the DVCs that hold it. */
+    for (uint64_t x = lo; x <= new_top && keep > 0; x++) {
+        struct vsr_slot *s = vsr_slot_get(v, x);
+        if (s == NULL || canon[x - lo] == NULL)
+            continue;
+        for (unsigned r = 0; r < v->n; r++)
+            if (v->dvcs[r] != NULL && dvc_holds(v->dvcs[r], x, canon[x - lo]))
+                s->holders |= bit(r);
+    }
+    v->merged = 1;
+    v->merge_commit = commit;
+    vsr_journal_pump(v);
+    vsr_view_after_durable(v, 0);
+    vsr_repair_kick(v);
+}
+
+enum vsr_verdict
+vsr_on_dvc(struct vs_vsr *v, const struct vs_header *hh, const uint8_t *frame)
+{
+    const struct vs_hdr_do_view_change *h =
+        (const struct vs_hdr_do_view_change *)hh;
+    size_t count = (h->f.size - VS_HEADER_SIZE) / VS_HEADER_SIZE;
+    if (h->log_view > h->f.view || h->commit > h->op ||
+        !suffix_valid(v, h->op, frame + VS_HEADER_SIZE, count, 1))
+        return VSR_DROP_SUFFIX;
+    if (h->f.view > v->observed_view)
+        v->observed_view = h->f.view;
+    if (v->status == VSR_STATUS_RECOVERING)
+        return VSR_DROP_STATUS;
+    if (v->rebuilding || h->f.view < v->vote_floor)
+        return VSR_DROP_REBUILDING;
+    if (h->f.view < v->view)
+        return VSR_DROP_VIEW_OLD;
+    if (h->f.view > v->view) {
+        v->vc_attempts = 0;
+        vsr_view_change_start(v, h->f.view);
+        if (v->status != VSR_STATUS_VIEW_CHANGE)
+            return VSR_DROP_REBUILDING;
+    } else if (v->status != VSR_STATUS_VIEW_CHANGE) {
+        if (vsr_primary_here(v)) {
+            /* The sender missed our StartView. */
+            struct vs_u128 zero = {0, 0};
+            struct vsr_msg *m = vsr_start_view_build(v, zero);
+            vsr_send(v, h->f.replica, m);
+            vsr_msg_unref(m);
+        }
+        return VSR_DROP_STATUS;
+    }
+    uint32_t b = bit(h->f.replica);
+    if (!(v->svc_from & b)) {
+        v->svc_from |= b; /* a DVC implies its sender's SVC */
+        dvc_maybe_send(v, 0);
+    }
+    if (!candidate_here(v))
+        return VSR_DROP_NOT_PRIMARY;
+    if (v->dvc_from & b)
+        return VSR_DROP_DUPLICATE;
+    v->dvcs[h->f.replica] = vsr_msg_new(frame, h->f.size);
+    v->dvc_from |= b;
+    merge_try(v);
+    return VSR_ACCEPTED;
+}
+
+/* ---------------------------------------------------------------- */
+/* Starting the view                                                */
+/* ---------------------------------------------------------------- */
+
+struct vsr_msg *
+vsr_start_view_build(struct vs_vsr *v, struct vs_u128 inc)
+{
+    int count = 0;
+    int max = vsr_suffix_count(v, v->head);
+    while (count < max && vsr_slot_cget(v, v->head - (uint64_t)count) != NULL)
+        count++;
+    uint32_t size = VS_HEADER_SIZE + (uint32_t)count * VS_HEADER_SIZE;
+    struct vsr_msg *m = vsr_msg_alloc(size);
+    struct vs_hdr_start_view *h = (struct vs_hdr_start_view *)&m->hdr;
+    vsr_frame_init(v, &m->hdr, VS_CMD_START_VIEW, size);
+    h->op = v->head;
+    h->commit = v->commit_max < v->head ? v->commit_max : v->head;
+    h->group = v->group;
+    h->incarnation = inc;
+    for (int i = 0; i < count; i++)
+        memcpy(m->body + (size_t)i * VS_HEADER_SIZE,
+               &vsr_slot_cget(v, v->head - (uint64_t)i)->h, VS_HEADER_SIZE);
+    h->f.checksum_body = vs_body_checksum(m->body, size - VS_HEADER_SIZE);
+    vs_frame_seal(&m->hdr);
+    return m;
+}
+
+/* The merged candidate starts its view once every op above commit is
+ * durable in its journal (called after each durable append). */
+void
+vsr_view_after_durable(struct vs_vsr *v, uint64_t op)
+{
+    (void)op;
+    if (v->rebuilding && v->status == VSR_STATUS_NORMAL &&
+        v->journal_op >= v->rebuild_target) {
+        int done = 1;
+        for (uint64_t x = v->commit_min + 1; x <= v->rebuild_target && done;
+             x++) {
+            const struct vsr_slot *s = vsr_slot_cget(v, x);
+            if (s == NULL || !s->durable)
+                done = 0;
+        }
+        if (done) {
+            v->rebuilding = 0;
+            for (uint64_t x = v->commit_max + 1; x <= v->head; x++) {
+                const struct vsr_slot *s = vsr_slot_cget(v, x);
+                if (s != NULL && s->durable && vsr_may_ack(v))
+                    vsr_send_prepare_ok(v, s);
+            }
+        }
+    }
+    if (!v->merged || v->status != VSR_STATUS_VIEW_CHANGE)
+        return;
+    uint64_t from = v->commit_max + 1;
+    for (uint64_t x = from; x <= v->head; x++) {
+        const struct vsr_slot *s = vsr_slot_cget(v, x);
+        if (s == NULL || !s->durable)
+            return;
+    }
+    vsr_primary_start_view(v);
+}
+
+void
+vsr_primary_start_view(struct vs_vsr *v)
+{
+    v->status = VSR_STATUS_NORMAL;
+    v->log_view = v->view;
+    vc_reset(v);
+    v->vc_attempts = 0;
+    v->probes = 0;
+    /* The pipeline: every op above commit_max, our own ack counted. */
+    for (uint64_t x = v->commit_max + 1; x <= v->head; x++) {
+        struct vsr_slot *s = vsr_slot_get(v, x);
+        VS_ASSERT(s != NULL && s->durable);
+        s->ok = bit(v->replica);
+        s->deadline = v->now + v->to.prepare;
+        s->attempts = 0;
+    }
+    v->recovery_barrier = v->commit_max;
+    v->heartbeat_deadline = v->now;
+    v->stats.views_started++;
+    vsr_superblock_maybe_write(v);
+    struct vs_u128 zero = {0, 0};
+    struct vsr_msg *m = vsr_start_view_build(v, zero);
+    vsr_broadcast(v, m);
+    vsr_msg_unref(m);
+    vsr_pipeline_commit(v);
+}
+
+/* ---------------------------------------------------------------- */
+/* StartView                                                        */
+/* ---------------------------------------------------------------- */
+
+enum vsr_verdict
+vsr_on_sv(struct vs_vsr *v, const struct vs_header *hh, const uint8_t *frame)
+{
+    const struct vs_hdr_start_view *h = (const struct vs_hdr_start_view *)hh;
+    size_t count = (h->f.size - VS_HEADER_SIZE) / VS_HEADER_SIZE;
+    const uint8_t *body = frame + VS_HEADER_SIZE;
+    if (h->commit > h->op || !suffix_valid(v, h->op, body, count, 0) ||
+        count < h->op - h->commit)
+        return VSR_DROP_SUFFIX;
+    if (h->f.replica != vsr_primary_index(h->f.view, v->n))
+        return VSR_DROP_NOT_PRIMARY;
+    if (v->status == VSR_STATUS_RECOVERING) {
+        if (vs_u128_is_zero(h->incarnation) ||
+            !vs_u128_eq(h->incarnation, v->incarnation) ||
+            h->f.view < v->durable.view)
+            return VSR_DROP_INCARNATION;
+    }
+    if (h->f.view < v->view)
+        return VSR_DROP_VIEW_OLD;
+    if (h->f.view == v->view && v->status == VSR_STATUS_NORMAL &&
+        v->log_view == v->view)
+        return vsr_primary_here(v) ? VSR_DROP_NOT_PRIMARY : VSR_DROP_DUPLICATE;
+    if (h->f.view == v->view && candidate_here(v) &&
+        v->status == VSR_STATUS_VIEW_CHANGE)
+        return VSR_DROP_NOT_PRIMARY; /* our own view: only we start it */
+
+    /* Divergence: an applied op the view's log does not contain. */
+    for (size_t i = 0; i < count; i++) {
+        const struct vs_hdr_prepare *c =
+            (const struct vs_hdr_prepare *)(body + i * VS_HEADER_SIZE);
+        if (c->op > v->commit_min)
+            continue;
+        const struct vsr_slot *s = vsr_slot_cget(v, c->op);
+        if (s != NULL && !vs_u128_eq(s->h.f.checksum, c->f.checksum))
+            return VSR_DROP_DIVERGENT;
+    }
+    const struct vs_hdr_prepare *canon[VSR_DVC_HEADERS_MAX];
+    uint64_t lo = h->op - count + 1;
+    for (size_t i = 0; i < count; i++)
+        canon[i] = (const struct vs_hdr_prepare *)(body + (count - 1 - i) *
+                                                              VS_HEADER_SIZE);
+    if (count > 0) {
+        if (log_adopt(v, canon, lo, h->op, h->commit) != 0)
+            return VSR_DROP_DIVERGENT;
+    } else {
+        if (v->head > h->op && h->op + 1 > v->commit_min)
+            vsr_journal_truncate(v, h->op + 1);
+        if (h->commit > v->commit_max)
+            v->commit_max = h->commit;
+    }
+    for (size_t i = 0; i < count; i++) {
+        struct vsr_slot *s = vsr_slot_get(v, canon[i]->op);
+        if (s != NULL)
+            s->holders |= bit(h->f.replica);
+    }
+    int was_recovering = v->status == VSR_STATUS_RECOVERING;
+    v->status = VSR_STATUS_NORMAL;
+    v->view = h->f.view;
+    v->log_view = h->f.view;
+    vc_reset(v);
+    v->vc_attempts = 0;
+    v->probes = 0;
+    v->primary_silence = 0;
+    v->heartbeat_seen = 0;
+    v->silence_limit = vsr_jitter(v, v->to.normal_heartbeat);
+    v->stats.sv_adopted++;
+    if (v->rebuilding && was_recovering) {
+        v->rebuild_target = h->op;
+        v->vote_floor = h->f.view + 2;
+    }
+    vsr_superblock_maybe_write(v);
+    if (vsr_may_ack(v)) {
+        for (uint64_t x = h->commit + 1; x <= v->head; x++) {
+            const struct vsr_slot *s = vsr_slot_cget(v, x);
+            if (s != NULL && s->durable)
+                vsr_send_prepare_ok(v, s);
+        }
+    }
+    vsr_journal_pump(v);
+    vsr_view_after_durable(v, 0);
+    vsr_commit_walk(v);
+    vsr_repair_kick(v);
+    return VSR_ACCEPTED;
+}
+
+/* ---------------------------------------------------------------- */
+/* RequestStartView                                                 */
+/* ---------------------------------------------------------------- */
+
+enum vsr_verdict
+vsr_on_rsv(struct vs_vsr *v, const struct vs_hdr_request_start_view *h)
+{
+    if (vsr_is_settled_primary(v) && h->f.view <= v->view) {
+        struct vsr_msg *m = vsr_start_view_build(v, h->incarnation);
+        vsr_send(v, h->f.replica, m);
+        vsr_msg_unref(m);
+        v->stats.probe_answers++;
+        return VSR_ACCEPTED;
+    }
+    if (vsr_may_ack(v) && !vs_u128_is_zero(h->incarnation) &&
+        h->f.replica == vsr_primary_index(v->view, v->n)) {
+        /* Our primary restarted (it may have lost its pipeline and will
+         * not act as this view's primary): elect past it. */
+        v->vc_attempts = 0;
+        vsr_view_change_start(v, v->view + 1);
+        return VSR_ACCEPTED;
+    }
+    return vsr_primary_here(v) ? VSR_DROP_STATUS : VSR_DROP_NOT_PRIMARY;
+}
