@@ -1,19 +1,23 @@
 /*
- * shard/vsr/engine.c - the I/O-free VSR engine: normal path, n = 1..32.
+ * shard/vsr/engine.c - the I/O-free VSR engine: normal path, journal
+ * window, frame checks, construction; n = 1..32.
  *
- * Role: implements shard/vsr/engine.h. State is one struct vs_vsr: the
- * durable values (view, log_view, checkpoint) as last confirmed, the
- * in-memory ones, a ring of prepare headers indexed op % journal_slots
- * (the journal's window, also what a DoViewChange suffix will be cut
- * from), the pipeline (ops commit_max+1..head on the primary, with one
- * PrepareOk bitset per op), and the action queue.
+ * Role: implements shard/vsr/engine.h together with view.c (view change,
+ * StartView, restart probes) and repair.c (journal repair). State is one
+ * struct vs_vsr (internal.h): the durable values (view, log_view,
+ * checkpoint, faulty op) as last confirmed, the in-memory ones, a ring
+ * of prepare headers indexed op % journal_slots (the journal's window,
+ * what DoViewChange and StartView suffixes are cut from), the pipeline
+ * (ops commit_max+1..head on the primary, with one PrepareOk bitset per
+ * op), and the action queue.
  *
  * Normal path, numbered once here:
  *  1. Primary: vsr_on_request builds the prepare (op = head + 1, chained
  *     to head), queues JOURNAL_APPEND for itself and SEND to each backup.
  *  2. Backup: vsr_on_message(Prepare) verifies integrity and the chain,
- *     queues JOURNAL_APPEND; on vsr_on_journal_durable it sends PrepareOk
- *     (withheld until its view is durable in the superblock).
+ *     queues JOURNAL_APPEND (strictly after the previous append: a body
+ *     above a hole waits for repair); on vsr_on_journal_durable it sends
+ *     PrepareOk (withheld until view and log_view are durable).
  *  3. Primary: its own durable append and each matching PrepareOk set a
  *     bit; the pipeline head with a replication quorum is committed
  *     (commit_max advances strictly in op order).
@@ -21,15 +25,16 @@
  *     time, each only over a durable, chain-verified op; the primary
  *     answers the client after vsr_on_commit_applied (REPLY action).
  *  5. Primary ticks: retransmit prepares a backup has not acknowledged
- *     (backoff with seeded jitter); send a Commit heartbeat carrying
+ *     (backoff with seeded jitter; from the journal via SEND_PREPARE when
+ *     the body is not in memory); send a Commit heartbeat carrying
  *     commit_max. Backups raise commit_max from prepares and heartbeats.
  *
  * Memory: message buffers (header + body, contiguous) are reference
- * counted; the ring, the action queue, the withheld queue and the last
- * popped action each hold references. The primary retains the bodies of
- * the last max(8 * pipeline_max, 64) ops (at most journal_slots) and
- * retransmits them to a backup that has not acknowledged them; a backup
- * further behind needs journal repair (RequestPrepares, not yet here).
+ * counted; the ring, the action queue, the withheld queue, the cached
+ * DVCs and the last popped action each hold references. The primary
+ * retains the bodies of the last max(8 * pipeline_max, 64) ops (at most
+ * journal_slots); a backup further behind repairs (repair.c). A backup
+ * holds at most 4 * VSR_PIPELINE_MAX bodies above its last append.
  *
  * Invariants: see engine.h. Callers: one thread; no globals, no I/O.
  */
@@ -221,6 +226,15 @@ vsr_jitter(struct vs_vsr *v, uint64_t base)
     if (base == 0)
         return 0;
     return base + vsr_rng_next(v) % base;
+}
+
+/* A backup's primary timeout: normal_heartbeat plus up to a quarter of
+ * it, seeded, so backups rarely time out together. */
+uint64_t
+vsr_silence_limit(struct vs_vsr *v)
+{
+    uint64_t base = v->to.normal_heartbeat;
+    return base + vsr_rng_next(v) % (base / 4 + 1);
 }
 
 void
@@ -806,7 +820,7 @@ on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
            const uint8_t *frame)
 {
     uint32_t body_len = p->f.size - VS_HEADER_SIZE;
-    if (p->f.view > v->view)
+    if (p->f.view >= v->view)
         vsr_observe_view(v, p->f.view, p->f.replica);
     if (v->status != VSR_STATUS_NORMAL)
         return VSR_DROP_STATUS;
@@ -814,14 +828,16 @@ on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
         return VSR_DROP_VIEW_OLD;
     if (p->f.view > v->view)
         return VSR_DROP_VIEW_NEW;
-    if (vsr_primary_here(v) || p->f.replica != vsr_primary_index(v->view, v->n))
+    if (vsr_primary_here(v))
         return VSR_DROP_NOT_PRIMARY;
-    v->primary_silence = 0;
     if (body_len > v->body_max)
         return VSR_DROP_BODY_MAX;
     if (p->op <= v->commit_min)
         return VSR_DROP_LATE;
     if (p->op <= v->head) {
+        /* A retransmit, re-stamped with this view by its primary; its
+         * replica byte names the primary that built it (the identity
+         * covers it), maybe one of an earlier view. */
         struct vsr_slot *s = vsr_slot_get(v, p->op);
         if (s == NULL) /* a hole below the head: fill it as a repair */
             return vsr_on_repair_prepare(v, p, frame);
@@ -829,11 +845,14 @@ on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
             return VSR_DROP_CONFLICT;
         if (!s->durable && !s->appending && s->msg == NULL)
             return vsr_on_repair_prepare(v, p, frame); /* known header */
-        /* A retransmit: our first PrepareOk may have been lost. */
+        /* Our first PrepareOk may have been lost. */
         if (s->durable && vsr_may_ack(v))
             vsr_send_prepare_ok(v, s);
         return VSR_DROP_DUPLICATE;
     }
+    if (p->f.replica != vsr_primary_index(v->view, v->n))
+        return VSR_DROP_NOT_PRIMARY;
+    v->primary_silence = 0;
     if (p->op > v->head + 1)
         return VSR_DROP_GAP;
     if (!vs_u128_eq(p->parent, v->head_checksum))
@@ -885,7 +904,7 @@ on_prepare_ok(struct vs_vsr *v, const struct vs_hdr_prepare_ok *ok)
 static enum vsr_verdict
 on_commit(struct vs_vsr *v, const struct vs_hdr_commit *c)
 {
-    if (c->f.view > v->view)
+    if (c->f.view >= v->view)
         vsr_observe_view(v, c->f.view, c->f.replica);
     if (c->f.view < v->view && vsr_is_settled_primary(v) &&
         c->f.replica == vsr_primary_index(c->f.view, v->n)) {
@@ -1028,10 +1047,11 @@ classify(struct vs_vsr *v, const void *frame, size_t len)
     if (group != v->group)
         return VSR_DROP_GROUP;
     uint8_t command = ((const struct vs_header *)frame)->f.command;
-    /* A RepairPrepare keeps the replica byte of the primary that built
+    /* A (Repair)Prepare keeps the replica byte of the primary that built
      * it (the identity covers it), which may be this replica. */
     if (h.f.replica >= v->n ||
-        (h.f.replica == v->replica && command != VS_CMD_REPAIR_PREPARE))
+        (h.f.replica == v->replica && command != VS_CMD_REPAIR_PREPARE &&
+         command != VS_CMD_PREPARE))
         return VSR_DROP_REPLICA;
 
     switch (command) {
@@ -1127,8 +1147,15 @@ primary_retransmit(struct vs_vsr *v)
         for (uint8_t r = 0; r < v->n; r++) {
             if (!(missing & (UINT32_C(1) << r)))
                 continue;
-            if (s->msg != NULL) {
+            if (s->msg != NULL && s->msg->hdr.f.view == v->view) {
                 vsr_queue_msg(v, VSR_ACT_SEND, r, 0, s->msg);
+            } else if (s->msg != NULL) {
+                /* Built in an earlier view: re-stamp the view (outside
+                 * the identity checksum). */
+                struct vsr_msg *m = vsr_msg_new(&s->msg->hdr, s->msg->size);
+                m->hdr.f.view = v->view;
+                vsr_queue_msg(v, VSR_ACT_SEND, r, 0, m);
+                vsr_msg_unref(m);
             } else {
                 struct vsr_act a;
                 memset(&a, 0, sizeof(a));
@@ -1416,7 +1443,7 @@ vsr_create(const struct vs_vsr_options *o, struct vs_vsr **out, char *reason,
     if (v->head == 0 && v->commit_min == 0)
         memset(&v->head_checksum, 0, sizeof(v->head_checksum));
     v->heartbeat_deadline = v->to.commit;
-    v->silence_limit = vsr_jitter(v, v->to.normal_heartbeat);
+    v->silence_limit = vsr_silence_limit(v);
     v->probe_deadline = 1; /* first probe at the first tick */
     v->faulty_op = o->faulty_op != 0 ? o->faulty_op : o->durable.faulty_op;
     vsr_superblock_maybe_write(v); /* a mark found at this boot */

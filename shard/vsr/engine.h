@@ -480,7 +480,8 @@ struct vs_vsr_stats {
     uint64_t probes;            /* RequestStartView sent */
     uint64_t probe_answers;     /* targeted StartViews sent as primary */
     uint64_t probe_elections;   /* elections after unanswered probes */
-    uint64_t faulty_repaired;   /* faulty-op marks cleared by a repair */
+    uint64_t faulty_repaired;   /* faulty-op marks cleared: repaired, or
+                                   the view's log does not contain it */
 };
 
 /* A consistent snapshot of the engine's state for the binding (cluster

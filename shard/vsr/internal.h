@@ -186,6 +186,7 @@ void vsr_send_prepare_ok(struct vs_vsr *v, const struct vsr_slot *s);
 void vsr_set_head(struct vs_vsr *v, uint64_t op);
 int vsr_may_ack(const struct vs_vsr *v);
 uint64_t vsr_jitter(struct vs_vsr *v, uint64_t base);
+uint64_t vsr_silence_limit(struct vs_vsr *v);
 int vsr_blank(const struct vs_hdr_prepare *h);
 int vsr_header_valid(const struct vs_vsr *v, const struct vs_hdr_prepare *h);
 void vsr_faulty_clear(struct vs_vsr *v);

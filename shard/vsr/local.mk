@@ -11,9 +11,9 @@ VSR_SIM_SOURCES = tests/sim/sim_net.c tests/sim/sim_net.h
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_vsr_engine tests/unit/check_vsr_cluster \
-	tests/unit/check_vsr_view
+	tests/unit/check_vsr_view tests/unit/check_vsr_merge
 check_PROGRAMS += tests/unit/check_vsr_engine tests/unit/check_vsr_cluster \
-	tests/unit/check_vsr_view
+	tests/unit/check_vsr_view tests/unit/check_vsr_merge
 
 tests_unit_check_vsr_engine_SOURCES = tests/unit/check_vsr_engine.c \
 	$(VSR_SIM_SOURCES)
@@ -32,6 +32,11 @@ tests_unit_check_vsr_view_SOURCES = tests/unit/check_vsr_view.c \
 	$(VSR_SIM_SOURCES)
 tests_unit_check_vsr_view_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_vsr_view_LDADD = libvs_vsr.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
+
+tests_unit_check_vsr_merge_SOURCES = tests/unit/check_vsr_merge.c
+tests_unit_check_vsr_merge_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_vsr_merge_LDADD = libvs_vsr.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
 
 # Micro-benchmark of the engine alone (not run by make check).

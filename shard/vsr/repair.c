@@ -261,8 +261,13 @@ vsr_on_repair_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
     if (!expected(v, x, &want) || !vs_u128_eq(want, p->f.checksum))
         return VSR_DROP_UNWANTED;
     struct vsr_slot *s = vsr_slot_get(v, x);
-    if (s != NULL && (s->durable || s->appending || s->msg != NULL))
+    if (s != NULL && (s->durable || s->appending || s->msg != NULL)) {
+        /* The primary resends from its journal what we may not have
+         * acknowledged yet. */
+        if (s->durable && vsr_may_ack(v))
+            vsr_send_prepare_ok(v, s);
         return VSR_DROP_DUPLICATE;
+    }
     const struct vsr_slot *below = vsr_slot_cget(v, x - 1);
     if (below != NULL && !vs_u128_eq(below->h.f.checksum, p->parent)) {
         v->stats.divergences++;

@@ -243,7 +243,9 @@ vsr_observe_view(struct vs_vsr *v, uint32_t view, uint8_t from)
     if (view > v->observed_view)
         v->observed_view = view;
     if (v->status == VSR_STATUS_RECOVERING || from >= v->n ||
-        from != vsr_primary_index(view, v->n) || v->now < v->rsv_deadline)
+        from != vsr_primary_index(view, v->n) || v->now < v->rsv_deadline ||
+        view < v->view ||
+        (view == v->view && v->status != VSR_STATUS_VIEW_CHANGE))
         return;
     v->rsv_deadline = v->now + v->to.rsv;
     struct vsr_msg *m = vsr_msg_alloc(VS_HEADER_SIZE);
@@ -282,7 +284,7 @@ vsr_view_tick(struct vs_vsr *v)
         if (++v->primary_silence < v->silence_limit)
             return;
         v->primary_silence = 0;
-        v->silence_limit = vsr_jitter(v, v->to.normal_heartbeat);
+        v->silence_limit = vsr_silence_limit(v);
         if (v->rebuilding) {
             send_probe(v); /* it never elects: ask for the view */
             return;
@@ -342,6 +344,13 @@ vsr_on_svc(struct vs_vsr *v, const struct vs_hdr_start_view_change *h)
         v->vc_attempts = 0;
         vsr_view_change_start(v, h->f.view);
     } else if (v->status != VSR_STATUS_VIEW_CHANGE) {
+        if (vsr_primary_here(v) && v->log_view == v->view) {
+            /* The sender missed our StartView. */
+            struct vs_u128 zero = {0, 0};
+            struct vsr_msg *m = vsr_start_view_build(v, zero);
+            vsr_send(v, h->f.replica, m);
+            vsr_msg_unref(m);
+        }
         return VSR_DROP_STATUS; /* already Normal in that view */
     }
     uint32_t b = bit(h->f.replica);
@@ -452,10 +461,14 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
     for (uint64_t x = lo; x <= top; x++)
         if (headers[x - lo] != NULL && x > v->commit_min)
             header_install(v, headers[x - lo]);
-    if (top >= v->head || vsr_slot_cget(v, top) != NULL)
+    if (vsr_slot_cget(v, top) != NULL || top == v->commit_min || top == 0)
         vsr_set_head(v, top);
     if (commit > v->commit_max)
         v->commit_max = commit;
+    /* A faulty op the view's log does not reach was never committed:
+     * nothing to repair (the mark goes with the log_view write). */
+    if (v->faulty_op > v->head)
+        vsr_faulty_clear(v);
     return 0;
 }
 
@@ -512,6 +525,11 @@ merge_try(struct vs_vsr *v)
     }
     /* Every kept uncommitted op needs a known header, chained. */
     int undecided = commit > new_top;
+    /* The new head's header must be known (the chain continues from
+     * it): a canonical one, or the applied op. */
+    if (new_top > 0 && new_top != v->commit_min &&
+        (new_top < lo || canon[new_top - lo] == NULL))
+        undecided = 1;
     for (uint64_t x = commit + 1; x <= new_top && !undecided; x++) {
         if (x < lo || canon[x - lo] == NULL)
             undecided = 1;
@@ -541,6 +559,8 @@ merge_try(struct vs_vsr *v)
             vsr_journal_truncate(v, new_top + 1);
         if (commit > v->commit_max)
             v->commit_max = commit;
+        if (v->faulty_op > v->head)
+            vsr_faulty_clear(v);
     }
     /* Where to repair each op from: the DVCs that hold it. */
     for (uint64_t x = lo; x <= new_top && keep > 0; x++) {
@@ -747,6 +767,8 @@ vsr_on_sv(struct vs_vsr *v, const struct vs_header *hh, const uint8_t *frame)
             vsr_journal_truncate(v, h->op + 1);
         if (h->commit > v->commit_max)
             v->commit_max = h->commit;
+        if (v->faulty_op > v->head)
+            vsr_faulty_clear(v);
     }
     for (size_t i = 0; i < count; i++) {
         struct vsr_slot *s = vsr_slot_get(v, canon[i]->op);
@@ -762,7 +784,7 @@ vsr_on_sv(struct vs_vsr *v, const struct vs_header *hh, const uint8_t *frame)
     v->probes = 0;
     v->primary_silence = 0;
     v->heartbeat_seen = 0;
-    v->silence_limit = vsr_jitter(v, v->to.normal_heartbeat);
+    v->silence_limit = vsr_silence_limit(v);
     v->stats.sv_adopted++;
     if (v->rebuilding && was_recovering) {
         v->rebuild_target = h->op;

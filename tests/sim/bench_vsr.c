@@ -3,8 +3,10 @@
  *
  * Role: measures the engine's own cost per op, with no I/O: the one-replica
  * path (request -> journal append -> durable -> commit -> applied -> reply)
- * and the three-replica normal path through the in-memory harness. Prints
- * ops/s; not run by make check (noinst_PROGRAMS). Usage: bench_vsr [ops]
+ * and the three-replica normal path through the in-memory harness, and
+ * the failover time in ticks (primary crash; whole-cluster restart) with
+ * the engine's default timeouts. Prints ops/s and ticks; not run by make
+ * check (noinst_PROGRAMS). Usage: bench_vsr [ops]
  * Callers: a developer, by hand.
  */
 #include "config.h"
@@ -99,12 +101,87 @@ bench_three(uint64_t ops)
     return 0;
 }
 
+static int
+cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int
+settled_index(const struct sim *s, int not )
+{
+    for (unsigned i = 0; i < s->n; i++)
+        if ((int)i != not &&s->r[i].eng != NULL &&
+            vsr_is_settled_primary(s->r[i].eng))
+            return (int)i;
+    return -1;
+}
+
+/* Failover in ticks (10 ms) with the production timeouts (heartbeat
+ * 500, view change 50/500): SIGKILL-like crash of the primary of a
+ * 3-replica group, until a settled primary exists; and a whole-cluster
+ * restart until one elects after the probes. Median and max of `runs`. */
+static int
+bench_failover(unsigned runs)
+{
+    uint64_t fail[64], whole[64];
+    if (runs > 64)
+        runs = 64;
+    for (unsigned k = 0; k < runs; k++) {
+        struct vs_vsr_options o;
+        sim_default_options(&o, 3);
+        memset(&o.timeouts, 0, sizeof(o.timeouts)); /* engine defaults */
+        struct sim *s = vs_xcalloc(1, sizeof(*s));
+        if (sim_init(s, 3, 100 + k, &o) != 0)
+            return -1;
+        s->delay_max = 2;
+        for (uint64_t c = 1; c <= 20; c++)
+            while (sim_request(s, 0, c, 1, VS_OP_CREATE_STREAM, &c, 8) != 0)
+                sim_step(s);
+        sim_run_until_applied(s, 20, 10000);
+        sim_crash(s, 0);
+        uint64_t t0 = s->now;
+        while (settled_index(s, 0) < 0 && s->now - t0 < 100000)
+            sim_step(s);
+        fail[k] = s->now - t0;
+        char why[160];
+        for (unsigned i = 1; i < 3; i++)
+            sim_crash(s, i);
+        for (unsigned i = 0; i < 3; i++)
+            if (sim_restart(s, i, why, sizeof(why)) != 0)
+                return -1;
+        t0 = s->now;
+        while (settled_index(s, -1) < 0 && s->now - t0 < 100000)
+            sim_step(s);
+        whole[k] = s->now - t0;
+        if (s->violations != 0) {
+            fprintf(stderr, "failover run %u: %s\n", k, s->violation);
+            return -1;
+        }
+        sim_fini(s);
+        free(s);
+    }
+    qsort(fail, runs, sizeof(fail[0]), cmp_u64);
+    qsort(whole, runs, sizeof(whole[0]), cmp_u64);
+    printf("failover (primary crash, n=3, %u seeds): median %llu ticks "
+           "(%.2f s), max %llu ticks\n",
+           runs, (unsigned long long)fail[runs / 2],
+           (double)fail[runs / 2] / 100.0, (unsigned long long)fail[runs - 1]);
+    printf("whole-cluster restart to a settled primary: median %llu ticks "
+           "(%.2f s), max %llu ticks\n",
+           (unsigned long long)whole[runs / 2], (double)whole[runs / 2] / 100.0,
+           (unsigned long long)whole[runs - 1]);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
     uint64_t ops = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
     if (bench_solo(ops, 0) != 0 || bench_solo(ops, 256) != 0 ||
-        bench_solo(ops / 10, 65536) != 0 || bench_three(ops) != 0) {
+        bench_solo(ops / 10, 65536) != 0 || bench_three(ops) != 0 ||
+        bench_failover(21) != 0) {
         fprintf(stderr, "bench_vsr: engine refused an input\n");
         return 1;
     }

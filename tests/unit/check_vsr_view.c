@@ -748,10 +748,15 @@ START_TEST(test_random_seeds)
 {
     struct coverage cov;
     memset(&cov, 0, sizeof(cov));
-    for (uint64_t seed = 1; seed <= 150; seed++)
+    /* VSR_VIEW_SEEDS=k runs k times as many seeds (a soak by hand). */
+    const char *env = getenv("VSR_VIEW_SEEDS");
+    uint64_t mul = env != NULL ? strtoull(env, NULL, 10) : 1;
+    if (mul < 1 || mul > 1000)
+        mul = 1;
+    for (uint64_t seed = 1; seed <= 150 * mul; seed++)
         random_run(3, 7000 + seed, &cov);
-    for (uint64_t seed = 1; seed <= 50; seed++)
-        random_run(5, 9000 + seed, &cov);
+    for (uint64_t seed = 1; seed <= 50 * mul; seed++)
+        random_run(5, 900000 + seed, &cov);
     fprintf(
         stderr,
         "coverage: crashes=%llu view_changes=%llu views_started=%llu "
