@@ -351,7 +351,8 @@ hook_committed(void *ctx, struct sim_node *n, const struct vs_hdr_prepare *p,
         return;
     }
     if (w->trace && op <= 3)
-        tracef(w, "replica %u applies op %llu checksum %016llx (history %016llx)",
+        tracef(w,
+               "replica %u applies op %llu checksum %016llx (history %016llx)",
                n->cfg.replica, (unsigned long long)op,
                (unsigned long long)p->f.checksum.lo,
                (unsigned long long)h->checksum.lo);
@@ -1237,16 +1238,31 @@ sim_world_fini(struct sim_world *w)
     free(w->oracle);
 }
 
-/* 1 if a live replica was told its peers drained the ops it needs. */
+/* 1 if a live replica needs ops no peer's journal holds any more (they
+ * were drained by checkpoints): only state transfer can help it. */
 static int
 needs_transfer(const struct sim_world *w)
 {
     for (unsigned i = 0; i < w->p.n; i++) {
-        if (!w->node[i].up)
+        const struct sim_node *n = &w->node[i];
+        if (!n->up)
             continue;
         struct vs_vsr_info info;
-        vsr_info(w->node[i].eng, &info);
+        vsr_info(n->eng, &info);
         if (info.state_transfer)
+            return 1;
+        uint64_t need = vsr_commit_min(n->eng) + 1;
+        int behind = 0, held = 0;
+        for (unsigned k = 0; k < w->p.n; k++) {
+            const struct sim_node *o = &w->node[k];
+            if (k == i || !o->up)
+                continue;
+            if (vsr_commit_min(o->eng) >= need)
+                behind = 1;
+            if (!wal_empty(&o->journal) && wal_first_op(&o->journal) <= need)
+                held = 1;
+        }
+        if (behind && !held)
             return 1;
     }
     return 0;
