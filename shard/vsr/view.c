@@ -458,7 +458,10 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
     }
     if (cut != 0)
         vsr_journal_truncate(v, cut);
-    for (uint64_t x = lo; x <= top; x++)
+    /* Only inside the journal window (a lagging checkpoint leaves the
+     * rest for repair once the window moves). */
+    uint64_t window = v->durable.checkpoint_op + v->slots_n;
+    for (uint64_t x = lo; x <= top && x <= window; x++)
         if (headers[x - lo] != NULL && x > v->commit_min)
             header_install(v, headers[x - lo]);
     if (vsr_slot_cget(v, top) != NULL || top == v->commit_min || top == 0)
