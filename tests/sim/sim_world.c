@@ -957,11 +957,16 @@ faults_tick(struct sim_world *w)
                 /* bit rot of one op on this replica only: the other
                  * replicas of that op are intact (f >= 1 here) */
                 uint64_t op = 1 + rnd(w, w->hist_max ? w->hist_max : 1);
+                /* an interior rot refuses the boot (DESIGN §4): at most
+                 * f replicas ever carry rot, so a quorum stays bootable */
                 unsigned mask = op < SIM_HIST_MAX ? w->rot[op] : 0xff;
+                unsigned rotted = w->rot_replicas | (1u << i);
                 if ((unsigned)__builtin_popcount(mask) < (n - 1) / 2 &&
+                    (unsigned)__builtin_popcount(rotted) <= (n - 1) / 2 &&
                     !(mask & (1u << i)) &&
                     sim_world_rot_op(w, i, op, (int)rnd(w, 2))) {
                     w->rot[op] |= (uint8_t)(1u << i);
+                    w->rot_replicas |= 1u << i;
                     w->m.bitrot++;
                 }
             }

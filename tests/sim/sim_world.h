@@ -168,6 +168,7 @@ struct sim_world {
     uint64_t hist_max;     /* highest op in the history */
     uint64_t acked_max;
     uint8_t rot[SIM_HIST_MAX]; /* replicas whose WAL copy of op rotted */
+    unsigned rot_replicas;     /* replicas that ever carried rot */
     uint64_t oracle_op;
     void *oracle;
     struct sim_marks m;

@@ -39,15 +39,15 @@
  * behind a peer's checkpoint cannot catch up, and the liveness checker
  * waives such runs (mark `waived_transfer`); wipe + recover always needs
  * it and is left out of both profiles. */
-static const char *PROFILE_GATE = "loss,dup,delay,partitions,torn,restart,"
-                                  "sb_corrupt";
+static const char PROFILE_GATE[] = "loss,dup,delay,partitions,torn,restart,"
+                                   "sb_corrupt";
 /* ... plus crashes at any time and whole-cluster restarts for one
  * replica; with n > 1 they end in the engine assertion of finding E1
  * (crashes; whole-cluster restarts under partitions), so the gate leaves
  * them out there */
-static const char *PROFILE_GATE_N1 =
+static const char PROFILE_GATE_N1[] =
     ",crash_backup,crash_primary,cluster_restart";
-static const char *PROFILE_FULL =
+static const char PROFILE_FULL[] =
     "loss,dup,delay,torn,restart,sb_corrupt,crash_backup,crash_primary,"
     "partitions,cluster_restart,bitrot";
 static const char *faults_spec = NULL; /* --faults / --full */
@@ -145,6 +145,7 @@ print_marks(const struct sim_world *w)
 }
 
 struct seed_opts {
+    const char *faults;      /* a fault set (NULL: the profile in force) */
     int strict_sessionless;  /* finding F3 fails the run */
     int strict_lost_session; /* finding F2 fails the run */
     int own_reply_bytes;     /* cache replies as shard 0 does (finding F1) */
@@ -164,7 +165,12 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
         p.own_reply_bytes = so->own_reply_bytes;
     }
     struct sim_faults f;
+    const char *saved = faults_spec;
+    if (so != NULL && so->faults != NULL)
+        faults_spec = so->faults;
     default_faults(&f, p.n);
+    const char *spec = faults_spec;
+    faults_spec = saved;
     struct sim_world *w = calloc(1, sizeof(*w));
     int rc = sim_world_init(w, seed, &p, &f, trace);
     if (rc != 0) {
@@ -178,8 +184,12 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     if (rc) {
         printf("FAIL seed %llu (n=%u): %s\n", (unsigned long long)seed, p.n,
                w->failure);
-        printf("replay: tests/sim/vsr-sim --seed %llu --replicas %u --ticks "
-               "%llu --trace\n",
+        printf("replay: tests/sim/vsr-sim%s%s --seed %llu --replicas %u "
+               "--ticks %llu --trace\n",
+               spec == NULL           ? ""
+               : spec == PROFILE_FULL ? " --full"
+                                      : " --faults ",
+               spec == NULL || spec == PROFILE_FULL ? "" : spec,
                (unsigned long long)seed, p.n, (unsigned long long)p.ticks);
     }
     print_marks(w);
@@ -403,6 +413,34 @@ static const struct scenario SCENARIOS[] = {
      2,
      0,
      {.strict_lost_session = 1}},
+    {"engine-slot-insert-assert",
+     3,
+     "E1': slot_insert assertion (shard/vsr/engine.c)",
+     NULL,
+     89,
+     0,
+     {.faults = PROFILE_FULL}},
+    {"engine-committed-op-replaced",
+     5,
+     "E2: a committed op replaced after a faulty-op crash",
+     NULL,
+     243,
+     0,
+     {.faults = PROFILE_FULL}},
+    {"engine-divergence-counted",
+     3,
+     "E4: a replica's log disagrees with the committed history",
+     NULL,
+     16,
+     0,
+     {.faults = PROFILE_FULL}},
+    {"engine-view-change-stalls",
+     3,
+     "E5: a view-change quorum up, the view change never completes",
+     NULL,
+     73,
+     0,
+     {.faults = PROFILE_FULL}},
     {"cached-reply-replica-bytes",
      3,
      "F1: cached replies carry the replica id and view (shard/zero/commit.c)",
@@ -413,8 +451,38 @@ static const struct scenario SCENARIOS[] = {
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
 
+static int run_scenario_here(const struct scenario *s, int trace);
+
+/* A scenario in a child process: an abort in the product fails it with
+ * its replay command instead of ending the run. */
 static int
 run_scenario(const struct scenario *s, int trace)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("vsr-sim: fork");
+        return 1;
+    }
+    if (pid == 0) {
+        int rc = run_scenario_here(s, trace);
+        fflush(stdout);
+        _exit(rc ? 1 : 0);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        ;
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st) ? 1 : 0;
+    printf("FAIL scenario %s (n=%u): the run died (signal %d): an assertion "
+           "in the product\n",
+           s->name, s->n, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    printf("replay: tests/sim/vsr-sim --scenario %s --trace\n", s->name);
+    return 1;
+}
+
+static int
+run_scenario_here(const struct scenario *s, int trace)
 {
     if (s->fn == NULL) {
         int rc = run_seed_opts(s->seed, s->n, s->ticks, trace, &s->opts);
@@ -526,8 +594,9 @@ run_isolated(uint64_t seed, unsigned n, uint64_t ticks, int beyond)
     printf("FAIL seed %llu (n=%u): the run died (signal %d): an assertion "
            "in the product\n",
            (unsigned long long)seed, p.n, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    printf("replay: tests/sim/vsr-sim %s %llu --replicas %u --ticks %llu "
+    printf("replay: tests/sim/vsr-sim%s %s %llu --replicas %u --ticks %llu "
            "--trace\n",
+           faults_spec == PROFILE_FULL ? " --full" : "",
            beyond ? "--beyond-model" : "--seed", (unsigned long long)seed, p.n,
            (unsigned long long)(ticks ? ticks : p.ticks));
     return 1;
