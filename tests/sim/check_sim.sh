@@ -13,8 +13,8 @@ out=$(mktemp) || exit 1
 a=$!
 "$sim" --seeds 251 250 >"$out.b" 2>&1 &
 b=$!
-"$sim" --scenarios | grep -v '^marks' || fail=1
-"$sim" --scenarios >/dev/null 2>&1 || fail=1
+sc=$("$sim" --scenarios) || fail=1
+printf '%s\n' "$sc" | grep -v '^marks'
 "$sim" --beyond-model 1 50 || fail=1
 wait $a || fail=1
 wait $b || fail=1
