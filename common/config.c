@@ -129,6 +129,14 @@ static const struct vs_config_key config_keys[] = {
      "TLS: PEM private key of tls_cert_file"},
     {"tls_ca_file", VS_CFG_PATH, F(tls_ca_file), 0, 0, "", NULL,
      "TLS: PEM CAs of client certificates; set = clients must present one"},
+    {"replica_tls_enabled", VS_CFG_BOOL, F(replica_tls_enabled), 0, 1, "false", NULL,
+     "replica links inside mutual TLS (the cluster secret's MAC still required)"},
+    {"replica_tls_cert_file", VS_CFG_PATH, F(replica_tls_cert_file), 0, 0, "", NULL,
+     "replica TLS: this node's PEM certificate chain (server and client)"},
+    {"replica_tls_key_file", VS_CFG_PATH, F(replica_tls_key_file), 0, 0, "", NULL,
+     "replica TLS: the PEM private key of replica_tls_cert_file"},
+    {"replica_tls_ca_file", VS_CFG_PATH, F(replica_tls_ca_file), 0, 0, "", NULL,
+     "replica TLS: PEM CA that signs every replica's certificate"},
     {"http_addr", VS_CFG_STR, F(http_addr), 0, 0, "", NULL,
      "HTTP endpoint HOST:PORT for /metrics, /health/live, /health/ready, /ping; empty = off"},
     {"metrics_max_partition_series", VS_CFG_U32, F(metrics_max_partition_series), 0, 16777216, "10000", NULL,
@@ -715,6 +723,14 @@ vs_config_finalize(struct vs_config *c, char *err, size_t errlen)
         (c->tls_cert_file[0] == '\0' || c->tls_key_file[0] == '\0')) {
         set_err(err, errlen,
                 "tls_enabled: needs tls_cert_file and tls_key_file");
+        return -EINVAL;
+    }
+    if (c->replica_tls_enabled && (c->replica_tls_cert_file[0] == '\0' ||
+                                   c->replica_tls_key_file[0] == '\0' ||
+                                   c->replica_tls_ca_file[0] == '\0')) {
+        set_err(err, errlen,
+                "replica_tls_enabled: needs replica_tls_cert_file, "
+                "replica_tls_key_file and replica_tls_ca_file");
         return -EINVAL;
     }
     if (c->tls_enabled && strchr(c->tls_addr, ':') == NULL) {

@@ -148,7 +148,7 @@ struct seed_opts {
     const char *faults;      /* a fault set (NULL: the profile in force) */
     int strict_sessionless;  /* finding F3 fails the run */
     int strict_lost_session; /* finding F2 fails the run */
-    int own_reply_bytes;     /* cache replies as shard 0 does (finding F1) */
+    int own_reply_bytes;     /* finding F1 (fixed; no effect now) */
 };
 
 static int
