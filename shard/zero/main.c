@@ -261,7 +261,7 @@ shard0_on_tick(evutil_socket_t fd, short what, void *arg)
         shard0_storage_fatal(s);
     if (s->flush_ev != NULL && commit_flush_needed(s->commit))
         event_active(s->flush_ev, EV_TIMEOUT, 1);
-    shard0_gauges_publish(s->commit);
+    shard0_gauges_publish(s->commit, s->links);
     cluster_view_tick(&s->view, s->commit, s->links);
 }
 
@@ -353,7 +353,7 @@ shard0_main(const struct vs_shard_ctx *ctx)
     shard_loop_set_frame_handler(&s.loop, shard0_on_frame, &s);
     vs_log_info("serving: metadata published at op %llu",
                 (unsigned long long)lr_published_op(&lr));
-    shard0_gauges_publish(s.commit);
+    shard0_gauges_publish(s.commit, s.links);
     shard_loop_ready(&s.loop);
     rc = shard_loop_run(&s.loop);
     /* held appends of the last pass: durable and answered before exit */
