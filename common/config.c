@@ -129,6 +129,14 @@ static const struct vs_config_key config_keys[] = {
      "TLS: PEM private key of tls_cert_file"},
     {"tls_ca_file", VS_CFG_PATH, F(tls_ca_file), 0, 0, "", NULL,
      "TLS: PEM CAs of client certificates; set = clients must present one"},
+    {"replica_tls_enabled", VS_CFG_BOOL, F(replica_tls_enabled), 0, 1, "false", NULL,
+     "replica links inside mutual TLS (the cluster secret's MAC still required)"},
+    {"replica_tls_cert_file", VS_CFG_PATH, F(replica_tls_cert_file), 0, 0, "", NULL,
+     "replica TLS: this node's PEM certificate chain (server and client)"},
+    {"replica_tls_key_file", VS_CFG_PATH, F(replica_tls_key_file), 0, 0, "", NULL,
+     "replica TLS: the PEM private key of replica_tls_cert_file"},
+    {"replica_tls_ca_file", VS_CFG_PATH, F(replica_tls_ca_file), 0, 0, "", NULL,
+     "replica TLS: PEM CA that signs every replica's certificate"},
     {"http_addr", VS_CFG_STR, F(http_addr), 0, 0, "", NULL,
      "HTTP endpoint HOST:PORT for /metrics, /health/live, /health/ready, /ping; empty = off"},
     {"metrics_max_partition_series", VS_CFG_U32, F(metrics_max_partition_series), 0, 16777216, "10000", NULL,
@@ -433,6 +441,38 @@ struct ini_ctx {
     int failed;
 };
 
+/* libinih reads lines into a fixed buffer and parses the rest of a longer
+ * line as a line of its own: a long value would be cut short silently and
+ * its tail taken for another key. This reader hands libinih whole lines
+ * only and stops the parse at the first line that does not fit. */
+struct ini_reader_ctx {
+    FILE *f;
+    int line;     /* lines read so far */
+    int too_long; /* the line `line` did not fit */
+    int max;      /* the longest line that fits, in bytes */
+};
+
+static char *
+config_ini_reader(char *str, int num, void *stream)
+{
+    struct ini_reader_ctx *r = stream;
+    if (r->too_long || num < 2)
+        return NULL;
+    if (fgets(str, num, r->f) == NULL)
+        return NULL;
+    r->line++;
+    size_t n = strlen(str);
+    if (n == (size_t)num - 1 && str[n - 1] != '\n') {
+        int ch = fgetc(r->f);
+        if (ch != EOF && ch != '\n') {
+            r->too_long = 1;
+            r->max = num - 1;
+            return NULL;
+        }
+    }
+    return str;
+}
+
 static int
 config_ini_handler(void *user, const char *section, const char *name,
                    const char *value)
@@ -464,8 +504,20 @@ vs_config_load_file(struct vs_config *c, const char *path, char *err,
         return -e;
     }
     struct ini_ctx ctx = {.c = c, .path = path};
-    int line = ini_parse_file(f, config_ini_handler, &ctx);
+    struct ini_reader_ctx rd = {.f = f};
+    int line =
+        ini_parse_stream(config_ini_reader, &rd, config_ini_handler, &ctx);
+    int read_error = ferror(f);
     fclose(f);
+    if (line == 0 && rd.too_long) {
+        set_err(err, errlen, "%s:%d: line too long (at most %d bytes)", path,
+                rd.line, rd.max);
+        return -EINVAL;
+    }
+    if (line == 0 && read_error) {
+        set_err(err, errlen, "config file %s: cannot read", path);
+        return -EIO;
+    }
     if (line == 0) {
         snprintf(c->config_file, sizeof(c->config_file), "%s", path);
         return 0;
@@ -671,6 +723,14 @@ vs_config_finalize(struct vs_config *c, char *err, size_t errlen)
         (c->tls_cert_file[0] == '\0' || c->tls_key_file[0] == '\0')) {
         set_err(err, errlen,
                 "tls_enabled: needs tls_cert_file and tls_key_file");
+        return -EINVAL;
+    }
+    if (c->replica_tls_enabled && (c->replica_tls_cert_file[0] == '\0' ||
+                                   c->replica_tls_key_file[0] == '\0' ||
+                                   c->replica_tls_ca_file[0] == '\0')) {
+        set_err(err, errlen,
+                "replica_tls_enabled: needs replica_tls_cert_file, "
+                "replica_tls_key_file and replica_tls_ca_file");
         return -EINVAL;
     }
     if (c->tls_enabled && strchr(c->tls_addr, ':') == NULL) {

@@ -105,8 +105,13 @@ struct vs_config {
     char tls_cert_file[VS_CONFIG_PATH_MAX]; /* PEM chain, leaf first */
     char tls_key_file[VS_CONFIG_PATH_MAX];  /* PEM private key */
     char tls_ca_file[VS_CONFIG_PATH_MAX];   /* "" = no client certs */
-    char http_addr[VS_CONFIG_STR_MAX];      /* "" = no HTTP endpoint */
-    uint32_t metrics_max_partition_series;  /* per-partition series cap */
+    /* replica links inside mutual TLS (shard/zero/links.h) */
+    uint32_t replica_tls_enabled;                   /* bool */
+    char replica_tls_cert_file[VS_CONFIG_PATH_MAX]; /* this node's chain */
+    char replica_tls_key_file[VS_CONFIG_PATH_MAX];
+    char replica_tls_ca_file[VS_CONFIG_PATH_MAX]; /* signs every replica */
+    char http_addr[VS_CONFIG_STR_MAX];            /* "" = no HTTP endpoint */
+    uint32_t metrics_max_partition_series;        /* per-partition series cap */
 
     /* --- data plane (shard/data) --- */
     uint64_t segment_size;

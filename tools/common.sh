@@ -4,7 +4,7 @@
 
 VS_PACKAGES="gcc make autoconf automake pkg-config libevent-dev libxxhash-dev
 libmsgpack-dev libjemalloc-dev check libsubunit-dev libsodium-dev libinih-dev
-libssl-dev openssl libsystemd-dev clang-format"
+libssl-dev openssl libsystemd-dev clang-format clang"
 
 vs_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 

@@ -153,6 +153,11 @@ format_check(struct vs_part *p, struct part_verdict *v)
         refuse(v, &p->id, PART_R_NO_FORMAT, PART_FORMAT_FILE, 0, "absent");
         return -EBADMSG;
     }
+    if (rc == -EFBIG) { /* far longer than a format file: damage */
+        refuse(v, &p->id, PART_R_BAD_FORMAT, PART_FORMAT_FILE, 0,
+               "bad length (larger than 4096 bytes)");
+        return -EBADMSG;
+    }
     if (rc < 0)
         return rc;
     rc = -EBADMSG;
@@ -219,6 +224,10 @@ state_read(struct vs_part *p, struct part_verdict *v)
     if (rc < 0) {
         if (rc == -ENOENT) {
             refuse(v, &p->id, PART_R_BAD_STATE, PART_STATE_FILE, 0, "absent");
+            rc = -EBADMSG;
+        } else if (rc == -EFBIG) {
+            refuse(v, &p->id, PART_R_BAD_STATE, PART_STATE_FILE, 0,
+                   "bad length (larger than 4096 bytes)");
             rc = -EBADMSG;
         }
         return rc;
@@ -329,7 +338,8 @@ list_segments(struct vs_part *p, uint64_t **out, size_t *n)
         free(l.v);
         return rc;
     }
-    qsort(l.v, l.cnt, sizeof(*l.v), cmp_u64);
+    if (l.cnt > 1) /* v is NULL when there is no segment: never qsort(NULL) */
+        qsort(l.v, l.cnt, sizeof(*l.v), cmp_u64);
     *out = l.v;
     *n = l.cnt;
     return 0;
@@ -526,6 +536,11 @@ load_segments(struct vs_part *p, struct part_verdict *v)
         }
     }
     free(starts);
+    /* every segment checked out: now rewrite the sealed segments' stale
+     * indexes (deferred so that a refusal modifies nothing) */
+    for (size_t i = 0; rc == 0 && i + 1 < p->nsegs; i++)
+        if (p->segs[i].idx_stale)
+            rc = dseg_seal(p->io, &p->segs[i]);
     if (rc == 0) {
         struct dseg *a = active(p);
         uint64_t end = a->empty ? a->start : a->last_offset + 1;
@@ -868,7 +883,9 @@ emit_trimmed(struct vs_wbuf *out, const uint8_t *b, uint64_t lo, uint32_t want,
     uint64_t blen = batch_length(b);
     uint32_t n = batch_count(b);
     uint64_t first = lo > base ? lo : base;
-    uint64_t endx = first + want; /* exclusive */
+    /* exclusive; saturated: a damaged file may hold offsets near
+     * UINT64_MAX, and a wrapped end would select nothing */
+    uint64_t endx = UINT64_MAX - first < want ? UINT64_MAX : first + want;
     if (base >= lo && base + n <= endx) {
         vs_wr_bytes(out, b, (size_t)blen); /* whole batch */
         if (res->count == 0)
@@ -889,12 +906,17 @@ emit_trimmed(struct vs_wbuf *out, const uint8_t *b, uint64_t lo, uint32_t want,
                       vs_load_u32(f + BATCH_FOFF_HEADERS_LEN);
         uint64_t off = base + vs_load_u32(f + BATCH_FOFF_OFFSET_D);
         if (off >= first && off < endx) {
+            /* a sealed segment's frames are not verified at open: a frame
+             * that fails its stored checksum must keep failing after the
+             * re-stamp, never be sealed afresh over damaged bytes */
+            int intact = batch_frame_checksum(f, flen) ==
+                         vs_load_u64(f + BATCH_FOFF_CHECKSUM);
             uint8_t *nf = vs_wbuf_reserve(out, flen);
             memcpy(nf, f, flen);
             out->len += flen;
             vs_store_u32(nf + BATCH_FOFF_OFFSET_D, kept);
-            vs_store_u64(nf + BATCH_FOFF_CHECKSUM,
-                         batch_frame_checksum(nf, flen));
+            uint64_t ck = batch_frame_checksum(nf, flen);
+            vs_store_u64(nf + BATCH_FOFF_CHECKSUM, intact ? ck : ~ck);
             kept++;
         }
         pos += flen;

@@ -339,11 +339,13 @@ dseg_load_sealed(struct vs_sio *io, struct dseg *s, uint32_t interval,
             goto out;
         }
     }
-    /* No usable index: walk the whole log and rewrite the index. */
+    /* No usable index: walk the whole log; the index is rebuilt in memory
+     * and rewritten by dseg_seal once the whole partition has checked
+     * out, so a refusal of a later segment leaves every file as it was. */
     s->nidx = 0;
     rc = walk_headers(io, fd, s, 0, fsize, expect_min, interval, 1, v);
     if (rc == 0 && !s->read_only)
-        rc = idx_rewrite(io, s);
+        s->idx_stale = 1; /* rewritten once every segment checked out */
 out:
     free(fe);
     sio_close(io, fd);

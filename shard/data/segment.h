@@ -69,8 +69,10 @@ int dseg_create(struct vs_sio *io, struct dseg *s);
 /* Loads a sealed segment: index file (if consistent with the log) and a
  * header walk after its last entry (or of the whole log). Any structural
  * damage is interior damage: -EBADMSG with *v filled. `expect_min` is the
- * smallest offset its first batch may carry. Does not modify files
- * except rewriting a wrong index. 0, -EBADMSG, -errno, -VS_EFATAL. */
+ * smallest offset its first batch may carry. Modifies no file: a wrong
+ * index is rebuilt in memory and marked stale (idx_stale), for dseg_seal
+ * to rewrite once the caller accepts the segment. 0, -EBADMSG, -errno,
+ * -VS_EFATAL. */
 int dseg_load_sealed(struct vs_sio *io, struct dseg *s, uint32_t interval,
                      uint64_t expect_min, struct part_verdict *v);
 

@@ -1,7 +1,7 @@
 /*
  * shard/meta/client_table.c - the shard-0-private part of the client
  * table (cached reply rings), check_request, the outcome -> answer map,
- * and the ICT2 transfer form (see client_table.h).
+ * and the ICT3 transfer form, decoding ICT2 too (see client_table.h).
  *
  * Invariants: check_request never writes; rings change only when a
  * committed reply is recorded or a snapshot/transfer is installed; a ring
@@ -288,12 +288,15 @@ meta_ct_install_latest(struct meta_client_table *ct, const void *st,
 /* ------------------------------------------------------------ transfer */
 
 int
-meta_ct_transfer_encode(const struct meta_client_table *ct, const void *st,
-                        struct vs_wbuf *w)
+meta_ct_transfer_encode_version(const struct meta_client_table *ct,
+                                const void *st, struct vs_wbuf *w,
+                                unsigned version)
 {
+    if (version != 2 && version != 3)
+        return -EINVAL;
     const struct meta_hdr *h = meta_hdr_c(st);
     size_t start = w->len;
-    vs_wr_bytes(w, META_CT_MAGIC, 4);
+    vs_wr_bytes(w, version == 3 ? META_CT_MAGIC : META_CT_MAGIC_V2, 4);
     vs_wr_u32(w, h->count[META_TAB_SESSION]);
     uint32_t cap = meta_tab_cap(st, META_TAB_SESSION);
     uint32_t left = h->count[META_TAB_SESSION];
@@ -303,11 +306,17 @@ meta_ct_transfer_encode(const struct meta_client_table *ct, const void *st,
         if (!s)
             continue;
         left--;
+        if (version == 3)
+            vs_wr_u32(w, i);
         vs_wr_u128(w, s->client_id);
         vs_wr_u64(w, s->epoch);
         vs_wr_u32(w, s->user_id);
         vs_wr_u64(w, s->watermark);
         vs_wr_u128(w, s->watermark_checksum);
+        if (version == 3) {
+            vs_wr_u64(w, s->created_op);
+            vs_wr_u64(w, s->latest_commit);
+        }
         vs_wr_u8(w, r ? r->n : 0);
         for (unsigned k = 0; r && k < r->n; k++) {
             const struct meta_ct_reply *e =
@@ -318,6 +327,13 @@ meta_ct_transfer_encode(const struct meta_client_table *ct, const void *st,
     }
     vs_wr_u64(w, vs_xxh3_64(w->data + start, w->len - start));
     return 0;
+}
+
+int
+meta_ct_transfer_encode(const struct meta_client_table *ct, const void *st,
+                        struct vs_wbuf *w)
+{
+    return meta_ct_transfer_encode_version(ct, st, w, 3);
 }
 
 void
@@ -349,26 +365,41 @@ meta_ct_transfer_decode(const uint8_t *p, size_t len, struct meta_ct_image *img)
     struct vs_u128 *ids = NULL;
     img->count = 0;
     img->e = NULL;
-    if (len < 16 || memcmp(p, META_CT_MAGIC, 4) != 0)
+    img->version = 0;
+    if (len < 16)
+        return -EPROTO;
+    unsigned version;
+    if (memcmp(p, META_CT_MAGIC, 4) == 0)
+        version = 3;
+    else if (memcmp(p, META_CT_MAGIC_V2, 4) == 0)
+        version = 2;
+    else
         return -EPROTO;
     if (vs_xxh3_64(p, len - 8) != vs_load_u64(p + len - 8))
         return -EBADMSG;
     struct vs_rbuf r;
     vs_rbuf_init(&r, p + 4, len - 12);
     uint32_t count = vs_rd_u32(&r);
-    /* each entry takes at least 53 bytes (an empty ring) */
-    if (count > META_CT_CEILING || (uint64_t)count * 53 > vs_rbuf_left(&r))
+    /* each entry takes at least 53 (ICT3: 73) bytes (an empty ring) */
+    uint64_t least = version == 3 ? 73 : 53;
+    if (count > META_CT_CEILING || (uint64_t)count * least > vs_rbuf_left(&r))
         return -EINVAL;
+    int64_t prev_slot = -1;
     img->e = vs_xcalloc((size_t)count + 1, sizeof(*img->e));
     ids = vs_xmalloc(sizeof(*ids) * ((size_t)count + 1));
     for (uint32_t i = 0; i < count; i++) {
         struct meta_ct_image_entry *e = &img->e[i];
         img->count = i + 1;
+        e->slot = version == 3 ? vs_rd_u32(&r) : i;
         e->client = vs_rd_u128(&r);
         e->epoch = vs_rd_u64(&r);
         e->user_id = vs_rd_u32(&r);
         e->watermark = vs_rd_u64(&r);
         e->watermark_checksum = vs_rd_u128(&r);
+        if (version == 3) {
+            e->created_op = vs_rd_u64(&r);
+            e->latest_commit = vs_rd_u64(&r);
+        }
         uint8_t n = vs_rd_u8(&r);
         if (r.err)
             goto fail;
@@ -376,6 +407,17 @@ meta_ct_transfer_decode(const uint8_t *p, size_t len, struct meta_ct_image *img)
             rc = -EINVAL;
             goto fail;
         }
+        /* ICT3: slots strictly ascending inside the ceiling; a session
+         * is created by a Register at or before its epoch, and its
+         * latest commit is at or after it. */
+        if (version == 3 &&
+            ((int64_t)e->slot <= prev_slot || e->slot >= META_CT_CEILING ||
+             e->created_op == 0 || e->created_op > e->epoch ||
+             e->latest_commit < e->epoch)) {
+            rc = -EINVAL;
+            goto fail;
+        }
+        prev_slot = (int64_t)e->slot;
         ids[i] = e->client;
         for (unsigned k = 0; k < n; k++) {
             uint32_t rl = vs_rd_u32(&r);
@@ -402,6 +444,7 @@ meta_ct_transfer_decode(const uint8_t *p, size_t len, struct meta_ct_image *img)
         }
     }
     free(ids);
+    img->version = version;
     return 0;
 fail:
     free(ids);
@@ -413,9 +456,16 @@ int
 meta_ct_install_sessions(void *st, const struct meta_ct_image *img)
 {
     struct meta_hdr *h = meta_hdr(st);
-    if (img->count > meta_tab_cap(st, META_TAB_SESSION))
-        return -ENOSPC;
     uint32_t cap = meta_tab_cap(st, META_TAB_SESSION);
+    if (img->count > cap)
+        return -ENOSPC;
+    /* Slots are ascending (the decoder checks it): the last is the
+     * highest. */
+    uint32_t need = img->count;
+    if (img->version == 3 && img->count > 0)
+        need = img->e[img->count - 1].slot + 1;
+    if (need > cap)
+        return -ENOSPC;
     for (uint32_t i = 0; i < cap && h->count[META_TAB_SESSION]; i++) {
         if (meta_rec_live(st, META_TAB_SESSION, i)) {
             meta_ix_del_all(st, META_TAB_SESSION, i);
@@ -423,27 +473,33 @@ meta_ct_install_sessions(void *st, const struct meta_ct_image *img)
         }
     }
     /* capacity first, then the entries */
-    h->client_capacity =
-        h->caps.clients > img->count ? h->caps.clients : img->count;
+    h->client_capacity = h->caps.clients > need ? h->caps.clients : need;
     for (uint32_t i = 0; i < img->count; i++) {
         const struct meta_ct_image_entry *e = &img->e[i];
-        meta_slot_claim(st, META_TAB_SESSION, i);
-        struct meta_session *s = meta_rec(st, META_TAB_SESSION, i);
+        uint32_t slot = img->version == 3 ? e->slot : i;
+        meta_slot_claim(st, META_TAB_SESSION, slot);
+        struct meta_session *s = meta_rec(st, META_TAB_SESSION, slot);
         s->client_id = e->client;
         s->epoch = e->epoch;
         s->user_id = e->user_id;
         s->watermark = e->watermark;
         s->watermark_checksum = e->watermark_checksum;
-        s->created_op = e->epoch;
-        uint64_t lc = e->epoch;
-        if (e->ring_len > 0) {
-            const struct meta_ct_reply *last = &e->ring[e->ring_len - 1];
-            uint64_t rop = vs_load_u64(last->bytes + REPLY_OFF_OP);
-            if (rop > lc)
-                lc = rop;
+        if (img->version == 3) {
+            /* exactly as the primary had them: same checkpoint bytes */
+            s->created_op = e->created_op;
+            s->latest_commit = e->latest_commit;
+        } else {
+            s->created_op = e->epoch;
+            uint64_t lc = e->epoch;
+            if (e->ring_len > 0) {
+                const struct meta_ct_reply *last = &e->ring[e->ring_len - 1];
+                uint64_t rop = vs_load_u64(last->bytes + REPLY_OFF_OP);
+                if (rop > lc)
+                    lc = rop;
+            }
+            s->latest_commit = lc;
         }
-        s->latest_commit = lc;
-        meta_ix_add_all(st, META_TAB_SESSION, i);
+        meta_ix_add_all(st, META_TAB_SESSION, slot);
     }
     return 0;
 }
@@ -453,13 +509,16 @@ meta_ct_install_replies(struct meta_client_table *ct, const void *st,
                         const struct meta_ct_image *img)
 {
     meta_ct_clear(ct);
-    for (uint32_t i = 0; i < img->count && i < ct->slots; i++) {
-        const struct meta_session *s = meta_session_at(st, i);
+    for (uint32_t i = 0; i < img->count; i++) {
+        uint32_t slot = img->version == 3 ? img->e[i].slot : i;
+        if (slot >= ct->slots)
+            continue;
+        const struct meta_session *s = meta_session_at(st, slot);
         if (!s)
             continue;
-        take_slot(ct, i, s);
+        take_slot(ct, slot, s);
         for (unsigned k = 0; k < img->e[i].ring_len; k++)
-            ring_push(&ct->s[i], img->e[i].ring[k].bytes,
+            ring_push(&ct->s[slot], img->e[i].ring[k].bytes,
                       img->e[i].ring[k].len);
     }
 }

@@ -32,14 +32,21 @@
  * the refusal [1][0][51] (the token plaintext exists only in the live
  * reply), so a duplicate CreatePAT gets that refusal.
  *
- * Transfer form "ICT2": magic | count u32 | per entry in slot order
- * (entry i = slot i): client u128, epoch u64, user_id u32, watermark u64,
- * watermark_checksum u128, ring_len u8 (0..5; 0: no request since the
- * Register), ring_len x (len u32,
- * reply bytes) | XXH3-64 of everything before, u64. The decoder rejects
- * a bad magic/checksum/size, count > 65536, zero or duplicate client ids,
- * oversized rings, replies shorter than 256 or longer than
- * VS_FRAME_MAX, trailing bytes.
+ * Transfer form "ICT3" (encoded): magic | count u32 | per live session in
+ * ascending slot order: slot u32, client u128, epoch u64, user_id u32,
+ * watermark u64, watermark_checksum u128, created_op u64, latest_commit
+ * u64, ring_len u8 (0..5; 0: no request since the Register), ring_len x
+ * (len u32, reply bytes) | XXH3-64 of everything before, u64. Installed,
+ * it puts every session in its slot with every field as the primary had
+ * it, so a transferred replica checkpoints to the same bytes as its peers.
+ * Form "ICT2" (decoded only, from older peers): the same without slot,
+ * created_op and latest_commit; entries packed (entry i -> slot i),
+ * created_op := epoch, latest_commit := max(epoch, newest reply's op).
+ * The decoder rejects a bad magic/checksum/size, count > 65536, zero or
+ * duplicate client ids, oversized rings, replies shorter than 256 or
+ * longer than VS_FRAME_MAX, trailing bytes, and for ICT3 slots not
+ * strictly ascending or >= 65536, created_op 0 or after epoch,
+ * latest_commit before epoch.
  *
  * Callers: shard 0 only (data shards read sessions through lookup.h).
  */
@@ -52,8 +59,9 @@
 #include "common/buf.h"
 #include "common/wire.h"
 
-#define META_CT_RING  5u
-#define META_CT_MAGIC "ICT2"
+#define META_CT_RING     5u
+#define META_CT_MAGIC    "ICT3" /* the form encoded */
+#define META_CT_MAGIC_V2 "ICT2" /* still decoded */
 
 enum meta_ct_outcome {
     META_CT_NEW = 0,
@@ -132,31 +140,44 @@ int meta_ct_reply_valid(const uint8_t *reply, size_t len);
 /* Transfer form. A decoded image, installable into each left-right
  * instance (sessions) and into the private table (rings). */
 struct meta_ct_image_entry {
+    uint32_t slot; /* ICT3; ICT2: the entry's index */
     struct vs_u128 client;
     uint64_t epoch;
     uint32_t user_id;
     uint64_t watermark;
     struct vs_u128 watermark_checksum;
+    uint64_t created_op;    /* ICT3 only */
+    uint64_t latest_commit; /* ICT3 only */
     uint8_t ring_len;
     struct meta_ct_reply ring[META_CT_RING]; /* oldest first, heap */
 };
 struct meta_ct_image {
+    unsigned version; /* 3 (ICT3) or 2 (ICT2); hand-built images: 0 =
+                         packed like ICT2 */
     uint32_t count;
     struct meta_ct_image_entry *e;
 };
 
-/* Encodes every live session with its ring (possibly empty). 0. */
+/* Encodes ICT3: every live session with its ring (possibly empty). 0. */
 int meta_ct_transfer_encode(const struct meta_client_table *ct,
                             const void *state, struct vs_wbuf *w);
+/* The same in form `version` (3, or 2 for a peer that reads only ICT2);
+ * -EINVAL for another version. */
+int meta_ct_transfer_encode_version(const struct meta_client_table *ct,
+                                    const void *state, struct vs_wbuf *w,
+                                    unsigned version);
 /* 0, or -EPROTO (malformed), -EINVAL (bad values: duplicate ids, ring
  * sizes, reply sizes), -EBADMSG (checksum). On error *img is empty. */
 int meta_ct_transfer_decode(const uint8_t *p, size_t len,
                             struct meta_ct_image *img);
 void meta_ct_image_fini(struct meta_ct_image *img);
-/* Replaces the sessions of `state` with the image (slot i = entry i);
- * capacity := max(configured caps.clients, count). -ENOSPC if count >
- * session_slots. created_op := epoch; latest_commit := max(epoch, op of
- * the newest cached reply) so the eviction order survives. */
+/* Replaces the sessions of `state` with the image. ICT3: each in its
+ * slot with created_op and latest_commit as encoded; capacity :=
+ * max(configured caps.clients, highest slot + 1) (the snapshot restore's
+ * rule). ICT2 / hand-built: slot i = entry i, capacity := max(caps.clients,
+ * count), created_op := epoch, latest_commit := max(epoch, op of the
+ * newest cached reply) so the eviction order survives. -ENOSPC (nothing
+ * changed) if the slots needed exceed session_slots. */
 int meta_ct_install_sessions(void *state, const struct meta_ct_image *img);
 /* Replaces the rings of the private table with the image's. Call after
  * meta_ct_install_sessions on the instance passed. */

@@ -327,25 +327,27 @@ frame_check(struct serve_conn *c, struct evbuffer *in, uint32_t *size)
     struct vs_hdr_request h;
     if (evbuffer_copyout(in, &h, sizeof(h)) != (ev_ssize_t)sizeof(h))
         return 1;
-    if (h.f.size < VS_HEADER_SIZE || h.f.command != VS_CMD_REQUEST) {
+    const struct vs_config *cfg = c->srv->cfg;
+    uint32_t limit = 0;
+    switch (serve_frame_check(&h, have, cfg->max_metadata_body,
+                              cfg->max_message_body, size, &limit)) {
+    case SERVE_FRAME_GARBAGE:
         vs_log_info("client %s: not a request frame (size %u, command %u): "
                     "closing",
                     c->peer, h.f.size, h.f.command);
         return 1;
-    }
-    const struct vs_config *cfg = c->srv->cfg;
-    uint32_t limit = serve_is_message_plane(h.operation, h.command_code)
-                         ? cfg->max_message_body
-                         : cfg->max_metadata_body;
-    if (h.f.size - VS_HEADER_SIZE > limit) {
+    case SERVE_FRAME_OVERSIZED:
         vs_log_info("client %s: body of %u bytes over the limit %u for "
                     "operation %u: evicting",
                     c->peer, h.f.size - VS_HEADER_SIZE, limit, h.operation);
         serve_conn_evict(c, h.client, VS_EVICT_INVALID_REQUEST_BODY_SIZE);
         return 2;
+    case SERVE_FRAME_COMPLETE:
+        return 0;
+    case SERVE_FRAME_NEED_MORE:
+        break;
     }
-    *size = h.f.size;
-    return have >= h.f.size ? 0 : -1;
+    return -1;
 }
 
 static void

@@ -713,39 +713,6 @@ data_poll(struct serve_conn *c, const struct vs_hdr_request *req,
     data_route(c, req, &cmd, NULL, 0);
 }
 
-/* [consumer kind u8][ident][stream][topic][has_partition u8][pid u32] */
-struct offset_req {
-    uint8_t kind;
-    struct meta_ident consumer, stream, topic;
-    uint8_t has_partition;
-    uint32_t partition_id;
-    uint64_t offset;
-    uint8_t ack;
-};
-
-static int
-decode_offset(const uint8_t *body, size_t len, unsigned op,
-              struct offset_req *q)
-{
-    struct vs_rbuf r;
-    vs_rbuf_init(&r, body, len);
-    memset(q, 0, sizeof(*q));
-    q->kind = vs_rd_u8(&r);
-    if (r.err || (q->kind != 1 && q->kind != 2))
-        return -1;
-    if (serve_rd_ident(&r, &q->consumer) != 0 ||
-        serve_rd_ident(&r, &q->stream) != 0 ||
-        serve_rd_ident(&r, &q->topic) != 0)
-        return -1;
-    q->has_partition = vs_rd_u8(&r);
-    q->partition_id = vs_rd_u32(&r);
-    if (op == VS_OP_STORE_CONSUMER_OFFSET)
-        q->offset = vs_rd_u64(&r);
-    if (op != VS_OP_NON_REPLICATED)
-        q->ack = vs_rd_u8(&r);
-    return r.err ? -1 : 0;
-}
-
 static void
 data_offset(struct serve_conn *c, const struct vs_hdr_request *req,
             const uint8_t *body, size_t len)
@@ -753,8 +720,8 @@ data_offset(struct serve_conn *c, const struct vs_hdr_request *req,
     struct serve *s = c->srv;
     unsigned op = req->operation;
     int get = op == VS_OP_NON_REPLICATED;
-    struct offset_req q;
-    if (decode_offset(body, len, op, &q) != 0) {
+    struct serve_offset_req q;
+    if (serve_decode_offset(body, len, op, &q) != 0) {
         serve_conn_reply(c, req,
                          get ? VS_E_INVALID_COMMAND : VS_E_RESOURCE_NOT_FOUND,
                          NULL, 0);

@@ -108,6 +108,22 @@ serve_is_message_plane(unsigned operation, uint32_t command_code)
            (operation == VS_OP_NON_REPLICATED && command_code == SERVE_C_POLL);
 }
 
+enum serve_frame_verdict
+serve_frame_check(const struct vs_hdr_request *h, size_t have,
+                  uint32_t max_metadata_body, uint32_t max_message_body,
+                  uint32_t *size, uint32_t *limit)
+{
+    if (h->f.size < VS_HEADER_SIZE || h->f.command != VS_CMD_REQUEST)
+        return SERVE_FRAME_GARBAGE;
+    *limit = serve_is_message_plane(h->operation, h->command_code)
+                 ? max_message_body
+                 : max_metadata_body;
+    if (h->f.size - VS_HEADER_SIZE > *limit)
+        return SERVE_FRAME_OVERSIZED;
+    *size = h->f.size;
+    return have >= h->f.size ? SERVE_FRAME_COMPLETE : SERVE_FRAME_NEED_MORE;
+}
+
 uint32_t
 serve_rd_ident(struct vs_rbuf *r, struct meta_ident *id)
 {
@@ -422,6 +438,29 @@ serve_decode_read(uint32_t code, const uint8_t *body, size_t len,
 }
 
 /* ------------------------------------------------------------ data plane */
+
+int
+serve_decode_offset(const uint8_t *body, size_t len, unsigned operation,
+                    struct serve_offset_req *q)
+{
+    struct vs_rbuf r;
+    vs_rbuf_init(&r, body, len);
+    memset(q, 0, sizeof(*q));
+    q->kind = vs_rd_u8(&r);
+    if (r.err || (q->kind != 1 && q->kind != 2))
+        return -1;
+    if (serve_rd_ident(&r, &q->consumer) != 0 ||
+        serve_rd_ident(&r, &q->stream) != 0 ||
+        serve_rd_ident(&r, &q->topic) != 0)
+        return -1;
+    q->has_partition = vs_rd_u8(&r);
+    q->partition_id = vs_rd_u32(&r);
+    if (operation == VS_OP_STORE_CONSUMER_OFFSET)
+        q->offset = vs_rd_u64(&r);
+    if (operation != VS_OP_NON_REPLICATED)
+        q->ack = vs_rd_u8(&r);
+    return r.err ? -1 : 0;
+}
 
 uint32_t
 serve_decode_poll(const uint8_t *body, size_t len, struct serve_poll_req *q)

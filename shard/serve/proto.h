@@ -77,6 +77,25 @@ unsigned serve_code_operation(uint32_t code);
  * else 0 (max_metadata_body). */
 int serve_is_message_plane(unsigned operation, uint32_t command_code);
 
+/* ---- request framing ---- */
+
+/* What the bytes buffered on a connection hold, judged by the first 256
+ * (h) and how many there are (have >= 256). */
+enum serve_frame_verdict {
+    SERVE_FRAME_NEED_MORE = 0, /* a valid header; the body is not all in */
+    SERVE_FRAME_COMPLETE,      /* a whole request frame of *size bytes */
+    SERVE_FRAME_GARBAGE,       /* size < 256 or not a request: close */
+    SERVE_FRAME_OVERSIZED,     /* body over its limit (*limit): evict */
+};
+/* The body limit is max_message_body for the message plane
+ * (serve_is_message_plane), max_metadata_body otherwise. *size gets the
+ * frame size for COMPLETE and NEED_MORE; *limit the limit applied. */
+enum serve_frame_verdict serve_frame_check(const struct vs_hdr_request *h,
+                                           size_t have,
+                                           uint32_t max_metadata_body,
+                                           uint32_t max_message_body,
+                                           uint32_t *size, uint32_t *limit);
+
 /* ---- common encodings ---- */
 
 /* Identifier [kind u8][len u8][value]: kind 1 len 4, kind 2 len 1..255
@@ -161,6 +180,22 @@ struct serve_send_meta {
 };
 uint32_t serve_decode_send_meta(const uint8_t *body, size_t len,
                                 struct serve_send_meta *m);
+
+/* Consumer offsets: GetOffset (NR code 120, operation 2), Store (161) and
+ * Delete (162): [consumer kind u8 1|2][consumer ident][stream][topic]
+ * [has_partition u8][partition_id u32], then Store's [offset u64], then
+ * for 161/162 [ack u8]. 0 or -1 (undecodable: a bad kind, identifier or
+ * a short body). */
+struct serve_offset_req {
+    uint8_t kind;
+    struct meta_ident consumer, stream, topic;
+    uint8_t has_partition;
+    uint32_t partition_id;
+    uint64_t offset;
+    uint8_t ack;
+};
+int serve_decode_offset(const uint8_t *body, size_t len, unsigned operation,
+                        struct serve_offset_req *q);
 
 /* ---- reply frames ---- */
 

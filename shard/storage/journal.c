@@ -245,7 +245,9 @@ scan_run(struct scan_ctx *c)
         if (k < 0)
             return k;
         if (k == ENTRY_OK) {
-            if (have_prev && (h.op != prev.op + 1 ||
+            /* h.op == 0 after a previous entry: the op wrapped past
+             * UINT64_MAX, and the index (op - first_op) would not hold */
+            if (have_prev && (h.op != prev.op + 1 || h.op == 0 ||
                               !vs_u128_eq(h.parent, prev.f.checksum))) {
                 s->verdict = WAL_CHAIN_BREAK;
                 s->bad_op = h.op;

@@ -337,7 +337,19 @@ int
 vsr_may_ack(const struct vs_vsr *v)
 {
     return v->status == VSR_STATUS_NORMAL && !vsr_primary_here(v) &&
-           v->log_view == v->view && !v->rebuilding;
+           v->log_view == v->view && !v->rebuilding && !v->xfer;
+}
+
+/* Highest op the journal window admits: the durable checkpoint (or an
+ * installed snapshot / the recovered journal's base, when higher) plus
+ * the journal's slots. */
+uint64_t
+vsr_window_top(const struct vs_vsr *v)
+{
+    uint64_t base = v->durable.checkpoint_op > v->floor
+                        ? v->durable.checkpoint_op
+                        : v->floor;
+    return base + v->slots_n;
 }
 
 static unsigned
@@ -442,8 +454,11 @@ withheld_flush(struct vs_vsr *v)
     size_t keep = 0;
     for (size_t i = 0; i < v->withheld_len; i++) {
         struct vsr_withheld w = v->withheld[i];
-        if (w.msg->hdr.f.view != v->view) {
-            vsr_msg_unref(w.msg); /* superseded by a view change */
+        if (w.msg->hdr.f.view != v->view ||
+            (v->xfer && w.msg->hdr.f.command == VS_CMD_PREPARE_OK)) {
+            /* superseded by a view change, or a PrepareOk a state
+             * transfer withholds (the primary retransmits) */
+            vsr_msg_unref(w.msg);
         } else if (send_allowed(v, &w.msg->hdr)) {
             vsr_queue_msg(v, VSR_ACT_SEND, w.replica, 0, w.msg);
             vsr_msg_unref(w.msg);
@@ -502,12 +517,21 @@ vsr_faulty_clear(struct vs_vsr *v)
 void
 vsr_commit_walk(struct vs_vsr *v)
 {
-    if (v->commit_outstanding || v->commit_min >= v->commit_max)
+    /* A state transfer in progress defers every walk (the state machine
+     * is about to be replaced): Commit, StartView, DoViewChange, repair
+     * and durable appends all come through here. */
+    if (v->xfer || v->commit_outstanding || v->commit_min >= v->commit_max)
         return;
     uint64_t op = v->commit_min + 1;
     struct vsr_slot *s = vsr_slot_get(v, op);
     if (s == NULL || !s->durable)
         return; /* wait: append pending, or a gap (repair refills) */
+    if (v->anchor_unknown) {
+        /* An installed snapshot without its op's checksum: the known
+         * (canonical) header above it names it. */
+        v->commit_min_checksum = s->h.parent;
+        v->anchor_unknown = 0;
+    }
     if (!vs_u128_eq(s->h.parent, v->commit_min_checksum)) {
         /* Only a log that diverges below an applied op gets here (R10):
          * never apply over a broken chain. */
@@ -695,7 +719,7 @@ slot_insert(struct vs_vsr *v, struct vsr_msg *m)
     struct vsr_slot *s = vsr_slot_of(v, p->op);
     /* The op leaving the window must be applied and checkpointed. */
     VS_ASSERT(!s->present || s->h.op <= v->commit_min);
-    VS_ASSERT(p->op <= v->durable.checkpoint_op + v->slots_n);
+    VS_ASSERT(p->op <= vsr_window_top(v));
     release_body(s);
     memset(s, 0, sizeof(*s));
     s->h = *p;
@@ -736,7 +760,7 @@ vsr_on_request(struct vs_vsr *v, const struct vs_hdr_request *req,
     }
     if (v->head - v->commit_min >= v->pipeline_max)
         return -EBUSY;
-    if (v->head + 1 > v->durable.checkpoint_op + v->slots_n)
+    if (v->head + 1 > vsr_window_top(v))
         return -ENOSPC;
 
     uint32_t size = VS_HEADER_SIZE + body_len;
@@ -856,9 +880,16 @@ on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
     v->primary_silence = 0;
     if (p->op > v->head + 1)
         return VSR_DROP_GAP;
+    if (v->anchor_unknown && v->head == v->commit_min) {
+        /* The first prepare above an installed snapshot whose op checksum
+         * was not given: the primary of this view names it. */
+        v->head_checksum = p->parent;
+        v->commit_min_checksum = p->parent;
+        v->anchor_unknown = 0;
+    }
     if (!vs_u128_eq(p->parent, v->head_checksum))
         return VSR_DROP_CHAIN;
-    if (p->op > v->durable.checkpoint_op + v->slots_n)
+    if (p->op > vsr_window_top(v))
         return VSR_DROP_JOURNAL_FULL;
     /* Bodies wait in memory for a hole below to be repaired: bounded. */
     if (p->op > v->journal_op + 4 * (uint64_t)VSR_PIPELINE_MAX)
@@ -1220,7 +1251,9 @@ vsr_tick(struct vs_vsr *v)
     vsr_view_tick(v);
     if (vsr_primary_here(v) && v->lease_view != v->view)
         vsr_lease_heard(v, v->replica);
-    if (vsr_primary_here(v)) {
+    /* A primary in state transfer falls silent: its backups elect past
+     * it (it cannot commit, and no peer would serve it). */
+    if (vsr_primary_here(v) && !v->xfer) {
         primary_retransmit(v);
         if (v->now >= v->heartbeat_deadline) {
             send_heartbeat(v);
@@ -1329,7 +1362,11 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
         if (f != 0 && f != o->commit_min + 1)
             FAIL("faulty op %llu beside an empty journal at state op %llu",
                  (unsigned long long)f, (unsigned long long)o->commit_min);
-        if (d->checkpoint_op > 0 || o->commit_min > 0)
+        /* A replica of a group restarts with an installed snapshot and
+         * nothing above it yet (a state transfer whose suffix was not
+         * repaired before the crash); anything else is a lost journal. */
+        if ((d->checkpoint_op > 0 || o->commit_min > 0) &&
+            !(o->replica_count > 1 && o->recovering))
             FAIL("empty journal beside checkpoint op %llu / state op %llu",
                  (unsigned long long)d->checkpoint_op,
                  (unsigned long long)o->commit_min);
@@ -1340,7 +1377,10 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
     }
     if (o->headers == NULL)
         FAIL("header_count without headers");
-    if (o->header_count > o->journal_slots)
+    /* The journal keeps the checkpoint op's entry when it drains, so it
+     * may hold one entry more than the window: the ones below the state
+     * op only anchor the chain. */
+    if (o->header_count > (size_t)o->journal_slots + 1)
         FAIL("%zu recovered headers exceed %u journal slots", o->header_count,
              o->journal_slots);
     for (size_t i = 0; i < o->header_count; i++) {
@@ -1387,7 +1427,16 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
     if (head < o->commit_min)
         FAIL("journal head %llu behind state op %llu", (unsigned long long)head,
              (unsigned long long)o->commit_min);
-    if (head > d->checkpoint_op + o->journal_slots)
+    /* Only the ops above the state op need a ring slot of their own. */
+    uint64_t kept =
+        o->headers[0].op > o->commit_min ? o->headers[0].op : o->commit_min + 1;
+    if (head >= kept && head - kept + 1 > o->journal_slots)
+        FAIL("%zu recovered headers exceed %u journal slots", o->header_count,
+             o->journal_slots);
+    uint64_t base = o->headers[0].op - 1 > d->checkpoint_op
+                        ? o->headers[0].op - 1
+                        : d->checkpoint_op;
+    if (head > base + o->journal_slots)
         FAIL("journal head %llu beyond checkpoint %llu + %u slots",
              (unsigned long long)head, (unsigned long long)d->checkpoint_op,
              o->journal_slots);
@@ -1478,6 +1527,17 @@ vsr_create(const struct vs_vsr_options *o, struct vs_vsr **out, char *reason,
     }
     if (v->commit_max < v->commit_min)
         v->commit_max = v->commit_min;
+    /* The journal holds nothing at or below its first entry's op - 1
+     * (or the state op when it is empty). */
+    v->floor = o->header_count > 0 ? o->headers[0].op - 1 : o->commit_min;
+    if (o->header_count == 0 && o->commit_min > 0) {
+        v->commit_min_checksum = o->commit_min_checksum;
+        v->anchor_unknown = vs_u128_is_zero(o->commit_min_checksum);
+    }
+    if (o->header_count == 0) {
+        v->head = o->commit_min; /* nothing above the snapshot yet */
+        v->head_checksum = v->commit_min_checksum;
+    }
     v->recovery_barrier = v->commit_max < v->head ? v->commit_max : v->head;
     v->journal_op = v->head;
     if (v->head == 0 && v->commit_min == 0)
@@ -1604,7 +1664,7 @@ lease_fresh(const struct vs_vsr *v)
 int
 vsr_is_settled_primary(const struct vs_vsr *v)
 {
-    return vsr_primary_here(v) && v->log_view == v->view &&
+    return vsr_primary_here(v) && v->log_view == v->view && !v->xfer &&
            v->commit_min >= v->recovery_barrier && lease_fresh(v);
 }
 
@@ -1647,6 +1707,7 @@ vsr_info(const struct vs_vsr *v, struct vs_vsr_info *out)
     out->rebuilding = v->rebuilding;
     out->state_transfer = v->transfer;
     out->transfer_op = v->transfer_op;
+    out->transferring = v->xfer;
 }
 
 const struct vs_vsr_stats *

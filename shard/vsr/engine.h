@@ -207,7 +207,9 @@ struct vs_vsr_options {
      * them. Empty (count 0) means an empty log: head 0, which is only
      * valid with checkpoint_op 0 (the journal keeps the checkpoint op's
      * entry when it drains, so the chain can continue). At most
-     * journal_slots headers; headers[0].op <= commit_min + 1 (no gap
+     * journal_slots + 1 headers, at most journal_slots of them above
+     * commit_min (a snapshot whose pairing was lost in a crash sits at
+     * the top of a full window); headers[0].op <= commit_min + 1 (no gap
      * between the applied state and the journal). */
     const struct vs_hdr_prepare *headers;
     size_t header_count;
@@ -219,6 +221,14 @@ struct vs_vsr_options {
      * header.commit recovered) - never the uncommitted suffix, which
      * waits for the view and may be truncated by it). */
     uint64_t commit_min;
+    /* The identity checksum of op commit_min's prepare when the journal
+     * does not hold that op or the one above it (a restart after a state
+     * transfer installed a snapshot and nothing above it was appended
+     * yet); zero = unknown: the first canonical header above it (a
+     * StartView suffix, the primary's prepare) supplies it. Ignored with
+     * a non-empty journal. An empty journal beside commit_min > 0 is
+     * accepted only for a recovering replica of a multi-replica group. */
+    struct vs_u128 commit_min_checksum;
     /* 1 if this replica of a multi-replica group had a prior life
      * (superblock written by a run, or a non-empty journal): it starts
      * Recovering and probes (see "Restart" above). Must be 0 when
@@ -302,8 +312,12 @@ enum vsr_action_kind {
     VSR_ACT_SEND_PREPARE = 7,
     /* Repair is impossible from replica `replica`: its journal starts at
      * op `op` (it answered RangeEvicted), above the first op this replica
-     * needs (`checksum` is zero). The state-transfer work acts on it;
-     * the engine keeps asking other peers. Issued once per (peer, op). */
+     * needs (`checksum` is zero); or this restarted replica adopted a
+     * StartView from primary `replica` whose gap no peer's journal can
+     * cover (`op` = the lowest op a peer may still hold; issued once per
+     * adopted StartView, never for a refused one). The binding arms a
+     * transfer (vsr_transfer_begin); unarmed, the engine keeps asking
+     * other peers. Issued once per (peer, op) until a transfer ends. */
     VSR_ACT_STATE_TRANSFER = 8,
 };
 
@@ -446,6 +460,55 @@ int vsr_on_commit_applied(struct vs_vsr *v, uint64_t op, const void *output,
  * (op out of range) or -EBUSY (a checkpoint is already pending). */
 int vsr_checkpoint(struct vs_vsr *v, uint64_t op, struct vs_u128 checksum);
 
+/* ---- state transfer (iggy-server-ng.md §5, vsr-safety.md §4) ----
+ *
+ * The engine only reports that repair cannot reach the ops it needs
+ * (VSR_ACT_STATE_TRANSFER: a RangeEvicted answer, or a restarted replica
+ * adopting a StartView whose gap is wider than any peer's journal); the
+ * binding fetches the primary's snapshot and client table (xfer_*.h) and
+ * drives these inputs:
+ *
+ *  vsr_transfer_begin arms the transfer. While armed the replica still
+ *  takes StartViewChange/DoViewChange/StartView (it votes and adopts
+ *  views, so a primary dying mid-transfer is replaced and the binding
+ *  retargets to the new one), but it sends no PrepareOk, counts in no
+ *  replication quorum, claims no nack in its DoViewChange, never merges
+ *  as a candidate, is never a settled primary, issues no repair, and the
+ *  commit walk is deferred on every path (Commit, StartView, DoViewChange,
+ *  repair, durable appends): commit_min moves only for a COMMIT already
+ *  queued before it was armed. */
+
+/* Arms a transfer. Returns 0, -EALREADY (armed) or -EINVAL (n == 1). */
+int vsr_transfer_begin(struct vs_vsr *v);
+/* Abandons an armed transfer without installing (the binding gave up on
+ * every peer): repair and the walk resume and a later RangeEvicted is
+ * reported again. Returns 0 or -EINVAL (not armed). */
+int vsr_transfer_end(struct vs_vsr *v);
+/* The binding installed the fetched state of op `op` (the snapshot's op;
+ * `op_checksum` the identity checksum of op's prepare, zero if unknown;
+ * `snapshot_checksum` the payload checksum the pairing records) and the
+ * serving primary's commit_max `commit_max` (>= op). Disarms.
+ *  - op > commit_min (the binding removed every journal entry above op,
+ *    including appends not yet durable, wrote the snapshot and restored
+ *    the state machine and client table): commit_min = op, the journal
+ *    window restarts above op (headers <= op dropped, known headers above
+ *    it that chain to op kept for repair, their bodies re-appended: the
+ *    next JOURNAL_APPEND is op + 1; appends in flight complete -ESTALE),
+ *    commit_max raised, the superblock pairing {checkpoint_op = op,
+ *    checkpoint_checksum} queued (SUPERBLOCK_WRITE), then (op, commit_max]
+ *    is repaired from peers. Returns 0.
+ *  - op <= commit_min (the snapshot is not ahead: the binding kept its
+ *    state machine and installed only the client table): commit_max
+ *    raised, nothing else changes. Returns 1.
+ * Refused with nothing changed: -EINVAL (not armed, op 0, commit_max <
+ * op), -EBUSY (a COMMIT is outstanding: apply it, then call again; the
+ * binding checks this before it cuts anything). A local checkpoint
+ * pairing still pending is superseded by the installed one. */
+int vsr_on_state_installed(struct vs_vsr *v, uint64_t op,
+                           struct vs_u128 op_checksum,
+                           struct vs_u128 snapshot_checksum,
+                           uint64_t commit_max);
+
 /* ---- outputs ---- */
 
 /* Pops the oldest action into *a. Returns 1, or 0 when the queue is
@@ -480,6 +543,11 @@ struct vs_vsr_stats {
     uint64_t probes;            /* RequestStartView sent */
     uint64_t probe_answers;     /* targeted StartViews sent as primary */
     uint64_t probe_elections;   /* elections after unanswered probes */
+    uint64_t transfer_triggers; /* STATE_TRANSFER from an adopted SV */
+    uint64_t transfers_begun;   /* vsr_transfer_begin accepted */
+    uint64_t transfers_ended;   /* vsr_transfer_end (abandoned) */
+    uint64_t installs;          /* snapshots installed (state + table) */
+    uint64_t installs_table;    /* table-only installs (snapshot behind) */
     uint64_t faulty_repaired;   /* faulty-op marks cleared: repaired, or
                                    the view's log does not contain it */
 };
@@ -504,6 +572,7 @@ struct vs_vsr_info {
     int state_transfer;     /* a peer answered RangeEvicted: repair
                                cannot reach transfer_op by itself */
     uint64_t transfer_op;   /* that peer's oldest retained op */
+    int transferring;       /* armed by vsr_transfer_begin */
 };
 
 enum vsr_status vsr_status(const struct vs_vsr *v);

@@ -1,10 +1,11 @@
 /*
- * shard/vsr/internal.h - the engine's state, shared by its three files.
+ * shard/vsr/internal.h - the engine's state, shared by its four files.
  *
  * Role: struct vs_vsr and the helpers engine.c (normal path, commit walk,
  * journal window, construction), view.c (view change, StartView,
- * restart probes) and repair.c (journal repair) call in each other. Not
- * part of the interface: only shard/vsr/ includes it.
+ * restart probes), repair.c (journal repair) and install.c (state
+ * transfer inputs) call in each other. Not part of the interface: only
+ * shard/vsr/ includes it.
  *
  * Invariants (beside engine.h's):
  *  - slot(op).present means the header of op is known (a chain-checked
@@ -151,6 +152,20 @@ struct vs_vsr {
     int transfer;
     uint64_t transfer_op;
 
+    /* state transfer armed by the binding (vsr_transfer_begin): no
+     * PrepareOk, no commit walk, no repair, no candidacy until it ends */
+    int xfer;
+    /* Base of the journal window beside the durable checkpoint: the op of
+     * an installed snapshot, or the op below the first recovered entry
+     * (the journal holds nothing at or below it). */
+    uint64_t floor;
+    /* commit_min's prepare checksum is not known (a snapshot installed
+     * without it): the first canonical header above it supplies it. */
+    int anchor_unknown;
+    /* Highest op an install cut from the journal: a DVC never nacks at or
+     * below it (this replica may have acknowledged those ops). */
+    uint64_t nack_floor;
+
     uint64_t rng[4];
 
     /* actions */
@@ -194,6 +209,7 @@ uint64_t vsr_silence_limit(struct vs_vsr *v);
 int vsr_blank(const struct vs_hdr_prepare *h);
 int vsr_header_valid(const struct vs_vsr *v, const struct vs_hdr_prepare *h);
 void vsr_faulty_clear(struct vs_vsr *v);
+uint64_t vsr_window_top(const struct vs_vsr *v);
 
 /* view.c */
 void vsr_view_tick(struct vs_vsr *v);

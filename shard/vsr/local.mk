@@ -4,7 +4,7 @@ noinst_LIBRARIES += libvs_vsr.a
 libvs_vsr_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 libvs_vsr_a_SOURCES = \
 	shard/vsr/engine.c shard/vsr/engine.h shard/vsr/internal.h \
-	shard/vsr/view.c shard/vsr/repair.c
+	shard/vsr/view.c shard/vsr/repair.c shard/vsr/install.c
 
 # State transfer's I/O-free core: manifest, frames, receiver, offers.
 libvs_vsr_a_SOURCES += \
@@ -26,9 +26,17 @@ VSR_SIM_SOURCES = tests/sim/sim_net.c tests/sim/sim_net.h
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_vsr_engine tests/unit/check_vsr_cluster \
-	tests/unit/check_vsr_view tests/unit/check_vsr_merge
+	tests/unit/check_vsr_view tests/unit/check_vsr_merge \
+	tests/unit/check_vsr_transfer
 check_PROGRAMS += tests/unit/check_vsr_engine tests/unit/check_vsr_cluster \
-	tests/unit/check_vsr_view tests/unit/check_vsr_merge
+	tests/unit/check_vsr_view tests/unit/check_vsr_merge \
+	tests/unit/check_vsr_transfer
+
+tests_unit_check_vsr_transfer_SOURCES = tests/unit/check_vsr_transfer.c \
+	$(VSR_SIM_SOURCES)
+tests_unit_check_vsr_transfer_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_vsr_transfer_LDADD = libvs_vsr.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
 
 tests_unit_check_vsr_engine_SOURCES = tests/unit/check_vsr_engine.c \
 	$(VSR_SIM_SOURCES)

@@ -58,7 +58,7 @@ want_top(const struct vs_vsr *v)
     uint64_t top = v->head;
     if (v->status == VSR_STATUS_NORMAL && v->hb_commit_op > top)
         top = v->hb_commit_op;
-    uint64_t limit = v->durable.checkpoint_op + v->slots_n;
+    uint64_t limit = vsr_window_top(v);
     return top < limit ? top : limit;
 }
 
@@ -116,7 +116,7 @@ pick_peer(struct vs_vsr *v, uint64_t op, uint8_t *peer)
 void
 vsr_repair_kick(struct vs_vsr *v)
 {
-    if (v->n == 1 || v->repair_active || !repair_allowed(v) ||
+    if (v->n == 1 || v->xfer || v->repair_active || !repair_allowed(v) ||
         v->now < v->repair_idle)
         return;
     uint64_t top = want_top(v);
@@ -137,13 +137,25 @@ vsr_repair_kick(struct vs_vsr *v)
     struct vs_u128 sum;
     while (hi <= top && !expected(v, hi, &sum))
         hi++;
-    if (hi > top)
-        return; /* nothing verifiable yet: a Commit or SV will tell */
-    uint64_t from = hi >= lo + VSR_REPAIR_MAX ? hi - VSR_REPAIR_MAX + 1 : lo;
-    /* Extend upward over ops still missing (one round, <= the max). */
-    uint64_t to = hi;
-    while (to < top && to - from + 1 < VSR_REPAIR_MAX && missing(v, to + 1))
-        to++;
+    uint64_t from, to;
+    if (hi > top) {
+        /* Nothing verifiable in the window. If ops beyond the whole
+         * window are known committed, ask for lo alone: a peer that
+         * drained it answers RangeEvicted (state transfer); an answer
+         * we cannot verify is dropped. Otherwise a Commit or SV will
+         * tell. */
+        uint64_t known =
+            v->commit_max > v->hb_commit_op ? v->commit_max : v->hb_commit_op;
+        if (v->status != VSR_STATUS_NORMAL || known <= vsr_window_top(v))
+            return;
+        hi = from = to = lo;
+    } else {
+        from = hi >= lo + VSR_REPAIR_MAX ? hi - VSR_REPAIR_MAX + 1 : lo;
+        /* Extend upward over ops still missing (one round, <= the max). */
+        to = hi;
+        while (to < top && to - from + 1 < VSR_REPAIR_MAX && missing(v, to + 1))
+            to++;
+    }
     uint8_t peer;
     if (!pick_peer(v, hi, &peer))
         return;
@@ -211,6 +223,9 @@ vsr_on_request_prepares(struct vs_vsr *v,
         v->durable.checkpoint_op > 0 ? v->durable.checkpoint_op : 1;
     if (v->head >= v->slots_n && v->head - v->slots_n + 1 > oldest)
         oldest = v->head - v->slots_n + 1;
+    /* A journal rebuilt above an installed snapshot starts after it. */
+    if (v->floor >= oldest && vsr_slot_cget(v, v->floor) == NULL)
+        oldest = v->floor + 1;
     if (h->from_op < oldest) {
         send_done(v, to, VS_CMD_RANGE_EVICTED, h->nonce, oldest);
         return VSR_ACCEPTED;
@@ -253,7 +268,7 @@ vsr_on_repair_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
         return VSR_DROP_STATUS; /* it knows no canonical header yet */
     if (x <= v->commit_min)
         return VSR_DROP_LATE;
-    if (x > v->durable.checkpoint_op + v->slots_n)
+    if (x > vsr_window_top(v))
         return VSR_DROP_JOURNAL_FULL;
     if (p->f.size - VS_HEADER_SIZE > v->body_max)
         return VSR_DROP_BODY_MAX;
@@ -273,7 +288,7 @@ vsr_on_repair_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
         v->stats.divergences++;
         return VSR_DROP_CHAIN;
     }
-    if (x - 1 == v->commit_min &&
+    if (x - 1 == v->commit_min && !v->anchor_unknown &&
         !vs_u128_eq(v->commit_min_checksum, p->parent))
         return VSR_DROP_CHAIN;
     struct vsr_msg *m = vsr_msg_new(frame, p->f.size);

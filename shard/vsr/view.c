@@ -175,7 +175,10 @@ dvc_build(struct vs_vsr *v)
             u128_set(&d->present_bitset, (unsigned)i);
         else if (x == v->faulty_op)
             faulty_in = 1; /* present but faulty: never nacked */
-        else if (x > v->commit_min)
+        else if (x > v->commit_min && x > v->nack_floor && !v->xfer)
+            /* A transferring replica claims no nack (the install cuts
+             * its journal, so what it lacks says nothing), nor one for an
+             * op an install cut (it may have acknowledged it). */
             u128_set(&d->nack_bitset, (unsigned)i);
     }
     if (faulty_in)
@@ -202,6 +205,10 @@ dvc_maybe_send(struct vs_vsr *v, int resend)
         return;
     struct vsr_msg *m = dvc_build(v);
     if (candidate_here(v)) {
+        /* A replica in state transfer never leads: the others' status
+         * timeout moves the election past it. */
+        if (v->xfer)
+            return;
         if (!(v->dvc_from & bit(v->replica))) {
             v->dvcs[v->replica] = vsr_msg_ref(m);
             v->dvc_from |= bit(v->replica);
@@ -460,12 +467,22 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
         vsr_journal_truncate(v, cut);
     /* Only inside the journal window (a lagging checkpoint leaves the
      * rest for repair once the window moves). */
-    uint64_t window = v->durable.checkpoint_op + v->slots_n;
+    uint64_t window = vsr_window_top(v);
     for (uint64_t x = lo; x <= top && x <= window; x++)
         if (headers[x - lo] != NULL && x > v->commit_min)
             header_install(v, headers[x - lo]);
-    if (vsr_slot_cget(v, top) != NULL || top == v->commit_min || top == 0)
+    if (vsr_slot_cget(v, top) != NULL || top == v->commit_min || top == 0) {
         vsr_set_head(v, top);
+    } else {
+        /* The top lies beyond the window: the head is the highest header
+         * installed (a prepare at head + 1 must never find its slot taken
+         * by a known header). */
+        uint64_t h = top < window ? top : window;
+        while (h > v->head && vsr_slot_cget(v, h) == NULL)
+            h--;
+        if (h > v->head)
+            vsr_set_head(v, h);
+    }
     if (commit > v->commit_max)
         v->commit_max = commit;
     /* A faulty op the view's log does not reach was never committed:
@@ -479,7 +496,7 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
 static void
 merge_try(struct vs_vsr *v)
 {
-    if (v->merged || !candidate_here(v) ||
+    if (v->merged || v->xfer || !candidate_here(v) ||
         v->status != VSR_STATUS_VIEW_CHANGE ||
         bits(v->dvc_from) < vsr_quorum_view_change(v->n))
         return;
@@ -679,8 +696,8 @@ vsr_view_after_durable(struct vs_vsr *v, uint64_t op)
             }
         }
     }
-    if (!v->merged || v->status != VSR_STATUS_VIEW_CHANGE)
-        return;
+    if (!v->merged || v->status != VSR_STATUS_VIEW_CHANGE || v->xfer)
+        return; /* a transferring candidate never starts its view */
     uint64_t from = v->commit_max + 1;
     for (uint64_t x = from; x <= v->head; x++) {
         const struct vsr_slot *s = vsr_slot_cget(v, x);
@@ -794,6 +811,20 @@ vsr_on_sv(struct vs_vsr *v, const struct vs_header *hh, const uint8_t *frame)
         v->vote_floor = h->f.view + 2;
     }
     vsr_superblock_maybe_write(v);
+    if (was_recovering && h->op > v->commit_min + v->slots_n + 1) {
+        /* Adopted, and the gap reaches below anything a peer's journal
+         * can still hold (a peer retains at most its checkpoint op and
+         * the slots above it): state transfer from this view's primary. */
+        struct vsr_act a;
+        memset(&a, 0, sizeof(a));
+        a.kind = VSR_ACT_STATE_TRANSFER;
+        a.replica = h->f.replica;
+        a.op = h->op - v->slots_n;
+        vsr_queue_push(v, &a);
+        v->transfer = 1;
+        v->transfer_op = a.op;
+        v->stats.transfer_triggers++;
+    }
     if (vsr_may_ack(v)) {
         for (uint64_t x = h->commit + 1; x <= v->head; x++) {
             const struct vsr_slot *s = vsr_slot_cget(v, x);

@@ -8,8 +8,8 @@
  *   every preceding byte
  * kind: 0 metadata snapshot (frontier = the snapshot's op; the payload of
  * snapshot.bin without its integrity trailer), 1 client table (frontier =
- * commit_min when encoded; the ICT2 transfer form), 2 segment log and
- * 3 consumer offsets (partition transfer).
+ * commit_min when encoded; the ICT3 transfer form, ICT2 still decoded), 2
+ * segment log and 3 consumer offsets (partition transfer).
  *
  * Invariants (enforced by the decoder, which trusts nothing): exact
  * length; magic; entry_len 25; 1 <= count <= XFER_ARTIFACTS_MAX; known

@@ -171,8 +171,8 @@ struct commit {
     uint32_t behind_ticks; /* the once-a-minute "needs state transfer" check */
     int ckpt_enospc;       /* the last checkpoint phase failed for space */
 
-    /* disk watermark for metadata growth (checked every 100 ms) */
-    uint64_t disk_checked_ns;
+    /* disk watermark for metadata growth: the last answer (logged on a
+     * change) */
     int disk_low;
     uint32_t retry_ticks;  /* countdown to the next retry */
     uint32_t ckpt_backoff; /* ticks before a failed phase 1 runs again */
@@ -218,17 +218,16 @@ commit_wall(struct commit *c)
 }
 
 /* 1 if free space on the data dir's filesystem is below
- * disk_watermark_bytes (0 = no watermark); checked every 100 ms. */
+ * disk_watermark_bytes (0 = no watermark); checked at every proposal that
+ * grows the metadata (one statvfs, a few microseconds: a cached answer
+ * let a proposal through right after the data shards' sends filled the
+ * disk). */
 static int
 commit_disk_low(struct commit *c)
 {
     uint64_t wm = c->cfg->disk_watermark_bytes;
     if (wm == 0)
         return 0;
-    uint64_t now = vs_monotonic_ns();
-    if (c->disk_checked_ns != 0 && now - c->disk_checked_ns < 100000000u)
-        return c->disk_low;
-    c->disk_checked_ns = now;
     struct statvfs v;
     if (statvfs(c->cfg->data_dir, &v) == -1)
         return c->disk_low;

@@ -8,9 +8,10 @@
 #include "shard/vsr/engine.h"
 #include "shard/zero/commit.h"
 #include "shard/zero/gauges.h"
+#include "shard/zero/links.h"
 
 void
-shard0_gauges_publish(const struct commit *c)
+shard0_gauges_publish(const struct commit *c, const struct links *l)
 {
     const struct vs_vsr *v = commit_engine(c);
     if (v == NULL)
@@ -33,4 +34,23 @@ shard0_gauges_publish(const struct commit *c)
     vs_metrics_set(VS_M_VSR_COMMIT, vsr_commit_max(v));
     vs_metrics_set(VS_M_VSR_ROLE, vsr_is_primary(v) ? 1 : 2);
     vs_metrics_set(VS_M_VSR_STATUS, status);
+    const struct vs_vsr_stats *st = vsr_stats(v);
+    vs_metrics_set(VS_M_VSR_VIEW_CHANGES, st->view_changes);
+    vs_metrics_set(VS_M_VSR_REPAIRS, st->repairs);
+    vs_metrics_set(VS_M_VSR_STATE_TRANSFERS, st->installs);
+    if (l == NULL)
+        return;
+    uint64_t up = 0;
+    for (unsigned p = 0; p < VS_M_LINKS; p++) {
+        struct links_peer_info in;
+        links_peer(l, (uint8_t)p, &in);
+        uint64_t state = in.state == LINKS_UP     ? 2
+                         : in.state == LINKS_DOWN ? 0
+                                                  : 1;
+        up += state == 2;
+        vs_metrics_set(VS_M_LINK_STATE(p), state);
+        vs_metrics_set(VS_M_LINK_SENT(p), in.bytes_out);
+        vs_metrics_set(VS_M_LINK_RECV(p), in.bytes_in);
+    }
+    vs_metrics_set(VS_M_VSR_LINKS_UP, up);
 }

@@ -28,14 +28,18 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sodium.h>
 
 #include "common/checksum.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "shard/zero/links.h"
 
 #define LINKS_QUEUE_DEFAULT       (64u << 20)
@@ -560,16 +564,34 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
     struct link_conn *c = arg;
     (void)bev;
     if (what & BEV_EVENT_CONNECTED) {
-        set_nodelay(c->bev);
-        send_hello(c);
+        /* a dialer's TCP connect (and its TLS handshake, with TLS); an
+         * acceptor's TLS handshake completing is reported too: it waits
+         * for the HELLO */
+        if (c->dialer) {
+            set_nodelay(c->bev);
+            send_hello(c);
+        }
         return;
     }
     char why[160];
-    if (what & BEV_EVENT_EOF)
+    unsigned long tls_err =
+        c->l->o.tls_server != NULL ? bufferevent_get_openssl_error(c->bev) : 0;
+    if (tls_err != 0) {
+        const char *r = ERR_reason_error_string(tls_err);
+        snprintf(why, sizeof(why), "TLS: %s", r ? r : "handshake failed");
+        while (bufferevent_get_openssl_error(c->bev) != 0)
+            ;
+        if (c->hs != HS_UP) {
+            if (c->peer >= 0 && c->peer < c->l->o.count)
+                c->l->peers[c->peer].info.refusals++;
+            log_refusal(c->l, c->peer, why);
+        }
+    } else if (what & BEV_EVENT_EOF) {
         snprintf(why, sizeof(why), "connection closed by the peer");
-    else
+    } else {
         snprintf(why, sizeof(why), "%s",
                  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    }
     conn_close(c, why);
 }
 
@@ -583,6 +605,51 @@ hs_timeout_cb(evutil_socket_t fd, short what, void *arg)
         conn_close(c, "handshake timed out");
 }
 
+/* The bufferevent of a new connection: plain, or TLS (accepting for an
+ * accepted fd, connecting for a dial to `peer`). NULL on failure (an
+ * accepted fd is then closed). */
+static struct bufferevent *
+conn_bev(struct links *l, evutil_socket_t fd, int peer, int dialer)
+{
+    if (l->o.tls_server == NULL)
+        return bufferevent_socket_new(l->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    SSL *ssl = SSL_new(dialer ? l->o.tls_client : l->o.tls_server);
+    if (ssl == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if (dialer) {
+        /* verify the acceptor's certificate against its address' host */
+        char host[LINKS_ADDR_MAX], err[160];
+        snprintf(host, sizeof(host), "%s", l->addrs[peer]);
+        char *colon = strrchr(host, ':');
+        if (colon != NULL)
+            *colon = '\0';
+        if (host[0] == '[') { /* [v6]:port */
+            memmove(host, host + 1, strlen(host));
+            char *rb = strchr(host, ']');
+            if (rb != NULL)
+                *rb = '\0';
+        }
+        if (vs_tls_client_set_name(ssl, host, err, sizeof(err)) != 0) {
+            vs_log_warn("replica link to %d: %s", peer, err);
+            SSL_free(ssl);
+            return NULL;
+        }
+    }
+    struct bufferevent *bev = bufferevent_openssl_socket_new(
+        l->base, fd, ssl,
+        dialer ? BUFFEREVENT_SSL_CONNECTING : BUFFEREVENT_SSL_ACCEPTING,
+        BEV_OPT_CLOSE_ON_FREE);
+    if (bev == NULL) {
+        SSL_free(ssl);
+        if (fd >= 0)
+            close(fd);
+    }
+    return bev;
+}
+
 static struct link_conn *
 conn_new(struct links *l, evutil_socket_t fd, int peer, int dialer)
 {
@@ -592,12 +659,10 @@ conn_new(struct links *l, evutil_socket_t fd, int peer, int dialer)
     c->l = l;
     c->peer = peer;
     c->dialer = dialer;
-    c->bev = bufferevent_socket_new(l->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->bev = conn_bev(l, fd, peer, dialer);
     c->hs_timer = evtimer_new(l->base, hs_timeout_cb, c);
     if (c->bev == NULL || c->hs_timer == NULL) {
-        if (c->bev == NULL && fd >= 0)
-            close(fd);
-        conn_free(c);
+        conn_free(c); /* conn_bev closed fd if it could not wrap it */
         return NULL;
     }
     bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
@@ -711,6 +776,11 @@ links_create(struct event_base *base, const struct links_opts *o, int listen_fd,
     if (o->release_min == 0 || o->release_min > o->release_max) {
         snprintf(err, errlen, "replica links: bad release window %u..%u",
                  o->release_min, o->release_max);
+        return -EINVAL;
+    }
+    if ((o->tls_server == NULL) != (o->tls_client == NULL)) {
+        snprintf(err, errlen,
+                 "replica links: TLS needs both a server and a client context");
         return -EINVAL;
     }
     if (sodium_init() < 0) {

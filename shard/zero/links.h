@@ -41,6 +41,14 @@
  * or a bad MAC closes the connection and is logged at most once per peer
  * (per claimed id; one shared slot for ids out of range) per minute.
  *
+ * TLS (optional): with tls_server/tls_client set, every link runs inside
+ * TLS 1.2+ (common/tls.h policy) before the handshake above: the
+ * acceptor requires and verifies the dialer's certificate, the dialer
+ * verifies the acceptor's against the host of its address. The MAC
+ * handshake still runs inside, so a stolen certificate alone does not
+ * admit a peer. A TLS failure (no certificate, wrong CA, a plaintext
+ * peer) costs that connection only and is logged like a refusal.
+ *
  * Send queues: each link's output is bounded by queue_max bytes. A frame
  * that does not fit is dropped (-ENOBUFS, counted): the engine retransmits
  * what matters and repairs the rest, so a slow peer never makes shard 0
@@ -62,6 +70,7 @@
 
 struct event_base;
 struct links;
+struct ssl_ctx_st; /* OpenSSL's SSL_CTX */
 
 #define LINKS_SECRET_BYTES 32u
 #define LINKS_ADDR_MAX     128u /* "HOST:PORT" incl. NUL */
@@ -77,6 +86,12 @@ struct links_opts {
     uint32_t release_min, release_max;  /* wire formats understood */
     const char *client_addr;            /* advertised to peers */
     size_t queue_max;                   /* bytes queued per link; 0 = 64 MiB */
+    /* TLS contexts (both or neither; owned by the caller, kept alive
+     * until links_destroy): vs_tls_server_ctx with a CA file (client
+     * certificates required) and vs_tls_client_ctx with this node's
+     * certificate and the CA. NULL: plain TCP. */
+    struct ssl_ctx_st *tls_server;
+    struct ssl_ctx_st *tls_client;
     uint32_t frame_max; /* largest frame accepted; 0 = 64 MiB + 256 */
 };
 

@@ -61,6 +61,7 @@
 #include "shard/zero/cluster_view.h"
 #include "shard/zero/links.h"
 #include "common/secret.h"
+#include "common/tls.h"
 #include "server/listen.h"
 
 #include <arpa/inet.h>
@@ -92,6 +93,7 @@ struct shard0_serve {
     struct commit *commit;
     struct event *flush_ev; /* group commit: commit_flush after a pass */
     struct links *links;    /* NULL for one replica */
+    SSL_CTX *tls_server, *tls_client; /* replica TLS; NULL when off */
     char client_addr[LINKS_ADDR_MAX];
     struct cluster_view view;
 };
@@ -224,6 +226,24 @@ shard0_links_start(struct shard0_serve *s)
     o.release_min = VS_WIRE_FORMAT_VERSION;
     o.release_max = VS_WIRE_FORMAT_VERSION;
     o.client_addr = s->client_addr;
+    if (cfg->replica_tls_enabled) {
+        /* mutual TLS: the server side requires the peer's certificate
+         * signed by the CA, the client side presents ours */
+        struct vs_tls_opts t = {.cert_file = cfg->replica_tls_cert_file,
+                                .key_file = cfg->replica_tls_key_file,
+                                .ca_file = cfg->replica_tls_ca_file,
+                                .cert_what = "replica_tls_cert_file",
+                                .key_what = "replica_tls_key_file",
+                                .ca_what = "replica_tls_ca_file"};
+        s->tls_server = vs_tls_server_ctx(&t, err, sizeof(err));
+        if (s->tls_server == NULL)
+            shard_fatal(ctx, "%s", err);
+        s->tls_client = vs_tls_client_ctx(&t, err, sizeof(err));
+        if (s->tls_client == NULL)
+            shard_fatal(ctx, "%s", err);
+        o.tls_server = s->tls_server;
+        o.tls_client = s->tls_client;
+    }
     rc = links_create(s->loop.base, &o, ctx->replica_fd, shard0_on_link_frame,
                       shard0_on_link_state, s, &s->links, err, sizeof(err));
     sodium_memzero(o.secret, sizeof(o.secret));
@@ -241,7 +261,7 @@ shard0_on_tick(evutil_socket_t fd, short what, void *arg)
         shard0_storage_fatal(s);
     if (s->flush_ev != NULL && commit_flush_needed(s->commit))
         event_active(s->flush_ev, EV_TIMEOUT, 1);
-    shard0_gauges_publish(s->commit);
+    shard0_gauges_publish(s->commit, s->links);
     cluster_view_tick(&s->view, s->commit, s->links);
 }
 
@@ -333,7 +353,7 @@ shard0_main(const struct vs_shard_ctx *ctx)
     shard_loop_set_frame_handler(&s.loop, shard0_on_frame, &s);
     vs_log_info("serving: metadata published at op %llu",
                 (unsigned long long)lr_published_op(&lr));
-    shard0_gauges_publish(s.commit);
+    shard0_gauges_publish(s.commit, s.links);
     shard_loop_ready(&s.loop);
     rc = shard_loop_run(&s.loop);
     /* held appends of the last pass: durable and answered before exit */
@@ -343,6 +363,10 @@ shard0_main(const struct vs_shard_ctx *ctx)
     event_free(s.flush_ev);
     links_destroy(s.links);
     s.links = NULL;
+    if (s.tls_server != NULL)
+        SSL_CTX_free(s.tls_server);
+    if (s.tls_client != NULL)
+        SSL_CTX_free(s.tls_client);
     shard_loop_fini(&s.loop);
     commit_destroy(s.commit);
     return rc == 0 ? VS_EXIT_OK : VS_EXIT_RESTART;

@@ -84,6 +84,7 @@ engine_start(struct sim *s, unsigned i, const struct vs_hdr_prepare *headers,
     o.headers = headers;
     o.header_count = count;
     o.commit_min = commit_min;
+    o.commit_min_checksum = s->r[i].snap_checksum;
     o.recovering = recovering;
     if (recovering) {
         /* A fresh per-boot nonce, as the binding draws one. */
@@ -200,6 +201,8 @@ net_send(struct sim *s, unsigned from, const struct vs_vsr_action *a)
         r->dvc_sum = sum;
     }
     s->cmd_sent[h->f.command % 32]++;
+    if (h->f.command == VS_CMD_PREPARE_OK && r->xfer)
+        violate(s, "replica %u: PrepareOk during state transfer", from);
     if (h->f.command == VS_CMD_PREPARE_OK) {
         const struct vs_hdr_prepare_ok *ok =
             (const struct vs_hdr_prepare_ok *)h;
@@ -339,6 +342,9 @@ commit_apply(struct sim *s, unsigned i, const struct vs_vsr_action *a)
 {
     struct sim_replica *r = &s->r[i];
     const struct vs_hdr_prepare *p = (const struct vs_hdr_prepare *)a->frame;
+    if (r->xfer && a->op > r->xfer_applied + 1)
+        violate(s, "replica %u: COMMIT op %llu during state transfer", i,
+                (unsigned long long)a->op);
     if (a->op != r->applied + 1 || p->op != a->op) {
         violate(s, "replica %u: COMMIT op %llu after applied %llu", i,
                 (unsigned long long)a->op, (unsigned long long)r->applied);
@@ -459,6 +465,8 @@ sim_drain(struct sim *s)
                     break;
                 case VSR_ACT_STATE_TRANSFER:
                     s->r[i].transfers++;
+                    if (s->xfer_ticks > 0 && !s->r[i].xfer && a.replica < s->n)
+                        sim_transfer_start(s, i, a.replica);
                     break;
                 default:
                     violate(s, "unknown action %d", (int)a.kind);
@@ -539,6 +547,88 @@ sim_complete_superblock(struct sim *s, unsigned i)
     return 0;
 }
 
+/* ---- state transfer ---- */
+
+int
+sim_transfer_start(struct sim *s, unsigned i, unsigned src)
+{
+    struct sim_replica *r = &s->r[i];
+    int rc = vsr_transfer_begin(r->eng);
+    if (rc != 0)
+        return rc;
+    r->xfer = 1;
+    r->xfer_src = src;
+    r->xfer_due = s->now + s->xfer_ticks;
+    r->xfer_applied = r->applied;
+    return 0;
+}
+
+static int
+can_serve(const struct sim *s, unsigned j)
+{
+    const struct sim_replica *p = &s->r[j];
+    return p->eng != NULL && vsr_is_settled_primary(p->eng) && p->snap_op > 0;
+}
+
+/* The binding's install: snapshot ahead -> cut the journal, write the
+ * snapshot, restore the state; else keep the state (table only). */
+static void
+transfer_install(struct sim *s, unsigned i)
+{
+    struct sim_replica *r = &s->r[i];
+    const struct sim_replica *p = &s->r[r->xfer_src];
+    uint64_t op = p->snap_op;
+    struct vs_u128 sum = vs_checksum(&p->snap_hash, sizeof(p->snap_hash));
+    int ahead = op > r->applied;
+    if (ahead) {
+        for (uint64_t o = 0; o <= SIM_OPS_MAX; o++) {
+            free(r->journal[o].body);
+            memset(&r->journal[o], 0, sizeof(r->journal[o]));
+        }
+        r->journal_first = 0;
+        pending_free(r);
+        r->snap_op = op;
+        r->snap_hash = p->snap_hash;
+        r->snap_checksum = p->snap_checksum;
+        r->applied = op;
+        r->sm_hash = p->snap_hash;
+        r->applied_checksum = p->snap_checksum;
+    }
+    struct vs_u128 op_sum = p->snap_checksum;
+    if (s->xfer_no_op_checksum)
+        memset(&op_sum, 0, sizeof(op_sum));
+    int rc =
+        vsr_on_state_installed(r->eng, op, op_sum, sum, vsr_commit_max(p->eng));
+    if (rc != (ahead ? 0 : 1))
+        violate(s, "replica %u: install of op %llu refused (%d)", i,
+                (unsigned long long)op, rc);
+    r->xfer = 0;
+    if (ahead)
+        r->installs++;
+    else
+        r->installs_table++;
+}
+
+static void
+transfer_step(struct sim *s, unsigned i)
+{
+    struct sim_replica *r = &s->r[i];
+    if (!can_serve(s, r->xfer_src)) {
+        for (unsigned j = 0; j < s->n; j++) {
+            if (j != i && can_serve(s, j)) {
+                r->xfer_src = j;
+                r->xfer_due = s->now + s->xfer_ticks;
+                r->retargets++;
+                break;
+            }
+        }
+        return;
+    }
+    if (s->now >= r->xfer_due)
+        transfer_install(s, i);
+    sim_drain(s);
+}
+
 void
 sim_step(struct sim *s)
 {
@@ -577,6 +667,9 @@ sim_step(struct sim *s)
         if (r->sb_pending && !r->hold_superblock && r->sb_due <= s->now)
             sim_complete_superblock(s, i);
     }
+    for (unsigned i = 0; i < s->n; i++)
+        if (s->r[i].eng != NULL && s->r[i].xfer)
+            transfer_step(s, i);
     for (unsigned i = 0; i < s->n; i++)
         if (s->r[i].eng != NULL)
             vsr_tick(s->r[i].eng);
@@ -673,6 +766,7 @@ sim_rebuild(struct sim *s, unsigned i, char *reason, size_t reason_len)
     memset(&r->sb, 0, sizeof(r->sb));
     r->snap_op = 0;
     r->snap_hash = 0;
+    memset(&r->snap_checksum, 0, sizeof(r->snap_checksum));
     r->rebuilt = 1;
     return sim_restart(s, i, reason, reason_len);
 }
@@ -689,6 +783,7 @@ sim_crash(struct sim *s, unsigned i)
     }
     vsr_destroy(r->eng);
     r->eng = NULL;
+    r->xfer = 0;
     pending_free(r); /* never fsynced: lost */
     r->sb_pending = 0;
     /* An append-only WAL keeps a contiguous prefix. */
@@ -715,6 +810,8 @@ sim_restart(struct sim *s, unsigned i, char *reason, size_t reason_len)
     memset(&r->applied_checksum, 0, sizeof(r->applied_checksum));
     if (r->snap_op > 0 && r->journal[r->snap_op].present)
         r->applied_checksum = r->journal[r->snap_op].h.f.checksum;
+    else if (r->snap_op > 0)
+        r->applied_checksum = r->snap_checksum; /* installed snapshot */
     int rc =
         engine_start(s, i, h, count, r->snap_op, s->n > 1, reason, reason_len);
     free(h);
@@ -733,6 +830,7 @@ sim_checkpoint(struct sim *s, unsigned i)
         return rc;
     r->snap_op = r->applied;
     r->snap_hash = r->sm_hash;
+    r->snap_checksum = r->applied_checksum;
     sim_drain(s);
     return 0;
 }

@@ -25,7 +25,9 @@
  *  - journal appends never leave a hole (the WAL is a contiguous run);
  *  - truncations never reach an applied op;
  *  - superblock writes never regress view, log_view or checkpoint_op;
- *  - replies match the op and client they answer.
+ *  - replies match the op and client they answer;
+ *  - a replica in state transfer sends no PrepareOk and applies no op
+ *    beyond the COMMIT outstanding when it was armed.
  *
  * Callers: tests only (one thread).
  */
@@ -68,6 +70,7 @@ struct sim_replica {
     int hold_superblock;
     uint64_t snap_op; /* snapshot: state at snap_op */
     uint64_t snap_hash;
+    struct vs_u128 snap_checksum; /* identity checksum of op snap_op */
     /* state machine */
     uint64_t applied;
     uint64_t sm_hash;
@@ -78,6 +81,14 @@ struct sim_replica {
     uint64_t transfers;        /* STATE_TRANSFER actions seen */
     uint64_t cut_faulty;       /* faulty op for the next restart */
     int rebuilt;               /* restarted by sim_rebuild */
+    /* state transfer driven by the harness (sim.xfer_ticks > 0) */
+    int xfer;                /* armed: fetching from xfer_src */
+    unsigned xfer_src;       /* serving replica */
+    uint64_t xfer_due;       /* tick the fetch completes */
+    uint64_t xfer_applied;   /* applied when armed */
+    uint64_t installs;       /* snapshots installed */
+    uint64_t installs_table; /* table-only installs */
+    uint64_t retargets;      /* serving replica replaced mid-fetch */
     /* R2 checker: the last DVC this replica sent */
     uint32_t dvc_view;
     int dvc_set;
@@ -116,6 +127,10 @@ struct sim {
     unsigned loss_per_mille, dup_per_mille;
     unsigned delay_min, delay_max; /* ticks */
     unsigned disk_delay;           /* ticks until an append is durable */
+    /* Ticks a state transfer's fetch takes (0: STATE_TRANSFER actions are
+     * only counted, nothing is fetched). */
+    unsigned xfer_ticks;
+    int xfer_no_op_checksum; /* install without op's prepare checksum */
     sim_filter_fn *filter;
     void *filter_ctx;
     uint32_t cut[SIM_REPLICAS_MAX]; /* partitions: bit j = no link to j */
@@ -174,6 +189,16 @@ int sim_rebuild(struct sim *s, unsigned i, char *reason, size_t reason_len);
 /* Snapshot of replica i's state at its applied op, then vsr_checkpoint.
  * When the superblock pairing is durable the journal below is drained. */
 int sim_checkpoint(struct sim *s, unsigned i);
+
+/* Arms a state transfer on replica i fetching from replica src (as the
+ * binding does on STATE_TRANSFER). Returns vsr_transfer_begin's code. The
+ * fetch completes xfer_ticks later from src while src is a live settled
+ * primary with a snapshot, else from whichever replica becomes one (a
+ * retarget restarts the fetch); the install copies src's snapshot: state
+ * and journal replaced if ahead of replica i's applied op, else only the
+ * (modelled) client table. Checkers: no PrepareOk and no commit beyond
+ * the one outstanding while armed. */
+int sim_transfer_start(struct sim *s, unsigned i, unsigned src);
 
 /* Deterministic PRNG of the harness. */
 uint64_t sim_rand(struct sim *s);

@@ -302,6 +302,18 @@ START_TEST(test_decode_result_sections)
     n = hex_to_bytes("01000000 00000000 dd070000", body, sizeof body);
     fl = mk_reply(frame, 8, 64, 0, body, n);
     ck_assert_int_eq(vsc_reply_decode(frame, fl, &r), 2013);
+    /* A status or result above INT32_MAX is malformed, never a negative
+     * return that reads as -errno (found by fuzzing: status 3014898611
+     * came back as a negative int). */
+    fl = mk_reply(frame, 8, 2, 3014898611u, NULL, 0);
+    ck_assert_int_eq(vsc_reply_decode(frame, fl, &r), -EPROTO);
+    fl = mk_reply(frame, 8, 2, 0x80000000u, NULL, 0);
+    ck_assert_int_eq(vsc_reply_decode(frame, fl, &r), -EPROTO);
+    fl = mk_reply(frame, 8, 2, 0x7fffffffu, NULL, 0);
+    ck_assert_int_eq(vsc_reply_decode(frame, fl, &r), 0x7fffffff);
+    n = hex_to_bytes("01000000 00000000 ffffffff", body, sizeof body);
+    fl = mk_reply(frame, 8, 128, 0, body, n);
+    ck_assert_int_eq(vsc_reply_decode(frame, fl, &r), -EPROTO);
     /* A metadata reply with an empty body is an error (3). */
     fl = mk_reply(frame, 8, 128, 0, NULL, 0);
     ck_assert_int_eq(vsc_reply_decode(frame, fl, &r), -EPROTO);

@@ -151,6 +151,44 @@ START_TEST(test_syntax_error_in_file)
 }
 END_TEST
 
+/* A line longer than the parser's line buffer is refused naming its line;
+ * it is never cut short with its tail read as another line (a fuzzed file
+ * set data_dir from the first part of a long line and a second key from
+ * its tail). A line that just fits, with or without a newline, loads. */
+START_TEST(test_long_line_refused)
+{
+    char text[1024];
+    char value[400];
+    memset(value, 'a', 300);
+    value[300] = '\0';
+    snprintf(text, sizeof(text),
+             "node_name = n\ndata_dir = /%s log_level = debug\n", value);
+    const char *path = write_file("long.conf", text);
+    struct vs_config c;
+    char err[512] = "";
+    vs_config_init(&c);
+    ck_assert_int_eq(vs_config_load_file(&c, path, err, sizeof(err)), -EINVAL);
+    ck_assert_msg(strstr(err, ":2:") && strstr(err, "line too long"), "%s",
+                  err);
+
+    /* "data_dir = /" + 187 bytes = 199 bytes: the longest line that fits */
+    memset(value, 'b', 187);
+    value[187] = '\0';
+    snprintf(text, sizeof(text), "data_dir = /%s\nnode_name = n2\n", value);
+    path = write_file("fits.conf", text);
+    vs_config_init(&c);
+    ck_assert_int_eq(vs_config_load_file(&c, path, err, sizeof(err)), 0);
+    ck_assert_uint_eq(strlen(c.data_dir), 188);
+    ck_assert_str_eq(c.node_name, "n2");
+    snprintf(text, sizeof(text), "node_name = n3\ndata_dir = /%s", value);
+    path = write_file("fits_eof.conf", text);
+    vs_config_init(&c);
+    ck_assert_int_eq(vs_config_load_file(&c, path, err, sizeof(err)), 0);
+    ck_assert_uint_eq(strlen(c.data_dir), 188);
+    ck_assert_str_eq(c.node_name, "n3");
+}
+END_TEST
+
 START_TEST(test_missing_file)
 {
     struct vs_config c;
@@ -365,6 +403,7 @@ config_suite(void)
     tcase_add_test(tc, test_unknown_key_in_file_names_line);
     tcase_add_test(tc, test_bad_value_in_file_names_line);
     tcase_add_test(tc, test_syntax_error_in_file);
+    tcase_add_test(tc, test_long_line_refused);
     tcase_add_test(tc, test_missing_file);
     tcase_add_test(tc, test_unknown_env_refused);
     tcase_add_test(tc, test_flags);

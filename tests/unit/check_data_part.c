@@ -806,6 +806,34 @@ START_TEST(test_format_refusals)
     ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
                      -EBADMSG);
     ck_assert_int_eq(v.reason, PART_R_BAD_FORMAT);
+    /* a format or state file far too long (found by fuzzing: part_open
+     * returned a bare -EFBIG with no verdict): refused as damage */
+    uint8_t *big = calloc(1, 5000);
+    memcpy(big, f, n);
+    dt_write_file(fpath, big, 5000);
+    memset(&v, 0, sizeof(v));
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                     -EBADMSG);
+    ck_assert_int_eq(v.reason, PART_R_BAD_FORMAT);
+    ck_assert_ptr_nonnull(strstr(v.msg, "format"));
+    f[10] ^= 1; /* back to the valid format file */
+    vs_store_u32(f + 4, PART_FORMAT_VERSION);
+    vs_store_u64(f + 32, vs_xxh3_64(f, 32));
+    dt_write_file(fpath, f, n);
+    char spath[1100];
+    snprintf(spath, sizeof(spath), "%s/state", a);
+    size_t sn = 0;
+    uint8_t *sf = dt_read_file(spath, &sn);
+    dt_write_file(spath, big, 5000);
+    memset(&v, 0, sizeof(v));
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                     -EBADMSG);
+    ck_assert_int_eq(v.reason, PART_R_BAD_STATE);
+    dt_write_file(spath, sf, sn);
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v), 0);
+    ck_assert_int_eq(part_close(p), 0);
+    free(sf);
+    free(big);
     free(f);
     /* missing partition without create */
     struct part_id none = {9, 9, 9, 9};
@@ -1349,6 +1377,75 @@ START_TEST(test_reconcile)
 }
 END_TEST
 
+/* A sealed segment without its index beside a damaged last segment (found
+ * by fuzzing: the open rebuilt and rewrote the sealed index, then refused
+ * the last segment): the refusal modifies no file; the accepted open
+ * rewrites the index afterwards. */
+START_TEST(test_refusal_defers_sealed_index_rewrite)
+{
+    struct part_opts o;
+    small_opts(&o);
+    o.segment_size = 1500; /* two 604-byte batches per segment */
+    struct vs_part *p = must_open(&o, 1, 0);
+    static uint8_t pay[300], b[1024];
+    const uint8_t *pp[1] = {pay};
+    uint32_t pl[1] = {sizeof(pay)};
+    for (int k = 0; k < 4; k++) {
+        size_t n = batch_build(b, sizeof(b), 1000, 1, pp, pl, NULL, NULL, NULL);
+        ck_assert_int_eq(part_append(p, b, n, 1000 + (uint64_t)k, NULL, NULL),
+                         0);
+    }
+    struct part_stats st;
+    part_stats(p, &st);
+    ck_assert_uint_eq(st.segments, 2);
+    ck_assert_int_eq(part_close(p), 0);
+    char idx0[1024], log2[1024];
+    seg_path(idx0, sizeof(idx0), 0, "index");
+    seg_path(log2, sizeof(log2), 2, "log");
+    ck_assert_int_eq(unlink(idx0), 0);
+    size_t n = 0;
+    uint8_t *orig = dt_read_file(log2, &n);
+    ck_assert_uint_eq(n, 2 * 604);
+    uint8_t *c = malloc(2 * 604);
+    memcpy(c, orig, 2 * 604);
+    c[256 + 48 + 10] ^= 0x10; /* a body byte of the first of two batches */
+    dt_write_file(log2, c, n);
+    struct part_verdict v;
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                     -EBADMSG);
+    ck_assert_int_eq(v.reason, PART_R_INTERIOR_DAMAGE);
+    ck_assert_int_eq(access(idx0, F_OK), -1); /* not rewritten */
+    dt_write_file(log2, orig, n);
+    p = must_open(&o, 0, 0);
+    ck_assert_int_gt(dt_file_size(idx0), 0); /* rebuilt once accepted */
+    ck_assert_int_eq(part_close(p), 0);
+    free(c);
+    free(orig);
+}
+END_TEST
+
+/* A partition directory without any .log file: refused as NO_SEGMENT
+ * (found by fuzzing: the empty segment list reached qsort(NULL, 0), which
+ * UBSan reports; the ASan leg runs this test). */
+START_TEST(test_no_segment_refused)
+{
+    struct part_opts o;
+    small_opts(&o);
+    struct vs_part *p = must_open(&o, 1, 0);
+    ck_assert_int_eq(part_close(p), 0);
+    char log0[1024], idx0[1024];
+    seg_path(log0, sizeof(log0), 0, "log");
+    seg_path(idx0, sizeof(idx0), 0, "index");
+    ck_assert_int_eq(unlink(log0), 0);
+    unlink(idx0);
+    struct part_verdict v;
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                     -EBADMSG);
+    ck_assert_int_eq(v.reason, PART_R_NO_SEGMENT);
+    ck_assert_ptr_nonnull(strstr(v.msg, "no .log file"));
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -1365,6 +1462,8 @@ suite(void)
     tcase_add_test(tc, test_verify_on_read);
     tcase_add_test(tc, test_acked_loss_refused);
     tcase_add_test(tc, test_interior_header_flip_refused_without_index);
+    tcase_add_test(tc, test_refusal_defers_sealed_index_rewrite);
+    tcase_add_test(tc, test_no_segment_refused);
     tcase_add_test(tc, test_last_batch_flip_verdicts);
     tcase_add_test(tc, test_format_refusals);
     tcase_add_test(tc, test_enospc_clean);

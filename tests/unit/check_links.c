@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 
 #include "common/checksum.h"
 #include "common/secret.h"
+#include "common/tls.h"
 #include "common/wire.h"
 #include "shard/zero/links.h"
 
@@ -46,6 +48,7 @@ struct node {
     uint32_t rel_min, rel_max;
     size_t queue_max;
     uint32_t frame_max;
+    SSL_CTX *tls_server, *tls_client; /* NULL: plain TCP */
     /* received */
     unsigned frames[NODES];
     size_t last_len[NODES];
@@ -130,6 +133,8 @@ node_start(int i)
     o.client_addr = client;
     o.queue_max = n->queue_max;
     o.frame_max = n->frame_max;
+    o.tls_server = n->tls_server;
+    o.tls_client = n->tls_client;
     ck_assert_msg(links_create(base, &o, n->listen_fd, on_frame, on_state, n,
                                &n->l, err, sizeof(err)) == 0,
                   "%s", err);
@@ -189,6 +194,10 @@ teardown(void)
             node_stop(i);
         else if (nodes[i].listen_fd >= 0)
             close(nodes[i].listen_fd);
+        if (nodes[i].tls_server != NULL)
+            SSL_CTX_free(nodes[i].tls_server);
+        if (nodes[i].tls_client != NULL)
+            SSL_CTX_free(nodes[i].tls_client);
     }
     event_base_free(base);
 }
@@ -516,6 +525,153 @@ START_TEST(test_oversized_frame_ends_link)
 }
 END_TEST
 
+/* ---- TLS underneath (certificates made by openssl here) ---- */
+
+static char pki[64];
+
+static void
+sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
+}
+
+/* A CA and a replica certificate for 127.0.0.1 signed by it, under
+ * pki/NAME*.pem (key in pki/NAME.key). */
+static void
+make_pki(const char *ca, const char *name)
+{
+    const char *q = ">/dev/null 2>&1";
+    sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+       "-keyout %s/%s.key -out %s/%s.pem -days 2 -subj /CN=%s %s",
+       pki, ca, pki, ca, ca, q);
+    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+       "-keyout %s/%s.key -out %s/%s.csr -subj /CN=replica %s",
+       pki, name, pki, name, q);
+    sh("printf 'subjectAltName=IP:127.0.0.1\n' > %s/san.ext", pki);
+    sh("openssl x509 -req -in %s/%s.csr -CA %s/%s.pem -CAkey %s/%s.key "
+       "-CAcreateserial -days 2 -extfile %s/san.ext -out %s/%s.pem %s",
+       pki, name, pki, ca, pki, ca, pki, pki, name, q);
+}
+
+static void
+tls_setup(void)
+{
+    setup();
+    snprintf(pki, sizeof(pki), "/tmp/vs-links-pki-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(pki));
+    make_pki("ca", "node");
+    make_pki("otherca", "stranger");
+}
+
+static void
+tls_teardown(void)
+{
+    teardown();
+    sh("rm -rf %s", pki);
+}
+
+/* Node i inside TLS with certificate `name` trusted by CA `ca`. */
+static void
+node_tls(int i, const char *ca, const char *name)
+{
+    char cert[128], key[128], cafile[128], err[256];
+    snprintf(cert, sizeof(cert), "%s/%s.pem", pki, name);
+    snprintf(key, sizeof(key), "%s/%s.key", pki, name);
+    snprintf(cafile, sizeof(cafile), "%s/%s.pem", pki, ca);
+    struct vs_tls_opts t = {.cert_file = cert,
+                            .key_file = key,
+                            .ca_file = cafile,
+                            .cert_what = "cert",
+                            .key_what = "key",
+                            .ca_what = "ca"};
+    nodes[i].tls_server = vs_tls_server_ctx(&t, err, sizeof(err));
+    ck_assert_msg(nodes[i].tls_server != NULL, "%s", err);
+    nodes[i].tls_client = vs_tls_client_ctx(&t, err, sizeof(err));
+    ck_assert_msg(nodes[i].tls_client != NULL, "%s", err);
+}
+
+START_TEST(test_tls_mesh)
+{
+    for (int i = 0; i < NODES; i++) {
+        node_tls(i, "ca", "node");
+        node_start(i);
+    }
+    ck_assert(wait_up(0, 1));
+    ck_assert(wait_up(0, 2));
+    ck_assert(wait_up(1, 2));
+    uint8_t buf[700];
+    make_frame(buf, sizeof(buf), 2, 0x77);
+    ck_assert_int_eq(links_send(nodes[2].l, 0, buf, sizeof(buf)), 0);
+    for (int r = 0; r < WAIT_ROUNDS && nodes[0].frames[2] == 0; r++)
+        spin();
+    ck_assert_uint_eq(nodes[0].frames[2], 1);
+    ck_assert_int_eq(memcmp(nodes[0].last[2], buf, sizeof(buf)), 0);
+}
+END_TEST
+
+/* A certificate from another CA, a plaintext peer, and valid
+ * certificates with the wrong cluster secret: each is refused, the rest
+ * of the mesh links. */
+static void
+check_tls_refused(const char *why_part)
+{
+    for (int i = 0; i < NODES; i++)
+        node_start(i);
+    ck_assert(wait_up(0, 1));
+    for (int r = 0; r < 100; r++)
+        spin();
+    ck_assert(!links_up(nodes[0].l, 2));
+    ck_assert(!links_up(nodes[1].l, 2));
+    ck_assert_int_eq(nodes[2].ups[0] + nodes[2].ups[1], 0);
+    struct links_peer_info info;
+    links_peer(nodes[0].l, 2, &info);
+    ck_assert_uint_eq(info.connects, 0);
+    ck_assert_msg(strstr(info.last_error, why_part) != NULL,
+                  "last_error '%s' lacks '%s'", info.last_error, why_part);
+}
+
+START_TEST(test_tls_wrong_ca)
+{
+    node_tls(0, "ca", "node");
+    node_tls(1, "ca", "node");
+    node_tls(2, "otherca", "stranger");
+    check_tls_refused("TLS");
+}
+END_TEST
+
+START_TEST(test_tls_plaintext_peer)
+{
+    node_tls(0, "ca", "node");
+    node_tls(1, "ca", "node");
+    /* node 2 speaks plain TCP: the TLS dialers' handshakes fail */
+    for (int i = 0; i < NODES; i++)
+        node_start(i);
+    ck_assert(wait_up(0, 1));
+    for (int r = 0; r < 100; r++)
+        spin();
+    ck_assert(!links_up(nodes[0].l, 2));
+    ck_assert(!links_up(nodes[2].l, 0));
+    ck_assert_int_eq(nodes[2].ups[0] + nodes[2].ups[1], 0);
+    struct links_peer_info info;
+    links_peer(nodes[0].l, 2, &info);
+    ck_assert_uint_eq(info.connects, 0);
+}
+END_TEST
+
+START_TEST(test_tls_still_needs_the_mac)
+{
+    for (int i = 0; i < NODES; i++)
+        node_tls(i, "ca", "node");
+    memset(nodes[2].secret, 0x33, sizeof(nodes[2].secret));
+    check_tls_refused("MAC");
+}
+END_TEST
+
 /* ---- the secret file ---- */
 
 static void
@@ -600,6 +756,14 @@ main(void)
     tcase_add_test(tc, test_reconnect_and_restart);
     tcase_add_test(tc, test_oversized_frame_ends_link);
     suite_add_tcase(s, tc);
+    TCase *tt = tcase_create("tls");
+    tcase_add_checked_fixture(tt, tls_setup, tls_teardown);
+    tcase_set_timeout(tt, 60);
+    tcase_add_test(tt, test_tls_mesh);
+    tcase_add_test(tt, test_tls_wrong_ca);
+    tcase_add_test(tt, test_tls_plaintext_peer);
+    tcase_add_test(tt, test_tls_still_needs_the_mac);
+    suite_add_tcase(s, tt);
     TCase *ts = tcase_create("secret");
     tcase_add_test(ts, test_secret_file);
     suite_add_tcase(s, ts);

@@ -363,6 +363,7 @@ START_TEST(test_eviction_tie_first_slot)
     /* equal latest_commit: install a transfer image whose replies
      * carry op 0, so latest_commit = epoch, with two equal epochs */
     struct meta_ct_image img;
+    img.version = 0; /* hand-built: packed */
     img.count = 4;
     img.e = calloc(4, sizeof(*img.e));
     for (uint32_t i = 0; i < 4; i++) {

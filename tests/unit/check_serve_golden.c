@@ -110,6 +110,38 @@ START_TEST(test_header_example)
 }
 END_TEST
 
+/* The request framing rules, as a connection applies them to what it has
+ * buffered: garbage, over the operation's body limit, incomplete, whole. */
+START_TEST(test_frame_check)
+{
+    uint8_t h[256];
+    struct vs_hdr_request r;
+    uint32_t size = 0, limit = 0;
+    sdk_header(h, 100, 2, 1, 0, SERVE_C_GET_STREAMS);
+    memcpy(&r, h, sizeof(r));
+    ck_assert_int_eq(serve_frame_check(&r, 256, 1000, 50, &size, &limit),
+                     SERVE_FRAME_NEED_MORE);
+    ck_assert_uint_eq(size, 356);
+    ck_assert_int_eq(serve_frame_check(&r, 356, 1000, 50, &size, &limit),
+                     SERVE_FRAME_COMPLETE);
+    ck_assert_uint_eq(limit, 1000);
+    ck_assert_int_eq(serve_frame_check(&r, 356, 99, 5000, &size, &limit),
+                     SERVE_FRAME_OVERSIZED);
+    /* PollMessages is message plane: the message limit applies */
+    r.command_code = SERVE_C_POLL;
+    ck_assert_int_eq(serve_frame_check(&r, 356, 1000, 50, &size, &limit),
+                     SERVE_FRAME_OVERSIZED);
+    ck_assert_uint_eq(limit, 50);
+    r.f.size = 255;
+    ck_assert_int_eq(serve_frame_check(&r, 356, 1000, 1000, &size, &limit),
+                     SERVE_FRAME_GARBAGE);
+    r.f.size = 256;
+    r.f.command = VS_CMD_PREPARE;
+    ck_assert_int_eq(serve_frame_check(&r, 356, 1000, 1000, &size, &limit),
+                     SERVE_FRAME_GARBAGE);
+}
+END_TEST
+
 START_TEST(test_code_table)
 {
     /* iggy-client-protocol §2, "Command code -> header operation" */
@@ -1161,6 +1193,7 @@ serve_suite(void)
     Suite *s = suite_create("serve_golden");
     TCase *g = tcase_create("golden");
     tcase_add_test(g, test_header_example);
+    tcase_add_test(g, test_frame_check);
     tcase_add_test(g, test_code_table);
     tcase_add_test(g, test_login_example);
     tcase_add_test(g, test_login_pat_example);

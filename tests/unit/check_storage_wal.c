@@ -284,6 +284,94 @@ START_TEST(test_damaged_tail)
 }
 END_TEST
 
+/* The one entry of a journal with its command byte flipped (found by
+ * fuzzing: it scanned as a torn tail and the open cut the whole file, an
+ * acknowledged op lost without a refusal): damage, refused; a header
+ * zero from a 4 KiB boundary on is still a torn write and cut. */
+START_TEST(test_garbled_header_is_damage)
+{
+    struct sio_fault f;
+    sio_fault_init(&f, 1);
+    struct fixture fx;
+    build(&fx, &f.io, NULL, NULL);
+    size_t full;
+    uint8_t *orig = wal_bytes(&fx, &full);
+    size_t one = fx.offset[1];
+    orig[offsetof(struct vs_frame, command)] ^= 0x40;
+    put_wal(&fx, orig, one);
+    struct wal_scan s;
+    struct wal w;
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), -EBADMSG);
+    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
+    ck_assert_uint_eq(s.bad_offset, 0);
+    size_t now;
+    free(tu_read_file(fx.meta, VS_JOURNAL_FILE, &now));
+    ck_assert_uint_eq(now, one); /* refused: nothing cut */
+    free(orig);
+
+    /* one entry ending 100 bytes before a 4 KiB boundary, then a second
+     * header written only up to that boundary (the rest zero): a torn
+     * sector write, cut, whether or not the written part still parses */
+    size_t pos = 4096 - 100;
+    size_t bl = pos - VS_HEADER_SIZE;
+    uint8_t *b = vs_xcalloc(1, pos + VS_HEADER_SIZE);
+    struct vs_hdr_prepare h1, h2;
+    struct vs_u128 zero = {0, 0};
+    tu_prepare(&h1, b + VS_HEADER_SIZE, bl, 1, zero, VS_WIRE_FORMAT_VERSION);
+    memcpy(b, &h1, sizeof(h1));
+    uint8_t b2[16] = {0};
+    tu_prepare(&h2, b2, sizeof(b2), 2, h1.f.checksum, VS_WIRE_FORMAT_VERSION);
+    memcpy(b + pos, &h2, 100);
+    for (int garble = 0; garble < 2; garble++) {
+        if (garble)
+            b[pos + offsetof(struct vs_frame, command)] ^= 0x40;
+        put_wal(&fx, b, pos + VS_HEADER_SIZE);
+        ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), 0);
+        ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
+        ck_assert_uint_eq(s.valid_end, pos);
+        ck_assert_uint_eq(w.count, 1);
+        wal_close(&w);
+    }
+    /* the same header with one byte after the boundary set: damage */
+    b[pos + 200] = 1;
+    put_wal(&fx, b, pos + VS_HEADER_SIZE);
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), -EBADMSG);
+    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
+    free(b);
+    tu_rm_rf(fx.dir);
+}
+END_TEST
+
+/* Two sealed, chained entries whose ops wrap, UINT64_MAX then 0 (found by
+ * fuzzing: the scan accepted them and the open journal could not find
+ * either op): a chain break, refused. */
+START_TEST(test_op_wrap_is_chain_break)
+{
+    struct sio_fault f;
+    sio_fault_init(&f, 1);
+    struct fixture fx;
+    build(&fx, &f.io, NULL, NULL);
+    uint8_t b[2 * (VS_HEADER_SIZE + 8)] = {0};
+    struct vs_hdr_prepare h1, h2;
+    struct vs_u128 zero = {0, 0};
+    tu_prepare(&h1, b + VS_HEADER_SIZE, 8, UINT64_MAX, zero,
+               VS_WIRE_FORMAT_VERSION);
+    memcpy(b, &h1, sizeof(h1));
+    uint8_t *e2 = b + VS_HEADER_SIZE + 8;
+    tu_prepare(&h2, e2 + VS_HEADER_SIZE, 8, 0, h1.f.checksum,
+               VS_WIRE_FORMAT_VERSION);
+    memcpy(e2, &h2, sizeof(h2));
+    put_wal(&fx, b, sizeof(b));
+    struct wal_scan s;
+    struct wal w;
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), -EBADMSG);
+    ck_assert_int_eq(s.verdict, WAL_CHAIN_BREAK);
+    ck_assert_uint_eq(s.entries, 1);
+    ck_assert_uint_eq(s.bad_offset, VS_HEADER_SIZE + 8);
+    tu_rm_rf(fx.dir);
+}
+END_TEST
+
 START_TEST(test_zero_tail_is_torn)
 {
     struct sio_fault f;
@@ -762,6 +850,8 @@ suite(void)
     tcase_add_test(tc, test_last_entry_every_flip);
     tcase_add_test(tc, test_partial_write_boots);
     tcase_add_test(tc, test_damaged_tail);
+    tcase_add_test(tc, test_garbled_header_is_damage);
+    tcase_add_test(tc, test_op_wrap_is_chain_break);
     tcase_add_test(tc, test_zero_tail_is_torn);
     tcase_add_test(tc, test_format_gate);
     tcase_add_test(tc, test_chain_break);

@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -435,6 +436,9 @@ vsc_reply_decode(const uint8_t *frame, size_t len, struct vsc_reply *r)
         return -EPROTO;
     r->operation = h.operation;
     r->status = h.status;
+    /* a code that does not fit a positive int would read as -errno */
+    if (h.status > INT32_MAX)
+        return -EPROTO;
     if (h.status != 0)
         return (int)h.status;
     if (!vs_operation_is_declared(h.operation))
@@ -451,6 +455,8 @@ vsc_reply_decode(const uint8_t *frame, size_t len, struct vsc_reply *r)
     if (count > 0) {
         (void)vs_rd_u32(&rb); /* index */
         r->result = vs_rd_u32(&rb);
+        if (r->result > INT32_MAX)
+            return -EPROTO;
     }
     r->payload += 4 + 8 * (size_t)count;
     r->payload_len -= 4 + 8 * (size_t)count;

@@ -26,7 +26,8 @@ struct vs_wbuf *vsc_body(struct vsc *c);
  * (the list replies without a count prefix) into a heap array of
  * elem_size-byte elements: `decode` reads one record into `elem` and
  * returns 0, or non-zero on a malformed record. 0 with *out (free()) and
- * *n set, or -EPROTO with *out NULL and *n 0. */
+ * *n set, or -EPROTO with *out NULL and *n 0. The records must own no
+ * heap memory: a refused list frees only the array. */
 typedef int vsc_record_fn(struct vs_rbuf *r, void *elem);
 int vsc_decode_records(const uint8_t *p, size_t len, size_t elem_size,
                        vsc_record_fn *decode, void **out, size_t *n);

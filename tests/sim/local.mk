@@ -1,0 +1,20 @@
+# tests/sim: the deterministic simulator (vsr-sim): the real engine, storage
+# and state machine as 1-5 replicas over a simulated network and disk.
+# The engine's own harness (sim_net, bench_vsr) is listed in shard/vsr/local.mk.
+VSR_WORLD_SOURCES = tests/sim/vsr_sim.c \
+	tests/sim/sim_world.c tests/sim/sim_world.h \
+	tests/sim/sim_node.c tests/sim/sim_node.h \
+	tests/sim/sim_disk.c tests/sim/sim_disk.h
+
+check_PROGRAMS += tests/sim/vsr-sim
+tests_sim_vsr_sim_SOURCES = $(VSR_WORLD_SOURCES)
+tests_sim_vsr_sim_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_sim_vsr_sim_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
+	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
+
+# The gate: a fixed set of swarm seeds and the named scenarios (normal
+# leg); a short smoke of both in the ASan leg.
+TESTS += tests/sim/check_sim.sh
+INTEG_FAST_TESTS += tests/sim/check_sim_smoke.sh
+EXTRA_DIST += tests/sim/check_sim.sh tests/sim/check_sim_smoke.sh \
+	tests/sim/soak

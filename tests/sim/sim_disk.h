@@ -1,0 +1,100 @@
+/*
+ * tests/sim/sim_disk.h - a simulated disk behind the storage layer's
+ * injectable I/O table (struct vs_sio, shard/storage/io.h).
+ *
+ * Role: the REAL journal, superblock, snapshot and recovery code run on
+ * it unchanged. Files live in a real scratch directory (the storage code
+ * also fstat()s and mkdir()s), so what a read sees is the page cache;
+ * the disk keeps, per file, the DURABLE image besides it:
+ *  - a write lands in the page cache and is remembered as pending;
+ *  - fsync of a file makes its current bytes durable;
+ *  - create / rename / unlink change the names at once, but the durable
+ *    names of a directory change only at its directory fsync;
+ *  - sim_disk_crash() rebuilds the directory from the durable state:
+ *    each name takes its durable file (or, if renamed since the last
+ *    directory fsync, either one), each pending write of that file is
+ *    applied whole, dropped, or torn (cut at a byte, or one 512-byte
+ *    sector lost), torn with the probability `tear_permille`.
+ * A crash can be armed at the Nth mutating call: that call and every
+ * later one fail with EIO (the storage layer makes that fatal), a write
+ * that fires it first lands a prefix (still pending, so it tears).
+ *
+ * Faults applied while the node is down (the image is durable then):
+ * sim_disk_flip() flips one byte of a file, sim_disk_wipe() removes all.
+ *
+ * Invariants: one node per disk; file names are short; at most
+ * SIM_DISK_FILES files and SIM_DISK_FDS open descriptors.
+ * Callers: the simulator only (one thread).
+ */
+#ifndef VS_TESTS_SIM_DISK_H
+#define VS_TESTS_SIM_DISK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shard/storage/io.h"
+
+#define SIM_DISK_FILES 32
+#define SIM_DISK_FDS   1024 /* real descriptor numbers */
+#define SIM_DISK_NAME  64
+
+struct sim_extent {
+    uint64_t off, len;
+};
+
+struct sim_inode {
+    int used;
+    uint8_t *dur; /* durable bytes */
+    size_t dur_len;
+    struct sim_extent *pend; /* writes since the last fsync */
+    size_t npend, cap;
+    int trunc_pending;
+    uint64_t trunc_len;
+};
+
+struct sim_dname {
+    char name[SIM_DISK_NAME];
+    int ino; /* -1: no such name */
+};
+
+struct sim_disk {
+    struct vs_sio io; /* first: the storage code gets &d->io */
+    char dir[512];    /* the real directory holding the files */
+    struct sim_inode ino[SIM_DISK_FILES];
+    struct sim_dname vol[SIM_DISK_FILES]; /* names as seen now */
+    struct sim_dname dur[SIM_DISK_FILES]; /* names as durable */
+    int fd_ino[SIM_DISK_FDS];
+    int fd_real[SIM_DISK_FDS];
+    uint64_t rng;
+    unsigned tear_permille;
+    uint64_t mutating_calls;
+    uint64_t crash_at; /* 0: none; else crash on that mutating call */
+    int crashed;
+    /* counters */
+    uint64_t torn, dropped, applied, renames_lost;
+};
+
+/* Creates the disk over an existing empty real directory `dir` (the
+ * node's DATA/metadata). 0 or -errno. */
+int sim_disk_init(struct sim_disk *d, const char *dir, uint64_t seed,
+                  unsigned tear_permille);
+void sim_disk_fini(struct sim_disk *d);
+/* The crash: every descriptor closes, the directory becomes what a
+ * power cut would leave (see the header). 0 or -errno. */
+int sim_disk_crash(struct sim_disk *d);
+/* Arms a crash on the nth next mutating call (write, fsync, rename,
+ * directory fsync, truncate, unlink); 0 disarms. */
+void sim_disk_arm_crash(struct sim_disk *d, uint64_t nth);
+/* Flips byte `off` (modulo the file length) of file `name` in the
+ * durable image; only while the node is down. 1 done, 0 no such file or
+ * empty, -errno. */
+int sim_disk_flip(struct sim_disk *d, const char *name, uint64_t off,
+                  uint8_t mask);
+/* Length of file `name` (durable image), or -1 if absent. */
+long sim_disk_size(struct sim_disk *d, const char *name);
+/* Reads the durable image of `name` (malloc'd, caller frees) or NULL. */
+uint8_t *sim_disk_read(struct sim_disk *d, const char *name, size_t *len);
+/* Removes every file (a lost disk); only while the node is down. */
+int sim_disk_wipe(struct sim_disk *d);
+
+#endif /* VS_TESTS_SIM_DISK_H */

@@ -1,0 +1,648 @@
+/*
+ * tests/sim/sim_node.c - one simulated replica: engine + real storage +
+ * real state machine, bound like shard 0 (sim_node.h).
+ * Callers: the simulator only (one thread).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/layout.h"
+#include "common/assert.h"
+#include "common/mem.h"
+#include "shard/meta/snapshot_codec.h"
+#include "shard/storage/recovery.h"
+#include "shard/storage/snapshot_file.h"
+#include "shard/storage/vsr_state.h"
+#include "shard/zero/commit_frames.h"
+#include "tests/sim/sim_node.h"
+
+#define SIM_BODY_MAX (64u * 1024u)
+
+static void node_drain(struct sim_node *n);
+static void checkpoint(struct sim_node *n, int force);
+
+static void
+node_fail(struct sim_node *n, const char *what, int rc)
+{
+    if (!n->up)
+        return;
+    char io[400] = "";
+    if (sio_is_fatal(&n->disk->io))
+        sio_fatal_msg(&n->disk->io, io, sizeof(io));
+    snprintf(n->fatal, sizeof(n->fatal), "%s: %s%s%s", what, sio_strerror(rc),
+             io[0] ? "; " : "", io);
+    sim_node_stop(n);
+}
+
+void
+sim_node_init(struct sim_node *n, const struct sim_node_config *cfg,
+              struct sim_disk *disk, const char *data_dir)
+{
+    memset(n, 0, sizeof(*n));
+    n->cfg = *cfg;
+    n->disk = disk;
+    snprintf(n->data_dir, sizeof(n->data_dir), "%s", data_dir);
+    snprintf(n->meta_dir, sizeof(n->meta_dir), "%s/%s", data_dir,
+             VS_METADATA_DIR);
+    meta_ct_init(&n->ct);
+    meta_result_init(&n->res);
+    vs_wbuf_init(&n->body);
+    vs_wbuf_init(&n->frame);
+    vs_wbuf_init(&n->snap);
+}
+
+/* t += s for the counters the simulator reports. */
+static void
+stats_sum(struct vs_vsr_stats *t, const struct vs_vsr_stats *s)
+{
+    t->view_changes += s->view_changes;
+    t->views_started += s->views_started;
+    t->sv_adopted += s->sv_adopted;
+    t->merge_waits += s->merge_waits;
+    t->merge_deadlocks += s->merge_deadlocks;
+    t->nack_truncations += s->nack_truncations;
+    t->faulty_not_nacked += s->faulty_not_nacked;
+    t->truncations += s->truncations;
+    t->repair_requests += s->repair_requests;
+    t->repairs += s->repairs;
+    t->repair_served += s->repair_served;
+    t->range_evicted += s->range_evicted;
+    t->probes += s->probes;
+    t->probe_answers += s->probe_answers;
+    t->probe_elections += s->probe_elections;
+    t->faulty_repaired += s->faulty_repaired;
+    t->divergences += s->divergences;
+}
+
+void
+sim_node_stats(const struct sim_node *n, struct vs_vsr_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    stats_sum(out, &n->acc);
+    if (n->eng != NULL)
+        stats_sum(out, vsr_stats(n->eng));
+}
+
+void
+sim_node_stop(struct sim_node *n)
+{
+    n->up = 0;
+    if (n->eng != NULL)
+        stats_sum(&n->acc, vsr_stats(n->eng));
+    vsr_destroy(n->eng);
+    n->eng = NULL;
+    if (n->journal_open)
+        wal_close(&n->journal);
+    n->journal_open = 0;
+    free(n->state);
+    n->state = NULL;
+    meta_ct_fini(&n->ct);
+    meta_ct_init(&n->ct);
+    n->nio = 0;
+    n->ckpt_pending = 0;
+    n->sb_durable_set = 0;
+}
+
+void
+sim_node_fini(struct sim_node *n)
+{
+    sim_node_stop(n);
+    meta_ct_fini(&n->ct);
+    meta_result_fini(&n->res);
+    vs_wbuf_fini(&n->body);
+    vs_wbuf_fini(&n->frame);
+    vs_wbuf_fini(&n->snap);
+    free(n->rbody);
+    free(n->io);
+}
+
+static void
+initial_state(const struct sim_node *n, struct vs_vsr_state *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->cluster = n->cfg.cluster;
+    s->replica_id = (uint8_t)n->cfg.replica;
+    s->replica_count = (uint8_t)n->cfg.replica_count;
+}
+
+int
+sim_node_format(struct sim_node *n)
+{
+    struct vs_vsr_state s;
+    initial_state(n, &s);
+    return recovery_format_fresh(&n->disk->io, n->data_dir, &s);
+}
+
+static uint64_t
+splitmix_next(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int
+engine_build(struct sim_node *n, const struct vs_vsr_persist *d,
+             uint64_t commit_min, uint64_t faulty_op, char *err, size_t errlen)
+{
+    struct vs_vsr_options o;
+    memset(&o, 0, sizeof(o));
+    o.cluster = n->cfg.cluster;
+    o.group = VS_METADATA_GROUP;
+    o.replica = (uint8_t)n->cfg.replica;
+    o.replica_count = (uint8_t)n->cfg.replica_count;
+    o.durable = *d;
+    o.commit_min = commit_min;
+    o.journal_slots = n->cfg.wal_slots;
+    o.pipeline_max = n->cfg.pipeline;
+    o.body_max = SIM_BODY_MAX;
+    o.seed = n->cfg.seed ^ (n->boots * 0x9e3779b97f4a7c15ull);
+    struct vs_hdr_prepare *hs = NULL;
+    if (!wal_empty(&n->journal)) {
+        uint64_t first = wal_first_op(&n->journal);
+        uint64_t last = wal_last_op(&n->journal);
+        if (last - first + 1 > n->cfg.wal_slots)
+            first = last - n->cfg.wal_slots + 1;
+        hs = vs_xmalloc((size_t)(last - first + 1) * sizeof(*hs));
+        for (uint64_t op = first; op <= last; op++)
+            hs[o.header_count++] = *wal_header(&n->journal, op);
+    }
+    o.headers = hs;
+    o.recovering =
+        n->cfg.replica_count > 1 &&
+        (o.header_count > 0 || commit_min > 0 || d->view > 0 || n->rebuilt);
+    o.rebuilt = n->rebuilt;
+    if (o.recovering) {
+        /* a fresh per-boot nonce, drawn by the binding */
+        uint64_t x = n->cfg.seed ^ (n->boots * 0xd1b54a32d192ed03ull);
+        o.incarnation.lo = splitmix_next(&x) | 1;
+        o.incarnation.hi = splitmix_next(&x);
+    }
+    o.faulty_op = faulty_op;
+    int rc = vsr_create(&o, &n->eng, err, errlen);
+    free(hs);
+    return rc;
+}
+
+int
+sim_node_recover(struct sim_node *n)
+{
+    VS_ASSERT(!n->up && n->cfg.replica_count > 1);
+    int rc = sim_disk_wipe(n->disk);
+    if (rc == 0)
+        rc = sim_node_format(n);
+    if (rc != 0)
+        return rc;
+    n->rebuilt = 1;
+    return sim_node_boot(n, 0);
+}
+
+int
+sim_node_boot(struct sim_node *n, int cut_damaged_tail)
+{
+    VS_ASSERT(!n->up);
+    n->refused = 0;
+    n->refuse[0] = n->fatal[0] = '\0';
+    n->boots++;
+    memset(&n->disk->io.fatal, 0, sizeof(n->disk->io.fatal));
+    struct recovery_expect ex;
+    memset(&ex, 0, sizeof(ex));
+    ex.check_identity = 1;
+    ex.cluster = n->cfg.cluster;
+    ex.replica_id = (uint8_t)n->cfg.replica;
+    ex.replica_count = (uint8_t)n->cfg.replica_count;
+    ex.is_cluster = n->cfg.replica_count > 1;
+    ex.cut_damaged_tail = cut_damaged_tail;
+    struct recovery_result r;
+    int rc = recovery_open(&n->disk->io, n->data_dir, &ex, &r);
+    if (rc == 0 && r.verdict == RECOVERY_FRESH) {
+        recovery_result_fini(&r);
+        rc = sim_node_format(n);
+        if (rc == 0)
+            rc = recovery_open(&n->disk->io, n->data_dir, &ex, &r);
+        else
+            return rc;
+    }
+    if (rc != 0)
+        return rc;
+    if (r.verdict != RECOVERY_BOOT) {
+        snprintf(n->refuse, sizeof(n->refuse), "%s: %s",
+                 recovery_verdict_name(r.verdict), r.reason);
+        n->refused = 1;
+        recovery_result_fini(&r);
+        return 1;
+    }
+    uint64_t faulty_op = 0;
+    if (r.wal_tail_cut) {
+        if (r.wal_scan.verdict == WAL_DAMAGED_TAIL) {
+            n->m_damaged_cut++;
+            /* a cluster replica cut a damaged last entry: the op is
+             * present-but-faulty (repaired from peers, never nacked) */
+            if (n->cfg.replica_count > 1)
+                faulty_op = r.wal_scan.bad_op;
+        } else {
+            n->m_torn_cut++;
+        }
+    }
+    /* the state: the snapshot (if any); the engine replays the rest */
+    size_t size = meta_state_size(&n->cfg.caps);
+    n->state = vs_xcalloc(1, size);
+    VS_ASSERT(meta_state_init(n->state, &n->cfg.caps) == 0);
+    uint64_t op = 0;
+    if (r.have_snapshot) {
+        size_t len;
+        uint8_t *p = snapfile_take_payload(&r.snap, &len);
+        enum meta_snap_status st =
+            meta_snapshot_decode(p, len, n->state, &n->ct);
+        free(p);
+        if (st != META_SNAP_OK) {
+            snprintf(n->refuse, sizeof(n->refuse),
+                     "snapshot of op %llu does not decode: %s",
+                     (unsigned long long)r.snapshot_op,
+                     meta_snap_status_str(st));
+            n->refused = 1;
+            recovery_result_fini(&r);
+            free(n->state);
+            n->state = NULL;
+            return 1;
+        }
+        op = r.snapshot_op;
+    }
+    n->journal = r.journal;
+    r.journal_open = 0;
+    n->journal_open = 1;
+    n->journal.io = &n->disk->io;
+    struct vs_vsr_persist d = {
+        .view = r.state.view,
+        .log_view = r.state.log_view,
+        .commit_max = r.state.commit_max,
+        .checkpoint_op = r.state.checkpoint_op,
+        .checkpoint_checksum = r.state.checkpoint_checksum,
+    };
+    recovery_result_fini(&r);
+    rc = sb_open(&n->sb, &n->disk->io, n->meta_dir, NULL);
+    if (rc != 0)
+        goto fail;
+    n->sb_durable = d;
+    n->sb_durable_set = 1;
+    n->last_ckpt_op = d.checkpoint_op;
+    char why[256];
+    rc = engine_build(n, &d, op, faulty_op, why, sizeof(why));
+    if (rc != 0) {
+        snprintf(n->refuse, sizeof(n->refuse), "engine refused: %s", why);
+        n->refused = 1;
+        rc = 1;
+        goto fail;
+    }
+    n->up = 1;
+    node_drain(n);
+    return 0;
+fail:
+    if (n->journal_open)
+        wal_close(&n->journal);
+    n->journal_open = 0;
+    free(n->state);
+    n->state = NULL;
+    meta_ct_fini(&n->ct);
+    meta_ct_init(&n->ct);
+    return rc;
+}
+
+/* ---------------------------------------------------------- actions */
+
+static void
+io_push(struct sim_node *n, const struct sim_io_done *e)
+{
+    if (n->nio == n->io_cap) {
+        n->io_cap = n->io_cap ? 2 * n->io_cap : 16;
+        n->io = vs_xrealloc(n->io, n->io_cap * sizeof(*n->io));
+    }
+    n->io[n->nio++] = *e;
+}
+
+static void
+do_append(struct sim_node *n, const struct vs_vsr_action *a)
+{
+    const struct vs_hdr_prepare *p = (const struct vs_hdr_prepare *)a->frame;
+    int rc = wal_append(&n->journal, p, a->body, a->body_len);
+    if (rc != 0) {
+        node_fail(n, "journal append", rc);
+        return;
+    }
+    struct sim_io_done e = {.kind = 1,
+                            .due = n->now + n->cfg.disk_delay,
+                            .op = a->op,
+                            .checksum = p->f.checksum};
+    io_push(n, &e);
+}
+
+static void
+do_superblock(struct sim_node *n, const struct vs_vsr_persist *p)
+{
+    struct vs_vsr_state s;
+    initial_state(n, &s);
+    s.view = p->view;
+    s.log_view = p->log_view;
+    s.commit_max = p->commit_max;
+    s.checkpoint_op = p->checkpoint_op;
+    s.checkpoint_checksum = p->checkpoint_checksum;
+    uint8_t buf[VSR_STATE_SIZE];
+    vsr_state_encode(&s, buf);
+    int rc = sb_write(&n->sb, buf, sizeof(buf));
+    if (rc != 0) {
+        node_fail(n, "superblock write", rc);
+        return;
+    }
+    n->m_sb_writes++;
+    n->sb_durable = *p;
+    struct sim_io_done e = {
+        .kind = 2, .due = n->now + n->cfg.disk_delay, .persist = *p};
+    io_push(n, &e);
+}
+
+static void
+do_commit(struct sim_node *n, const struct vs_vsr_action *a)
+{
+    const struct vs_hdr_prepare *p = (const struct vs_hdr_prepare *)a->frame;
+    const uint8_t *body = a->body;
+    uint32_t len = a->body_len;
+    if (body == NULL && len > 0) {
+        if (len > n->rbody_cap) {
+            n->rbody = vs_xrealloc(n->rbody, len);
+            n->rbody_cap = len;
+        }
+        long got = wal_read_body(&n->journal, a->op, n->rbody, n->rbody_cap);
+        if (got < 0 || (uint32_t)got != len) {
+            node_fail(n, "journal body read for replay",
+                      got < 0 ? (int)got : -EIO);
+            return;
+        }
+        body = n->rbody;
+        n->m_replayed++;
+    }
+    struct meta_op_ctx ctx = {
+        .op = p->op,
+        .timestamp = p->timestamp,
+        .user_id = p->user_id,
+        .operation = p->operation,
+        .client = p->client,
+        .request = p->request,
+        .request_checksum = p->request_checksum,
+    };
+    meta_apply(n->state, &ctx, body, len, &n->res);
+    vs_wbuf_reset(&n->body);
+    if (commit_op_replies(p)) {
+        commit_reply_body(p->operation, n->res.code, n->res.payload.data,
+                          n->res.payload.len, &n->body);
+        vs_wbuf_reset(&n->frame);
+        /* DESIGN §4: a cached reply holds no replica id or view, so equal
+         * state encodes to equal snapshots on every replica (shard 0's
+         * commit_reply_frame builds it so). */
+        commit_reply_frame(p, n->body.data, n->body.len, &n->frame);
+        meta_ct_record_reply(&n->ct, n->state, p->client, p->operation,
+                             n->frame.data, n->frame.len);
+    }
+    if (n->cfg.hooks->committed)
+        n->cfg.hooks->committed(n->cfg.hooks->ctx, n, p, body, len,
+                                n->body.data, (uint32_t)n->body.len);
+    int rc = vsr_on_commit_applied(n->eng, a->op, n->body.data,
+                                   (uint32_t)n->body.len);
+    VS_ASSERT(rc == 0);
+}
+
+/* Phase 1 and 2 of a checkpoint when enough ops were applied (or now,
+ * when `force`: the journal is full). */
+static void
+checkpoint(struct sim_node *n, int force)
+{
+    if (!n->up || n->ckpt_pending || n->cfg.ckpt_every == 0)
+        return;
+    uint64_t op = vsr_commit_min(n->eng);
+    struct vs_vsr_persist d;
+    vsr_durable(n->eng, &d);
+    if (op <= d.checkpoint_op ||
+        (!force && op < d.checkpoint_op + n->cfg.ckpt_every))
+        return;
+    VS_ASSERT(meta_hdr_c(n->state)->last_op == op);
+    vs_wbuf_reset(&n->snap);
+    meta_snapshot_encode(n->state, &n->ct, &n->snap);
+    struct vs_u128 sum;
+    int rc = snapfile_write(&n->disk->io, n->meta_dir, n->snap.data,
+                            n->snap.len, &sum);
+    if (rc != 0) {
+        node_fail(n, "snapshot write", rc);
+        return;
+    }
+    rc = vsr_checkpoint(n->eng, op, sum);
+    if (rc != 0)
+        return; /* a superblock write is in flight: later */
+    n->ckpt_pending = 1;
+    n->ckpt_op = op;
+}
+
+static void
+do_truncate(struct sim_node *n, uint64_t op)
+{
+    if (wal_empty(&n->journal) || op > wal_last_op(&n->journal))
+        return; /* nothing at or above op is held */
+    int rc = wal_truncate_from(&n->journal, op);
+    if (rc != 0)
+        node_fail(n, "journal truncate", rc);
+    n->m_truncations++;
+}
+
+/* Repair: the stored prepare of a.op, if it is the one asked for. */
+static void
+do_send_prepare(struct sim_node *n, const struct vs_vsr_action *a)
+{
+    const struct vs_hdr_prepare *h = wal_header(&n->journal, a->op);
+    if (h == NULL || !vs_u128_eq(h->f.checksum, a->checksum))
+        return;
+    uint32_t blen = h->f.size - VS_HEADER_SIZE;
+    uint8_t *f = vs_xmalloc(h->f.size);
+    memcpy(f, h, VS_HEADER_SIZE);
+    long got = wal_read_body(&n->journal, a->op, f + VS_HEADER_SIZE, blen);
+    if (got == (long)blen) {
+        ((struct vs_header *)f)->f.command = VS_CMD_REPAIR_PREPARE;
+        n->cfg.hooks->send(n->cfg.hooks->ctx, n, a->replica, f, h->f.size);
+    }
+    free(f);
+}
+
+static void
+node_drain(struct sim_node *n)
+{
+    struct vs_vsr_action a;
+    while (n->up && vsr_pop(n->eng, &a)) {
+        switch (a.kind) {
+        case VSR_ACT_SEND:
+            n->cfg.hooks->send(n->cfg.hooks->ctx, n, a.replica, a.frame,
+                               a.size);
+            break;
+        case VSR_ACT_JOURNAL_APPEND:
+            do_append(n, &a);
+            break;
+        case VSR_ACT_SUPERBLOCK_WRITE:
+            do_superblock(n, &a.persist);
+            break;
+        case VSR_ACT_COMMIT:
+            do_commit(n, &a);
+            break;
+        case VSR_ACT_REPLY:
+            n->cfg.hooks->to_client(n->cfg.hooks->ctx, n, a.client, a.frame,
+                                    a.size);
+            break;
+        case VSR_ACT_JOURNAL_TRUNCATE:
+            do_truncate(n, a.op);
+            break;
+        case VSR_ACT_SEND_PREPARE:
+            do_send_prepare(n, &a);
+            break;
+        case VSR_ACT_STATE_TRANSFER:
+            /* state transfer is not built yet: counted, the engine keeps
+             * asking other peers */
+            n->m_state_transfer++;
+            break;
+        default:
+            snprintf(n->fatal, sizeof(n->fatal),
+                     "the binding does not know engine action %d", a.kind);
+            VS_ASSERT(!"unknown engine action");
+        }
+    }
+    checkpoint(n, 0);
+}
+
+/* ----------------------------------------------------------- inputs */
+
+void
+sim_node_message(struct sim_node *n, const void *frame, uint32_t len)
+{
+    if (!n->up)
+        return;
+    (void)vsr_on_message(n->eng, frame, len);
+    node_drain(n);
+}
+
+static void
+answer_status(struct sim_node *n, const struct vs_hdr_request *req,
+              uint32_t status)
+{
+    struct vs_hdr_reply r;
+    commit_status_reply(&r, n->cfg.cluster, vsr_view(n->eng),
+                        (uint8_t)n->cfg.replica, req, status);
+    n->cfg.hooks->to_client(n->cfg.hooks->ctx, n, req->client, &r, sizeof(r));
+}
+
+void
+sim_node_request(struct sim_node *n, const struct vs_hdr_request *req,
+                 const void *body, uint32_t len)
+{
+    if (!n->up)
+        return;
+    int internal = vs_u128_is_zero(req->client);
+    if (!vsr_is_settled_primary(n->eng)) {
+        /* a backup's client table may lag the primary's: only the
+         * primary answers (DESIGN §3: backups forward to it) */
+        if (!internal)
+            answer_status(n, req, VS_E_TRANSIENT_NOT_COMMITTED);
+        return;
+    }
+    if (!internal && req->operation != VS_OP_REGISTER) {
+        const uint8_t *cached;
+        size_t cached_len;
+        enum meta_ct_outcome o = meta_ct_check_request(
+            &n->ct, n->state, req->client, req->session, req->request,
+            req->request_checksum, &cached, &cached_len);
+        uint8_t reason;
+        enum meta_ct_action act = meta_ct_answer(o, req->client, &reason);
+        if (act == META_CT_REPLY) {
+            n->cfg.hooks->to_client(n->cfg.hooks->ctx, n, req->client, cached,
+                                    (uint32_t)cached_len);
+            return;
+        }
+        if (act == META_CT_EVICT) {
+            struct vs_hdr_eviction e;
+            commit_eviction(&e, n->cfg.cluster, vsr_view(n->eng),
+                            (uint8_t)n->cfg.replica, req->client, reason);
+            n->cfg.hooks->to_client(n->cfg.hooks->ctx, n, req->client, &e,
+                                    sizeof(e));
+            return;
+        }
+    }
+    int rc = vsr_on_request(n->eng, req, body, len, 1000000ull + n->now);
+    if (rc == -ENOSPC) {
+        checkpoint(n, 1); /* as shard 0 does: the journal is full */
+        node_drain(n);
+    }
+    switch (rc) {
+    case 0:
+        break;
+    case -EAGAIN:
+    case -EREMOTE:
+    case -EALREADY:
+    case -EBUSY:
+    case -ENOSPC: /* the journal is full until a checkpoint */
+        if (!internal)
+            answer_status(n, req, VS_E_TRANSIENT_NOT_COMMITTED);
+        return;
+    default:
+        if (!internal)
+            answer_status(n, req, VS_E_INVALID_COMMAND);
+        return;
+    }
+    node_drain(n);
+}
+
+void
+sim_node_tick(struct sim_node *n)
+{
+    if (!n->up)
+        return;
+    /* completions that are due, in issue order */
+    size_t k = 0;
+    while (k < n->nio && n->io[k].due <= n->now && n->up) {
+        struct sim_io_done e = n->io[k++];
+        if (e.kind == 1) {
+            int rc = vsr_on_journal_durable(n->eng, e.op, e.checksum);
+            VS_ASSERT(rc == 0 || rc == -ESTALE); /* -ESTALE: truncated */
+        } else {
+            int rc = vsr_on_superblock_durable(n->eng, &e.persist);
+            VS_ASSERT(rc == 0);
+            if (n->ckpt_pending && e.persist.checkpoint_op == n->ckpt_op) {
+                rc = wal_drain(&n->journal, n->ckpt_op);
+                if (rc != 0) {
+                    node_fail(n, "journal drain", rc);
+                    return;
+                }
+                n->ckpt_pending = 0;
+                n->last_ckpt_op = n->ckpt_op;
+                n->m_checkpoints++;
+                if (n->cfg.hooks->checkpointed)
+                    n->cfg.hooks->checkpointed(n->cfg.hooks->ctx, n,
+                                               e.persist.checkpoint_op,
+                                               e.persist.checkpoint_checksum);
+            }
+        }
+        node_drain(n);
+    }
+    if (!n->up)
+        return;
+    if (k > 0) {
+        memmove(n->io, n->io + k, (n->nio - k) * sizeof(*n->io));
+        n->nio -= k;
+    }
+    vsr_tick(n->eng);
+    node_drain(n);
+    if (n->up && n->rebuilt) {
+        struct vs_vsr_info info;
+        vsr_info(n->eng, &info);
+        if (!info.rebuilding)
+            n->rebuilt = 0; /* caught up: later boots are plain restarts */
+    }
+}

@@ -1,0 +1,151 @@
+/*
+ * tests/sim/sim_node.h - one simulated replica: the real VSR engine bound
+ * to the real storage code (journal, superblock, snapshot, recovery
+ * verdict) on a struct sim_disk and to the real metadata state machine
+ * and client table, the way shard 0 binds them (shard/zero/boot.c and
+ * commit.c are the model).
+ *
+ * Boot: recovery_open -> refusal (the node stays down, reason kept) or
+ * BOOT: state and client table from the snapshot, the engine from the
+ * superblock and the journal headers; the engine replays the journal
+ * through COMMIT actions (bodies read from the journal).
+ * Actions: JOURNAL_APPEND -> wal_append (write + fsync), completion after
+ * `disk_delay` ticks; SUPERBLOCK_WRITE -> sb_write, completion after
+ * `disk_delay` ticks; COMMIT -> meta_apply + reply frame
+ * (commit_reply_frame, view and replica 0: see do_commit) recorded in
+ * the client table, then
+ * vsr_on_commit_applied; REPLY -> the client callback; SEND -> the
+ * network callback; JOURNAL_TRUNCATE -> wal_truncate_from; SEND_PREPARE
+ * -> the stored prepare, if its identity matches, as a RepairPrepare;
+ * STATE_TRANSFER -> counted (no state transfer yet). Checkpoint every
+ * `ckpt_every` applied ops: snapshot (meta_snapshot_encode + snapfile_write) ->
+ * vsr_checkpoint -> when that superblock write is durable, wal_drain. Client
+ * requests: the client table first (Duplicate -> the cached frame, evictions),
+ * Register always proposes; then vsr_on_request; refusals answer with a status
+ * reply (57 transient, 1 error, 3 invalid).
+ *
+ * A fatal storage error (a crash armed on the disk, or a real error)
+ * stops the node at once: `up` becomes 0 and `fatal` says why; the world
+ * then crashes the disk and may restart the node later.
+ *
+ * Callers: the simulator only (one thread).
+ */
+#ifndef VS_TESTS_SIM_NODE_H
+#define VS_TESTS_SIM_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "common/wire.h"
+#include "shard/meta/apply.h"
+#include "shard/meta/client_table.h"
+#include "shard/meta/state.h"
+#include "shard/storage/journal.h"
+#include "shard/storage/superblock.h"
+#include "shard/vsr/engine.h"
+#include "tests/sim/sim_disk.h"
+
+struct sim_node;
+
+/* Hooks into the world (the node never sees other nodes). */
+struct sim_node_hooks {
+    void *ctx;
+    /* a replica frame to replica `to` */
+    void (*send)(void *ctx, struct sim_node *n, unsigned to, const void *frame,
+                 uint32_t len);
+    /* a frame for client `client` (reply, status reply, eviction) */
+    void (*to_client)(void *ctx, struct sim_node *n, struct vs_u128 client,
+                      const void *frame, uint32_t len);
+    /* op applied here: its prepare header and the reply body */
+    void (*committed)(void *ctx, struct sim_node *n,
+                      const struct vs_hdr_prepare *p, const uint8_t *body,
+                      uint32_t body_len, const uint8_t *out, uint32_t out_len);
+    /* a checkpoint's superblock pairing is durable */
+    void (*checkpointed)(void *ctx, struct sim_node *n, uint64_t op,
+                         struct vs_u128 checksum);
+};
+
+struct sim_node_config {
+    struct vs_u128 cluster;
+    unsigned replica, replica_count;
+    uint32_t wal_slots;
+    uint32_t pipeline;
+    uint32_t ckpt_every; /* applied ops between checkpoints */
+    uint32_t disk_delay; /* ticks until a write completes */
+    struct meta_caps caps;
+    uint64_t seed;
+    int own_reply_bytes; /* finding F1: shard 0 cached its id and view (fixed:
+                            the frame builder holds neither; no effect) */
+    const struct sim_node_hooks *hooks;
+};
+
+struct sim_io_done { /* a write whose completion is not delivered yet */
+    int kind;        /* 1 journal, 2 superblock */
+    uint64_t due;
+    uint64_t op;
+    struct vs_u128 checksum;
+    struct vs_vsr_persist persist;
+};
+
+struct sim_node {
+    struct sim_node_config cfg;
+    struct sim_disk *disk;
+    char data_dir[512], meta_dir[512];
+    int up;
+    char fatal[512];  /* why the node stopped (fatal error) */
+    char refuse[512]; /* the last boot refusal */
+    int refused;      /* the last boot was refused */
+    int rebuilt;      /* recovering from a lost disk, not caught up yet */
+    uint64_t boots;
+    uint64_t now; /* ticks, set by the world */
+    struct vs_vsr *eng;
+    struct wal journal;
+    int journal_open;
+    struct sb_store sb;
+    struct vs_vsr_persist sb_durable; /* as last written to disk */
+    int sb_durable_set;
+    void *state;
+    struct meta_client_table ct;
+    struct meta_result res;
+    struct vs_wbuf body, frame, snap;
+    uint8_t *rbody;
+    size_t rbody_cap;
+    struct sim_io_done *io;
+    size_t nio, io_cap;
+    int ckpt_pending;
+    uint64_t ckpt_op;
+    uint64_t last_ckpt_op;
+    /* marks (coverage) */
+    uint64_t m_torn_cut, m_damaged_cut, m_checkpoints, m_replayed;
+    uint64_t m_sb_writes, m_truncations, m_state_transfer;
+    struct vs_vsr_stats acc; /* engine counters of earlier lives */
+};
+
+/* Prepares the node over `disk` (files in disk->dir == DATA/metadata). */
+void sim_node_init(struct sim_node *n, const struct sim_node_config *cfg,
+                   struct sim_disk *disk, const char *data_dir);
+void sim_node_fini(struct sim_node *n);
+/* Writes the first superblock (vstreamd format). 0 or -errno. */
+int sim_node_format(struct sim_node *n);
+/* Boots from the disk. 0 (up), 1 (refused: n->refuse), or -errno.
+ * cut_damaged_tail: the operator's --cut-damaged-tail (one replica). */
+int sim_node_boot(struct sim_node *n, int cut_damaged_tail);
+/* `vstreamd recover` after a lost disk (a cluster replica, down): wipe,
+ * format, boot as rebuilt (it never votes below the view it adopts + 2)
+ * until the engine says it caught up; the mark survives restarts
+ * meanwhile. Same returns as sim_node_boot. */
+int sim_node_recover(struct sim_node *n);
+/* Stops the node without touching the disk (the world crashes it). */
+void sim_node_stop(struct sim_node *n);
+
+/* Inputs; each drains the engine's actions. */
+void sim_node_message(struct sim_node *n, const void *frame, uint32_t len);
+void sim_node_request(struct sim_node *n, const struct vs_hdr_request *req,
+                      const void *body, uint32_t len);
+void sim_node_tick(struct sim_node *n);
+/* The engine's counters summed over every life of the node (the
+ * simulator's coverage marks). */
+void sim_node_stats(const struct sim_node *n, struct vs_vsr_stats *out);
+
+#endif /* VS_TESTS_SIM_NODE_H */

@@ -1,0 +1,201 @@
+/*
+ * tests/sim/sim_world.h - the deterministic simulator's world: N
+ * simulated replicas (sim_node), their disks (sim_disk), a faulty
+ * network, simulated clients, the fault schedule drawn from one seed and
+ * the checkers run after every step.
+ *
+ * One process, one thread, a virtual clock in ticks of 10 ms; every
+ * random choice comes from the run's PRNG, so a seed replays exactly.
+ *
+ * Checkers (a failure stops the run with one line in w->failure):
+ *  - history: no op committed with two checksums; commits in op order;
+ *  - determinism: equal reply bodies for the same op on every replica,
+ *    equal checkpoint checksums at the same op;
+ *  - durability: every op whose reply reached a client is in the history,
+ *    and after the faults stop the cluster commits past every such op;
+ *  - at-most-once: no (client, request) committed twice; a client's
+ *    retries get the same reply bytes (view and replica bytes aside);
+ *  - sequential spec: every reply a client accepted equals the reply of
+ *    an oracle state machine applying the committed history in order,
+ *    and its op is above every op acknowledged before it was first sent;
+ *  - persist-before-send: PrepareOk, Commit, SVC, DVC and StartView carry
+ *    a view (and DVC a log_view) <= the sender's superblock on disk;
+ *  - superblock monotonic: every boot reads a view, log_view and
+ *    checkpoint at or above the last superblock write that completed;
+ *  - liveness: after the faults stop, within a bound of ticks, every
+ *    client's outstanding request is answered and the live replicas
+ *    converge on one commit.
+ *
+ * Callers: tests/sim/vsr_sim.c (one thread).
+ */
+#ifndef VS_TESTS_SIM_WORLD_H
+#define VS_TESTS_SIM_WORLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tests/sim/sim_disk.h"
+#include "tests/sim/sim_node.h"
+
+#define SIM_N_MAX       5
+#define SIM_CLIENTS_MAX 16
+#define SIM_HIST_MAX    8192
+
+/* Fault switches: a fault the engine cannot yet survive is turned off by
+ * its switch (and the report says which), never silently. */
+struct sim_faults {
+    int loss, dup, delay, partitions;
+    int crash_backup, crash_primary, restart;
+    int torn;            /* crashes armed inside storage calls */
+    int bitrot;          /* byte flips in the WAL while down (<= f) */
+    int sb_corrupt;      /* one superblock slot flipped while down */
+    int cluster_restart; /* every replica down at once, then up */
+    int wipe;            /* a lost disk, then recover (one at a time) */
+    int beyond_model;    /* the same WAL op rotted on every replica */
+};
+
+struct sim_params { /* drawn per seed */
+    unsigned n;
+    unsigned loss_pm, dup_pm; /* per mille */
+    unsigned delay_min, delay_mean;
+    unsigned part_on_pm, part_off_pm; /* per 10000 ticks */
+    unsigned crash_pm;                /* per 100000 ticks */
+    unsigned restart_pm;              /* per 10000 ticks */
+    unsigned tear_pm;
+    unsigned disk_delay;
+    unsigned ckpt_every;
+    unsigned wal_slots;
+    unsigned clients;
+    uint64_t ticks;      /* of faults; then the liveness phase */
+    int own_reply_bytes; /* finding F1 (fixed in shard 0; no effect now) */
+    /* at-most-once tolerates a re-execution whose first execution ran
+     * after its session was evicted (finding F3 in sim-findings.md) */
+    int allow_sessionless;
+    /* ... and one across an eviction and a re-register (finding F2) */
+    int allow_lost_session;
+    /* one replica refusing a damaged WAL tail stays down (no operator
+     * --cut-damaged-tail): the beyond-model suite */
+    int no_operator_cut;
+    /* liveness needs every replica Normal at one commit (scenarios) */
+    int converge_all;
+};
+
+struct sim_client {
+    struct vs_u128 id;
+    uint64_t session; /* 0: not registered */
+    int registering;
+    uint64_t request; /* the in-flight (or last) request number */
+    int busy;         /* a request is outstanding */
+    uint8_t operation;
+    uint8_t *body;
+    uint32_t body_len;
+    struct vs_u128 checksum;
+    uint64_t first_sent, last_sent, retry_at;
+    uint64_t floor_op; /* highest acked op when first sent */
+    unsigned target;
+    uint8_t *reply; /* first reply accepted for `request` */
+    uint32_t reply_len;
+    uint64_t reply_request;
+    int held; /* a reconnect: the request to resend after Register */
+    uint8_t held_op;
+    uint8_t *held_body;
+    uint32_t held_len;
+    struct vs_u128 held_checksum;
+    uint64_t held_first, held_floor;
+    uint64_t done; /* requests answered */
+    uint64_t evicted;
+};
+
+struct sim_msg {
+    uint64_t due, seq;
+    int to_client; /* 1: `to` is a client index */
+    unsigned from, to;
+    uint32_t len;
+    uint8_t *frame;
+};
+
+struct sim_hist {
+    int set;
+    struct vs_u128 checksum;
+    struct vs_u128 client;
+    uint64_t request;
+    uint8_t operation;
+    uint8_t *body; /* the prepare body */
+    uint32_t body_len;
+    uint8_t *out; /* the reply body computed by the first replica */
+    uint32_t out_len;
+    int acked;
+    int ckpt_set;
+    struct vs_u128 ckpt;
+    int sessionless; /* executed after its client's session was evicted */
+    int evicted_set; /* this Register evicted `evicted`'s session */
+    struct vs_u128 evicted;
+};
+
+struct sim_marks {
+    uint64_t crashes, crashes_in_io, restarts, refusals, torn_cut, damaged_cut,
+        checkpoints, replays, evictions, reregisters, retries, duplicates,
+        bitrot, sb_corrupt, partitions, view_changes, cluster_restarts, commits,
+        acked, lost_sessions, sessionless, wipes, waived_transfer;
+    /* from the engine's counters */
+    uint64_t nack_truncations, faulty_not_nacked, repairs, truncations,
+        range_evicted, sv_adopted, probe_elections, faulty_repaired,
+        divergences;
+};
+
+struct sim_world {
+    struct sim_params p;
+    struct sim_faults f;
+    uint64_t seed;
+    uint64_t rng[4];
+    uint64_t now;
+    int trace;
+    char root[256];
+    struct vs_u128 cluster;
+    struct sim_disk disk[SIM_N_MAX];
+    struct sim_node node[SIM_N_MAX];
+    struct sim_node_hooks hooks;
+    struct vs_vsr_persist sb_floor[SIM_N_MAX]; /* last completed write */
+    uint64_t down_since[SIM_N_MAX];
+    int part[SIM_N_MAX][SIM_N_MAX]; /* 1: from -> to is cut */
+    int partitioned;
+    int faults_on;
+    struct sim_msg *net;
+    size_t nnet, net_cap;
+    uint64_t net_seq;
+    struct sim_client c[SIM_CLIENTS_MAX];
+    struct sim_hist *hist; /* by op */
+    uint64_t hist_max;     /* highest op in the history */
+    uint64_t acked_max;
+    uint8_t rot[SIM_HIST_MAX]; /* replicas whose WAL copy of op rotted */
+    unsigned rot_replicas;     /* replicas that ever carried rot */
+    uint64_t oracle_op;
+    void *oracle;
+    struct sim_marks m;
+    int genesis_done;
+    int failed;
+    char failure[512];
+};
+
+/* Draws parameters from the seed (n = 0: drawn, weighted to 3). */
+void sim_world_params(uint64_t seed, unsigned n, struct sim_params *p);
+/* Builds the world under a fresh scratch directory. 0 or -errno. */
+int sim_world_init(struct sim_world *w, uint64_t seed,
+                   const struct sim_params *p, const struct sim_faults *f,
+                   int trace);
+void sim_world_fini(struct sim_world *w);
+/* Runs the faulty phase, then the liveness phase. 0 pass, 1 failure. */
+int sim_world_run(struct sim_world *w);
+
+/* Building blocks for named scenarios. */
+void sim_world_step(struct sim_world *w);
+void sim_world_crash(struct sim_world *w, unsigned i);
+int sim_world_restart(struct sim_world *w, unsigned i);
+/* Flips a byte inside WAL op `op` of replica i (down). 1 done, 0 none. */
+int sim_world_rot_op(struct sim_world *w, unsigned i, uint64_t op,
+                     int in_header);
+void sim_world_failf(struct sim_world *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+uint64_t sim_world_rand(struct sim_world *w);
+
+#endif /* VS_TESTS_SIM_WORLD_H */
