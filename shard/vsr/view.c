@@ -249,9 +249,11 @@ vsr_observe_view(struct vs_vsr *v, uint32_t view, uint8_t from)
 {
     if (view > v->observed_view)
         v->observed_view = view;
+    /* from may be this replica: a (repaired) prepare keeps the replica
+     * byte of the primary that built it, and that may have been us */
     if (v->status == VSR_STATUS_RECOVERING || from >= v->n ||
-        from != vsr_primary_index(view, v->n) || v->now < v->rsv_deadline ||
-        view < v->view ||
+        from == v->replica || from != vsr_primary_index(view, v->n) ||
+        v->now < v->rsv_deadline || view < v->view ||
         (view == v->view && v->status != VSR_STATUS_VIEW_CHANGE))
         return;
     v->rsv_deadline = v->now + v->to.rsv;

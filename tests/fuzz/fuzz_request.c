@@ -96,7 +96,10 @@ op_roundtrip(const struct meta_op *op, const uint8_t *want, size_t want_len)
     vs_wbuf_init(&b);
     int rc = meta_op_encode(op, &a);
     fuzz_check(rc == 0, "a decoded op encodes");
-    if (want != NULL)
+    /* the encoder writes one format per operation (the newest that
+     * operation has); a body in another format (still read) is canonical
+     * only in its own */
+    if (want != NULL && want_len > 0 && a.len > 0 && want[0] == a.data[0])
         fuzz_check(a.len == want_len && memcmp(a.data, want, want_len) == 0,
                    "an accepted op body re-encodes to its bytes");
     fuzz_check(meta_op_decode(a.data, a.len, &back) == 0,

@@ -63,11 +63,15 @@ check_slot(const struct sb_slot *s, const uint8_t *file, size_t len)
     enum vsr_state_error e = vsr_state_decode(
         s->version, s->payload, s->payload_len, &st, reason, sizeof(reason));
     if (e == VSR_STATE_OK) {
-        uint8_t p[VSR_STATE_SIZE];
-        vsr_state_encode(&st, p);
-        fuzz_check(s->payload_len == VSR_STATE_SIZE &&
-                       memcmp(p, s->payload, VSR_STATE_SIZE) == 0,
-                   "a decoded VsrState re-encodes to its bytes");
+        /* the encoder writes the newest version: older records (still
+         * read) are canonical only in their own version */
+        if (s->version == VSR_STATE_VERSION) {
+            uint8_t p[VSR_STATE_SIZE];
+            vsr_state_encode(&st, p);
+            fuzz_check(s->payload_len == VSR_STATE_SIZE &&
+                           memcmp(p, s->payload, VSR_STATE_SIZE) == 0,
+                       "a decoded VsrState re-encodes to its bytes");
+        }
         fuzz_check(st.log_view <= st.view, "log_view <= view");
         fuzz_check(st.replica_id < st.replica_count, "replica in range");
     } else {
