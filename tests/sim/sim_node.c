@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checksum.h"
 #include "common/errors.h"
 #include "common/layout.h"
 #include "common/assert.h"
@@ -402,13 +403,16 @@ do_commit(struct sim_node *n, const struct vs_vsr_action *a)
                           n->res.payload.len, &n->body);
         vs_wbuf_reset(&n->frame);
         /* DESIGN §4: a cached reply holds no replica id or view, so equal
-         * state encodes to equal snapshots on every replica. shard 0
-         * stamps its own (cfg.own_reply_bytes reproduces that). */
-        if (n->cfg.own_reply_bytes)
-            commit_reply_frame(p, vsr_view(n->eng), (uint8_t)n->cfg.replica,
-                               n->body.data, n->body.len, &n->frame);
-        else
-            commit_reply_frame(p, 0, 0, n->body.data, n->body.len, &n->frame);
+         * state encodes to equal snapshots on every replica.
+         * cfg.own_reply_bytes reproduces the old shard 0 that stamped its
+         * own (the frame resealed with this replica's view and id). */
+        commit_reply_frame(p, n->body.data, n->body.len, &n->frame);
+        if (n->cfg.own_reply_bytes) {
+            struct vs_header *rh = (struct vs_header *)n->frame.data;
+            rh->f.view = vsr_view(n->eng);
+            rh->f.replica = (uint8_t)n->cfg.replica;
+            vs_frame_seal(rh);
+        }
         meta_ct_record_reply(&n->ct, n->state, p->client, p->operation,
                              n->frame.data, n->frame.len);
     }
