@@ -175,9 +175,10 @@ engine_build(struct sim_node *n, const struct vs_vsr_persist *d,
             hs[o.header_count++] = *wal_header(&n->journal, op);
     }
     o.headers = hs;
-    o.recovering =
-        n->cfg.replica_count > 1 &&
-        (o.header_count > 0 || commit_min > 0 || d->view > 0 || n->rebuilt);
+    o.recovering = n->cfg.replica_count > 1 &&
+                   (o.header_count > 0 || commit_min > 0 || d->view > 0 ||
+                    d->commit_max > 0 || d->checkpoint_op > 0 ||
+                    faulty_op != 0 || d->faulty_op != 0 || n->rebuilt);
     o.rebuilt = n->rebuilt;
     if (o.recovering) {
         /* a fresh per-boot nonce, drawn by the binding */
@@ -240,6 +241,7 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         return 1;
     }
     uint64_t faulty_op = 0;
+    int faulty_first = 0;
     if (r.wal_tail_cut) {
         if (r.wal_scan.verdict == WAL_DAMAGED_TAIL) {
             n->m_damaged_cut++;
@@ -247,6 +249,11 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
              * present-but-faulty (repaired from peers, never nacked) */
             if (n->cfg.replica_count > 1)
                 faulty_op = r.wal_scan.bad_op;
+            /* op 0: the first entry's header is unreadable; the journal
+             * is empty after the cut, so it is the op above the state
+             * (set below, once the snapshot's op is known) */
+            if (n->cfg.replica_count > 1 && faulty_op == 0)
+                faulty_first = 1;
         } else {
             n->m_torn_cut++;
         }
@@ -275,6 +282,8 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         }
         op = r.snapshot_op;
     }
+    if (faulty_first)
+        faulty_op = op + 1;
     n->journal = r.journal;
     r.journal_open = 0;
     n->journal_open = 1;

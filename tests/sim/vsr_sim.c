@@ -420,11 +420,21 @@ static const struct scenario SCENARIOS[] = {
      89,
      0,
      {.faults = PROFILE_FULL}},
+    /* E2: a replica that cut a damaged first entry booted Normal (view
+     * 0, empty journal) and, as view 0's primary, built a new op 1 over
+     * the committed one; it now starts recovering with the faulty op. */
     {"engine-committed-op-replaced",
      5,
-     "E2: a committed op replaced after a faulty-op crash",
+     NULL,
      NULL,
      243,
+     0,
+     {.faults = PROFILE_FULL}},
+    {"engine-faulty-first-entry",
+     3,
+     NULL,
+     NULL,
+     300964,
      0,
      {.faults = PROFILE_FULL}},
     {"engine-divergence-counted",
