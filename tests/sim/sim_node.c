@@ -294,6 +294,7 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         .commit_max = r.state.commit_max,
         .checkpoint_op = r.state.checkpoint_op,
         .checkpoint_checksum = r.state.checkpoint_checksum,
+        .faulty_op = n->cfg.replica_count > 1 ? r.state.faulty_op : 0,
     };
     recovery_result_fini(&r);
     rc = sb_open(&n->sb, &n->disk->io, n->meta_dir, NULL);
@@ -362,6 +363,7 @@ do_superblock(struct sim_node *n, const struct vs_vsr_persist *p)
     s.commit_max = p->commit_max;
     s.checkpoint_op = p->checkpoint_op;
     s.checkpoint_checksum = p->checkpoint_checksum;
+    s.faulty_op = p->faulty_op; /* the mark outlives a second crash */
     uint8_t buf[VSR_STATE_SIZE];
     vsr_state_encode(&s, buf);
     int rc = sb_write(&n->sb, buf, sizeof(buf));

@@ -437,6 +437,15 @@ static const struct scenario SCENARIOS[] = {
      300964,
      0,
      {.faults = PROFILE_FULL}},
+    /* the faulty mark survives a second crash before the repair (the
+     * binding persists VsrState.faulty_op and reads it back) */
+    {"faulty-mark-outlives-crash",
+     3,
+     NULL,
+     NULL,
+     100650,
+     0,
+     {.faults = PROFILE_FULL}},
     /* E4: a candidate lagging a checkpoint merged a log whose top lay
      * beyond its journal window and started the view with its head
      * below commit_max; the others refused its StartView as divergent.
