@@ -1353,6 +1353,13 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
     if (o->replica_count > 1 && !o->recovering &&
         (o->header_count > 0 || o->commit_min > 0 || d->view > 0))
         FAIL("a replica with a prior life must start recovering");
+    /* A faulty op is an entry this replica journaled (and may have
+     * acknowledged) that its disk lost: it is a prior life even when the
+     * journal is now empty. Starting Normal would let the primary of view
+     * 0 build a new op over a possibly committed one. */
+    if (o->replica_count > 1 && !o->recovering &&
+        (o->faulty_op != 0 || d->faulty_op != 0))
+        FAIL("a replica with a faulty op must start recovering");
     if (o->commit_min < d->checkpoint_op)
         FAIL("state op %llu behind checkpoint op %llu",
              (unsigned long long)o->commit_min,

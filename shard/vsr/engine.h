@@ -533,6 +533,7 @@ struct vs_vsr_stats {
     uint64_t sv_adopted;        /* StartViews installed as backup */
     uint64_t merge_waits;       /* merges undecided: waiting for DVCs */
     uint64_t merge_deadlocks;   /* undecided with every replica's DVC */
+    uint64_t merge_step_asides; /* candidate lags: its window < the top */
     uint64_t nack_truncations;  /* ops cut by a nack quorum in a merge */
     uint64_t faulty_not_nacked; /* DVCs that held a faulty op unnacked */
     uint64_t truncations;       /* JOURNAL_TRUNCATE actions */

@@ -566,6 +566,15 @@ merge_try(struct vs_vsr *v)
             v->stats.merge_deadlocks++;
         return;
     }
+    /* A candidate whose journal window cannot hold the view's log (it
+     * lags a checkpoint, and the ops it lacks may be drained on every
+     * peer) steps aside: starting the view with its head below the
+     * merged top would drop committed ops. The others' status timeout
+     * elects the next view; this replica follows its StartView. */
+    if (new_top > vsr_window_top(v)) {
+        v->stats.merge_step_asides++;
+        return;
+    }
     size_t keep = new_top >= lo ? (size_t)(new_top - lo + 1) : 0;
     uint64_t base = keep > 0 ? lo : new_top + 1;
     if (keep == 0 && new_top > 0) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checksum.h"
 #include "common/errors.h"
 #include "common/layout.h"
 #include "common/assert.h"
@@ -174,9 +175,10 @@ engine_build(struct sim_node *n, const struct vs_vsr_persist *d,
             hs[o.header_count++] = *wal_header(&n->journal, op);
     }
     o.headers = hs;
-    o.recovering =
-        n->cfg.replica_count > 1 &&
-        (o.header_count > 0 || commit_min > 0 || d->view > 0 || n->rebuilt);
+    o.recovering = n->cfg.replica_count > 1 &&
+                   (o.header_count > 0 || commit_min > 0 || d->view > 0 ||
+                    d->commit_max > 0 || d->checkpoint_op > 0 ||
+                    faulty_op != 0 || d->faulty_op != 0 || n->rebuilt);
     o.rebuilt = n->rebuilt;
     if (o.recovering) {
         /* a fresh per-boot nonce, drawn by the binding */
@@ -239,6 +241,7 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         return 1;
     }
     uint64_t faulty_op = 0;
+    int faulty_first = 0;
     if (r.wal_tail_cut) {
         if (r.wal_scan.verdict == WAL_DAMAGED_TAIL) {
             n->m_damaged_cut++;
@@ -246,6 +249,11 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
              * present-but-faulty (repaired from peers, never nacked) */
             if (n->cfg.replica_count > 1)
                 faulty_op = r.wal_scan.bad_op;
+            /* op 0: the first entry's header is unreadable; the journal
+             * is empty after the cut, so it is the op above the state
+             * (set below, once the snapshot's op is known) */
+            if (n->cfg.replica_count > 1 && faulty_op == 0)
+                faulty_first = 1;
         } else {
             n->m_torn_cut++;
         }
@@ -274,6 +282,8 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         }
         op = r.snapshot_op;
     }
+    if (faulty_first)
+        faulty_op = op + 1;
     n->journal = r.journal;
     r.journal_open = 0;
     n->journal_open = 1;
@@ -284,6 +294,7 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         .commit_max = r.state.commit_max,
         .checkpoint_op = r.state.checkpoint_op,
         .checkpoint_checksum = r.state.checkpoint_checksum,
+        .faulty_op = n->cfg.replica_count > 1 ? r.state.faulty_op : 0,
     };
     recovery_result_fini(&r);
     rc = sb_open(&n->sb, &n->disk->io, n->meta_dir, NULL);
@@ -352,6 +363,7 @@ do_superblock(struct sim_node *n, const struct vs_vsr_persist *p)
     s.commit_max = p->commit_max;
     s.checkpoint_op = p->checkpoint_op;
     s.checkpoint_checksum = p->checkpoint_checksum;
+    s.faulty_op = p->faulty_op; /* the mark outlives a second crash */
     uint8_t buf[VSR_STATE_SIZE];
     vsr_state_encode(&s, buf);
     int rc = sb_write(&n->sb, buf, sizeof(buf));
@@ -402,9 +414,16 @@ do_commit(struct sim_node *n, const struct vs_vsr_action *a)
                           n->res.payload.len, &n->body);
         vs_wbuf_reset(&n->frame);
         /* DESIGN §4: a cached reply holds no replica id or view, so equal
-         * state encodes to equal snapshots on every replica (shard 0's
-         * commit_reply_frame builds it so). */
+         * state encodes to equal snapshots on every replica.
+         * cfg.own_reply_bytes reproduces the old shard 0 that stamped its
+         * own (the frame resealed with this replica's view and id). */
         commit_reply_frame(p, n->body.data, n->body.len, &n->frame);
+        if (n->cfg.own_reply_bytes) {
+            struct vs_header *rh = (struct vs_header *)n->frame.data;
+            rh->f.view = vsr_view(n->eng);
+            rh->f.replica = (uint8_t)n->cfg.replica;
+            vs_frame_seal(rh);
+        }
         meta_ct_record_reply(&n->ct, n->state, p->client, p->operation,
                              n->frame.data, n->frame.len);
     }

@@ -75,8 +75,8 @@ struct sim_node_config {
     uint32_t disk_delay; /* ticks until a write completes */
     struct meta_caps caps;
     uint64_t seed;
-    int own_reply_bytes; /* finding F1: shard 0 cached its id and view (fixed:
-                            the frame builder holds neither; no effect) */
+    int own_reply_bytes; /* cache replies with this replica's id and view,
+                            as shard 0 did before finding F1's fix */
     const struct sim_node_hooks *hooks;
 };
 

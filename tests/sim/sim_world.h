@@ -67,7 +67,7 @@ struct sim_params { /* drawn per seed */
     unsigned wal_slots;
     unsigned clients;
     uint64_t ticks;      /* of faults; then the liveness phase */
-    int own_reply_bytes; /* finding F1 (fixed in shard 0; no effect now) */
+    int own_reply_bytes; /* cache replies as shard 0 did before F1's fix */
     /* at-most-once tolerates a re-execution whose first execution ran
      * after its session was evicted (finding F3 in sim-findings.md) */
     int allow_sessionless;

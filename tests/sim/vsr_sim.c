@@ -148,7 +148,7 @@ struct seed_opts {
     const char *faults;      /* a fault set (NULL: the profile in force) */
     int strict_sessionless;  /* finding F3 fails the run */
     int strict_lost_session; /* finding F2 fails the run */
-    int own_reply_bytes;     /* finding F1 (fixed; no effect now) */
+    int own_reply_bytes;     /* cache replies as shard 0 did (finding F1) */
 };
 
 static int
@@ -420,27 +420,51 @@ static const struct scenario SCENARIOS[] = {
      89,
      0,
      {.faults = PROFILE_FULL}},
+    /* E2: a replica that cut a damaged first entry booted Normal (view
+     * 0, empty journal) and, as view 0's primary, built a new op 1 over
+     * the committed one; it now starts recovering with the faulty op. */
     {"engine-committed-op-replaced",
      5,
-     "E2: a committed op replaced after a faulty-op crash",
+     NULL,
      NULL,
      243,
      0,
      {.faults = PROFILE_FULL}},
+    {"engine-faulty-first-entry",
+     3,
+     NULL,
+     NULL,
+     300964,
+     0,
+     {.faults = PROFILE_FULL}},
+    /* the faulty mark survives a second crash before the repair (the
+     * binding persists VsrState.faulty_op and reads it back) */
+    {"faulty-mark-outlives-crash",
+     3,
+     NULL,
+     NULL,
+     100650,
+     0,
+     {.faults = PROFILE_FULL}},
+    /* E4: a candidate lagging a checkpoint merged a log whose top lay
+     * beyond its journal window and started the view with its head
+     * below commit_max; the others refused its StartView as divergent.
+     * It now steps aside. */
     {"engine-divergence-counted",
      3,
-     "E4: a replica's log disagrees with the committed history",
+     NULL,
      NULL,
      16,
      0,
      {.faults = PROFILE_FULL}},
-    {"engine-divergence-partitions",
-     3,
-     "E4: divergences with partitions only (gate profile)",
+    {"engine-candidate-window-lags",
+     5,
      NULL,
-     501472,
+     NULL,
+     119,
      0,
-     {0}},
+     {.faults = PROFILE_FULL}},
+    {"engine-divergence-partitions", 3, NULL, NULL, 501472, 0, {0}},
     {"engine-view-change-stalls",
      3,
      "E5: a view-change quorum up, the view change never completes",

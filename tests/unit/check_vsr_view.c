@@ -900,6 +900,39 @@ START_TEST(test_random_seeds)
 }
 END_TEST
 
+/* A replica whose disk cut a damaged first entry (a faulty op above an
+ * empty journal, view 0) had a prior life: it must start recovering, or
+ * as view 0's primary it would build a new op over a possibly committed
+ * one. The engine refuses the options; recovering, it boots. */
+START_TEST(test_faulty_op_requires_recovering)
+{
+    struct vs_vsr_options o;
+    sim_default_options(&o, 3);
+    o.replica = 0;
+    o.faulty_op = 1;
+    struct vs_vsr *v = NULL;
+    char why[160];
+    ck_assert_int_eq(vsr_create(&o, &v, why, sizeof(why)), -EINVAL);
+    ck_assert_ptr_null(v);
+    ck_assert_ptr_nonnull(strstr(why, "faulty op must start recovering"));
+    /* the mark persisted by an earlier boot, same rule */
+    o.faulty_op = 0;
+    o.durable.faulty_op = 1;
+    ck_assert_int_eq(vsr_create(&o, &v, why, sizeof(why)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(why, "faulty op must start recovering"));
+    o.durable.faulty_op = 0;
+    o.faulty_op = 1;
+    o.recovering = 1;
+    o.incarnation.lo = 7;
+    ck_assert_int_eq(vsr_create(&o, &v, why, sizeof(why)), 0);
+    struct vs_vsr_info info;
+    vsr_info(v, &info);
+    ck_assert_int_eq(info.role, VSR_ROLE_RECOVERING);
+    ck_assert_uint_eq(info.faulty_op, 1);
+    vsr_destroy(v);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -922,6 +955,7 @@ main(void)
     tcase_add_test(tc, test_nack_quorum_truncates);
     tcase_add_test(tc, test_lost_disk_rebuild);
     tcase_add_test(tc, test_two_replicas);
+    tcase_add_test(tc, test_faulty_op_requires_recovering);
     suite_add_tcase(su, tc);
     TCase *tr = tcase_create("random");
     tcase_set_timeout(tr, 300);
