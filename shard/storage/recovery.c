@@ -180,6 +180,13 @@ check_wal(struct vs_sio *io, const char *meta, const struct recovery_expect *e,
             /* never nacked until repaired from peers: the binding
              * persists it as VsrState.faulty_op */
             r->damaged_cut_op = s->bad_op;
+            if (r->damaged_cut_op == 0) {
+                /* the first entry was unreadable: its op is unknown, so
+                 * mark the first op above the state (conservative: a
+                 * faulty op is never nacked, and if no peer holds it the
+                 * others' nacks still truncate it) */
+                r->damaged_cut_op = (r->have_snapshot ? r->snapshot_op : 0) + 1;
+            }
             r->damaged_cut_offset = s->bad_offset;
         }
         break;

@@ -112,7 +112,8 @@ struct recovery_result {
     /* cluster replica: the op cut (or that would be cut) as a damaged
      * tail, 0 if none. It may have been acknowledged: the binding
      * persists it as VsrState.faulty_op and never nacks it until it is
-     * repaired. A one-replica node refuses instead (or, with
+     * repaired. An unreadable first entry (op unknown) reports the first
+     * op above the state. A one-replica node refuses instead (or, with
      * cut_damaged_tail, cuts it and this stays 0). */
     uint64_t damaged_cut_op;
     uint64_t damaged_cut_offset;

@@ -431,11 +431,14 @@ commit_engine_build(struct commit *c, const struct vs_vsr_persist *durable,
     /* A replica of a cluster with a prior life learns the view first: it
      * probes with a fresh per-boot incarnation (engine.h "Restart"). A
      * superblock written by a run (anything but the format's: a view, a
-     * commit, a checkpoint) is a prior life too. */
-    o.recovering =
-        c->replica_count > 1 &&
-        (o.header_count > 0 || commit_min > 0 || durable->view > 0 ||
-         durable->commit_max > 0 || durable->checkpoint_op > 0 || c->rebuilt);
+     * commit, a checkpoint, a faulty mark) and a damaged tail cut at this
+     * boot are a prior life too: a replica that lost its only copy of an
+     * op must never start Normal as the primary of view 0 and build a new
+     * op over the committed one. */
+    o.recovering = c->replica_count > 1 &&
+                   (o.header_count > 0 || commit_min > 0 || durable->view > 0 ||
+                    durable->commit_max > 0 || durable->checkpoint_op > 0 ||
+                    c->rebuilt || c->cut_op != 0 || durable->faulty_op != 0);
     if (o.recovering)
         while (vs_u128_is_zero(o.incarnation))
             randombytes_buf(&o.incarnation, sizeof(o.incarnation));

@@ -471,6 +471,36 @@ START_TEST(test_cluster_damaged_tail_cut)
 }
 END_TEST
 
+/* A cluster replica whose only journal entry is damaged beyond reading
+ * its op (a flipped command byte): the op is unknown, so the first op
+ * above the state is reported faulty (never nacked until repaired). */
+START_TEST(test_cluster_unreadable_first_entry_marked)
+{
+    struct dd d;
+    dd_init(&d);
+    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
+    s.replica_count = 3;
+    s.replica_id = 2;
+    dd_superblock(&d, &s);
+    dd_wal(&d, 1, 1);
+    size_t len;
+    uint8_t *b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
+    b[60] ^= 0x40; /* the command byte: the header no longer parses */
+    tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
+    free(b);
+    struct recovery_expect e = expect_one();
+    e.replica_count = 3;
+    e.replica_id = 2;
+    e.is_cluster = 1;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_int_eq(res.wal_scan.verdict, WAL_DAMAGED_TAIL);
+    ck_assert(wal_empty(&res.journal));
+    ck_assert_uint_eq(res.damaged_cut_op, 1);
+    recovery_result_fini(&res);
+    tu_rm_rf(d.dir);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -483,6 +513,7 @@ suite(void)
     tcase_add_test(tc, test_snapshot_pairing);
     tcase_add_test(tc, test_wal_verdicts);
     tcase_add_test(tc, test_cluster_damaged_tail_cut);
+    tcase_add_test(tc, test_cluster_unreadable_first_entry_marked);
     suite_add_tcase(s, tc);
     return s;
 }
