@@ -35,6 +35,43 @@ now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* 1 if addr's port is one the cluster picked for its nodes (they bind
+ * it only when they start, so a proxy's bind to port 0 may get it). */
+static int
+port_taken(const char *addr)
+{
+    const char *p = strrchr(addr, ':');
+    for (unsigned k = 0; k < cl.n && p != NULL; k++) {
+        const char *c = strrchr(cl.client[k], ':');
+        const char *r = strrchr(cl.replica[k], ':');
+        if ((c && strcmp(c, p) == 0) || (r && strcmp(r, p) == 0))
+            return 1;
+    }
+    return 0;
+}
+
+/* A proxy to target on a port no node of the cluster will bind: a
+ * rejected one keeps its port while the next is tried, then goes. */
+static struct vs_proxy *
+proxy_avoiding(const char *target, char *addr)
+{
+    struct vs_proxy *rejected[16];
+    unsigned nrej = 0;
+    struct vs_proxy *p = NULL;
+    while (nrej < 16) {
+        p = vs_proxy_start(target, addr);
+        ck_assert_ptr_nonnull(p);
+        if (!port_taken(addr))
+            break;
+        rejected[nrej++] = p;
+        p = NULL;
+    }
+    for (unsigned k = 0; k < nrej; k++)
+        vs_proxy_stop(rejected[k]);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
 static void
 setup(void)
 {
@@ -43,8 +80,7 @@ setup(void)
     for (unsigned i = 0; i < 3; i++)
         for (unsigned j = i + 1; j < 3; j++) {
             char a[32];
-            px[i][j] = vs_proxy_start(cl.replica[j], a);
-            ck_assert_ptr_nonnull(px[i][j]);
+            px[i][j] = proxy_avoiding(cl.replica[j], a);
             vs_cluster_set_peer(&cl, i, j, a);
         }
     int rc = vs_cluster_start(&cl, VS_CLUSTER_START_MS);
