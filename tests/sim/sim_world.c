@@ -20,6 +20,7 @@
 #include "common/mem.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/ops.h"
+#include "tests/sim/sim_model.h"
 #include "tests/sim/sim_world.h"
 
 #define LIVENESS_TICKS 6000u /* 60 s of virtual time after the faults */
@@ -417,6 +418,19 @@ oracle_advance(struct sim_world *w)
             meta_session_by_client(w->oracle, h->client) == NULL)
             h->sessionless = 1; /* its session was evicted in the pipeline */
         meta_apply(w->oracle, &ctx, h->body, h->body_len, &res);
+        uint32_t model_code = 0;
+        char model_op[96];
+        if (!h->sessionless && w->model != NULL &&
+            sim_model_check(w->model, h->operation, h->body, h->body_len,
+                            res.code, &model_code, model_op,
+                            sizeof(model_op)) != 0)
+            sim_world_failf(w,
+                            "model: op %llu, %s, answered %u by the state "
+                            "machine, %u by the reference model",
+                            (unsigned long long)w->oracle_op, model_op,
+                            res.code, model_code);
+        if (w->model != NULL)
+            w->m.modelled = sim_model_checked(w->model);
         if (h->operation == VS_OP_REGISTER &&
             !vs_u128_is_zero(res.evicted_client)) {
             h->evicted_set = 1;
@@ -1152,6 +1166,8 @@ sim_world_init(struct sim_world *w, uint64_t seed, const struct sim_params *p,
     caps.clients = 4;
     w->oracle = vs_xcalloc(1, meta_state_size(&caps));
     VS_ASSERT(meta_state_init(w->oracle, &caps) == 0);
+    w->model = sim_model_create(&caps);
+    VS_ASSERT(w->model != NULL);
     for (unsigned i = 0; i < p->n; i++) {
         char dd[400], md[512];
         snprintf(dd, sizeof(dd), "%s/r%u", w->root, i);
@@ -1241,6 +1257,7 @@ sim_world_fini(struct sim_world *w)
         }
     free(w->hist);
     free(w->oracle);
+    sim_model_destroy(w->model);
 }
 
 /* 1 if a live replica needs ops no peer's journal holds any more (they

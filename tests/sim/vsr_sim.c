@@ -137,6 +137,7 @@ print_marks(const struct sim_world *w)
         {"divergences", m->divergences},
         {"commits", m->commits},
         {"acked", m->acked},
+        {"modelled", m->modelled},
     };
     printf("marks n=%u", w->p.n);
     for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
