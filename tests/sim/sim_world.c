@@ -875,8 +875,18 @@ sim_world_rot_op(struct sim_world *w, unsigned i, uint64_t op, int in_header)
     size_t at = in_header || elen == VS_HEADER_SIZE
                     ? off + 64 + rnd(w, VS_HEADER_SIZE - 64)
                     : off + VS_HEADER_SIZE + rnd(w, elen - VS_HEADER_SIZE);
-    int rc = sim_disk_flip(&w->disk[i], VS_JOURNAL_FILE, at,
-                           (uint8_t)(1u << rnd(w, 8)));
+    uint8_t mask = (uint8_t)(1u << rnd(w, 8));
+    if (w->f.latent && splitmix(&w->latent_rng) % 2 == 0) {
+        /* a latent sector error instead: the sector holding `at` fails
+         * every read until rewritten, judged as damage like the flip */
+        if (sim_disk_latent(&w->disk[i], VS_JOURNAL_FILE, at) != 1)
+            return 0;
+        w->m.latent++;
+        tracef(w, "latent read error in op %llu of replica %u (%s)",
+               (unsigned long long)op, i, in_header ? "header" : "body");
+        return 1;
+    }
+    int rc = sim_disk_flip(&w->disk[i], VS_JOURNAL_FILE, at, mask);
     if (rc == 1)
         tracef(w, "bit rot in op %llu of replica %u (%s)",
                (unsigned long long)op, i, in_header ? "header" : "body");
@@ -1136,6 +1146,7 @@ sim_world_init(struct sim_world *w, uint64_t seed, const struct sim_params *p,
     uint64_t x = seed ^ 0x5eed5eed5eedull;
     for (int i = 0; i < 4; i++)
         w->rng[i] = splitmix(&x);
+    w->latent_rng = seed ^ 0x1a7e4715ec7011ull;
     w->cluster.lo = splitmix(&x) | 1;
     w->cluster.hi = splitmix(&x);
     w->hist = vs_xcalloc(SIM_HIST_MAX, sizeof(*w->hist));

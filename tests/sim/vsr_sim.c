@@ -49,7 +49,7 @@ static const char PROFILE_GATE_N1[] =
     ",crash_backup,crash_primary,cluster_restart";
 static const char PROFILE_FULL[] =
     "loss,dup,delay,torn,restart,sb_corrupt,crash_backup,crash_primary,"
-    "partitions,cluster_restart,bitrot";
+    "partitions,cluster_restart,bitrot,latent";
 static const char *faults_spec = NULL; /* --faults / --full */
 
 static int
@@ -69,6 +69,7 @@ set_faults(struct sim_faults *f, const char *spec)
         {"restart", offsetof(struct sim_faults, restart)},
         {"torn", offsetof(struct sim_faults, torn)},
         {"bitrot", offsetof(struct sim_faults, bitrot)},
+        {"latent", offsetof(struct sim_faults, latent)},
         {"sb_corrupt", offsetof(struct sim_faults, sb_corrupt)},
         {"cluster_restart", offsetof(struct sim_faults, cluster_restart)},
         {"wipe", offsetof(struct sim_faults, wipe)},
@@ -120,6 +121,7 @@ print_marks(const struct sim_world *w)
         {"lost_sessions", m->lost_sessions},
         {"sessionless", m->sessionless},
         {"bitrot", m->bitrot},
+        {"latent", m->latent},
         {"sb_corrupt", m->sb_corrupt},
         {"partitions", m->partitions},
         {"cluster_restarts", m->cluster_restarts},
@@ -643,7 +645,7 @@ usage(void)
             "usage: vsr-sim --seed S [--replicas N] [--ticks T] [--trace]\n"
             "               [--full | --faults loss,dup,delay,partitions,\n"
             "                crash_backup,crash_primary,restart,torn,bitrot,\n"
-            "                sb_corrupt,cluster_restart,wipe]\n"
+            "                latent,sb_corrupt,cluster_restart,wipe]\n"
             "       vsr-sim --seeds FIRST COUNT [--replicas N]\n"
             "       vsr-sim --scenario NAME [--trace] | --scenarios | --list\n"
             "       vsr-sim --beyond-model FIRST COUNT\n");
