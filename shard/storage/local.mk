@@ -88,3 +88,7 @@ tests_unit_check_storage_snapreader_SOURCES = \
 tests_unit_check_storage_snapreader_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_storage_snapreader_LDADD = $(STORAGE_TEST_LDADD)
 endif
+
+# The storage half of a state-transfer install (snapshot + journal).
+libvs_storage_a_SOURCES += shard/storage/xfer_store.c \
+	shard/storage/xfer_store.h

@@ -28,6 +28,7 @@ struct zt_offer_data {
     struct vs_wbuf table;
     struct snapfile_reader snap;
     int snap_open;
+    struct vs_hdr_prepare prep; /* the checkpoint op's header */
 };
 
 struct zt {
@@ -199,6 +200,12 @@ serve_request(struct zt *t, uint8_t from,
     struct xfer_manifest m;
     memset(&m, 0, sizeof(m));
     m.count = 2;
+    if (t->h.checkpoint_prepare != NULL &&
+        t->h.checkpoint_prepare(t->h.ctx, s.checkpoint_op, &nd.prep) == 0 &&
+        nd.prep.op == s.checkpoint_op)
+        m.a[m.count++] = (struct xfer_artifact){
+            XFER_KIND_CHECKPOINT_PREPARE, s.checkpoint_op, VS_HEADER_SIZE,
+            vs_xxh3_64((const uint8_t *)&nd.prep, VS_HEADER_SIZE)};
     m.a[0] =
         (struct xfer_artifact){XFER_KIND_METADATA_SNAPSHOT, s.checkpoint_op,
                                nd.snap.payload_len, s.checkpoint_checksum.lo};
@@ -275,6 +282,8 @@ serve_chunk(struct zt *t, uint8_t from, const void *frame)
         }
     } else if (kind == XFER_KIND_CLIENT_TABLE) {
         memcpy(body, d->table.data + off, n);
+    } else if (kind == XFER_KIND_CHECKPOINT_PREPARE) {
+        memcpy(body, (const uint8_t *)&d->prep + off, n);
     } else {
         return;
     }
@@ -381,6 +390,34 @@ zt_start(struct zt *t, uint8_t peer, uint32_t durable_view)
     randombytes_buf(&nonce, sizeof(nonce));
     if (nonce.lo == 0 && nonce.hi == 0)
         nonce.lo = 1;
+    return zt_start_nonce(t, peer, durable_view, nonce);
+}
+
+const struct vs_hdr_prepare *
+zt_install_prepare(const struct zt *t)
+{
+    uint64_t len, op, sop;
+    if (t->fetch.stage != XFER_INSTALLING ||
+        xfer_fetch_artifact(&t->fetch, XFER_KIND_METADATA_SNAPSHOT, &len,
+                            &sop) == NULL)
+        return NULL;
+    const uint8_t *p =
+        xfer_fetch_artifact(&t->fetch, XFER_KIND_CHECKPOINT_PREPARE, &len, &op);
+    if (p == NULL || len != VS_HEADER_SIZE || op != sop)
+        return NULL;
+    const struct vs_hdr_prepare *h = (const struct vs_hdr_prepare *)p;
+    if (h->f.command != VS_CMD_PREPARE || h->op != sop ||
+        !vs_prepare_verify_identity(h))
+        return NULL;
+    return h;
+}
+
+int
+zt_start_nonce(struct zt *t, uint8_t peer, uint32_t durable_view,
+               struct vs_u128 nonce)
+{
+    if (vs_u128_is_zero(nonce))
+        return -EINVAL;
     xfer_fetch_set_view(&t->fetch, durable_view);
     int rc = xfer_fetch_arm(&t->fetch, nonce, peer);
     if (rc != 0)

@@ -8,7 +8,8 @@
  * offer of (requester, nonce) if one exists (first wins), else a new one
  * built from the durable checkpoint (snapshot payload: op and checksum of
  * the superblock pairing, so nothing is read to build it) and the client
- * table in its transfer form, encoded once per offer. Chunks of the
+ * table in its transfer form, encoded once per offer, and the checkpoint
+ * op's stored prepare header when the hook has it. Chunks of the
  * snapshot are read from snapshot.bin in pieces of at most the chunk
  * size (shard/storage/snapshot_reader.h: trailer checked and never sent,
  * every byte streaming-verified); a snapshot that fails verification is
@@ -55,6 +56,12 @@ struct zt_hooks {
     /* Encodes the client table's transfer form at commit_min into w and
      * sets *frontier = commit_min. 0 or -errno. */
     int (*encode_table)(void *ctx, struct vs_wbuf *w, uint64_t *frontier);
+    /* Optional (NULL: not offered): copies the stored header of op's
+     * prepare (the checkpoint op: the WAL entry, or the superblock's
+     * record of it) into *out. 0, or -ENOENT when it is not held; the
+     * offer then carries no header artifact. */
+    int (*checkpoint_prepare)(void *ctx, uint64_t op,
+                              struct vs_hdr_prepare *out);
     /* Sends one frame to a peer (best effort). */
     void (*send)(void *ctx, uint8_t peer, const void *frame, size_t len);
     /* Installs verified artifacts. Returns 0, -EPROTO when an artifact
@@ -99,6 +106,14 @@ void zt_on_frame(struct zt *t, uint8_t from, const void *frame, size_t len);
 /* Starts a fetch from `peer` (the current primary). -EALREADY if one is
  * running (its nonce and budget are kept); 0. */
 int zt_start(struct zt *t, uint8_t peer, uint32_t durable_view);
+/* zt_start with the caller's nonce (non-zero; the deterministic
+ * simulator draws it from its seed). */
+int zt_start_nonce(struct zt *t, uint8_t peer, uint32_t durable_view,
+                   struct vs_u128 nonce);
+/* Inside the install hook: the verified header of the snapshot op's
+ * prepare the offer carried (command, op and identity checked), or NULL
+ * when the offer carried none or it does not verify. */
+const struct vs_hdr_prepare *zt_install_prepare(const struct zt *t);
 /* The primary changed while fetching: ask `peer` instead. */
 void zt_retarget(struct zt *t, uint8_t peer);
 /* 1 while a fetch session runs (the engine withholds PrepareOk and the
