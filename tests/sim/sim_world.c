@@ -21,6 +21,7 @@
 #include "shard/meta/lookup.h"
 #include "shard/meta/ops.h"
 #include "tests/sim/sim_world.h"
+#include "tests/sim/sim_xfer.h"
 
 #define LIVENESS_TICKS 6000u /* 60 s of virtual time after the faults */
 #define CLIENT_TIMEOUT 60u   /* ticks before a request is resent */
@@ -1366,11 +1367,13 @@ sim_world_run(struct sim_world *w)
                    (unsigned long long)w->c[i].request, w->c[i].target);
     }
     if (!w->failed && !converged(w) && needs_transfer(w)) {
-        /* a replica fell behind a peer's checkpoint: only state transfer
-         * (not built yet) can bring it back; the run is not recoverable
-         * by this engine, so liveness is waived (safety still held) */
-        w->m.waived_transfer++;
-        tracef(w, "liveness waived: a replica needs state transfer");
+        /* state transfer runs (sim_xfer.h): a replica still behind its
+         * peers' checkpoints after the liveness bound is a failure, no
+         * longer waived (the mark `waived_transfer` stays 0) */
+        sim_world_failf(w,
+                        "liveness: a replica still needs state transfer %u "
+                        "ticks after the faults stopped (acked op %llu)",
+                        LIVENESS_TICKS, (unsigned long long)w->acked_max);
     } else if (!w->failed && !converged(w)) {
         unsigned busy = 0;
         for (unsigned i = 0; i < w->p.clients; i++)
@@ -1389,6 +1392,13 @@ sim_world_run(struct sim_world *w)
     for (unsigned i = 0; i < w->p.n; i++) {
         struct sim_node *n = &w->node[i];
         w->m.replays += n->m_replayed;
+        sim_xfer_close(n); /* folds its served counters in; reopened at boot */
+        w->m.xfer_begun += n->m_xfer_begun;
+        w->m.xfer_installs += n->m_xfer_installs;
+        w->m.xfer_table_only += n->m_xfer_table_only;
+        w->m.xfer_retargets += n->m_xfer_retargets;
+        w->m.xfer_abandoned += n->m_xfer_abandoned;
+        w->m.xfer_served += n->m_xfer_served;
         struct vs_vsr_stats st;
         sim_node_stats(n, &st);
         w->m.view_changes += st.view_changes;
