@@ -310,8 +310,8 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         faulty_op = op + 1;
     n->rng = n->cfg.seed ^ (n->boots * 0xa0761d6478bd642full);
     n->snap_op = r.have_snapshot ? r.snapshot_op : 0;
-    n->snap_sum = r.have_snapshot ? r.snapshot_checksum
-                                  : (struct vs_u128){0, 0};
+    n->snap_sum =
+        r.have_snapshot ? r.snapshot_checksum : (struct vs_u128){0, 0};
     memset(&n->ckpt_prepare, 0, sizeof(n->ckpt_prepare));
     if (vsr_state_has_checkpoint_prepare(&r.state))
         n->ckpt_prepare = r.state.checkpoint_prepare;
@@ -433,7 +433,7 @@ do_commit(struct sim_node *n, const struct vs_vsr_action *a)
         long got = wal_read_body(&n->journal, a->op, n->rbody, n->rbody_cap);
         if (got < 0 || (uint32_t)got != len) {
             sim_node_fail(n, "journal body read for replay",
-                      got < 0 ? (int)got : -EIO);
+                          got < 0 ? (int)got : -EIO);
             return;
         }
         body = n->rbody;

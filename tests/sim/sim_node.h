@@ -123,7 +123,7 @@ struct sim_node {
     uint64_t last_ckpt_op;
     /* state transfer (sim_xfer.h) */
     struct zt *zt;
-    uint64_t rng;                      /* nonces: from cfg.seed and boots */
+    uint64_t rng;                       /* nonces: from cfg.seed and boots */
     struct vs_hdr_prepare ckpt_prepare; /* checkpoint op's header */
     uint64_t snap_op;                   /* what snapshot.bin holds */
     struct vs_u128 snap_sum;

@@ -783,6 +783,14 @@ sim_world_crash(struct sim_world *w, unsigned i)
 }
 
 int
+sim_world_recover(struct sim_world *w, unsigned i)
+{
+    /* a lost disk: the superblock starts over (the monotonic floor too) */
+    memset(&w->sb_floor[i], 0, sizeof(w->sb_floor[i]));
+    return sim_node_recover(&w->node[i]);
+}
+
+int
 sim_world_restart(struct sim_world *w, unsigned i)
 {
     struct sim_node *n = &w->node[i];
@@ -954,7 +962,7 @@ faults_tick(struct sim_world *w)
         }
         if (!nd->up && w->f.restart && w->now > w->down_since[i] + 20 &&
             chance(w, w->p.restart_pm, 10000)) {
-            if (w->f.bitrot && n > 1 && chance(w, 1, 4)) {
+            if (w->f.bitrot && n > 1 && chance(w, 1, 4) && !any_rebuilt(w)) {
                 /* bit rot of one op on this replica only: the other
                  * replicas of that op are intact (f >= 1 here) */
                 uint64_t op = 1 + rnd(w, w->hist_max ? w->hist_max : 1);
@@ -973,10 +981,13 @@ faults_tick(struct sim_world *w)
             }
             if (w->f.sb_corrupt && chance(w, 1, 8))
                 sb_corrupt_probe(w, i);
-            if (w->f.wipe && n > 1 && chance(w, 1, 10) && !any_rebuilt(w)) {
+            /* a lost disk counts against f like rot: never beside a
+             * replica that carries rot (it may refuse to boot) */
+            if (w->f.wipe && n > 1 && chance(w, 1, 10) && !any_rebuilt(w) &&
+                (w->rot_replicas & ~(1u << i)) == 0) {
                 tracef(w, "replica %u lost its disk: recover", i);
                 w->m.wipes++;
-                if (sim_node_recover(&w->node[i]) == 0)
+                if (sim_world_recover(w, i) == 0)
                     w->m.restarts++;
             } else {
                 (void)sim_world_restart(w, i);

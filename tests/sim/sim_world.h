@@ -195,6 +195,9 @@ int sim_world_run(struct sim_world *w);
 void sim_world_step(struct sim_world *w);
 void sim_world_crash(struct sim_world *w, unsigned i);
 int sim_world_restart(struct sim_world *w, unsigned i);
+/* Replica i (down) lost its disk: `vstreamd recover` (sim_node_recover);
+ * its superblock floor starts over. Same returns. */
+int sim_world_recover(struct sim_world *w, unsigned i);
 /* Flips a byte inside WAL op `op` of replica i (down). 1 done, 0 none. */
 int sim_world_rot_op(struct sim_world *w, unsigned i, uint64_t op,
                      int in_header);

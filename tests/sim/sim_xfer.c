@@ -107,11 +107,11 @@ hook_install(void *ctx, const uint8_t *snap, size_t slen, uint64_t sop,
     }
     if (snap == NULL || table == NULL || sop == 0 || commit_op < sop ||
         top > commit_op || commit_max < commit_op) {
-        snprintf(err, errlen, "the offer is inconsistent (snapshot op %llu, "
-                              "table %llu, commit %llu/%llu)",
+        snprintf(err, errlen,
+                 "the offer is inconsistent (snapshot op %llu, "
+                 "table %llu, commit %llu/%llu)",
                  (unsigned long long)sop, (unsigned long long)top,
-                 (unsigned long long)commit_op,
-                 (unsigned long long)commit_max);
+                 (unsigned long long)commit_op, (unsigned long long)commit_max);
         rc = -EPROTO;
         goto fail;
     }
@@ -148,8 +148,9 @@ hook_install(void *ctx, const uint8_t *snap, size_t slen, uint64_t sop,
     const struct vs_hdr_prepare *prep = zt_install_prepare(n->zt);
     if (prep == NULL) {
         /* without it the pairing cannot restart the hash chain */
-        snprintf(err, errlen, "the offer carries no verified header for "
-                              "snapshot op %llu",
+        snprintf(err, errlen,
+                 "the offer carries no verified header for "
+                 "snapshot op %llu",
                  (unsigned long long)sop);
         rc = -EPROTO;
         goto fail;
@@ -176,9 +177,9 @@ hook_install(void *ctx, const uint8_t *snap, size_t slen, uint64_t sop,
      * engine takes the install below. */
     struct vs_hdr_prepare keep = *prep;
     struct vs_u128 sum;
-    rc = xstore_install_snapshot(&n->disk->io, n->meta_dir, &n->journal, cm,
-                                 sop, snap, slen, vs_checksum(snap, slen).lo,
-                                 &sum);
+    rc =
+        xstore_install_snapshot(&n->disk->io, n->meta_dir, &n->journal, cm, sop,
+                                snap, slen, vs_checksum(snap, slen).lo, &sum);
     if (rc != 0) {
         snprintf(err, errlen, "storing the snapshot failed (%d)", rc);
         n->xfer_fatal = rc;
@@ -193,8 +194,7 @@ hook_install(void *ctx, const uint8_t *snap, size_t slen, uint64_t sop,
     n->snap_op = sop;
     n->snap_sum = sum;
     n->ckpt_prepare = keep;
-    rc = vsr_on_state_installed(n->eng, sop, keep.f.checksum, sum,
-                                commit_max);
+    rc = vsr_on_state_installed(n->eng, sop, keep.f.checksum, sum, commit_max);
     VS_ASSERT(rc == 0); /* armed, op > commit_min, nothing outstanding */
     /* the pairing's durability completes the checkpoint at sop */
     n->ckpt_pending = 1;
