@@ -918,6 +918,24 @@ any_rebuilt(const struct sim_world *w)
     return 0;
 }
 
+/* 1 if every replica but i is up with no faulty op: a lost disk is
+ * then the only fault (the model allows one at a time). */
+static int
+others_whole(const struct sim_world *w, unsigned i)
+{
+    for (unsigned k = 0; k < w->p.n; k++) {
+        if (k == i)
+            continue;
+        if (!w->node[k].up)
+            return 0;
+        struct vs_vsr_info info;
+        vsr_info(w->node[k].eng, &info);
+        if (info.faulty_op != 0)
+            return 0;
+    }
+    return 1;
+}
+
 static void
 faults_tick(struct sim_world *w)
 {
@@ -949,7 +967,9 @@ faults_tick(struct sim_world *w)
     for (unsigned i = 0; i < n; i++) {
         struct sim_node *nd = &w->node[i];
         int primary = i == primary_of(w);
-        if (nd->up && n - up_count(w) < f &&
+        /* a rebuilding replica (lost disk) cannot vote: it counts as
+         * down */
+        if (nd->up && n - up_count(w) + (unsigned)any_rebuilt(w) < f &&
             ((primary && w->f.crash_primary) ||
              (!primary && w->f.crash_backup)) &&
             chance(w, w->p.crash_pm, 100000)) {
@@ -984,7 +1004,7 @@ faults_tick(struct sim_world *w)
             /* a lost disk counts against f like rot: never beside a
              * replica that carries rot (it may refuse to boot) */
             if (w->f.wipe && n > 1 && chance(w, 1, 10) && !any_rebuilt(w) &&
-                (w->rot_replicas & ~(1u << i)) == 0) {
+                (w->rot_replicas & ~(1u << i)) == 0 && others_whole(w, i)) {
                 tracef(w, "replica %u lost its disk: recover", i);
                 w->m.wipes++;
                 if (sim_world_recover(w, i) == 0)
@@ -995,7 +1015,8 @@ faults_tick(struct sim_world *w)
             w->down_since[i] = w->now;
         }
     }
-    if (w->f.cluster_restart && n > 0 && chance(w, 1, 20000)) {
+    if (w->f.cluster_restart && n > 0 && !any_rebuilt(w) &&
+        chance(w, 1, 20000)) {
         w->m.cluster_restarts++;
         tracef(w, "whole-cluster crash");
         for (unsigned i = 0; i < n; i++)

@@ -37,10 +37,11 @@
 /* Fault profiles. `gate` (make check, and the default) holds the faults
  * the engine and storage survive today; `full` adds the ones with open
  * findings (sim-findings.md) so the soak keeps finding them; --faults
- * names an exact set. State transfer is not built: a replica that falls
- * behind a peer's checkpoint cannot catch up, and the liveness checker
- * waives such runs (mark `waived_transfer`); wipe + recover always needs
- * it and is left out of both profiles. */
+ * names an exact set. A replica that falls behind its peers'
+ * checkpoints catches up by state transfer (sim_xfer.h); the liveness
+ * checker no longer waives it (mark `waived_transfer` stays 0). Wipe +
+ * recover (one replica at a time, only when it is the only fault) is in
+ * `full`, where crashes happen for n > 1. */
 static const char PROFILE_GATE[] = "loss,dup,delay,partitions,torn,restart,"
                                    "sb_corrupt";
 /* ... plus crashes at any time and whole-cluster restarts for one
@@ -51,7 +52,7 @@ static const char PROFILE_GATE_N1[] =
     ",crash_backup,crash_primary,cluster_restart";
 static const char PROFILE_FULL[] =
     "loss,dup,delay,torn,restart,sb_corrupt,crash_backup,crash_primary,"
-    "partitions,cluster_restart,bitrot";
+    "partitions,cluster_restart,bitrot,wipe";
 static const char *faults_spec = NULL; /* --faults / --full */
 
 static int
@@ -836,13 +837,9 @@ static const struct scenario SCENARIOS[] = {
     {"duelling-candidates", 3, NULL, sc_duelling_candidates},
     {"whole-cluster-restart", 3, NULL, sc_cluster_restart},
     {"damaged-last-entry-repaired", 3, NULL, sc_damaged_last_entry},
-    {"bitrot-interior-one-replica", 3,
-     "state transfer (the refusing replica is rebuilt by recover)",
-     sc_bitrot_interior},
-    {"restart-voter", 3, "state transfer (the voter lags a checkpoint)",
-     sc_restart_voter},
-    {"recover-lost-disk", 3, "state transfer (a rebuilt replica starts empty)",
-     sc_recover_lost_disk},
+    {"bitrot-interior-one-replica", 3, NULL, sc_bitrot_interior},
+    {"restart-voter", 3, NULL, sc_restart_voter},
+    {"recover-lost-disk", 3, NULL, sc_recover_lost_disk},
     /* findings of the swarm (tests/sim: sim-findings.md) */
     {"sessionless-reexecution",
      3,

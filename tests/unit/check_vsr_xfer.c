@@ -729,6 +729,27 @@ START_TEST(test_overrun_and_manifest_rules_on_fetch)
     memcpy(big + VS_HEADER_SIZE, body, 16);
     ck_assert_int_eq(xfer_fetch_on_chunk(&w.f, PRIMARY, big, sizeof(big)),
                      XFER_DROP_OVERRUN);
+    /* a checkpoint-prepare artifact: exactly 256 bytes at the snapshot's
+     * frontier, else the manifest is refused */
+    struct {
+        uint64_t len, frontier;
+        enum xfer_fetch_drop want;
+    } cases[] = {{VS_HEADER_SIZE, 64, XFER_TAKEN},
+                 {VS_HEADER_SIZE - 1, 64, XFER_DROP_MANIFEST},
+                 {VS_HEADER_SIZE, 63, XFER_DROP_MANIFEST}};
+    for (unsigned i = 0; i < 3; i++) {
+        struct xfer_manifest m3 = m;
+        m3.a[m3.count++] = (struct xfer_artifact){
+            XFER_KIND_CHECKPOINT_PREPARE, cases[i].frontier, cases[i].len, 9};
+        struct vs_u128 n3 = {90 + i, 0};
+        xfer_fetch_abandon(&w.f, "again");
+        o = xfer_serve_offer(&w.s, LAGGER, n3, &m3, 80, 80, &replaced);
+        ck_assert_ptr_nonnull(o);
+        xfer_fetch_arm(&w.f, n3, PRIMARY);
+        ck_assert_int_eq(
+            xfer_fetch_on_target(&w.f, PRIMARY, o->target, o->target_len),
+            cases[i].want);
+    }
     world_free(&w);
 }
 END_TEST

@@ -53,6 +53,22 @@ static int installs, install_rc;
 static uint8_t *installed_snap, *installed_table;
 static size_t installed_snap_len, installed_table_len;
 static uint64_t installed_op, installed_commit;
+/* the checkpoint op's header the primary's hook offers */
+static int with_prep;
+static struct vs_hdr_prepare prep_hdr;
+static int seen_prep;
+static struct vs_hdr_prepare seen_hdr;
+
+static int
+checkpoint_prepare(void *ctx, uint64_t op, struct vs_hdr_prepare *out)
+{
+    (void)ctx;
+    (void)op;
+    if (!with_prep)
+        return -ENOENT;
+    *out = prep_hdr;
+    return 0;
+}
 
 static void
 on_send(void *ctx, uint8_t peer, const void *f, size_t len)
@@ -93,10 +109,14 @@ install(void *ctx, const uint8_t *snap, size_t snap_len, uint64_t snap_op,
         const uint8_t *tab, size_t tab_len, uint64_t tab_frontier,
         uint64_t commit_op, uint64_t commit_max, char *err, size_t errlen)
 {
-    (void)ctx;
     (void)tab_frontier;
     (void)commit_max;
     installs++;
+    const struct vs_hdr_prepare *ph =
+        zt_install_prepare(zt_of[(uint8_t)(uintptr_t)ctx]);
+    seen_prep = ph != NULL;
+    if (ph != NULL)
+        seen_hdr = *ph;
     free(installed_snap);
     free(installed_table);
     installed_snap = malloc(snap_len);
@@ -125,6 +145,7 @@ make(uint8_t self, const char *d)
     struct zt_hooks h = {.ctx = (void *)(uintptr_t)self,
                          .serve_state = serve_state,
                          .encode_table = encode_table,
+                         .checkpoint_prepare = checkpoint_prepare,
                          .send = on_send,
                          .install = install};
     struct zt *t;
@@ -172,6 +193,8 @@ setup(void)
     checkpoint_op = 500;
     installs = 0;
     install_rc = 0;
+    with_prep = 0;
+    seen_prep = 0;
     qhead = qlen = 0;
     zt_of[PRIMARY] = make(PRIMARY, dir);
     zt_of[LAGGER] = make(LAGGER, lagdir);
@@ -293,6 +316,57 @@ START_TEST(test_decode_failures_refuse_generation)
 }
 END_TEST
 
+static void
+make_prep(uint64_t op)
+{
+    uint8_t body[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    memset(&prep_hdr, 0, sizeof(prep_hdr));
+    prep_hdr.f.cluster = (struct vs_u128){7, 7};
+    prep_hdr.f.size = VS_HEADER_SIZE + sizeof(body);
+    prep_hdr.f.command = VS_CMD_PREPARE;
+    prep_hdr.f.release = 2;
+    prep_hdr.op = op;
+    prep_hdr.group = UINT64_C(1) << 63;
+    vs_prepare_seal(&prep_hdr, body, sizeof(body));
+}
+
+/* The offer carries the checkpoint op's stored header when the hook has
+ * it (the receiver's pairing records it); a header that does not verify
+ * or is of another op never reaches the installer. */
+START_TEST(test_checkpoint_prepare_carried)
+{
+    /* none: the install sees no header */
+    zt_start(zt_of[LAGGER], PRIMARY, 4);
+    deliver_all(1000);
+    ck_assert_int_eq(installs, 1);
+    ck_assert(!seen_prep);
+    /* the checkpoint op's header: carried byte for byte */
+    with_prep = 1;
+    make_prep(500);
+    zt_start(zt_of[LAGGER], PRIMARY, 4);
+    deliver_all(1000);
+    ck_assert_int_eq(installs, 2);
+    ck_assert(seen_prep);
+    ck_assert_int_eq(memcmp(&seen_hdr, &prep_hdr, sizeof(prep_hdr)), 0);
+    struct zt_info pi;
+    zt_info(zt_of[PRIMARY], &pi);
+    ck_assert_uint_eq(pi.served_bytes, 2u * (SNAP + TABLE) + VS_HEADER_SIZE);
+    /* another op's header is not offered */
+    make_prep(499);
+    zt_start(zt_of[LAGGER], PRIMARY, 4);
+    deliver_all(1000);
+    ck_assert_int_eq(installs, 3);
+    ck_assert(!seen_prep);
+    /* a header whose identity fails: fetched, never handed over */
+    make_prep(500);
+    prep_hdr.timestamp ^= 1;
+    zt_start(zt_of[LAGGER], PRIMARY, 4);
+    deliver_all(1000);
+    ck_assert_int_eq(installs, 4);
+    ck_assert(!seen_prep);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -305,6 +379,7 @@ main(void)
     tcase_add_test(tc, test_pairing_mismatch_refused_at_offer);
     tcase_add_test(tc, test_rot_at_rest_never_installed);
     tcase_add_test(tc, test_decode_failures_refuse_generation);
+    tcase_add_test(tc, test_checkpoint_prepare_carried);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
