@@ -20,6 +20,7 @@
 #include "common/mem.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/ops.h"
+#include "shard/meta/snapshot_codec.h"
 #include "tests/sim/sim_world.h"
 #include "tests/sim/sim_xfer.h"
 
@@ -1341,6 +1342,41 @@ converged(struct sim_world *w)
     return at >= vsr_quorum_replication(w->p.n) && best >= w->acked_max;
 }
 
+/* Determinism after convergence: live replicas Normal at the same
+ * commit hold the same state machine and client table (their snapshots
+ * encode to the same bytes), however they got there (commits, replay,
+ * state transfer). */
+static void
+check_equal_states(struct sim_world *w)
+{
+    struct vs_wbuf a, b;
+    vs_wbuf_init(&a);
+    vs_wbuf_init(&b);
+    for (unsigned i = 0; i < w->p.n && !w->failed; i++) {
+        const struct sim_node *x = &w->node[i];
+        if (!x->up || vsr_status(x->eng) != VSR_STATUS_NORMAL)
+            continue;
+        vs_wbuf_reset(&a);
+        meta_snapshot_encode(x->state, &x->ct, &a);
+        for (unsigned k = i + 1; k < w->p.n && !w->failed; k++) {
+            const struct sim_node *y = &w->node[k];
+            if (!y->up || vsr_status(y->eng) != VSR_STATUS_NORMAL ||
+                vsr_commit_min(y->eng) != vsr_commit_min(x->eng))
+                continue;
+            vs_wbuf_reset(&b);
+            meta_snapshot_encode(y->state, &y->ct, &b);
+            if (a.len != b.len || memcmp(a.data, b.data, a.len) != 0)
+                sim_world_failf(w,
+                                "determinism: replicas %u and %u at op %llu "
+                                "hold different states",
+                                i, k,
+                                (unsigned long long)vsr_commit_min(x->eng));
+        }
+    }
+    vs_wbuf_fini(&a);
+    vs_wbuf_fini(&b);
+}
+
 int
 sim_world_run(struct sim_world *w)
 {
@@ -1398,6 +1434,8 @@ sim_world_run(struct sim_world *w)
                    (unsigned long long)w->c[i].session,
                    (unsigned long long)w->c[i].request, w->c[i].target);
     }
+    if (!w->failed && converged(w))
+        check_equal_states(w);
     if (!w->failed && !converged(w) && needs_transfer(w)) {
         /* state transfer runs (sim_xfer.h): a replica still behind its
          * peers' checkpoints after the liveness bound is a failure, no
