@@ -1122,6 +1122,18 @@ main(int argc, char **argv)
      * expected under faults; --trace shows what happened instead */
     vs_log_set_level(VS_LOG_ERROR);
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--trace") == 0)
+            trace = 1;
+    }
+    /* errors too are expected when crashes are injected inside storage
+     * (a failed install, a snapshot refused at rest): without --trace
+     * the product's log goes nowhere; with it, its state-transfer lines
+     * (stage, peer, bytes, rate) join the trace */
+    if (trace)
+        vs_log_set_level(VS_LOG_INFO);
+    else
+        (void)vs_log_open_file("/dev/null");
+    for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--seed") == 0 && i + 1 < argc) {
             if (parse_u64(argv[++i], &seed) != 0)
