@@ -24,7 +24,12 @@
  *    checkpoint at or above the last superblock write that completed;
  *  - liveness: after the faults stop, within a bound of ticks, every
  *    client's outstanding request is answered and the live replicas
- *    converge on one commit.
+ *    converge on one commit; a replica left behind its peers' journals
+ *    beside a caught-up primary fails it (state transfer could have
+ *    run); only a view whose primary is itself behind every peer's
+ *    journal is waived, counted in mark `waived_transfer`;
+ *  - equal state: after convergence, replicas Normal at the same commit
+ *    encode to the same snapshot bytes (state machine + client table).
  *
  * Callers: tests/sim/vsr_sim.c (one thread).
  */
