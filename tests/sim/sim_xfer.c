@@ -98,7 +98,7 @@ hook_install(void *ctx, const uint8_t *snap, size_t slen, uint64_t sop,
     struct meta_ct_image img;
     void *st = NULL;
     struct meta_client_table ct;
-    meta_ct_init(&ct);
+    int ct_live = 0; /* ct holds a scratch table to free */
     memset(&img, 0, sizeof(img));
     int rc, installed = 0;
     if (n->xfer_crash_at != 0) { /* scenarios: a crash inside the install */
@@ -142,7 +142,6 @@ hook_install(void *ctx, const uint8_t *snap, size_t slen, uint64_t sop,
         n->m_xfer_table_only++;
         n->m_xfer_table_installed += (uint64_t)installed;
         meta_ct_image_fini(&img);
-        meta_ct_fini(&ct);
         return 0;
     }
     const struct vs_hdr_prepare *prep = zt_install_prepare(n->zt);
@@ -157,6 +156,8 @@ hook_install(void *ctx, const uint8_t *snap, size_t slen, uint64_t sop,
     }
     st = vs_xcalloc(1, meta_state_size(&n->cfg.caps));
     VS_ASSERT(meta_state_init(st, &n->cfg.caps) == 0);
+    meta_ct_init(&ct);
+    ct_live = 1;
     enum meta_snap_status ss = meta_snapshot_decode(snap, slen, st, &ct);
     if (ss != META_SNAP_OK || meta_hdr_c(st)->last_op != sop) {
         snprintf(err, errlen, "the snapshot of op %llu does not decode: %s",
@@ -189,8 +190,7 @@ hook_install(void *ctx, const uint8_t *snap, size_t slen, uint64_t sop,
     n->state = st;
     st = NULL;
     meta_ct_fini(&n->ct);
-    n->ct = ct;
-    meta_ct_init(&ct);
+    n->ct = ct; /* moved */
     n->snap_op = sop;
     n->snap_sum = sum;
     n->ckpt_prepare = keep;
@@ -205,7 +205,8 @@ hook_install(void *ctx, const uint8_t *snap, size_t slen, uint64_t sop,
     return 0;
 fail:
     free(st);
-    meta_ct_fini(&ct);
+    if (ct_live)
+        meta_ct_fini(&ct);
     meta_ct_image_fini(&img);
     return rc;
 }
