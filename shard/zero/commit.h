@@ -220,6 +220,10 @@ void commit_fatal_msg(const struct commit *c, char *buf, size_t len);
 const struct commit_stats *commit_stats(const struct commit *c);
 const struct vs_vsr *commit_engine(const struct commit *c);
 const struct wal *commit_journal(const struct commit *c);
+/* The metadata state transfer's progress (a cluster replica): 1 and *out,
+ * or 0 for a single replica. */
+struct zt_info;
+int commit_transfer_info(const struct commit *c, struct zt_info *out);
 /* The live metadata instance (the writer's own view). */
 const void *commit_state(const struct commit *c);
 

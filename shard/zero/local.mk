@@ -120,7 +120,8 @@ tests_unit_check_links_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS) \
 endif
 
 # Metadata state transfer on shard 0 (serve offers, fetch, install hook).
-libvs_server_a_SOURCES += shard/zero/transfer.c shard/zero/transfer.h
+libvs_server_a_SOURCES += shard/zero/transfer.c shard/zero/transfer.h \
+	shard/zero/install_state.c shard/zero/install_state.h
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_zero_transfer
 check_PROGRAMS += tests/unit/check_zero_transfer
