@@ -75,6 +75,9 @@
 #include "shard/storage/superblock.h"
 #include "shard/storage/vsr_state.h"
 
+/* Ticks (10 ms) after a state transfer ended without an install before
+ * the next one is armed. */
+#define COMMIT_XFER_BACKOFF_TICKS 100u
 /* Ticks (10 ms) between retries of a failed checkpoint phase. */
 #define COMMIT_RETRY_TICKS 100u
 /* Prepare bodies are meta_op encodings of requests whose bodies are at
@@ -200,6 +203,9 @@ struct commit {
     struct zinst_scratch xt_table; /* a transferred client table whose op
                                       the commit walk has not reached */
     int xt_table_pending;
+    uint32_t xt_backoff; /* ticks before a failed fetch is tried again */
+    int xt_want;         /* a STATE_TRANSFER waits for the back-off */
+    struct vs_vsr_action xt_trigger; /* its replica and op */
 };
 
 /* ---------------------------------------------------------------- */
@@ -1041,6 +1047,16 @@ commit_xfer_start(struct commit *c, const struct vs_vsr_action *a)
     c->stats.state_transfer_needed++;
     if (c->zt == NULL)
         return;
+    if (c->xt_backoff > 0) {
+        /* the last fetch failed a moment ago: armed when the back-off
+         * ends (the engine does not report the same need twice) */
+        c->xt_want = 1;
+        memset(&c->xt_trigger, 0, sizeof(c->xt_trigger));
+        c->xt_trigger.replica = a->replica;
+        c->xt_trigger.op = a->op;
+        return;
+    }
+    c->xt_want = 0;
     int p = vsr_primary(c->engine);
     uint8_t peer = p >= 0 && p != c->replica ? (uint8_t)p : a->replica;
     int rc = vsr_transfer_begin(c->engine);
@@ -1069,8 +1085,9 @@ commit_xfer_reconcile(struct commit *c)
         struct zt_info zi;
         zt_info(c->zt, &zi);
         vs_log_warn("state transfer: ended without an install (%s); repair "
-                    "resumes",
-                    zi.last);
+                    "resumes, next fetch in %u ms at the earliest",
+                    zi.last, COMMIT_XFER_BACKOFF_TICKS * 10u);
+        c->xt_backoff = COMMIT_XFER_BACKOFF_TICKS;
         (void)vsr_transfer_end(c->engine);
         return;
     }
@@ -1836,6 +1853,10 @@ commit_tick(struct commit *c)
     if (rc != 0)
         return rc;
     if (c->zt != NULL) {
+        if (c->xt_backoff > 0 && --c->xt_backoff == 0 && c->xt_want) {
+            struct vs_vsr_action t = c->xt_trigger;
+            commit_xfer_start(c, &t);
+        }
         zt_tick(c->zt);
         if (sio_is_fatal(c->io) || c->fatal[0] != '\0')
             return -VS_EFATAL;

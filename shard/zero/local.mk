@@ -130,3 +130,13 @@ tests_unit_check_zero_transfer_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_zero_transfer_LDADD = libvs_server.a libvs_vsr.a \
 	libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
+
+# Metadata state transfer between real nodes (3-node cluster, small WAL).
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_cluster_transfer
+INTEG_TESTS += tests/integration/check_cluster_transfer
+tests_integration_check_cluster_transfer_SOURCES = \
+	tests/integration/check_cluster_transfer.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_transfer_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_transfer_LDADD = $(CLUSTER_LDADD)
+endif

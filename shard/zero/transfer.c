@@ -19,6 +19,7 @@
 #include <sodium.h>
 
 #include "common/checksum.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "shard/storage/snapshot_reader.h"
 #include "shard/vsr/xfer_frames.h"
@@ -42,6 +43,7 @@ struct zt {
     uint8_t *chunk;          /* VS_HEADER_SIZE + chunk_max */
     uint64_t bad_checkpoint; /* checkpoint whose snapshot failed to verify */
     uint64_t session_ticks;
+    uint64_t session_start_ns; /* monotonic, for the logged rate */
     enum xfer_stage last_stage;
     uint64_t last_bytes; /* the last installed session */
     double last_secs;
@@ -361,13 +363,13 @@ pump(struct zt *t)
     char err[256] = "";
     int rc = t->h.install(t->h.ctx, &a, err, sizeof(err));
     uint64_t bytes = slen + tlen + plen;
-    double secs = (double)t->session_ticks / 100.0;
+    double secs = (double)(vs_monotonic_ns() - t->session_start_ns) / 1e9;
     if (rc == 0) {
         xfer_fetch_installed(&t->fetch);
         t->last_bytes = bytes;
         t->last_secs = secs;
         vs_log_info("state transfer: installed the snapshot at op %llu and the "
-                    "client table from replica %u (%llu bytes in %.2f s, "
+                    "client table from replica %u (%llu bytes in %.3f s, "
                     "%.1f MB/s)",
                     (unsigned long long)sop, from, (unsigned long long)bytes,
                     secs, secs > 0 ? (double)bytes / secs / 1e6 : 0.0);
@@ -418,6 +420,7 @@ zt_start(struct zt *t, uint8_t peer, uint32_t durable_view)
     if (rc != 0)
         return rc;
     t->session_ticks = 0;
+    t->session_start_ns = vs_monotonic_ns();
     vs_log_info("state transfer: asking replica %u for its checkpoint", peer);
     pump(t);
     return 0;
@@ -462,7 +465,8 @@ zt_tick(struct zt *t)
         t->session_ticks++;
     if (t->fetch.stage == XFER_FETCHING && t->session_ticks % 100 == 0) {
         uint64_t done, total = fetch_total(&t->fetch, &done);
-        double secs = (double)t->session_ticks / 100.0;
+        double secs =
+            (double)(vs_monotonic_ns() - t->session_start_ns) / 1e9 + 1e-9;
         vs_log_info("state transfer: fetching from replica %u: %llu of %llu "
                     "bytes (%.1f MB/s)",
                     t->fetch.peer, (unsigned long long)done,

@@ -99,7 +99,7 @@ struct zt_info {
     uint64_t sessions, completed, abandoned;
     uint64_t served_offers, served_bytes;
     uint64_t last_bytes; /* bytes of the last installed session */
-    double last_secs;    /* its duration, seconds (10 ms ticks) */
+    double last_secs;    /* its duration, seconds (monotonic clock) */
     char last[160];      /* how the last session ended */
 };
 
