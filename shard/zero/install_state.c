@@ -18,7 +18,7 @@
 #include "common/errors.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/snapshot_codec.h"
-#include "shard/storage/snapshot_file.h"
+#include "shard/storage/snapshot_install.h"
 #include "shard/zero/install_state.h"
 
 int
@@ -123,37 +123,17 @@ zinst_fill_fn(void *instance, size_t size, void *arg)
 
 int
 zinst_write(struct vs_sio *io, const char *meta_dir, struct wal *journal,
-            struct vs_lr *lr, const struct meta_caps *caps,
+            uint64_t commit_min, struct vs_lr *lr, const struct meta_caps *caps,
             struct meta_client_table *ct, const struct zt_artifacts *a,
             struct vs_u128 *sum, char *err, size_t errlen)
 {
-    /* 1. snapshot.bin */
-    int rc = snapfile_write(io, meta_dir, a->snapshot, a->snapshot_len, sum);
-    if (rc == -ENOSPC) {
-        snprintf(err, errlen, "snapshot.bin: no space left on device");
-        return -ENOSPC; /* the old file is intact: nothing changed */
-    }
-    if (rc != 0) {
-        snprintf(err, errlen,
-                 "state transfer: writing snapshot.bin of op "
-                 "%llu failed: %s",
-                 (unsigned long long)a->snapshot_op, sio_strerror(rc));
-        return -VS_EFATAL;
-    }
-    /* 2. the journal */
-    if (!wal_empty(journal)) {
-        uint64_t last = wal_last_op(journal);
-        uint64_t past = (last > a->snapshot_op ? last : a->snapshot_op) + 1;
-        rc = wal_drain(journal, past);
-        if (rc != 0) {
-            snprintf(err, errlen,
-                     "state transfer: emptying the journal "
-                     "failed: %s",
-                     sio_strerror(rc));
-            return -VS_EFATAL;
-        }
-    }
-    /* 3. both left-right instances */
+    /* 1-3 of snapshot_install.h: journal cut, snapshot.bin, journal
+     * emptied */
+    int rc = snapinst_store(io, meta_dir, journal, commit_min, a->snapshot,
+                            a->snapshot_len, a->snapshot_op, sum, err, errlen);
+    if (rc != 0)
+        return rc;
+    /* 4. both left-right instances */
     meta_ct_clear(ct);
     struct zinst_fill f = {.a = a, .caps = caps, .ct = ct};
     rc = lr_restore(lr, a->snapshot_op, zinst_fill_fn, &f);

@@ -14,12 +14,10 @@
  *               changed.
  *  zinst_write  (only when S is above the local commit_min) in this
  *               order, each step durable before the next:
- *                 1. snapshot.bin := payload + trailer (tmp, fsync,
- *                    rename, directory fsync: atomic);
- *                 2. the journal is emptied (its entries are at or below
- *                    S, covered by the snapshot, or above it and
- *                    uncommitted here: the engine repairs (S, commit_max]);
- *                 3. the state is restored into both left-right instances
+ *                 1-3. snapinst_store (shard/storage/snapshot_install.h):
+ *                    the journal cut above commit_min, snapshot.bin :=
+ *                    payload + trailer (atomic), the journal emptied;
+ *                 4. the state is restored into both left-right instances
  *                    at op S (lr_restore: decoded into the standby, flip,
  *                    readers drained, then the other one), so data shards
  *                    see the published op jump forward, never back;
@@ -28,17 +26,12 @@
  *                    the snapshot's.
  *               The caller then hands the install to the engine, which
  *               queues the superblock pairing {checkpoint op S, payload
- *               checksum, op S's prepare header} (4.).
- *               A crash before 1 completes boots the old state (the .tmp
- *               is removed at boot). A crash after 1 and before 4 boots
- *               the new snapshot with the old superblock: recovery
- *               accepts a cluster replica's snapshot newer than its
- *               pairing with no journal entry at or above it (the chain
- *               anchor is learnt from the view's headers), and the
- *               entries at or below S are drained at boot. After 4 the
- *               superblock alone continues the hash chain. An error after
- *               step 1 started is fatal (-VS_EFATAL: the node stops and
- *               boots one of the two states).
+ *               checksum, op S's prepare header} (5.). What a crash at
+ *               each point boots is listed in snapshot_install.h (after
+ *               4 and before 5 is its "after 2, before 4" case: the
+ *               instances live in shared memory, the disk decides).
+ *               An error after the journal cut is fatal (-VS_EFATAL:
+ *               the node stops and boots one of the two states).
  *  zinst_table  the client table's sessions and reply rings: applied
  *               once the state reaches op T (at once when T equals the
  *               state's op, else when the commit walk applies op T). The
@@ -79,14 +72,14 @@ int zinst_check(const struct meta_caps *caps, const struct zt_artifacts *a,
                 struct zinst_scratch *s, char *err, size_t errlen);
 void zinst_scratch_fini(struct zinst_scratch *s);
 
-/* Steps 1-3 for a checked a (snapshot op above the local commit_min).
- * *sum gets the payload checksum for the pairing. 0, or -VS_EFATAL with
- * one line in err (nothing usable changed if step 1 failed for space:
- * then -ENOSPC). */
+/* Steps 1-4 for a checked a (snapshot op above commit_min). *sum gets
+ * the payload checksum for the pairing. 0, -ENOSPC (no space for the
+ * journal cut: nothing changed), or -VS_EFATAL with one line in err. */
 int zinst_write(struct vs_sio *io, const char *meta_dir, struct wal *journal,
-                struct vs_lr *lr, const struct meta_caps *caps,
-                struct meta_client_table *ct, const struct zt_artifacts *a,
-                struct vs_u128 *sum, char *err, size_t errlen);
+                uint64_t commit_min, struct vs_lr *lr,
+                const struct meta_caps *caps, struct meta_client_table *ct,
+                const struct zt_artifacts *a, struct vs_u128 *sum, char *err,
+                size_t errlen);
 
 /* The table image against the writer's live state (at the image's op):
  * 0 and the rings installed, or -EPROTO with one line (nothing changed). */
