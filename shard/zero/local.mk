@@ -140,3 +140,11 @@ tests_integration_check_cluster_transfer_SOURCES = \
 tests_integration_check_cluster_transfer_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_transfer_LDADD = $(CLUSTER_LDADD)
 endif
+
+# State-transfer throughput, fetch + install in-process (not run by make
+# check).
+noinst_PROGRAMS += tests/bench/bench_transfer
+tests_bench_bench_transfer_SOURCES = tests/bench/bench_transfer.c
+tests_bench_bench_transfer_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_transfer_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
+	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
