@@ -206,6 +206,7 @@ struct commit {
     uint32_t xt_backoff; /* ticks before a failed fetch is tried again */
     int xt_want;         /* a STATE_TRANSFER waits for the back-off */
     struct vs_vsr_action xt_trigger; /* its replica and op */
+    struct zt_info xt_seen;          /* counters already in the metrics */
 };
 
 /* ---------------------------------------------------------------- */
@@ -1070,6 +1071,28 @@ commit_xfer_start(struct commit *c, const struct vs_vsr_action *a)
                     a->replica, (unsigned long long)a->op, peer);
 }
 
+/* The transfer's gauges and counters (common/metrics.h), each tick. */
+static void
+commit_xfer_metrics(struct commit *c)
+{
+    struct zt_info zi;
+    zt_info(c->zt, &zi);
+    vs_metrics_set(VS_M_XFER_STAGE, (uint64_t)zi.stage);
+    vs_metrics_set(VS_M_XFER_PEER, (uint64_t)(int64_t)zi.peer);
+    vs_metrics_set(VS_M_XFER_FETCHED, zi.fetched);
+    vs_metrics_set(VS_M_XFER_TOTAL, zi.total);
+    if (zi.completed > c->xt_seen.completed)
+        vs_metrics_add(VS_M_XFER_INSTALLED,
+                       zi.completed - c->xt_seen.completed);
+    if (zi.abandoned > c->xt_seen.abandoned)
+        vs_metrics_add(VS_M_XFER_ABANDONED,
+                       zi.abandoned - c->xt_seen.abandoned);
+    if (zi.served_bytes > c->xt_seen.served_bytes)
+        vs_metrics_add(VS_M_XFER_SERVED,
+                       zi.served_bytes - c->xt_seen.served_bytes);
+    c->xt_seen = zi;
+}
+
 /* After each transfer input: retarget to a new primary, and disarm the
  * engine when the fetch ended without an install (the engine reports
  * the need again if it persists). */
@@ -1861,6 +1884,7 @@ commit_tick(struct commit *c)
         if (sio_is_fatal(c->io) || c->fatal[0] != '\0')
             return -VS_EFATAL;
         commit_xfer_reconcile(c);
+        commit_xfer_metrics(c);
         rc = commit_drain(c);
         if (rc != 0)
             return rc;

@@ -22,12 +22,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "tests/integration/cluster.h"
+#include "tests/integration/e2e.h"
 #include "tools/client/vsc.h"
 
 /* wal_slots 128, margin 8: a cluster checkpoint every 128 - 8 - 32 = 88
@@ -35,9 +39,15 @@
 #define N_OPS 1200u
 
 static struct vs_cluster cl;
-static const char *const extra[] = {
-    "--max-streams",       "4096", "--wal-slots", "128",
-    "--checkpoint-margin", "8",    NULL};
+static const char *const extra[] = {"--max-streams",
+                                    "4096",
+                                    "--wal-slots",
+                                    "128",
+                                    "--checkpoint-margin",
+                                    "8",
+                                    "--http-addr",
+                                    "127.0.0.1:0",
+                                    NULL};
 
 static uint64_t
 now_ms(void)
@@ -61,6 +71,59 @@ static void
 teardown(void)
 {
     vs_cluster_cleanup(&cl);
+}
+
+/* GET /metrics of node i (its --http-addr): the body, malloc'd. */
+static char *
+metrics_of(unsigned i)
+{
+    int fd = vs_connect(cl.node[i].ready.http);
+    ck_assert_int_ge(fd, 0);
+    const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: "
+                       "close\r\n\r\n";
+    ck_assert_int_eq(e2e_send(fd, req, sizeof req - 1), 0);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    uint64_t deadline = vs_monotonic_ns() + 10000000000ull;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ms = (int)((deadline - vs_monotonic_ns()) / 1000000);
+        if (ms <= 0 || poll(&p, 1, ms) <= 0)
+            break;
+        if (n + 4096 > cap) {
+            buf = realloc(buf, cap *= 2);
+            ck_assert_ptr_nonnull(buf);
+        }
+        ssize_t r = recv(fd, buf + n, cap - n - 1, 0);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The value of the sample line starting with `series ` in node i's
+ * metrics, waiting (bounded) until it is at least `min`. */
+static double
+wait_metric(unsigned i, const char *series, double min, uint32_t ms)
+{
+    uint64_t end = now_ms() + ms;
+    double v = -1;
+    char key[160];
+    snprintf(key, sizeof(key), "\n%s ", series);
+    while (now_ms() < end) {
+        char *m = metrics_of(i);
+        char *at = strstr(m, key);
+        v = at != NULL ? strtod(at + strlen(key), NULL) : -1;
+        free(m);
+        if (v >= min)
+            break;
+        usleep(100 * 1000);
+    }
+    return v;
 }
 
 static int
@@ -199,6 +262,13 @@ START_TEST(test_recover_wiped_backup)
     ck_assert_int_eq(vs_wait_file_contains(cl.node[2].log_file,
                                            "rebuilt replica caught up", 20000),
                      0);
+    /* the metrics say so on both ends, and the fetch is over */
+    ck_assert(wait_metric(2,
+                          "vstream_state_transfers_total{result=\"installed\"}",
+                          1, 5000) >= 1);
+    ck_assert(wait_metric(0, "vstream_state_transfer_served_bytes_total", 1000,
+                          5000) >= 1000);
+    ck_assert(wait_metric(2, "vstream_state_transfer_stage", 0, 5000) == 0);
     vsc_destroy(c2);
     create_range(c0, "r-after", 0, 5);
     vsc_destroy(c0);
