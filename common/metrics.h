@@ -96,7 +96,7 @@ enum vs_metric_kind {
       "Metadata state transfer stage: 0 idle, 1 awaiting target, 2 "           \
       "fetching, 3 installing")                                                \
     X(XFER_PEER, "vstream_state_transfer_peer", "", VS_MK_GAUGE,               \
-      "Replica the running state transfer fetches from (-1 idle: 2^64-1)")     \
+      "Replica the running state transfer fetches from, plus one (0: none)")   \
     X(XFER_FETCHED, "vstream_state_transfer_fetched_bytes", "", VS_MK_GAUGE,   \
       "Bytes fetched by the running state transfer")                           \
     X(XFER_TOTAL, "vstream_state_transfer_total_bytes", "", VS_MK_GAUGE,       \

@@ -1078,7 +1078,7 @@ commit_xfer_metrics(struct commit *c)
     struct zt_info zi;
     zt_info(c->zt, &zi);
     vs_metrics_set(VS_M_XFER_STAGE, (uint64_t)zi.stage);
-    vs_metrics_set(VS_M_XFER_PEER, (uint64_t)(int64_t)zi.peer);
+    vs_metrics_set(VS_M_XFER_PEER, zi.peer < 0 ? 0 : (uint64_t)zi.peer + 1);
     vs_metrics_set(VS_M_XFER_FETCHED, zi.fetched);
     vs_metrics_set(VS_M_XFER_TOTAL, zi.total);
     if (zi.completed > c->xt_seen.completed)

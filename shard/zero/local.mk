@@ -131,6 +131,19 @@ tests_unit_check_zero_transfer_LDADD = libvs_server.a libvs_vsr.a \
 	libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
 
+# Installing a fetched state on shard 0 (checks, write, client table).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_zero_install
+check_PROGRAMS += tests/unit/check_zero_install
+tests_unit_check_zero_install_SOURCES = tests/unit/check_zero_install.c \
+	tests/unit/meta_fixture.h tests/unit/meta_helpers.h \
+	tests/unit/storage_testutil.h
+tests_unit_check_zero_install_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_zero_install_LDADD = libvs_server.a libvs_ipc.a \
+	libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
+endif
+
 # Metadata state transfer between real nodes (3-node cluster, small WAL).
 if HAVE_CHECK
 check_PROGRAMS += tests/integration/check_cluster_transfer
