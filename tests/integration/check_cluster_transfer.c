@@ -5,11 +5,12 @@
  *
  * Covers: a backup stopped while the others commit well past their
  * drained journals restarts, fetches the primary's checkpoint (both logs
- * say so), installs it, converges and lists every stream; SIGKILLed
- * right after the install (before any checkpoint of its own) it boots
- * again and converges; its checkpoint checksum then equals the
- * primary's at the same op. A wiped backup rebuilt with `vstreamd
- * recover` catches up through a transfer. A snapshot corrupted at rest
+ * say so; its snapshot spans two 256 KiB chunks), installs it, converges
+ * and lists every stream; SIGKILLed right after the install (before any
+ * checkpoint of its own) it boots again and converges; its checkpoint
+ * checksum then equals the primary's at the same op. A wiped backup
+ * rebuilt with `vstreamd recover` catches up through a transfer (the
+ * metrics of both ends count it). A snapshot corrupted at rest
  * on the primary (one byte flipped inside a stream name) is refused with
  * a logged reason on both ends and never installed; once the primary
  * checkpoints again the backup installs the fresh one.
@@ -38,6 +39,10 @@
  * ops; the commits below span many of them. */
 #define N_OPS 1200u
 
+/* Stream names this long make the first test's snapshot span two
+ * chunks (256 KiB each) over the replica links. */
+static char long_prefix[232];
+
 static struct vs_cluster cl;
 static const char *const extra[] = {"--max-streams",
                                     "4096",
@@ -63,6 +68,8 @@ setup(void)
     ck_assert_int_eq(vs_harness_init(), 0);
     ck_assert_int_eq(vs_cluster_init(&cl, 3), 0);
     cl.extra = extra;
+    memset(long_prefix, 'a', sizeof(long_prefix) - 1);
+    long_prefix[sizeof(long_prefix) - 1] = '\0';
     int rc = vs_cluster_start(&cl, VS_CLUSTER_START_MS);
     ck_assert_msg(rc == 0, "cluster start: %d", rc);
 }
@@ -142,7 +149,7 @@ has_stream(struct vsc *c, const char *name)
 static void
 create_range(struct vsc *c, const char *prefix, unsigned from, unsigned to)
 {
-    char name[32];
+    char name[300];
     for (unsigned k = from; k < to; k++) {
         snprintf(name, sizeof(name), "%s-%u", prefix, k);
         struct vsc_stream s;
@@ -159,7 +166,7 @@ wait_caught_up(unsigned i, const char *prefix, unsigned n, uint32_t ms)
 {
     uint64_t end = now_ms() + ms;
     struct vsc *c = NULL;
-    char name[32];
+    char name[300];
     snprintf(name, sizeof(name), "%s-%u", prefix, n - 1);
     while (now_ms() < end) {
         if (c == NULL)
@@ -208,11 +215,11 @@ START_TEST(test_backup_transfers_after_drain)
 {
     struct vsc *c0 = vs_cluster_login(&cl, 0, 20000);
     ck_assert_ptr_nonnull(c0);
-    create_range(c0, "a", 0, 20);
-    struct vsc *c2 = wait_caught_up(2, "a", 20, 20000);
+    create_range(c0, long_prefix, 0, 20);
+    struct vsc *c2 = wait_caught_up(2, long_prefix, 20, 20000);
     vsc_destroy(c2);
     ck_assert_int_eq(vs_node_stop(&cl.node[2], 10000), 0);
-    create_range(c0, "a", 20, N_OPS); /* peers checkpoint and drain */
+    create_range(c0, long_prefix, 20, N_OPS); /* peers checkpoint and drain */
     ck_assert_int_eq(vs_cluster_start_node(&cl, 2, VS_CLUSTER_START_MS), 0);
     ck_assert_int_eq(vs_wait_file_contains(cl.node[2].log_file,
                                            "state transfer: installed the "
@@ -221,11 +228,13 @@ START_TEST(test_backup_transfers_after_drain)
                      0);
     ck_assert(vs_file_contains(cl.node[0].log_file,
                                "state transfer: offering replica 2"));
+    ck_assert(wait_metric(0, "vstream_state_transfer_served_bytes_total",
+                          256 * 1024 + 1, 5000) > 256 * 1024);
     /* killed right after the install, before a checkpoint of its own: it
      * boots on what the install left and converges */
     ck_assert_int_gt(vs_node_kill(&cl.node[2]), -1);
     ck_assert_int_eq(vs_cluster_start_node(&cl, 2, VS_CLUSTER_START_MS), 0);
-    c2 = wait_caught_up(2, "a", N_OPS, 30000);
+    c2 = wait_caught_up(2, long_prefix, N_OPS, 30000);
     /* the installed checkpoint and later ones are byte-identical */
     assert_same_checkpoint(c0, c2, 20000);
     create_range(c0, "b", 0, 100); /* one more checkpoint on every node */
