@@ -57,7 +57,10 @@
  * only ops known committed. Genesis is the first op of the first primary
  * that finds the log empty (commit_tick proposes it). Cached reply
  * frames carry no view and no replica (commit_frames.h), so replicas at
- * one op hold byte-identical snapshots.
+ * one op hold byte-identical snapshots. A replica whose gap is beyond its
+ * peers' journals fetches the primary's checkpoint by metadata state
+ * transfer (transfer.h over the links' commands 22-25) and installs it
+ * (install_state.h); a caught-up primary serves its durable checkpoint.
  * Callers: shard 0 only (tests drive it in-process). Not thread-safe.
  */
 #ifndef VS_SHARD_COMMIT_H
