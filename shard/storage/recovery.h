@@ -30,11 +30,7 @@
  *     No WAL entry at or above the state op (empty, or wholly behind
  *     the snapshot) beside a checkpoint is fine only when the superblock
  *     records the checkpoint op's header and the snapshot is at that op
- *     (the chain restarts from it), or for a cluster replica whose
- *     snapshot is newer than the superblock's pairing (a crash inside a
- *     state-transfer install, shard/storage/xfer_store.h: it boots with
- *     anchor_unknown set, the chain's anchor learnt from the view);
- *     otherwise refuse.
+ *     (the chain restarts from it); otherwise refuse.
  *  7. replay range: (snapshot op, WAL last op].
  *
  * Use at boot (shard 0):
@@ -128,10 +124,7 @@ struct recovery_result {
     uint64_t snapshot_op;
     struct vs_u128 snapshot_checksum;
     uint64_t replay_from, replay_to; /* inclusive; empty if from > to */
-    /* no WAL entry or recorded header anchors the hash chain at the
-     * snapshot op (a cluster replica only, see step 6) */
-    int anchor_unknown;
-    struct wal journal; /* open unless read_only */
+    struct wal journal;              /* open unless read_only */
     int journal_open;
 };
 

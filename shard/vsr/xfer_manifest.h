@@ -10,9 +10,9 @@
  * snapshot.bin without its integrity trailer), 1 client table (frontier =
  * commit_min when encoded; the ICT3 transfer form, ICT2 still decoded), 2
  * segment log and 3 consumer offsets (partition transfer), 4 checkpoint
- * prepare (frontier = the snapshot's op; the 256-byte stored header of
- * that op's prepare, which the receiver's superblock pairing records so
- * its hash chain restarts from the snapshot without that op's WAL entry).
+ * prepare (frontier = the snapshot's op; the 256-byte stored prepare header
+ * of that op, so the receiver's superblock pairing records it and a restart
+ * right after the install can continue the hash chain).
  *
  * Invariants (enforced by the decoder, which trusts nothing): exact
  * length; magic; entry_len 25; 1 <= count <= XFER_ARTIFACTS_MAX; known

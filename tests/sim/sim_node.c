@@ -115,6 +115,7 @@ void
 sim_node_fini(struct sim_node *n)
 {
     sim_node_stop(n);
+    sim_xfer_free(n);
     meta_ct_fini(&n->ct);
     meta_result_fini(&n->res);
     vs_wbuf_fini(&n->body);
@@ -474,6 +475,7 @@ do_commit(struct sim_node *n, const struct vs_vsr_action *a)
     int rc = vsr_on_commit_applied(n->eng, a->op, n->body.data,
                                    (uint32_t)n->body.len);
     VS_ASSERT(rc == 0);
+    sim_xfer_table_at(n, a->op);
 }
 
 /* Phase 1 and 2 of a checkpoint when enough ops were applied (or now,

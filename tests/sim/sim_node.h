@@ -52,6 +52,7 @@
 
 struct sim_node;
 struct zt;
+struct zinst_scratch;
 
 /* Hooks into the world (the node never sees other nodes). */
 struct sim_node_hooks {
@@ -127,15 +128,20 @@ struct sim_node {
     struct vs_hdr_prepare ckpt_prepare; /* checkpoint op's header */
     uint64_t snap_op;                   /* what snapshot.bin holds */
     struct vs_u128 snap_sum;
-    int xfer_fatal;         /* storage error inside the install hook */
+    int xfer_fatal;           /* storage error inside the install hook */
+    struct zinst_scratch *xt; /* a transferred client table waiting for */
+    int xt_pending;           /* the commit walk to reach its op */
+    uint32_t xt_backoff;      /* ticks before a failed fetch is retried */
+    int xt_want;              /* a STATE_TRANSFER waits for the back-off */
+    unsigned xt_want_replica;
     uint64_t xfer_crash_at; /* scenarios: arm a crash at that storage
                                call when an install starts (0: none) */
     /* marks (coverage) */
     uint64_t m_torn_cut, m_damaged_cut, m_checkpoints, m_replayed;
     uint64_t m_sb_writes, m_truncations, m_state_transfer;
     uint64_t m_xfer_begun, m_xfer_installs, m_xfer_table_only,
-        m_xfer_table_installed, m_xfer_retargets, m_xfer_abandoned,
-        m_xfer_served, m_xfer_served_bytes;
+        m_xfer_table_installed, m_xfer_table_refused, m_xfer_retargets,
+        m_xfer_abandoned, m_xfer_served, m_xfer_served_bytes;
     struct vs_vsr_stats acc; /* engine counters of earlier lives */
 };
 

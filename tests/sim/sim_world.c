@@ -1524,6 +1524,13 @@ sim_world_run(struct sim_world *w)
         w->m.xfer_retargets += n->m_xfer_retargets;
         w->m.xfer_abandoned += n->m_xfer_abandoned;
         w->m.xfer_served += n->m_xfer_served;
+        w->m.xfer_tables += n->m_xfer_table_installed;
+        if (n->m_xfer_table_refused)
+            sim_world_failf(w,
+                            "determinism: replica %u refused %llu transferred "
+                            "client tables (their sessions disagree with the "
+                            "replayed ones)",
+                            i, (unsigned long long)n->m_xfer_table_refused);
         struct vs_vsr_stats st;
         sim_node_stats(n, &st);
         w->m.view_changes += st.view_changes;

@@ -145,7 +145,7 @@ struct sim_marks {
     /* state transfer (sim_xfer.h): sessions begun, snapshot installs,
      * table-only installs, retargets, sessions abandoned, offers served */
     uint64_t xfer_begun, xfer_installs, xfer_table_only, xfer_retargets,
-        xfer_abandoned, xfer_served;
+        xfer_abandoned, xfer_served, xfer_tables; /* tables installed */
     /* from the engine's counters */
     uint64_t nack_truncations, faulty_not_nacked, repairs, truncations,
         range_evicted, sv_adopted, probe_elections, faulty_repaired,

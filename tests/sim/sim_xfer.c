@@ -1,7 +1,7 @@
 /*
  * tests/sim/sim_xfer.c - state transfer for a simulated replica: shard
- * 0's zt module bound to the simulated disk, network and engine; see
- * sim_xfer.h.
+ * 0's zt module bound to the simulated disk, network and engine the way
+ * shard/zero/commit.c binds it (commit_xfer_*); see sim_xfer.h.
  * Callers: tests/sim/sim_node.c only (one thread).
  */
 #include "config.h"
@@ -12,15 +12,20 @@
 #include <string.h>
 
 #include "common/assert.h"
-#include "common/checksum.h"
+#include "common/errors.h"
 #include "common/layout.h"
 #include "common/mem.h"
 #include "shard/meta/client_table.h"
 #include "shard/meta/snapshot_codec.h"
-#include "shard/storage/xfer_store.h"
+#include "shard/storage/snapshot_install.h"
+#include "shard/zero/install_state.h"
 #include "shard/zero/transfer.h"
 #include "tests/sim/sim_node.h"
 #include "tests/sim/sim_xfer.h"
+
+/* Ticks after a fetch ended without an install before the next one is
+ * armed (shard 0: COMMIT_XFER_BACKOFF_TICKS). */
+#define SIM_XFER_BACKOFF_TICKS 100u
 
 /* ------------------------------------------------------ zt's hooks */
 
@@ -35,8 +40,14 @@ hook_serve_state(void *ctx, struct zt_serve_state *s)
     s->view = d.view;
     s->commit_min = vsr_commit_min(n->eng);
     s->commit_max = vsr_commit_max(n->eng);
-    s->checkpoint_op = n->snap_op;
-    s->checkpoint_checksum = n->snap_sum;
+    /* a checkpoint in progress may have replaced snapshot.bin already:
+     * offer nothing until its pairing is durable */
+    if (!n->ckpt_pending) {
+        s->checkpoint_op = d.checkpoint_op;
+        s->checkpoint_checksum = d.checkpoint_checksum;
+        if (n->ckpt_prepare.op == d.checkpoint_op)
+            s->checkpoint_prepare = n->ckpt_prepare;
+    }
 }
 
 static int
@@ -48,22 +59,6 @@ hook_encode_table(void *ctx, struct vs_wbuf *w, uint64_t *frontier)
     return meta_ct_transfer_encode(&n->ct, n->state, w);
 }
 
-static int
-hook_checkpoint_prepare(void *ctx, uint64_t op, struct vs_hdr_prepare *out)
-{
-    struct sim_node *n = ctx;
-    if (op != 0 && n->ckpt_prepare.op == op &&
-        !vs_u128_is_zero(n->ckpt_prepare.f.checksum)) {
-        *out = n->ckpt_prepare;
-        return 0;
-    }
-    const struct vs_hdr_prepare *h = wal_header(&n->journal, op);
-    if (h == NULL)
-        return -ENOENT;
-    *out = *h;
-    return 0;
-}
-
 static void
 hook_send(void *ctx, uint8_t peer, const void *frame, size_t len)
 {
@@ -71,144 +66,120 @@ hook_send(void *ctx, uint8_t peer, const void *frame, size_t len)
     n->cfg.hooks->send(n->cfg.hooks->ctx, n, peer, frame, (uint32_t)len);
 }
 
-/* Installs the table image into state + private table only when it
- * describes the same op as the state (sim_xfer.h, step 3). */
-static int
-table_install(void *state, struct meta_client_table *ct,
-              const struct meta_ct_image *img, uint64_t frontier,
-              uint64_t state_op, int *installed)
+static void
+table_drop(struct sim_node *n)
 {
-    *installed = 0;
-    if (frontier != state_op)
-        return 0;
-    int rc = meta_ct_install_sessions(state, img);
-    if (rc != 0)
-        return rc;
-    meta_ct_install_replies(ct, state, img);
-    *installed = 1;
+    if (n->xt_pending)
+        zinst_scratch_fini(n->xt);
+    n->xt_pending = 0;
+}
+
+void
+sim_xfer_table_at(struct sim_node *n, uint64_t op)
+{
+    if (!n->xt_pending || op != n->xt->table_op)
+        return;
+    char err[160];
+    if (zinst_table(&n->ct, n->state, &n->xt->img, err, sizeof(err)) == 0)
+        n->m_xfer_table_installed++;
+    else
+        n->m_xfer_table_refused++;
+    table_drop(n);
+}
+
+/* The snapshot payload decoded into a fresh state and reply table: the
+ * simulator's "both left-right instances" (zinst_write's lr_restore). */
+static int
+restore(struct sim_node *n, const struct zt_artifacts *a, char *err,
+        size_t errlen)
+{
+    void *st = vs_xcalloc(1, meta_state_size(&n->cfg.caps));
+    VS_ASSERT(meta_state_init(st, &n->cfg.caps) == 0);
+    struct meta_client_table ct;
+    meta_ct_init(&ct);
+    enum meta_snap_status ss =
+        meta_snapshot_decode(a->snapshot, a->snapshot_len, st, &ct);
+    if (ss != META_SNAP_OK || meta_hdr_c(st)->last_op != a->snapshot_op) {
+        /* zinst_check decoded the same bytes: cannot happen */
+        snprintf(err, errlen, "the checked snapshot does not decode: %s",
+                 meta_snap_status_str(ss));
+        free(st);
+        meta_ct_fini(&ct);
+        return -VS_EFATAL;
+    }
+    free(n->state);
+    n->state = st;
+    meta_ct_fini(&n->ct);
+    n->ct = ct; /* moved */
     return 0;
 }
 
+/* zt_hooks.install: the order of install_state.h (shard 0's
+ * commit_xfer_install). */
 static int
-hook_install(void *ctx, const uint8_t *snap, size_t slen, uint64_t sop,
-             const uint8_t *table, size_t tlen, uint64_t top,
-             uint64_t commit_op, uint64_t commit_max, char *err, size_t errlen)
+hook_install(void *ctx, const struct zt_artifacts *a, char *err, size_t errlen)
 {
     struct sim_node *n = ctx;
-    struct meta_ct_image img;
-    void *st = NULL;
-    struct meta_client_table ct;
-    int ct_live = 0; /* ct holds a scratch table to free */
-    memset(&img, 0, sizeof(img));
-    int rc, installed = 0;
     if (n->xfer_crash_at != 0) { /* scenarios: a crash inside the install */
         sim_disk_arm_crash(n->disk, n->xfer_crash_at);
         n->xfer_crash_at = 0;
     }
-    if (snap == NULL || table == NULL || sop == 0 || commit_op < sop ||
-        top > commit_op || commit_max < commit_op) {
-        snprintf(err, errlen,
-                 "the offer is inconsistent (snapshot op %llu, "
-                 "table %llu, commit %llu/%llu)",
-                 (unsigned long long)sop, (unsigned long long)top,
-                 (unsigned long long)commit_op, (unsigned long long)commit_max);
-        rc = -EPROTO;
-        goto fail;
+    /* the binding applies each COMMIT before its next input */
+    if (vsr_commit_outstanding(n->eng)) {
+        snprintf(err, errlen, "a commit is being applied; fetch again");
+        return -EAGAIN;
     }
-    /* 1. everything decodes into scratch before anything changes */
-    rc = meta_ct_transfer_decode(table, tlen, &img);
-    if (rc != 0) {
-        snprintf(err, errlen, "the client table does not decode (%d)", rc);
-        rc = -EPROTO;
-        goto fail;
-    }
-    uint64_t cm = vsr_commit_min(n->eng);
-    if (sop <= cm) {
-        /* 4. not ahead: the local state machine stays */
-        rc = table_install(n->state, &n->ct, &img, top, cm, &installed);
+    struct zinst_scratch sc;
+    int rc = zinst_check(&n->cfg.caps, a, &sc, err, errlen);
+    if (rc != 0)
+        return rc;
+    uint64_t local = vsr_commit_min(n->eng);
+    struct vs_u128 sum = {0, 0};
+    int ahead = a->snapshot_op > local;
+    if (ahead) {
+        rc = snapinst_store(&n->disk->io, n->meta_dir, &n->journal, local,
+                            a->snapshot, a->snapshot_len, a->snapshot_op, &sum,
+                            err, errlen);
+        if (rc == 0)
+            rc = restore(n, a, err, errlen);
         if (rc != 0) {
-            snprintf(err, errlen, "the client table does not fit (%d)", rc);
-            rc = -EPROTO;
-            goto fail;
+            zinst_scratch_fini(&sc);
+            if (rc != -ENOSPC)
+                n->xfer_fatal = rc;
+            return rc;
         }
-        rc = vsr_on_state_installed(n->eng, sop, (struct vs_u128){0, 0},
-                                    n->snap_sum, commit_max);
-        if (rc != 1) {
-            snprintf(err, errlen, "the engine refused a table install (%d)",
-                     rc);
-            rc = rc < 0 ? rc : -EINVAL;
-            goto fail;
-        }
+        /* the pairing the engine queues records op S's header; its
+         * durability completes a checkpoint at S */
+        n->ckpt_prepare = sc.prepare;
+        n->ckpt_pending = 1;
+        n->ckpt_op = a->snapshot_op;
+        n->snap_op = a->snapshot_op;
+        n->snap_sum = sum;
+    }
+    rc = vsr_on_state_installed(n->eng, a->snapshot_op, sc.prepare.f.checksum,
+                                sum, a->commit_max);
+    if (rc < 0) {
+        zinst_scratch_fini(&sc);
+        snprintf(err, errlen, "the engine refused the install (%d)", rc);
+        if (ahead)
+            n->xfer_fatal = -VS_EFATAL;
+        return rc;
+    }
+    if (ahead)
+        n->m_xfer_installs++;
+    else
         n->m_xfer_table_only++;
-        n->m_xfer_table_installed += (uint64_t)installed;
-        meta_ct_image_fini(&img);
+    /* the client table at its op T: now, or when the walk applies T */
+    table_drop(n);
+    uint64_t at = vsr_commit_min(n->eng);
+    if (sc.table_op < at) {
+        zinst_scratch_fini(&sc); /* behind the local state: kept */
         return 0;
     }
-    const struct vs_hdr_prepare *prep = zt_install_prepare(n->zt);
-    if (prep == NULL) {
-        /* without it the pairing cannot restart the hash chain */
-        snprintf(err, errlen,
-                 "the offer carries no verified header for "
-                 "snapshot op %llu",
-                 (unsigned long long)sop);
-        rc = -EPROTO;
-        goto fail;
-    }
-    st = vs_xcalloc(1, meta_state_size(&n->cfg.caps));
-    VS_ASSERT(meta_state_init(st, &n->cfg.caps) == 0);
-    meta_ct_init(&ct);
-    ct_live = 1;
-    enum meta_snap_status ss = meta_snapshot_decode(snap, slen, st, &ct);
-    if (ss != META_SNAP_OK || meta_hdr_c(st)->last_op != sop) {
-        snprintf(err, errlen, "the snapshot of op %llu does not decode: %s",
-                 (unsigned long long)sop,
-                 ss != META_SNAP_OK ? meta_snap_status_str(ss)
-                                    : "its op differs");
-        rc = -EPROTO;
-        goto fail;
-    }
-    rc = table_install(st, &ct, &img, top, sop, &installed);
-    if (rc != 0) {
-        snprintf(err, errlen, "the client table does not fit (%d)", rc);
-        rc = -EPROTO;
-        goto fail;
-    }
-    /* 2. storage, in the crash-safe order. No COMMIT is outstanding here
-     * (the binding applies each one before the next input), so the
-     * engine takes the install below. */
-    struct vs_hdr_prepare keep = *prep;
-    struct vs_u128 sum;
-    rc =
-        xstore_install_snapshot(&n->disk->io, n->meta_dir, &n->journal, cm, sop,
-                                snap, slen, vs_checksum(snap, slen).lo, &sum);
-    if (rc != 0) {
-        snprintf(err, errlen, "storing the snapshot failed (%d)", rc);
-        n->xfer_fatal = rc;
-        goto fail;
-    }
-    free(n->state);
-    n->state = st;
-    st = NULL;
-    meta_ct_fini(&n->ct);
-    n->ct = ct; /* moved */
-    n->snap_op = sop;
-    n->snap_sum = sum;
-    n->ckpt_prepare = keep;
-    rc = vsr_on_state_installed(n->eng, sop, keep.f.checksum, sum, commit_max);
-    VS_ASSERT(rc == 0); /* armed, op > commit_min, nothing outstanding */
-    /* the pairing's durability completes the checkpoint at sop */
-    n->ckpt_pending = 1;
-    n->ckpt_op = sop;
-    n->m_xfer_installs++;
-    n->m_xfer_table_installed += (uint64_t)installed;
-    meta_ct_image_fini(&img);
+    *n->xt = sc;
+    n->xt_pending = 1;
+    sim_xfer_table_at(n, at);
     return 0;
-fail:
-    free(st);
-    if (ct_live)
-        meta_ct_fini(&ct);
-    meta_ct_image_fini(&img);
-    return rc;
 }
 
 /* ---------------------------------------------------------- binding */
@@ -231,11 +202,15 @@ sim_xfer_open(struct sim_node *n)
         .ctx = n,
         .serve_state = hook_serve_state,
         .encode_table = hook_encode_table,
-        .checkpoint_prepare = hook_checkpoint_prepare,
         .send = hook_send,
         .install = hook_install,
     };
     char err[200];
+    if (n->xt == NULL)
+        n->xt = vs_xcalloc(1, sizeof(*n->xt));
+    n->xt_pending = 0;
+    n->xt_backoff = 0;
+    n->xt_want = 0;
     return zt_create(&o, &h, &n->zt, err, sizeof(err));
 }
 
@@ -250,6 +225,15 @@ sim_xfer_close(struct sim_node *n)
     }
     zt_destroy(n->zt);
     n->zt = NULL;
+    table_drop(n);
+}
+
+void
+sim_xfer_free(struct sim_node *n)
+{
+    sim_xfer_close(n);
+    free(n->xt);
+    n->xt = NULL;
 }
 
 int
@@ -258,20 +242,12 @@ sim_xfer_active(const struct sim_node *n)
     return n->zt != NULL && zt_fetching(n->zt);
 }
 
-/* The engine is armed but no session runs: give the transfer up. */
+/* After each transfer input (shard 0's commit_xfer_reconcile): a fatal
+ * install stops the node; the engine is disarmed when the fetch ended
+ * without an install, a fetch the engine no longer wants is abandoned,
+ * a new primary is retargeted, a fetch that gave up on its peer ends. */
 static void
-settle(struct sim_node *n)
-{
-    struct vs_vsr_info info;
-    vsr_info(n->eng, &info);
-    if (info.transferring && !zt_fetching(n->zt)) {
-        VS_ASSERT(vsr_transfer_end(n->eng) == 0);
-        n->m_xfer_abandoned++;
-    }
-}
-
-static void
-after_zt(struct sim_node *n)
+reconcile(struct sim_node *n)
 {
     if (n->xfer_fatal != 0) {
         int rc = n->xfer_fatal;
@@ -279,7 +255,30 @@ after_zt(struct sim_node *n)
         sim_node_fail(n, "state transfer install", rc);
         return;
     }
-    settle(n);
+    struct vs_vsr_info in;
+    vsr_info(n->eng, &in);
+    int fetching = zt_fetching(n->zt);
+    if (in.transferring && !fetching) {
+        n->xt_backoff = SIM_XFER_BACKOFF_TICKS;
+        VS_ASSERT(vsr_transfer_end(n->eng) == 0);
+        n->m_xfer_abandoned++;
+        return;
+    }
+    if (!in.transferring && fetching) {
+        zt_abandon(n->zt, "the engine is not transferring");
+        return;
+    }
+    if (!fetching)
+        return;
+    struct zt_info zi;
+    zt_info(n->zt, &zi);
+    int p = vsr_primary(n->eng);
+    if (p >= 0 && (unsigned)p != n->cfg.replica && p != zi.peer) {
+        zt_retarget(n->zt, (uint8_t)p);
+        n->m_xfer_retargets++;
+    } else if (zt_wants_peer(n->zt)) {
+        zt_abandon(n->zt, "the primary stopped answering");
+    }
 }
 
 int
@@ -288,21 +287,13 @@ sim_xfer_frame(struct sim_node *n, const void *frame, uint32_t len)
     const struct vs_header *h = frame;
     if (len < VS_HEADER_SIZE || !zt_is_transfer_command(h->f.command))
         return 0;
+    /* the sender as an authenticated link names it */
     if (n->zt == NULL || h->f.replica >= n->cfg.replica_count ||
         h->f.replica == n->cfg.replica)
         return 1;
     zt_on_frame(n->zt, h->f.replica, frame, len);
-    after_zt(n);
+    reconcile(n);
     return 1;
-}
-
-static unsigned
-target(const struct sim_node *n, unsigned named)
-{
-    int p = vsr_primary(n->eng);
-    if (p >= 0 && (unsigned)p != n->cfg.replica)
-        return (unsigned)p;
-    return named;
 }
 
 void
@@ -311,7 +302,17 @@ sim_xfer_start(struct sim_node *n, const struct vs_vsr_action *a)
     n->m_state_transfer++;
     if (n->zt == NULL)
         return;
-    unsigned peer = target(n, a->replica);
+    if (n->xt_backoff > 0) {
+        /* the last fetch failed a moment ago: armed when the back-off
+         * ends (the engine does not report the same need twice) */
+        n->xt_want = 1;
+        n->xt_want_replica = a->replica;
+        return;
+    }
+    n->xt_want = 0;
+    int p = vsr_primary(n->eng);
+    unsigned peer =
+        p >= 0 && (unsigned)p != n->cfg.replica ? (unsigned)p : a->replica;
     if (peer == n->cfg.replica || peer >= n->cfg.replica_count)
         return;
     int rc = vsr_transfer_begin(n->eng);
@@ -324,10 +325,8 @@ sim_xfer_start(struct sim_node *n, const struct vs_vsr_action *a)
         nonce.lo = sim_node_rand(n);
         nonce.hi = sim_node_rand(n);
     }
-    rc = zt_start_nonce(n->zt, (uint8_t)peer, d.view, nonce);
-    if (rc == 0)
+    if (zt_start_nonce(n->zt, (uint8_t)peer, d.view, nonce) == 0)
         n->m_xfer_begun++;
-    after_zt(n);
 }
 
 void
@@ -335,17 +334,14 @@ sim_xfer_tick(struct sim_node *n)
 {
     if (n->zt == NULL)
         return;
-    zt_tick(n->zt);
-    after_zt(n);
-    if (!n->up || !zt_fetching(n->zt))
-        return;
-    struct zt_info info;
-    zt_info(n->zt, &info);
-    int p = vsr_primary(n->eng);
-    if (p >= 0 && (unsigned)p != n->cfg.replica &&
-        (p != info.peer || zt_wants_peer(n->zt))) {
-        zt_retarget(n->zt, (uint8_t)p);
-        n->m_xfer_retargets++;
-        after_zt(n);
+    if (n->xt_backoff > 0 && --n->xt_backoff == 0 && n->xt_want) {
+        struct vs_vsr_action t;
+        memset(&t, 0, sizeof(t));
+        t.kind = VSR_ACT_STATE_TRANSFER;
+        t.replica = (uint8_t)n->xt_want_replica;
+        sim_xfer_start(n, &t);
+        n->m_state_transfer--; /* the same need, counted once */
     }
+    zt_tick(n->zt);
+    reconcile(n);
 }

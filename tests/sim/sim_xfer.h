@@ -3,44 +3,36 @@
  * REAL shard 0 module (shard/zero/transfer.h, zt_*) per node over the
  * simulated disk and network, bound the way shard 0 binds it.
  *
- * Routing: replica commands 22-25 go to zt_on_frame (sender = the
- * frame's replica field, as an authenticated link would say); zt_tick
- * every tick. VSR_ACT_STATE_TRANSFER -> vsr_transfer_begin + zt_start
- * against the primary of the view (or the peer the engine named); a new
- * primary, or a fetch that gave up on its peer, retargets; a session that
- * ends without an install -> vsr_transfer_end (the engine reports the
- * gap again later). Nonces come from the node's seed (deterministic).
+ * Routing (shard/zero/commit.c's commit_xfer_* are the model): replica
+ * commands 22-25 go to zt_on_frame (sender = the frame's replica field,
+ * as an authenticated link would say); zt_tick every tick.
+ * VSR_ACT_STATE_TRANSFER -> vsr_transfer_begin + zt_start_nonce against
+ * the primary of the view (or the peer the engine named), unless a fetch
+ * failed less than a back-off ago (then armed when it ends). After each
+ * input: a fetch that ended without an install -> vsr_transfer_end (and
+ * the back-off); a new primary -> zt_retarget; a fetch that gave up on its
+ * peer -> zt_abandon. Nonces come from the node's seed (deterministic).
  *
  * Serving (zt decides; this binding answers its questions): a caught-up
  * primary is a settled primary with commit_min == commit_max; the
- * checkpoint served is what snapshot.bin holds now (op and payload
- * checksum, set by every snapshot write and at boot), with the stored
- * header of that op's prepare (the superblock's record, else the WAL).
+ * checkpoint offered is the durable superblock pairing with its recorded
+ * prepare header, nothing while a local checkpoint is between its
+ * snapshot and its pairing.
  *
- * Install (what shard 0 must do; the order is shard/storage/xfer_store.h):
- *  1. decode into scratch first: the client table's transfer form and,
- *     if the snapshot is ahead of commit_min, the snapshot into a fresh
- *     state + table; any failure is -EPROTO (charged to that snapshot
- *     generation) and changes nothing;
- *  2. snapshot ahead: xstore_install_snapshot (journal cut above the
- *     commit, snapshot.bin, journal emptied), the scratch state becomes
- *     the live one (the binding's "both left-right instances"), the
- *     offer's verified checkpoint header is kept for the pairing, then
- *     vsr_on_state_installed queues the superblock pairing {op, checksum,
- *     header}; the pairing's durability is the checkpoint (drain,
- *     `checkpointed` hook);
- *  3. client table: the snapshot embeds the table at its op (sessions in
- *     the state, cached replies in the private table). The transferred
- *     table (the primary's at its commit_min, the table frontier) is
- *     installed only where it describes the same op as the state it goes
- *     with (frontier == snapshot op, or == the local commit_min for a
- *     table-only install); otherwise the commit walk over
- *     (state op, frontier] re-executes those table mutations, and
- *     installing the later table first would apply them twice and leave
- *     this replica's checkpoints different from its peers';
- *  4. snapshot not ahead of commit_min: keep the local state machine
- *     (table-only install, step 3), vsr_on_state_installed raises
- *     commit_max.
+ * Install (shard/zero/install_state.h's order, with the same functions):
+ *  1. zinst_check decodes and checks every artifact into scratch (a
+ *     refusal changes nothing, -EPROTO charges the snapshot generation);
+ *  2. snapshot ahead of commit_min: snapinst_store (journal cut above the
+ *     commit, snapshot.bin, journal emptied), then the state restored
+ *     from the payload (this binding's "both left-right instances": one
+ *     private state here), the header kept for the pairing, and
+ *     vsr_on_state_installed queues the superblock pairing; its
+ *     durability is the checkpoint at S (drain, `checkpointed` hook);
+ *     not ahead: the local state machine stays (a table-only install);
+ *  3. the client table at its op T: zinst_table (the sessions must agree
+ *     slot for slot, then the rings replace the private table's) now if
+ *     the state is at T, else when the commit walk applies T; a table
+ *     behind the state is dropped.
  * A storage failure inside the install stops the node (fatal), after zt
  * has returned.
  *
@@ -59,6 +51,11 @@ struct sim_node;
 int sim_xfer_open(struct sim_node *n);
 /* At stop: destroys it (never from inside a zt callback). */
 void sim_xfer_close(struct sim_node *n);
+/* At the node's end: also frees the table scratch. */
+void sim_xfer_free(struct sim_node *n);
+/* After the commit of `op`: installs a transferred client table whose op
+ * it is (zinst_table: the rings, when the sessions agree). */
+void sim_xfer_table_at(struct sim_node *n, uint64_t op);
 /* 1 if `frame` is a transfer command (handled here), else 0. */
 int sim_xfer_frame(struct sim_node *n, const void *frame, uint32_t len);
 /* VSR_ACT_STATE_TRANSFER. */

@@ -134,6 +134,7 @@ print_marks(const struct sim_world *w)
         {"xfer_retargets", m->xfer_retargets},
         {"xfer_abandoned", m->xfer_abandoned},
         {"xfer_served", m->xfer_served},
+        {"xfer_tables", m->xfer_tables},
         {"view_changes", m->view_changes},
         {"sv_adopted", m->sv_adopted},
         {"probe_elections", m->probe_elections},

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "shard/storage/recovery.h"
-#include "shard/storage/xfer_store.h"
 #include "storage_testutil.h"
 
 struct dd {
@@ -502,97 +501,6 @@ START_TEST(test_cluster_unreadable_first_entry_marked)
 }
 END_TEST
 
-/* A state-transfer install (xfer_store.h) crashed after each of its
- * steps: every data dir boots, at the old state or at the snapshot; a
- * one-replica node still refuses a snapshot newer than its pairing with
- * no WAL entry at or above it. */
-START_TEST(test_transfer_install_steps_boot)
-{
-    struct recovery_expect e = expect_one();
-    e.replica_count = 3;
-    e.replica_id = 2;
-    e.is_cluster = 1;
-    for (int crash_after = 0; crash_after <= 3; crash_after++) {
-        struct dd d;
-        dd_init(&d);
-        struct vs_u128 cs = dd_snapshot(&d, 1, 3);
-        struct vs_vsr_state s = tu_state(1, 3, cs);
-        s.replica_count = 3;
-        s.replica_id = 2;
-        dd_superblock(&d, &s);
-        dd_wal(&d, 3, 8); /* commit_min 6: 7, 8 not committed here */
-        /* the fetched snapshot at op 20 */
-        uint8_t p[40];
-        struct vs_snapshot_prefix pre = {.format_version = 1, .op = 20};
-        vs_snapshot_prefix_write(p, &pre);
-        memset(p + 12, 0x5a, sizeof(p) - 12);
-        struct vs_u128 want = vs_checksum(p, sizeof(p));
-        struct wal w;
-        ck_assert_int_eq(wal_open(&w, &d.io, d.meta, NULL, NULL), 0);
-        /* a wrong checksum or op writes nothing */
-        struct vs_u128 got;
-        ck_assert_int_eq(xstore_install_snapshot(&d.io, d.meta, &w, 6, 20, p,
-                                                 sizeof(p), want.lo ^ 1, &got),
-                         -EBADMSG);
-        ck_assert_int_eq(xstore_install_snapshot(&d.io, d.meta, &w, 6, 21, p,
-                                                 sizeof(p), want.lo, &got),
-                         -EBADMSG);
-        ck_assert_int_eq(xstore_install_snapshot(&d.io, d.meta, &w, 20, 20, p,
-                                                 sizeof(p), want.lo, &got),
-                         -EINVAL);
-        ck_assert_uint_eq(wal_last_op(&w), 8);
-        if (crash_after <= 1) {
-            /* step 1: the journal is cut above the commit; step 2: the
-             * snapshot (the journal still holds 3..6) */
-            ck_assert_int_eq(wal_truncate_from(&w, 7), 0);
-            if (crash_after == 1)
-                ck_assert_int_eq(
-                    snapfile_write(&d.io, d.meta, p, sizeof(p), &got), 0);
-        } else {
-            ck_assert_int_eq(xstore_install_snapshot(&d.io, d.meta, &w, 6, 20,
-                                                     p, sizeof(p), want.lo,
-                                                     &got),
-                             0);
-            ck_assert(vs_u128_eq(got, want));
-            ck_assert(wal_empty(&w));
-        }
-        wal_close(&w);
-        if (crash_after == 3) {
-            /* step 4: the pairing, with the snapshot op's header */
-            struct vs_vsr_state s2 = tu_state(1, 20, want);
-            s2.replica_count = 3;
-            s2.replica_id = 2;
-            uint8_t body[10] = {0};
-            tu_prepare(&s2.checkpoint_prepare, body, sizeof(body), 20,
-                       (struct vs_u128){3, 4}, 2);
-            dd_superblock(&d, &s2);
-        }
-        ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
-        if (crash_after == 0) {
-            ck_assert_uint_eq(res.snapshot_op, 3);
-            ck_assert_uint_eq(res.replay_to, 6);
-            ck_assert(!res.anchor_unknown);
-        } else {
-            ck_assert_uint_eq(res.snapshot_op, 20);
-            ck_assert(wal_empty(&res.journal));
-            ck_assert_uint_gt(res.replay_from, res.replay_to);
-            ck_assert_int_eq(res.anchor_unknown, crash_after < 3);
-        }
-        recovery_result_fini(&res);
-        if (crash_after == 1) {
-            /* a one-replica node never installs a transfer: refused */
-            struct recovery_expect one = expect_one();
-            struct vs_vsr_state s1 = tu_state(1, 3, cs);
-            dd_superblock(&d, &s1);
-            ck_assert_int_eq(run(&d, &one, &res),
-                             RECOVERY_REFUSE_WAL_CHAIN_START);
-            recovery_result_fini(&res);
-        }
-        tu_rm_rf(d.dir);
-    }
-}
-END_TEST
-
 static Suite *
 suite(void)
 {
@@ -606,7 +514,6 @@ suite(void)
     tcase_add_test(tc, test_wal_verdicts);
     tcase_add_test(tc, test_cluster_damaged_tail_cut);
     tcase_add_test(tc, test_cluster_unreadable_first_entry_marked);
-    tcase_add_test(tc, test_transfer_install_steps_boot);
     suite_add_tcase(s, tc);
     return s;
 }
