@@ -136,7 +136,8 @@ struct sim_marks {
     uint64_t crashes, crashes_in_io, restarts, refusals, torn_cut, damaged_cut,
         checkpoints, replays, evictions, reregisters, retries, duplicates,
         bitrot, sb_corrupt, partitions, view_changes, cluster_restarts, commits,
-        acked, lost_sessions, sessionless, wipes, waived_transfer;
+        acked, lost_sessions, sessionless, wipes, waived_transfer,
+        waived_refused;
     /* from the engine's counters */
     uint64_t nack_truncations, faulty_not_nacked, repairs, truncations,
         range_evicted, sv_adopted, probe_elections, faulty_repaired,

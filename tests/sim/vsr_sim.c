@@ -125,6 +125,7 @@ print_marks(const struct sim_world *w)
         {"cluster_restarts", m->cluster_restarts},
         {"wipes", m->wipes},
         {"waived_transfer", m->waived_transfer},
+        {"waived_refused", m->waived_refused},
         {"view_changes", m->view_changes},
         {"sv_adopted", m->sv_adopted},
         {"probe_elections", m->probe_elections},

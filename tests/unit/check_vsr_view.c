@@ -582,6 +582,70 @@ START_TEST(test_faulty_forces_wait)
 }
 END_TEST
 
+/* A damaged tail two entries long (ops 5 and 6, both committed by
+ * replicas 0 and 2) is cut at replica 2's boot: the whole range is faulty
+ * and never nacked. With replica 0 down, replica 1 (which never had them)
+ * and replica 2 cannot prove either op unprepared: no view may start
+ * without them (a mark on op 5 alone would let replica 2's DVC nack op 6
+ * implicitly and truncate a committed op). Replica 0 returns: the view
+ * keeps both and replica 2 repairs them, clearing the mark durably. */
+START_TEST(test_faulty_range_never_nacked)
+{
+    struct sim *s = sim_new(3, 217);
+    ck_assert_uint_eq(submit_any(s, 1, 4, 500), 4);
+    ck_assert_int_eq(run_applied(s, 4, 500), 0);
+    sim_partition(s, 0, 1, 1);
+    ck_assert_int_eq(sim_request(s, 0, 70, 1, VS_OP_CREATE_TOPIC, "r5", 2), 0);
+    ck_assert_int_eq(sim_request(s, 0, 71, 1, VS_OP_CREATE_TOPIC, "r6", 2), 0);
+    for (int t = 0; t < 30; t++)
+        sim_step(s);
+    ck_assert_uint_eq(vsr_commit_max(s->r[0].eng), 6);
+    sim_crash(s, 0);
+    sim_crash(s, 2);
+    ck_assert_int_eq(sim_cut_tail_n(s, 2, 2), 0);
+    sim_partition(s, 0, 1, 0);
+    char why[160];
+    ck_assert_msg(sim_restart(s, 2, why, sizeof(why)) == 0, "%s", why);
+    struct vs_vsr_info info;
+    vsr_info(s->r[2].eng, &info);
+    ck_assert_uint_eq(info.op, 4);
+    ck_assert_uint_eq(info.faulty_op, 6);
+    for (int t = 0; t < 3000; t++)
+        sim_step(s);
+    ck_assert_int_eq(settled(s), -1);
+    ck_assert_uint_eq(s->r[2].sb.faulty_op, 6); /* persisted */
+    ck_assert_uint_gt(vsr_stats(s->r[2].eng)->faulty_not_nacked, 0);
+    for (unsigned i = 1; i < 3; i++) {
+        ck_assert_uint_eq(vsr_stats(s->r[i].eng)->nack_truncations, 0);
+        ck_assert_uint_le(s->r[i].applied, 4);
+    }
+    /* A crash before the repair keeps the whole range (the persisted
+     * mark, with nothing cut at this boot). */
+    sim_crash(s, 2);
+    ck_assert_msg(sim_restart(s, 2, why, sizeof(why)) == 0, "%s", why);
+    vsr_info(s->r[2].eng, &info);
+    ck_assert_uint_eq(info.faulty_op, 6);
+    ck_assert_msg(sim_restart(s, 0, why, sizeof(why)) == 0, "%s", why);
+    ck_assert_int_ge(await_primary(s, -1, 4000), 0);
+    ck_assert_int_eq(run_applied(s, 6, 3000), 0);
+    for (unsigned i = 0; i < 3; i++) {
+        struct vs_hdr_prepare h;
+        ck_assert(vsr_header(s->r[i].eng, 5, &h));
+        ck_assert_uint_eq(h.client.lo, 70);
+        ck_assert(vsr_header(s->r[i].eng, 6, &h));
+        ck_assert_uint_eq(h.client.lo, 71);
+    }
+    for (int t = 0; t < 50; t++)
+        sim_step(s);
+    vsr_info(s->r[2].eng, &info);
+    ck_assert_uint_eq(info.faulty_op, 0);
+    ck_assert_uint_eq(s->r[2].sb.faulty_op, 0);
+    assert_history(s, 6);
+    ck_assert_clean(s);
+    sim_free(s);
+}
+END_TEST
+
 /* Beyond the fault model: a committed op damaged on both replicas that
  * held it. No quorum proves it unprepared and nobody holds it: the
  * cluster stays without a primary (halts) instead of losing it. */
@@ -952,6 +1016,7 @@ main(void)
     tcase_add_test(tc, test_faulty_tail_repaired);
     tcase_add_test(tc, test_faulty_forces_wait);
     tcase_add_test(tc, test_faulty_majority_halts);
+    tcase_add_test(tc, test_faulty_range_never_nacked);
     tcase_add_test(tc, test_nack_quorum_truncates);
     tcase_add_test(tc, test_lost_disk_rebuild);
     tcase_add_test(tc, test_two_replicas);
