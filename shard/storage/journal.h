@@ -85,10 +85,10 @@ struct wal_scan {
     /* TORN/DAMAGED/INTERIOR/CHAIN/UNKNOWN: where and what */
     uint64_t bad_op;     /* op of the bad entry (expected op if unknown) */
     uint64_t bad_offset; /* byte offset of the bad entry */
-    /* DAMAGED_TAIL: the most entries the cut bytes may hold (>= 1): 1 when
-     * the damaged entry's header verified and it ends the file, else one
-     * per header's worth of bytes that could start an entry. Ops bad_op ..
-     * bad_op + bad_span - 1 may have been journaled (and acknowledged). */
+    /* DAMAGED_TAIL: the most whole entries the cut bytes may hold (>= 1):
+     * 1 when the damaged entry's header verified and it ends the file,
+     * else one per full header's worth of bytes. Ops bad_op .. bad_op +
+     * bad_span - 1 may have been journaled (and acknowledged). */
     uint64_t bad_span;
     /* DAMAGED_TAIL whose header verified (only the body failed): that
      * header, the exact one journaled (bad_header_valid = 1). */

@@ -42,11 +42,14 @@
  *  - R2: one DoViewChange per view: it is built once and every
  *    retransmit sends the same bytes.
  *  - A present-but-faulty op (in the range a damaged tail cut at boot may
- *    have held: above the recovered head up to options.faulty_op) is
- *    never nacked in a DoViewChange until it is journaled again; it is
- *    repaired only with the header the view's canonical log names. The
- *    range shrinks only when a canonical log (StartView or the merge)
- *    ends below it.
+ *    have held: above the recovered head up to options.faulty_op, or
+ *    after a restart the whole persisted range) is never nacked in a
+ *    DoViewChange until it is journaled again; it is repaired only with
+ *    the header the view's canonical log names. The range shrinks only
+ *    when a canonical log (StartView or the merge) ends below it.
+ *  - Adopting a log (StartView, merge) over a gap of unknown canonical
+ *    headers cuts our uncommitted ops of that gap when the first known
+ *    canonical header above it does not chain to ours.
  *  - JOURNAL_APPEND ops are strictly consecutive: each is the last op
  *    appended + 1 (after construction: the recovered head; after a
  *    JOURNAL_TRUNCATE of op t: t - 1), so the binding's WAL never has a
@@ -176,12 +179,17 @@ struct vs_vsr_persist {
     uint64_t commit_max;
     uint64_t checkpoint_op;
     struct vs_u128 checkpoint_checksum; /* of the snapshot payload */
-    /* Top of the faulty range (0 = none): a damaged journal tail cut at
-     * boot may have held every op above the recovered head up to this
-     * one; each is present-but-faulty, never nacked, until it is durable
-     * again. The superblock (VsrState v2) persists it; the engine lowers
-     * it when a canonical log ends below it and writes 0 once every op
-     * of the range is durable again (or no longer in the log). */
+    /* Top of the faulty range (0 = none): the ops above the journal's
+     * head up to this one may belong to this replica's log without being
+     * in its journal: a damaged tail cut at boot may have held them (so
+     * they may have been acknowledged: never nacked while lacked), or an
+     * adopted StartView reaches them (the mark is written with its
+     * log_view, so a restart before the repair never claims a shorter
+     * log in that log_view). A DoViewChange claims op >= it. The
+     * superblock (VsrState v2) persists it; the engine lowers it when a
+     * canonical log ends below it and writes 0 once every op of the range
+     * is durable again (or no longer in the log). After a restart every
+     * lacked op of the range is treated as possibly acknowledged. */
     uint64_t faulty_op;
 };
 
