@@ -646,6 +646,60 @@ START_TEST(test_faulty_range_never_nacked)
 }
 END_TEST
 
+/* A backup adopts a StartView whose ops 5 and 6 (committed by replicas
+ * 0 and 1) it has not journaled yet, and crashes before the repair. The
+ * view's reach is written with its log_view: after the restart its DVC
+ * still claims log_view 1 up to op 6 (not its journal's op 4), so with
+ * replica 1 down no view may start without ops 5 and 6 (replica 0 holds
+ * them only in the older log_view 0). Replica 1 returns: the view keeps
+ * them. */
+START_TEST(test_adopted_log_reach_survives_restart)
+{
+    struct sim *s = sim_new(3, 219);
+    ck_assert_uint_eq(submit_any(s, 1, 4, 500), 4);
+    ck_assert_int_eq(run_applied(s, 4, 500), 0);
+    sim_isolate(s, 2, 1);
+    ck_assert_int_eq(sim_request(s, 0, 80, 1, VS_OP_CREATE_TOPIC, "a5", 2), 0);
+    ck_assert_int_eq(sim_request(s, 0, 81, 1, VS_OP_CREATE_TOPIC, "a6", 2), 0);
+    for (int t = 0; t < 30; t++)
+        sim_step(s);
+    ck_assert_uint_eq(vsr_commit_max(s->r[0].eng), 6);
+    s->r[2].hold_journal = 1; /* its repairs never become durable */
+    sim_crash(s, 0);
+    sim_isolate(s, 2, 0);
+    uint64_t t = 0;
+    while (t++ < 4000 && !(s->r[2].sb.log_view >= 1 &&
+                           vsr_status(s->r[2].eng) == VSR_STATUS_NORMAL))
+        sim_step(s);
+    ck_assert_uint_ge(s->r[2].sb.log_view, 1);
+    ck_assert(!s->r[2].journal[5].present);
+    ck_assert_uint_ge(s->r[2].sb.faulty_op, 6); /* written with log_view */
+    sim_crash(s, 2);
+    sim_crash(s, 1);
+    s->r[2].hold_journal = 0;
+    char why[160];
+    ck_assert_msg(sim_restart(s, 0, why, sizeof(why)) == 0, "%s", why);
+    ck_assert_msg(sim_restart(s, 2, why, sizeof(why)) == 0, "%s", why);
+    for (int k = 0; k < 3000; k++)
+        sim_step(s);
+    ck_assert_int_eq(settled(s), -1);
+    ck_assert_uint_le(s->r[2].applied, 4);
+    ck_assert_msg(sim_restart(s, 1, why, sizeof(why)) == 0, "%s", why);
+    ck_assert_int_ge(await_primary(s, -1, 4000), 0);
+    ck_assert_int_eq(run_applied(s, 6, 3000), 0);
+    for (unsigned i = 0; i < 3; i++) {
+        struct vs_hdr_prepare h;
+        ck_assert(vsr_header(s->r[i].eng, 5, &h));
+        ck_assert_uint_eq(h.client.lo, 80);
+        ck_assert(vsr_header(s->r[i].eng, 6, &h));
+        ck_assert_uint_eq(h.client.lo, 81);
+    }
+    assert_history(s, 6);
+    ck_assert_clean(s);
+    sim_free(s);
+}
+END_TEST
+
 /* Beyond the fault model: a committed op damaged on both replicas that
  * held it. No quorum proves it unprepared and nobody holds it: the
  * cluster stays without a primary (halts) instead of losing it. */
@@ -1017,6 +1071,7 @@ main(void)
     tcase_add_test(tc, test_faulty_forces_wait);
     tcase_add_test(tc, test_faulty_majority_halts);
     tcase_add_test(tc, test_faulty_range_never_nacked);
+    tcase_add_test(tc, test_adopted_log_reach_survives_restart);
     tcase_add_test(tc, test_nack_quorum_truncates);
     tcase_add_test(tc, test_lost_disk_rebuild);
     tcase_add_test(tc, test_two_replicas);
