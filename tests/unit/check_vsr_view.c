@@ -10,7 +10,10 @@
  * with a gap repairs it; RangeEvicted surfaces as STATE_TRANSFER; a
  * restarted replica probes (incarnation echo) and a whole-cluster restart
  * elects after the probes; a restarted primary-by-index is elected past;
- * a damaged tail (faulty op) repaired from peers; a lost disk rebuilt;
+ * a damaged tail (faulty op) repaired from peers; a damaged tail several
+ * entries long marks its whole range faulty (never nacked, kept across a
+ * restart); a backup that adopted a StartView and restarted before the
+ * repair still claims the view's whole log; a lost disk rebuilt;
  * n = 2; seeded random runs (300 seeds of n = 3, 100 of n = 5, 50 of
  * n = 2) of loss/dup/reorder/crash/damaged tail/partition. Every run is
  * bounded in ticks; seeds are fixed.
