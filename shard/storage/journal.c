@@ -364,6 +364,22 @@ scan_run(struct scan_ctx *c)
                         (unsigned long long)trailing);
         } else {
             s->verdict = WAL_DAMAGED_TAIL;
+            /* An entry that may have been acknowledged was written whole,
+             * and every entry is at least a header long, so the cut bytes
+             * hold at most one such entry per header's worth (a partial
+             * one after them was never durable). A verified header (only
+             * the body fails) gives the damaged entry's true size. */
+            uint64_t rest = trailing;
+            s->bad_span = 0;
+            if (k == ENTRY_BAD_BODY && h.f.size <= trailing) {
+                rest = trailing - h.f.size;
+                s->bad_span = 1;
+                s->bad_header_valid = 1;
+                s->bad_header = h;
+            }
+            s->bad_span += rest / VS_HEADER_SIZE;
+            if (s->bad_span == 0)
+                s->bad_span = 1; /* the damaged entry itself */
             scan_reason(s,
                         "WAL damaged tail at %s, offset %llu (%s): the "
                         "entry may have been acknowledged",

@@ -85,6 +85,15 @@ struct wal_scan {
     /* TORN/DAMAGED/INTERIOR/CHAIN/UNKNOWN: where and what */
     uint64_t bad_op;     /* op of the bad entry (expected op if unknown) */
     uint64_t bad_offset; /* byte offset of the bad entry */
+    /* DAMAGED_TAIL: the most whole entries the cut bytes may hold (>= 1):
+     * 1 when the damaged entry's header verified and it ends the file,
+     * else one per full header's worth of bytes. Ops bad_op .. bad_op +
+     * bad_span - 1 may have been journaled (and acknowledged). */
+    uint64_t bad_span;
+    /* DAMAGED_TAIL whose header verified (only the body failed): that
+     * header, the exact one journaled (bad_header_valid = 1). */
+    int bad_header_valid;
+    struct vs_hdr_prepare bad_header;
     uint32_t bad_release;
     int cut; /* the tail was cut at open (writable open only) */
     char reason[256];

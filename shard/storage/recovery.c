@@ -188,6 +188,8 @@ check_wal(struct vs_sio *io, const char *meta, const struct recovery_expect *e,
                 r->damaged_cut_op = (r->have_snapshot ? r->snapshot_op : 0) + 1;
             }
             r->damaged_cut_offset = s->bad_offset;
+            r->damaged_cut_last =
+                r->damaged_cut_op + (s->bad_span > 0 ? s->bad_span - 1 : 0);
         }
         break;
     case WAL_INTERIOR_CORRUPT:
@@ -321,12 +323,18 @@ recovery_open(struct vs_sio *io, const char *data_dir,
         return rc;
     if (r->verdict != RECOVERY_BOOT)
         return 0;
-    char faulty[96] = "";
-    if (r->damaged_cut_op)
+    char faulty[128] = "";
+    if (r->damaged_cut_op == r->damaged_cut_last && r->damaged_cut_op)
         snprintf(faulty, sizeof(faulty),
                  "; op %llu cut as damage at offset %llu (faulty until "
                  "repaired)",
                  ull(r->damaged_cut_op), ull(r->damaged_cut_offset));
+    else if (r->damaged_cut_op)
+        snprintf(faulty, sizeof(faulty),
+                 "; ops %llu..%llu cut as damage at offset %llu (faulty "
+                 "until repaired)",
+                 ull(r->damaged_cut_op), ull(r->damaged_cut_last),
+                 ull(r->damaged_cut_offset));
     return verdict(r, RECOVERY_BOOT,
                    "superblock sequence %llu, view %u, log_view %u, "
                    "commit_max %llu, checkpoint op %llu; snapshot %s%llu; "

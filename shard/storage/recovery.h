@@ -117,6 +117,11 @@ struct recovery_result {
      * cut_damaged_tail, cuts it and this stays 0). */
     uint64_t damaged_cut_op;
     uint64_t damaged_cut_offset;
+    /* The highest op the cut bytes may have held (>= damaged_cut_op; see
+     * wal_scan.bad_span): every op in damaged_cut_op..damaged_cut_last may
+     * have been acknowledged, so the cluster binding hands this op to its
+     * engine as the top of the faulty range (VsrState.faulty_op). */
+    uint64_t damaged_cut_last;
 
     /* RECOVERY_BOOT */
     struct vs_vsr_state state;

@@ -14,9 +14,12 @@
  *   42 checkpoint_checksum  u128  (checksum of the snapshot PAYLOAD)
  *   58 offset_frontier      u64   (0 for the metadata replica)
  *   66 end of version 1 (66 bytes)
- *   66 faulty_op            u64   (0 = none) the op a cluster replica
- *                                  cut as a damaged tail at boot; it
- *                                  must never nack it until repaired
+ *   66 faulty_op            u64   (0 = none) the top of the faulty
+ *                                  range: a cluster replica cut a damaged
+ *                                  tail at boot that may have held every
+ *                                  op above its recovered head up to this
+ *                                  one; it never nacks an op of that
+ *                                  range until it holds it again
  *   74 checkpoint_prepare   256   the stored header of the prepare at
  *                                  checkpoint_op (all zero: not
  *                                  recorded, checkpoint_op 0 or written

@@ -497,15 +497,39 @@ vsr_superblock_maybe_write(struct vs_vsr *v)
     v->sb_writing = p;
 }
 
-/* The faulty op is durable again, or no longer in the log. */
+/* The faulty range is journaled again, or no longer in the log. */
 void
 vsr_faulty_clear(struct vs_vsr *v)
 {
     if (v->faulty_op == 0)
         return;
     v->faulty_op = 0;
+    v->nonack_top = 0;
     v->stats.faulty_repaired++;
     vsr_superblock_maybe_write(v);
+}
+
+/* Lowers the faulty range's top to `top` (the log ends there: nothing
+ * above it was committed) and clears the mark once every op of the
+ * range above commit_min is durable in our journal again. A lowered mark
+ * is persisted like a raised one. */
+void
+vsr_faulty_settle(struct vs_vsr *v, uint64_t top)
+{
+    if (v->faulty_op == 0)
+        return;
+    if (v->faulty_op > top)
+        v->faulty_op = top;
+    if (v->nonack_top > top)
+        v->nonack_top = top;
+    for (uint64_t x = v->commit_min + 1; x <= v->faulty_op; x++) {
+        const struct vsr_slot *s = vsr_slot_cget(v, x);
+        if (s == NULL || !s->durable) {
+            vsr_superblock_maybe_write(v);
+            return;
+        }
+    }
+    vsr_faulty_clear(v);
 }
 
 /* ---------------------------------------------------------------- */
@@ -697,7 +721,7 @@ vsr_journal_truncate(struct vs_vsr *v, uint64_t op)
     if (v->stale_lo == 0 || op < v->stale_lo)
         v->stale_lo = op;
     if (v->faulty_op >= op)
-        vsr_faulty_clear(v);
+        vsr_faulty_settle(v, op - 1);
     if (v->hb_commit_op >= op)
         v->hb_commit_op = 0;
     /* The new head: the highest known op below the cut. */
@@ -820,8 +844,8 @@ vsr_on_journal_durable(struct vs_vsr *v, uint64_t op, struct vs_u128 checksum)
         return v->stale_lo != 0 && op >= v->stale_lo ? -ESTALE : -EINVAL;
     s->appending = 0;
     s->durable = 1;
-    if (op == v->faulty_op)
-        vsr_faulty_clear(v);
+    if (op <= v->faulty_op)
+        vsr_faulty_settle(v, v->faulty_op);
     if (vsr_primary_here(v)) {
         if (op > v->commit_max) {
             s->ok |= UINT32_C(1) << v->replica;
@@ -1365,10 +1389,12 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
              (unsigned long long)o->commit_min,
              (unsigned long long)d->checkpoint_op);
     if (o->header_count == 0) {
-        uint64_t f = o->faulty_op != 0 ? o->faulty_op : d->faulty_op;
-        if (f != 0 && f != o->commit_min + 1)
+        /* A persisted mark at or below the state op is stale (the ops of
+         * its range are applied); one found at this boot is not. */
+        if (o->faulty_op != 0 && o->faulty_op <= o->commit_min)
             FAIL("faulty op %llu beside an empty journal at state op %llu",
-                 (unsigned long long)f, (unsigned long long)o->commit_min);
+                 (unsigned long long)o->faulty_op,
+                 (unsigned long long)o->commit_min);
         /* A replica of a group restarts with an installed snapshot and
          * nothing above it yet (a state transfer whose suffix was not
          * repaired before the crash); anything else is a lost journal. */
@@ -1425,12 +1451,12 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
         }
     }
     uint64_t head = o->headers[o->header_count - 1].op;
-    if (o->faulty_op != 0 && o->faulty_op != head + 1)
-        FAIL("faulty op %llu is not the recovered head %llu + 1",
+    /* The faulty range found at this boot lies above the recovered head
+     * (the cut removed it). A persisted one at or below the head is
+     * stale: its ops are journaled again (the clearing write was lost). */
+    if (o->faulty_op != 0 && o->faulty_op <= head)
+        FAIL("faulty op %llu is not above the recovered head %llu",
              (unsigned long long)o->faulty_op, (unsigned long long)head);
-    if (o->faulty_op == 0 && d->faulty_op != 0 && d->faulty_op != head + 1)
-        FAIL("persisted faulty op %llu is not the recovered head %llu + 1",
-             (unsigned long long)d->faulty_op, (unsigned long long)head);
     if (head < o->commit_min)
         FAIL("journal head %llu behind state op %llu", (unsigned long long)head,
              (unsigned long long)o->commit_min);
@@ -1552,8 +1578,32 @@ vsr_create(const struct vs_vsr_options *o, struct vs_vsr **out, char *reason,
     v->heartbeat_deadline = v->to.commit;
     v->silence_limit = vsr_silence_limit(v);
     v->probe_deadline = 1; /* first probe at the first tick */
-    v->faulty_op = o->faulty_op != 0 ? o->faulty_op : o->durable.faulty_op;
-    vsr_superblock_maybe_write(v); /* a mark found at this boot */
+    /* The faulty range (head, faulty_op]: the union of the one cut at
+     * this boot and the persisted one, never above the journal window
+     * (nothing above it was ever journaled). */
+    uint64_t cut =
+        o->faulty_op < vsr_window_top(v) ? o->faulty_op : vsr_window_top(v);
+    uint64_t f = cut > o->durable.faulty_op ? cut : o->durable.faulty_op;
+    v->faulty_op = f > v->head ? f : 0;
+    v->nonack_top = v->faulty_op;
+    const struct vs_hdr_prepare *fh = o->faulty_header;
+    if (fh != NULL && v->faulty_op >= fh->op && fh->op == v->head + 1 &&
+        fh->op <= vsr_window_top(v) && fh->f.command == VS_CMD_PREPARE &&
+        vs_prepare_verify_identity(fh) && vs_wire_format_known(fh->f.release) &&
+        vs_u128_eq(fh->f.cluster, v->cluster) && fh->group == v->group &&
+        fh->timestamp > v->head_timestamp &&
+        (v->head == 0 ? vs_u128_is_zero(fh->parent)
+                      : vs_u128_eq(fh->parent, v->head_checksum))) {
+        /* Known, not durable: repaired against it, never nacked. */
+        struct vsr_slot *s = vsr_slot_of(v, fh->op);
+        memset(s, 0, sizeof(*s));
+        s->h = *fh;
+        s->present = 1;
+        vsr_set_head(v, fh->op);
+    }
+    if (v->faulty_op == 0 && o->durable.faulty_op != 0)
+        v->stats.faulty_repaired++; /* stale mark: written 0 below */
+    vsr_superblock_maybe_write(v);  /* a mark found (or cleared) at boot */
     vsr_commit_walk(v);
     *out = v;
     return 0;
@@ -1710,6 +1760,7 @@ vsr_info(const struct vs_vsr *v, struct vs_vsr_info *out)
     out->settled = vsr_is_settled_primary(v);
     out->primary = vsr_primary(v);
     out->faulty_op = v->faulty_op;
+    out->nonack_top = v->nonack_top;
     out->missing = vsr_missing_count(v);
     out->rebuilding = v->rebuilding;
     out->state_transfer = v->transfer;

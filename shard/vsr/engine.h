@@ -41,9 +41,15 @@
  *    RangeEvicted are exempt (they claim nothing about the view).
  *  - R2: one DoViewChange per view: it is built once and every
  *    retransmit sends the same bytes.
- *  - A present-but-faulty op (cut at boot, options.faulty_op) is never
- *    nacked in a DoViewChange; it is repaired only with the header the
- *    view's canonical log names.
+ *  - A present-but-faulty op (in the range a damaged tail cut at boot may
+ *    have held: above the recovered head up to options.faulty_op, or
+ *    after a restart the whole persisted range) is never nacked in a
+ *    DoViewChange until it is journaled again; it is repaired only with
+ *    the header the view's canonical log names. The range shrinks only
+ *    when a canonical log (StartView or the merge) ends below it.
+ *  - Adopting a log (StartView, merge) over a gap of unknown canonical
+ *    headers cuts our uncommitted ops of that gap when the first known
+ *    canonical header above it does not chain to ours.
  *  - JOURNAL_APPEND ops are strictly consecutive: each is the last op
  *    appended + 1 (after construction: the recovered head; after a
  *    JOURNAL_TRUNCATE of op t: t - 1), so the binding's WAL never has a
@@ -66,7 +72,8 @@
  *     of present_bitset / nack_bitset is op - i: present = the sender's
  *     journal holds that op durably and valid (the header is it); nack =
  *     the sender never durably prepared it (neither present nor faulty).
- *     op = max(head, faulty op) so a faulty tail is in range.
+ *     op = max(head, top of the faulty range) so a faulty tail is in
+ *     range (an op above a DVC's op counts as nacked).
  *  3. The candidate, with quorum_view_change DVCs for its view, merges:
  *     canonical = the DVCs of the highest log_view (their logs agree);
  *     commit = max of every DVC's commit and the canonical head's commit;
@@ -172,10 +179,17 @@ struct vs_vsr_persist {
     uint64_t commit_max;
     uint64_t checkpoint_op;
     struct vs_u128 checkpoint_checksum; /* of the snapshot payload */
-    /* The op whose damaged journal entry was cut at boot and is not yet
-     * repaired (0 = none): a present-but-faulty op, never nacked. The
-     * superblock (VsrState v2) persists it; the engine writes 0 once the
-     * op is durable again (or no longer in the log). */
+    /* Top of the faulty range (0 = none): the ops above the journal's
+     * head up to this one may belong to this replica's log without being
+     * in its journal: a damaged tail cut at boot may have held them (so
+     * they may have been acknowledged: never nacked while lacked), or an
+     * adopted StartView reaches them (the mark is written with its
+     * log_view, so a restart before the repair never claims a shorter
+     * log in that log_view). A DoViewChange claims op >= it. The
+     * superblock (VsrState v2) persists it; the engine lowers it when a
+     * canonical log ends below it and writes 0 once every op of the range
+     * is durable again (or no longer in the log). After a restart every
+     * lacked op of the range is treated as possibly acknowledged. */
     uint64_t faulty_op;
 };
 
@@ -241,16 +255,25 @@ struct vs_vsr_options {
      * randomness). Required non-zero when recovering; echoed by the
      * StartView that answers this life's RequestStartView. */
     struct vs_u128 incarnation;
-    /* The op the binding found damaged as the journal's last entry and
-     * cut at this boot (0 = none). It must be the recovered head + 1
-     * (commit_min + 1 with an empty journal) and above commit_min, and
-     * only a multi-replica group may have one (a single replica has no
-     * peer to repair from: its binding refuses or keeps today's cut).
-     * durable.faulty_op (the mark persisted by an earlier boot) obeys the
-     * same rule; when this field is set and differs from it, the engine
-     * first writes the superblock with the new mark and withholds every
-     * DoViewChange until that write is durable. */
+    /* The highest op a damaged journal tail cut at this boot may have
+     * held (0 = none; recovery_result.damaged_cut_last): the faulty
+     * range is (recovered head, faulty_op]. It must lie above the
+     * recovered head (commit_min with an empty journal), and only a
+     * multi-replica group may have one (a single replica has no peer to
+     * repair from: its binding refuses or keeps today's cut). The engine
+     * takes the union with durable.faulty_op (the range persisted by an
+     * earlier boot; at or below the head it is stale and cleared),
+     * clamped to the journal window; when that differs from the durable
+     * mark, it first writes the superblock with the new mark and
+     * withholds every DoViewChange until that write is durable. */
     uint64_t faulty_op;
+    /* The damaged entry's own header when it verified (only its body
+     * failed; wal_scan.bad_header), or NULL. Used only as the first op of
+     * the faulty range (recovered head + 1, chained to the head, of this
+     * cluster and group, faulty_op >= its op): the header becomes known
+     * (not durable), so a DoViewChange still names it and the body is
+     * repaired against it; anything else is ignored. */
+    const struct vs_hdr_prepare *faulty_header;
     /* 1 if the binding rebuilt this replica after a lost disk (`vstreamd
      * recover`, R8). Implies recovering with a formatted (empty) journal.
      * It adopts an echoed StartView but sends no PrepareOk, SVC or DVC
@@ -570,7 +593,8 @@ struct vs_vsr_info {
     uint64_t checkpoint_op; /* durable checkpoint */
     int settled;            /* vsr_is_settled_primary() */
     int primary;            /* vsr_primary() */
-    uint64_t faulty_op;     /* unrepaired faulty op, 0 = none */
+    uint64_t faulty_op;     /* top of the faulty range, 0 = none */
+    uint64_t nonack_top;    /* lacked ops up to it are never nacked */
     uint64_t missing;       /* ops known but not yet durable here */
     int rebuilding;         /* a rebuilt replica not yet caught up */
     int state_transfer;     /* a peer answered RangeEvicted: repair

@@ -88,7 +88,16 @@ struct vs_vsr {
     int ckpt_pending;
     uint64_t ckpt_op;
     struct vs_u128 ckpt_checksum;
-    uint64_t faulty_op; /* wanted mark (durable.faulty_op once written) */
+    /* Top of the faulty range (0 = none): every op in (commit_min,
+     * faulty_op] not durable in our journal may be one this replica
+     * journaled and acknowledged before a damaged tail was cut: never
+     * nacked. Wanted mark (durable.faulty_op once written). */
+    uint64_t faulty_op;
+    /* Top of the ops never nacked (0 = none, <= faulty_op): the damaged
+     * range cut at this boot, or, after a restart, the whole persisted
+     * mark (it may stem from a cut). Ops above it up to faulty_op that
+     * we lack are ops of an adopted log we never journaled: nacked. */
+    uint64_t nonack_top;
 
     /* log state */
     uint64_t head;
@@ -209,6 +218,7 @@ uint64_t vsr_silence_limit(struct vs_vsr *v);
 int vsr_blank(const struct vs_hdr_prepare *h);
 int vsr_header_valid(const struct vs_vsr *v, const struct vs_hdr_prepare *h);
 void vsr_faulty_clear(struct vs_vsr *v);
+void vsr_faulty_settle(struct vs_vsr *v, uint64_t top);
 uint64_t vsr_window_top(const struct vs_vsr *v);
 
 /* view.c */

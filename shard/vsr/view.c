@@ -173,7 +173,7 @@ dvc_build(struct vs_vsr *v)
             memcpy(m->body + (size_t)i * VS_HEADER_SIZE, &s->h, VS_HEADER_SIZE);
         if (s != NULL && s->durable)
             u128_set(&d->present_bitset, (unsigned)i);
-        else if (x == v->faulty_op)
+        else if (x <= v->nonack_top)
             faulty_in = 1; /* present but faulty: never nacked */
         else if (x > v->commit_min && x > v->nack_floor && !v->xfer)
             /* A transferring replica claims no nack (the install cuts
@@ -437,20 +437,33 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
 {
     uint64_t cut = 0;
     uint64_t upto = v->head < top ? v->head : top;
-    for (uint64_t x = lo; x <= upto; x++) {
-        const struct vsr_slot *s = vsr_slot_cget(v, x);
+    /* Every canonical header checks our op there, and, where the
+     * canonical op below it is unknown (a blank, or below the suffix),
+     * our op below against its parent: a mismatch there means our ops of
+     * that unknown gap cannot be trusted (each chains to the one above),
+     * so the cut starts at the gap's bottom (never below the applied op:
+     * an applied op off the chain is a divergence). */
+    uint64_t known_below = 0; /* highest op < x with a canonical header */
+    for (uint64_t x = lo; x <= top && x <= upto + 1 && cut == 0; x++) {
         const struct vs_hdr_prepare *c = headers[x - lo];
-        if (s != NULL && c != NULL &&
-            !vs_u128_eq(s->h.f.checksum, c->f.checksum)) {
+        if (c == NULL)
+            continue;
+        if (x > 1 && (x == lo || headers[x - 1 - lo] == NULL)) {
+            const struct vsr_slot *b = vsr_slot_cget(v, x - 1);
+            if (b != NULL && !vs_u128_eq(b->h.f.checksum, c->parent)) {
+                uint64_t gap = known_below != 0 ? known_below + 1 : x - 1;
+                if (gap <= v->commit_min && x - 1 > v->commit_min)
+                    gap = v->commit_min + 1;
+                cut = gap;
+                break;
+            }
+        }
+        const struct vsr_slot *s = x <= upto ? vsr_slot_cget(v, x) : NULL;
+        if (s != NULL && !vs_u128_eq(s->h.f.checksum, c->f.checksum)) {
             cut = x;
             break;
         }
-    }
-    /* The op below the suffix must be the canonical parent. */
-    if (cut == 0 && lo > 1 && headers[0] != NULL) {
-        const struct vsr_slot *s = vsr_slot_cget(v, lo - 1);
-        if (s != NULL && !vs_u128_eq(s->h.f.checksum, headers[0]->parent))
-            cut = lo - 1;
+        known_below = x;
     }
     if (cut == 0 && v->head > top)
         cut = top + 1;
@@ -489,8 +502,7 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
         v->commit_max = commit;
     /* A faulty op the view's log does not reach was never committed:
      * nothing to repair (the mark goes with the log_view write). */
-    if (v->faulty_op > v->head)
-        vsr_faulty_clear(v);
+    vsr_faulty_settle(v, v->head);
     return 0;
 }
 
@@ -590,8 +602,7 @@ merge_try(struct vs_vsr *v)
             vsr_journal_truncate(v, new_top + 1);
         if (commit > v->commit_max)
             v->commit_max = commit;
-        if (v->faulty_op > v->head)
-            vsr_faulty_clear(v);
+        vsr_faulty_settle(v, v->head);
     }
     /* Where to repair each op from: the DVCs that hold it. */
     for (uint64_t x = lo; x <= new_top && keep > 0; x++) {
@@ -798,14 +809,21 @@ vsr_on_sv(struct vs_vsr *v, const struct vs_header *hh, const uint8_t *frame)
             vsr_journal_truncate(v, h->op + 1);
         if (h->commit > v->commit_max)
             v->commit_max = h->commit;
-        if (v->faulty_op > v->head)
-            vsr_faulty_clear(v);
+        vsr_faulty_settle(v, v->head);
     }
     for (size_t i = 0; i < count; i++) {
         struct vsr_slot *s = vsr_slot_get(v, canon[i]->op);
         if (s != NULL)
             s->holders |= bit(h->f.replica);
     }
+    /* The view's log reaches h->op. Until our journal holds every op of
+     * it, a restart would only find the journal's shorter head: the mark,
+     * persisted with the new log_view, keeps our next DVC claiming the
+     * whole log of this log_view (the ops we lack unknown, never nacked)
+     * rather than a shorter one that would hide committed ops. */
+    if (h->op > v->faulty_op)
+        v->faulty_op = h->op;
+    vsr_faulty_settle(v, v->head);
     int was_recovering = v->status == VSR_STATUS_RECOVERING;
     v->status = VSR_STATUS_NORMAL;
     v->view = h->f.view;

@@ -175,7 +175,9 @@ struct commit {
      * restart needs no WAL entry for it; faulty_op as persisted there */
     struct vs_hdr_prepare ckpt_prepare;
     uint64_t faulty_op;
-    uint64_t cut_op;       /* a damaged tail cut at this boot (cluster), or 0 */
+    uint64_t cut_op;   /* a damaged tail cut at this boot (cluster), or 0 */
+    int cut_header_ok; /* the cut entry's header verified: cut_header */
+    struct vs_hdr_prepare cut_header;
     int rebuilt;           /* rebuilt after a lost disk, not caught up yet */
     uint32_t behind_ticks; /* the once-a-minute "needs state transfer" check */
     int ckpt_enospc;       /* the last checkpoint phase failed for space */
@@ -469,6 +471,7 @@ commit_engine_build(struct commit *c, const struct vs_vsr_persist *durable,
         /* A damaged tail cut at this boot is a faulty op the view change
          * never nacks; the mark persisted earlier rides in durable. */
         o.faulty_op = c->cut_op;
+        o.faulty_header = c->cut_header_ok ? &c->cut_header : NULL;
         o.rebuilt = c->rebuilt;
     } else {
         o.durable.faulty_op = 0;
@@ -2257,7 +2260,10 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
         c->ckpt_prepare = rec->r.state.checkpoint_prepare;
     c->faulty_op =
         rec->r.damaged_cut_op ? rec->r.damaged_cut_op : rec->r.state.faulty_op;
-    c->cut_op = rec->r.damaged_cut_op;
+    c->cut_op = rec->r.damaged_cut_last; /* top of the cut's faulty range */
+    c->cut_header_ok =
+        rec->r.damaged_cut_op != 0 && rec->r.wal_scan.bad_header_valid;
+    c->cut_header = rec->r.wal_scan.bad_header;
     c->behind_ticks = 5000; /* first "behind" check after 10 s */
     c->rebuilt = o->rebuilt;
     struct vs_vsr_persist d = {

@@ -1,6 +1,9 @@
 #!/bin/sh
 # tests/sim/check_sim.sh - the simulator gate of make check: 500 fixed swarm
-# seeds of the `gate` fault profile (replicas drawn 1-5, weighted to 3; two
+# seeds of the `gate` fault profile (every fault of the model but disk
+# wipe: loss, duplication, delay, partitions, crashes of primary and
+# backups with torn writes, restarts, whole-cluster restarts, WAL bit rot,
+# superblock slot rot; replicas drawn 1-5, weighted to 3; two
 # halves in parallel, one per core), the named scenarios the product
 # supports today, and the beyond-model suite. Fails on any failure; each
 # failure prints the command that replays it.

@@ -734,21 +734,30 @@ sim_isolate(struct sim *s, unsigned i, int cut)
 int
 sim_cut_tail(struct sim *s, unsigned i)
 {
+    return sim_cut_tail_n(s, i, 1);
+}
+
+int
+sim_cut_tail_n(struct sim *s, unsigned i, unsigned k)
+{
     struct sim_replica *r = &s->r[i];
     if (r->eng != NULL)
         return -EBUSY;
     uint64_t op = r->journal_first;
-    if (op == 0)
+    if (op == 0 || k == 0)
         return -ENOENT;
     while (op < SIM_OPS_MAX && r->journal[op + 1].present)
         op++;
-    if (op <= r->snap_op)
+    if (op < r->snap_op + k || op < r->journal_first + k - 1)
         return -ENOENT;
-    free(r->journal[op].body);
-    memset(&r->journal[op], 0, sizeof(r->journal[op]));
-    if (op == r->journal_first)
-        r->journal_first = 0;
-    r->cut_faulty = op;
+    uint64_t top = op;
+    for (unsigned c = 0; c < k; c++, op--) {
+        free(r->journal[op].body);
+        memset(&r->journal[op], 0, sizeof(r->journal[op]));
+        if (op == r->journal_first)
+            r->journal_first = 0;
+    }
+    r->cut_faulty = top;
     return 0;
 }
 

@@ -184,6 +184,10 @@ void sim_isolate(struct sim *s, unsigned i, int cut);
  * a damaged tail does; the next sim_restart passes it as faulty_op.
  * Returns 0, -EBUSY (running) or -ENOENT (nothing above the snapshot). */
 int sim_cut_tail(struct sim *s, unsigned i);
+/* The same for the last k entries cut together (a damaged tail several
+ * entries long): the next restart passes the highest op cut as faulty_op,
+ * the top of the faulty range. */
+int sim_cut_tail_n(struct sim *s, unsigned i, unsigned k);
 /* Replica i lost its disk: wipe it and restart it rebuilt (R8). */
 int sim_rebuild(struct sim *s, unsigned i, char *reason, size_t reason_len);
 /* Snapshot of replica i's state at its applied op, then vsr_checkpoint.

@@ -159,7 +159,9 @@ sim_node_rand(struct sim_node *n)
 
 static int
 engine_build(struct sim_node *n, const struct vs_vsr_persist *d,
-             uint64_t commit_min, uint64_t faulty_op, char *err, size_t errlen)
+             uint64_t commit_min, uint64_t faulty_op,
+             const struct vs_hdr_prepare *faulty_header, char *err,
+             size_t errlen)
 {
     struct vs_vsr_options o;
     memset(&o, 0, sizeof(o));
@@ -212,6 +214,7 @@ engine_build(struct sim_node *n, const struct vs_vsr_persist *d,
         o.incarnation.hi = splitmix_next(&x);
     }
     o.faulty_op = faulty_op;
+    o.faulty_header = faulty_header;
     int rc = vsr_create(&o, &n->eng, err, errlen);
     free(hs);
     return rc;
@@ -266,19 +269,19 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         return 1;
     }
     uint64_t faulty_op = 0;
-    int faulty_first = 0;
+    struct vs_hdr_prepare fhdr;
+    memset(&fhdr, 0, sizeof(fhdr));
+    int fhdr_ok = 0;
     if (r.wal_tail_cut) {
         if (r.wal_scan.verdict == WAL_DAMAGED_TAIL) {
             n->m_damaged_cut++;
-            /* a cluster replica cut a damaged last entry: the op is
-             * present-but-faulty (repaired from peers, never nacked) */
-            if (n->cfg.replica_count > 1)
-                faulty_op = r.wal_scan.bad_op;
-            /* op 0: the first entry's header is unreadable; the journal
-             * is empty after the cut, so it is the op above the state
-             * (set below, once the snapshot's op is known) */
-            if (n->cfg.replica_count > 1 && faulty_op == 0)
-                faulty_first = 1;
+            /* a cluster replica cut a damaged tail: every op it may have
+             * held is present-but-faulty (repaired, never nacked) */
+            if (n->cfg.replica_count > 1) {
+                faulty_op = r.damaged_cut_last;
+                fhdr = r.wal_scan.bad_header; /* if it verified */
+                fhdr_ok = r.wal_scan.bad_header_valid;
+            }
         } else {
             n->m_torn_cut++;
         }
@@ -307,8 +310,6 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         }
         op = r.snapshot_op;
     }
-    if (faulty_first)
-        faulty_op = op + 1;
     n->rng = n->cfg.seed ^ (n->boots * 0xa0761d6478bd642full);
     n->snap_op = r.have_snapshot ? r.snapshot_op : 0;
     n->snap_sum =
@@ -336,7 +337,8 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
     n->sb_durable_set = 1;
     n->last_ckpt_op = d.checkpoint_op;
     char why[256];
-    rc = engine_build(n, &d, op, faulty_op, why, sizeof(why));
+    rc = engine_build(n, &d, op, faulty_op, fhdr_ok ? &fhdr : NULL, why,
+                      sizeof(why));
     if (rc != 0) {
         snprintf(n->refuse, sizeof(n->refuse), "engine refused: %s", why);
         n->refused = 1;

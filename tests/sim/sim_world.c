@@ -1380,6 +1380,52 @@ primary_needs_transfer(const struct sim_world *w)
     return 0;
 }
 
+/* 1 when the stall waits on votes only replicas that refuse to boot
+ * could give: an up replica's faulty range (ops it may have acknowledged
+ * before a damaged tail was cut) starts at op f above its head, no up
+ * replica holds f, and the up replicas that could nack f are fewer than
+ * a nack quorum while the refused ones would complete it. A replica that
+ * refuses to boot (interior WAL corruption) is a lost disk in this design
+ * (`vstreamd recover`), and a rebuilt replica never votes on what it
+ * lost: nothing can decide f, so the cluster rightly waits. */
+static int
+needs_refused_votes(const struct sim_world *w)
+{
+    unsigned refused = 0;
+    for (unsigned i = 0; i < w->p.n; i++)
+        refused += !w->node[i].up && w->node[i].refused;
+    if (refused == 0)
+        return 0;
+    unsigned nq = vsr_quorum_nack(w->p.n);
+    for (unsigned i = 0; i < w->p.n; i++) {
+        const struct sim_node *n = &w->node[i];
+        if (!n->up)
+            continue;
+        struct vs_vsr_info info;
+        vsr_info(n->eng, &info);
+        if (info.nonack_top <= vsr_op(n->eng))
+            continue;
+        uint64_t f = vsr_op(n->eng) + 1;
+        unsigned holders = 0, nackers = 0;
+        for (unsigned k = 0; k < w->p.n; k++) {
+            const struct sim_node *o = &w->node[k];
+            if (k == i || !o->up)
+                continue;
+            struct vs_vsr_info oi;
+            vsr_info(o->eng, &oi);
+            if (vsr_commit_min(o->eng) >= f ||
+                (!wal_empty(&o->journal) && wal_first_op(&o->journal) <= f &&
+                 wal_last_op(&o->journal) >= f))
+                holders++;
+            else if (oi.nonack_top < f)
+                nackers++;
+        }
+        if (holders == 0 && nackers < nq && nackers + refused >= nq)
+            return 1;
+    }
+    return 0;
+}
+
 /* 1 once every client is idle and the live replicas agree. */
 static int
 converged(struct sim_world *w)
@@ -1517,6 +1563,12 @@ sim_world_run(struct sim_world *w)
          * transfer stall still waived */
         w->m.waived_transfer++;
         tracef(w, "liveness waived: the primary needs state transfer");
+    } else if (!w->failed && !converged(w) && needs_refused_votes(w)) {
+        /* an op an up replica may have acknowledged can only be decided
+         * with the votes of replicas that refuse to boot (lost disks) */
+        w->m.waived_refused++;
+        tracef(w, "liveness waived: a faulty op needs the votes of replicas "
+                  "that refuse to boot");
     } else if (!w->failed && !converged(w) && needs_transfer(w) &&
                serving_primary(w)) {
         /* state transfer runs (sim_xfer.h): a backup still behind its

@@ -144,7 +144,8 @@ struct sim_marks {
         bitrot, sb_corrupt, partitions, view_changes, cluster_restarts, commits,
         acked, lost_sessions, sessionless, wipes, waived_transfer,
         modelled, /* committed ops held against the reference model */
-        latent;   /* WAL sectors made unreadable while a replica was down */
+        latent,   /* WAL sectors made unreadable while a replica was down */
+        waived_refused;
     /* state transfer (sim_xfer.h): sessions begun, snapshot installs,
      * table-only installs, retargets, sessions abandoned, offers served */
     uint64_t xfer_begun, xfer_installs, xfer_table_only, xfer_retargets,

@@ -465,6 +465,11 @@ START_TEST(test_cluster_damaged_tail_cut)
     ck_assert_uint_eq(res.replay_to, 3);
     /* the op cut as damage is reported, to be persisted as faulty */
     ck_assert_uint_eq(res.damaged_cut_op, 4);
+    /* only the body failed: the header gives the entry's size, it ends
+     * the file, so the range is that one op, and its header is kept */
+    ck_assert_uint_eq(res.damaged_cut_last, 4);
+    ck_assert(res.wal_scan.bad_header_valid);
+    ck_assert_uint_eq(res.wal_scan.bad_header.op, 4);
     ck_assert_ptr_nonnull(strstr(res.reason, "op 4 cut as damage"));
     recovery_result_fini(&res);
     tu_rm_rf(d.dir);
@@ -496,6 +501,12 @@ START_TEST(test_cluster_unreadable_first_entry_marked)
     ck_assert_int_eq(res.wal_scan.verdict, WAL_DAMAGED_TAIL);
     ck_assert(wal_empty(&res.journal));
     ck_assert_uint_eq(res.damaged_cut_op, 1);
+    /* the header is unreadable: every whole header's worth of the cut
+     * bytes may have been an entry (each may have been acknowledged) */
+    ck_assert(!res.wal_scan.bad_header_valid);
+    uint64_t whole = len / VS_HEADER_SIZE;
+    ck_assert_uint_eq(res.damaged_cut_last, whole > 0 ? whole : 1);
+    ck_assert_ptr_nonnull(strstr(res.reason, "cut as damage"));
     recovery_result_fini(&res);
     tu_rm_rf(d.dir);
 }

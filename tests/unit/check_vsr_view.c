@@ -10,7 +10,10 @@
  * with a gap repairs it; RangeEvicted surfaces as STATE_TRANSFER; a
  * restarted replica probes (incarnation echo) and a whole-cluster restart
  * elects after the probes; a restarted primary-by-index is elected past;
- * a damaged tail (faulty op) repaired from peers; a lost disk rebuilt;
+ * a damaged tail (faulty op) repaired from peers; a damaged tail several
+ * entries long marks its whole range faulty (never nacked, kept across a
+ * restart); a backup that adopted a StartView and restarted before the
+ * repair still claims the view's whole log; a lost disk rebuilt;
  * n = 2; seeded random runs (300 seeds of n = 3, 100 of n = 5, 50 of
  * n = 2) of loss/dup/reorder/crash/damaged tail/partition. Every run is
  * bounded in ticks; seeds are fixed.
@@ -582,6 +585,124 @@ START_TEST(test_faulty_forces_wait)
 }
 END_TEST
 
+/* A damaged tail two entries long (ops 5 and 6, both committed by
+ * replicas 0 and 2) is cut at replica 2's boot: the whole range is faulty
+ * and never nacked. With replica 0 down, replica 1 (which never had them)
+ * and replica 2 cannot prove either op unprepared: no view may start
+ * without them (a mark on op 5 alone would let replica 2's DVC nack op 6
+ * implicitly and truncate a committed op). Replica 0 returns: the view
+ * keeps both and replica 2 repairs them, clearing the mark durably. */
+START_TEST(test_faulty_range_never_nacked)
+{
+    struct sim *s = sim_new(3, 217);
+    ck_assert_uint_eq(submit_any(s, 1, 4, 500), 4);
+    ck_assert_int_eq(run_applied(s, 4, 500), 0);
+    sim_partition(s, 0, 1, 1);
+    ck_assert_int_eq(sim_request(s, 0, 70, 1, VS_OP_CREATE_TOPIC, "r5", 2), 0);
+    ck_assert_int_eq(sim_request(s, 0, 71, 1, VS_OP_CREATE_TOPIC, "r6", 2), 0);
+    for (int t = 0; t < 30; t++)
+        sim_step(s);
+    ck_assert_uint_eq(vsr_commit_max(s->r[0].eng), 6);
+    sim_crash(s, 0);
+    sim_crash(s, 2);
+    ck_assert_int_eq(sim_cut_tail_n(s, 2, 2), 0);
+    sim_partition(s, 0, 1, 0);
+    char why[160];
+    ck_assert_msg(sim_restart(s, 2, why, sizeof(why)) == 0, "%s", why);
+    struct vs_vsr_info info;
+    vsr_info(s->r[2].eng, &info);
+    ck_assert_uint_eq(info.op, 4);
+    ck_assert_uint_eq(info.faulty_op, 6);
+    for (int t = 0; t < 3000; t++)
+        sim_step(s);
+    ck_assert_int_eq(settled(s), -1);
+    ck_assert_uint_eq(s->r[2].sb.faulty_op, 6); /* persisted */
+    ck_assert_uint_gt(vsr_stats(s->r[2].eng)->faulty_not_nacked, 0);
+    for (unsigned i = 1; i < 3; i++) {
+        ck_assert_uint_eq(vsr_stats(s->r[i].eng)->nack_truncations, 0);
+        ck_assert_uint_le(s->r[i].applied, 4);
+    }
+    /* A crash before the repair keeps the whole range (the persisted
+     * mark, with nothing cut at this boot). */
+    sim_crash(s, 2);
+    ck_assert_msg(sim_restart(s, 2, why, sizeof(why)) == 0, "%s", why);
+    vsr_info(s->r[2].eng, &info);
+    ck_assert_uint_eq(info.faulty_op, 6);
+    ck_assert_msg(sim_restart(s, 0, why, sizeof(why)) == 0, "%s", why);
+    ck_assert_int_ge(await_primary(s, -1, 4000), 0);
+    ck_assert_int_eq(run_applied(s, 6, 3000), 0);
+    for (unsigned i = 0; i < 3; i++) {
+        struct vs_hdr_prepare h;
+        ck_assert(vsr_header(s->r[i].eng, 5, &h));
+        ck_assert_uint_eq(h.client.lo, 70);
+        ck_assert(vsr_header(s->r[i].eng, 6, &h));
+        ck_assert_uint_eq(h.client.lo, 71);
+    }
+    for (int t = 0; t < 50; t++)
+        sim_step(s);
+    vsr_info(s->r[2].eng, &info);
+    ck_assert_uint_eq(info.faulty_op, 0);
+    ck_assert_uint_eq(s->r[2].sb.faulty_op, 0);
+    assert_history(s, 6);
+    ck_assert_clean(s);
+    sim_free(s);
+}
+END_TEST
+
+/* A backup adopts a StartView whose ops 5 and 6 (committed by replicas
+ * 0 and 1) it has not journaled yet, and crashes before the repair. The
+ * view's reach is written with its log_view: after the restart its DVC
+ * still claims log_view 1 up to op 6 (not its journal's op 4), so with
+ * replica 1 down no view may start without ops 5 and 6 (replica 0 holds
+ * them only in the older log_view 0). Replica 1 returns: the view keeps
+ * them. */
+START_TEST(test_adopted_log_reach_survives_restart)
+{
+    struct sim *s = sim_new(3, 219);
+    ck_assert_uint_eq(submit_any(s, 1, 4, 500), 4);
+    ck_assert_int_eq(run_applied(s, 4, 500), 0);
+    sim_isolate(s, 2, 1);
+    ck_assert_int_eq(sim_request(s, 0, 80, 1, VS_OP_CREATE_TOPIC, "a5", 2), 0);
+    ck_assert_int_eq(sim_request(s, 0, 81, 1, VS_OP_CREATE_TOPIC, "a6", 2), 0);
+    for (int t = 0; t < 30; t++)
+        sim_step(s);
+    ck_assert_uint_eq(vsr_commit_max(s->r[0].eng), 6);
+    s->r[2].hold_journal = 1; /* its repairs never become durable */
+    sim_crash(s, 0);
+    sim_isolate(s, 2, 0);
+    uint64_t t = 0;
+    while (t++ < 4000 && !(s->r[2].sb.log_view >= 1 &&
+                           vsr_status(s->r[2].eng) == VSR_STATUS_NORMAL))
+        sim_step(s);
+    ck_assert_uint_ge(s->r[2].sb.log_view, 1);
+    ck_assert(!s->r[2].journal[5].present);
+    ck_assert_uint_ge(s->r[2].sb.faulty_op, 6); /* written with log_view */
+    sim_crash(s, 2);
+    sim_crash(s, 1);
+    s->r[2].hold_journal = 0;
+    char why[160];
+    ck_assert_msg(sim_restart(s, 0, why, sizeof(why)) == 0, "%s", why);
+    ck_assert_msg(sim_restart(s, 2, why, sizeof(why)) == 0, "%s", why);
+    for (int k = 0; k < 3000; k++)
+        sim_step(s);
+    ck_assert_int_eq(settled(s), -1);
+    ck_assert_uint_le(s->r[2].applied, 4);
+    ck_assert_msg(sim_restart(s, 1, why, sizeof(why)) == 0, "%s", why);
+    ck_assert_int_ge(await_primary(s, -1, 4000), 0);
+    ck_assert_int_eq(run_applied(s, 6, 3000), 0);
+    for (unsigned i = 0; i < 3; i++) {
+        struct vs_hdr_prepare h;
+        ck_assert(vsr_header(s->r[i].eng, 5, &h));
+        ck_assert_uint_eq(h.client.lo, 80);
+        ck_assert(vsr_header(s->r[i].eng, 6, &h));
+        ck_assert_uint_eq(h.client.lo, 81);
+    }
+    assert_history(s, 6);
+    ck_assert_clean(s);
+    sim_free(s);
+}
+END_TEST
+
 /* Beyond the fault model: a committed op damaged on both replicas that
  * held it. No quorum proves it unprepared and nobody holds it: the
  * cluster stays without a primary (halts) instead of losing it. */
@@ -952,6 +1073,8 @@ main(void)
     tcase_add_test(tc, test_faulty_tail_repaired);
     tcase_add_test(tc, test_faulty_forces_wait);
     tcase_add_test(tc, test_faulty_majority_halts);
+    tcase_add_test(tc, test_faulty_range_never_nacked);
+    tcase_add_test(tc, test_adopted_log_reach_survives_restart);
     tcase_add_test(tc, test_nack_quorum_truncates);
     tcase_add_test(tc, test_lost_disk_rebuild);
     tcase_add_test(tc, test_two_replicas);
