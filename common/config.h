@@ -105,7 +105,7 @@ struct vs_config {
     char tls_cert_file[VS_CONFIG_PATH_MAX]; /* PEM chain, leaf first */
     char tls_key_file[VS_CONFIG_PATH_MAX];  /* PEM private key */
     char tls_ca_file[VS_CONFIG_PATH_MAX];   /* "" = no client certs */
-    /* replica links inside mutual TLS (shard/zero/links.h) */
+    /* replica links inside mutual TLS (shard/link/links.h) */
     uint32_t replica_tls_enabled;                   /* bool */
     char replica_tls_cert_file[VS_CONFIG_PATH_MAX]; /* this node's chain */
     char replica_tls_key_file[VS_CONFIG_PATH_MAX];

@@ -383,7 +383,7 @@ struct vs_hdr_state_chunk { /* command 25, sealed; body: bytes */
 
 struct vs_hdr_replica_hello { /* command 14: the dialer's first frame,
                                   sealed; body: the dialer's client
-                                  address (shard/zero/links.h) */
+                                  address (shard/link/links.h) */
     struct vs_frame f;
     uint8_t nonce_d[32];   /* 128: the dialer's fresh nonce */
     uint32_t release_min;  /* 160: wire formats the dialer understands */

@@ -24,7 +24,7 @@
  *
  * Cluster (replica_addrs names more than one replica): shard 0 loads the
  * cluster secret (refusing to start without a valid one, exit 2), takes
- * the replica listener over into the replica links (shard/zero/links.h)
+ * the replica listener over into the replica links (shard/link/links.h)
  * and binds them to the commit path: the engine's SEND actions go to
  * links_send, every frame of an authenticated link to
  * commit_on_replica_frame, link state changes to commit_on_link. The
@@ -59,7 +59,7 @@
 #include "shard/zero/boot.h"
 #include "shard/zero/gauges.h"
 #include "shard/zero/cluster_view.h"
-#include "shard/zero/links.h"
+#include "shard/link/links.h"
 #include "common/secret.h"
 #include "common/tls.h"
 #include "server/listen.h"

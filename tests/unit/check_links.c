@@ -1,5 +1,5 @@
 /*
- * tests/unit/check_links.c - shard 0's replica links (shard/zero/links.h)
+ * tests/unit/check_links.c - shard 0's replica links (shard/link/links.h)
  * and the cluster secret file (common/secret.h), in one process: three
  * link sets on one libevent base over 127.0.0.1 ephemeral ports.
  *
@@ -32,7 +32,7 @@
 #include "common/secret.h"
 #include "common/tls.h"
 #include "common/wire.h"
-#include "shard/zero/links.h"
+#include "shard/link/links.h"
 
 #define NODES       3
 #define WAIT_ROUNDS 500 /* x 10 ms */

@@ -1,5 +1,5 @@
 /*
- * shard/zero/links.c - shard 0's replica links; see links.h for the
+ * shard/link/links.c - shard 0's replica links; see links.h for the
  * connection rules, the handshake and the queue bound.
  *
  * Structure: one struct link_peer per replica id (state, counters, the
@@ -40,7 +40,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tls.h"
-#include "shard/zero/links.h"
+#include "shard/link/links.h"
 
 #define LINKS_QUEUE_DEFAULT       (64u << 20)
 #define LINKS_FRAME_DEFAULT       ((64u << 20) + VS_HEADER_SIZE)

@@ -1,5 +1,5 @@
 /*
- * shard/zero/links.h - shard 0's replica links: one authenticated TCP
+ * shard/link/links.h - shard 0's replica links: one authenticated TCP
  * connection to every other replica of the cluster (DESIGN §3).
  *
  * Role: carries whole VSR frames ([256-byte header][body], the size at
@@ -60,8 +60,8 @@
  * blocks; at most one live link per peer.
  * Callers: shard 0's process only (one thread, its libevent base).
  */
-#ifndef VS_SHARD_ZERO_LINKS_H
-#define VS_SHARD_ZERO_LINKS_H
+#ifndef VS_SHARD_LINK_LINKS_H
+#define VS_SHARD_LINK_LINKS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -152,4 +152,4 @@ void links_destroy(struct links *l);
 /* The name of a link state, for logs and `vstream cluster`. */
 const char *links_state_name(enum links_state s);
 
-#endif /* VS_SHARD_ZERO_LINKS_H */
+#endif /* VS_SHARD_LINK_LINKS_H */
