@@ -51,6 +51,9 @@ struct vs_config {
     uint32_t shards; /* data shards; 0 = one per core (first boot) */
     char client_addr[VS_CONFIG_STR_MAX];     /* HOST:PORT, port 0 allowed */
     char replica_addrs[VS_CONFIG_ADDRS_MAX]; /* comma-separated; "" = 1 node */
+    /* data shard s listens for its links at its node's replica port +
+     * s x stride (shard/link/plan.h) */
+    uint32_t data_link_port_stride;
     char ready_file[VS_CONFIG_PATH_MAX];
     char pid_file[VS_CONFIG_PATH_MAX];
     char cluster_name[VS_CONFIG_STR_MAX];
