@@ -39,8 +39,9 @@ sup_datalinks_open(struct sup_datalinks *d, const struct vs_config *cfg,
     }
     if (sup_addr_list_get(cfg->replica_addrs, cfg->replica_id, self,
                           sizeof(self)) != 0) {
-        snprintf(err, errlen, "data links: replica_id %u has no entry in "
-                              "replica_addrs",
+        snprintf(err, errlen,
+                 "data links: replica_id %u has no entry in "
+                 "replica_addrs",
                  cfg->replica_id);
         return -EINVAL;
     }

@@ -21,8 +21,8 @@
 #include "ipc/segment.h"
 
 struct sup_datalinks {
-    uint32_t k;                 /* listeners for slots 1..k; 0 = none */
-    int fd[VS_SEG_MAX_PROCS];   /* [slot]; -1 = none */
+    uint32_t k;               /* listeners for slots 1..k; 0 = none */
+    int fd[VS_SEG_MAX_PROCS]; /* [slot]; -1 = none */
 };
 
 /* No listeners. */

@@ -50,8 +50,8 @@ beat_encode(const struct beat_sender *s, uint64_t seq,
     for (uint32_t i = 0; i < n; i++) {
         if (!kind_known(e[i].kind))
             return -EINVAL;
-        if (i > 0 && key_cmp(e[i - 1].group, e[i - 1].kind, e[i].group,
-                             e[i].kind) >= 0)
+        if (i > 0 &&
+            key_cmp(e[i - 1].group, e[i - 1].kind, e[i].group, e[i].kind) >= 0)
             return -EINVAL;
     }
     struct beat_hdr h;

@@ -102,17 +102,17 @@ struct beat_sender {
 /* Decode verdicts (returned negated by beat_decode). */
 enum beat_error {
     BEAT_OK = 0,
-    BEAT_ERR_SHORT,       /* fewer than 256 bytes */
-    BEAT_ERR_SIZE,        /* header size != bytes, or != 256 + count * 32 */
-    BEAT_ERR_COMMAND,     /* not VS_CMD_GROUP_BEAT */
-    BEAT_ERR_SEAL,        /* header checksum */
-    BEAT_ERR_BODY,        /* body checksum */
-    BEAT_ERR_COUNT,       /* count above BEAT_ENTRIES_MAX */
-    BEAT_ERR_ENTRY_SIZE,  /* entry_size != 32 */
-    BEAT_ERR_RESERVED,    /* a reserved byte is not zero */
-    BEAT_ERR_KIND,        /* unknown entry kind */
-    BEAT_ERR_ORDER,       /* a (group, kind) repeated or out of order */
-    BEAT_ERR_CLUSTER,     /* another cluster */
+    BEAT_ERR_SHORT,      /* fewer than 256 bytes */
+    BEAT_ERR_SIZE,       /* header size != bytes, or != 256 + count * 32 */
+    BEAT_ERR_COMMAND,    /* not VS_CMD_GROUP_BEAT */
+    BEAT_ERR_SEAL,       /* header checksum */
+    BEAT_ERR_BODY,       /* body checksum */
+    BEAT_ERR_COUNT,      /* count above BEAT_ENTRIES_MAX */
+    BEAT_ERR_ENTRY_SIZE, /* entry_size != 32 */
+    BEAT_ERR_RESERVED,   /* a reserved byte is not zero */
+    BEAT_ERR_KIND,       /* unknown entry kind */
+    BEAT_ERR_ORDER,      /* a (group, kind) repeated or out of order */
+    BEAT_ERR_CLUSTER,    /* another cluster */
 };
 
 /* Bytes of a frame carrying n entries (n <= BEAT_ENTRIES_MAX). */
@@ -126,8 +126,7 @@ int beat_entry_cmp(const void *a, const void *b);
  * frame's size, or -EINVAL (n too large, cap too small, entries out of
  * order or repeated, an unknown kind). */
 long beat_encode(const struct beat_sender *s, uint64_t seq,
-                 const struct beat_entry *e, uint32_t n, void *buf,
-                 size_t cap);
+                 const struct beat_entry *e, uint32_t n, void *buf, size_t cap);
 
 /* Checks the frame of len bytes (cluster: the receiver's). 0, with *hdr
  * pointing at the header and *body at the entries (read them with

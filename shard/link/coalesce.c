@@ -102,8 +102,8 @@ coal_create(uint8_t peers, uint32_t entries_max, struct coal **out)
     while (cap < 2 * entries_max)
         cap <<= 1;
     c->mask = cap - 1;
-    uint32_t fmax = entries_max < BEAT_ENTRIES_MAX ? entries_max
-                                                    : BEAT_ENTRIES_MAX;
+    uint32_t fmax =
+        entries_max < BEAT_ENTRIES_MAX ? entries_max : BEAT_ENTRIES_MAX;
     c->p = calloc(peers, sizeof(*c->p));
     c->frame = malloc(beat_frame_size(fmax));
     if (c->p == NULL || c->frame == NULL)
@@ -173,8 +173,8 @@ coal_flush(struct coal *c, uint8_t peer, const struct beat_sender *s,
     if (p->n == 0) {
         if (!keepalive)
             return 0;
-        long len = beat_encode(s, *seq + 1, NULL, 0, c->frame,
-                               beat_frame_size(0));
+        long len =
+            beat_encode(s, *seq + 1, NULL, 0, c->frame, beat_frame_size(0));
         if (len < 0)
             return (int)len;
         int rc = emit(ctx, peer, c->frame, (size_t)len);

@@ -175,8 +175,7 @@ log_refusal(struct links *l, int peer, const char *what)
     if (known)
         vs_log_warn("%s with replica %d refused: %s", l->name, peer, what);
     else
-        vs_log_warn("%s refused (claimed replica %d): %s", l->name, peer,
-                    what);
+        vs_log_warn("%s refused (claimed replica %d): %s", l->name, peer, what);
 }
 
 static void
@@ -235,8 +234,7 @@ conn_close(struct link_conn *c, const char *why)
         p->info.queued = 0;
         snprintf(p->info.last_error, sizeof(p->info.last_error), "%s", why);
         if (was_up)
-            vs_log_info("%s to replica %d down: %s", l->up_name, c->peer,
-                        why);
+            vs_log_info("%s to replica %d down: %s", l->up_name, c->peer, why);
         if (c->dialer)
             schedule_retry(l, (uint8_t)c->peer);
         int peer = c->peer;
@@ -329,9 +327,13 @@ link_up(struct link_conn *c)
     memcpy(p->info.client_addr, c->peer_addr, sizeof(p->info.client_addr));
     if (l->o.on_writable != NULL) /* the write callback runs at half */
         bufferevent_setwatermark(c->bev, EV_WRITE, l->o.queue_max / 2, 0);
-    vs_log_info("%s to replica %d up (%s, client address %s)", l->up_name,
-                c->peer, c->dialer ? "dialed" : "accepted",
-                p->info.client_addr);
+    if (l->o.shard == 0)
+        vs_log_info("%s to replica %d up (%s, client address %s)", l->up_name,
+                    c->peer, c->dialer ? "dialed" : "accepted",
+                    p->info.client_addr);
+    else
+        vs_log_info("%s to replica %d up (%s)", l->up_name, c->peer,
+                    c->dialer ? "dialed" : "accepted");
     if (l->on_state != NULL)
         l->on_state(l->ctx, (uint8_t)c->peer, 1);
 }

@@ -137,11 +137,11 @@ struct links_peer_info {
     enum links_state state;
     uint64_t bytes_in, bytes_out; /* frame bytes of the up link(s) */
     uint64_t frames_in, frames_out;
-    uint64_t dropped;                 /* frames refused by a full queue */
-    uint64_t blocked; /* sends refused with -EAGAIN (back-pressure mode) */
-    uint64_t connects;                /* links that came up */
-    uint64_t refusals;                /* handshakes refused (either side) */
-    size_t queued;                    /* bytes waiting in the output */
+    uint64_t dropped;  /* frames refused by a full queue */
+    uint64_t blocked;  /* sends refused with -EAGAIN (back-pressure mode) */
+    uint64_t connects; /* links that came up */
+    uint64_t refusals; /* handshakes refused (either side) */
+    size_t queued;     /* bytes waiting in the output */
     char client_addr[LINKS_ADDR_MAX]; /* as the peer advertised it; "" */
     char last_error[160];             /* why the last link ended; "" */
 };

@@ -26,3 +26,15 @@ tests_unit_check_dlinks_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_dlinks_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)
 endif
+
+# The data shards' links of a real 3-node cluster (2 shards a node): up,
+# down with a SIGKILLed node and back, a wrong secret refused.
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_cluster_dlinks
+INTEG_TESTS += tests/integration/check_cluster_dlinks
+INTEG_FAST_TESTS += tests/integration/check_cluster_dlinks
+tests_integration_check_cluster_dlinks_SOURCES = \
+	tests/integration/check_cluster_dlinks.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_dlinks_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_dlinks_LDADD = $(CLUSTER_LDADD)
+endif

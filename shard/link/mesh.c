@@ -191,8 +191,9 @@ mesh_create(struct event_base *base, const struct mesh_opts *o, int listen_fd,
 {
     *out = NULL;
     if (o->links.shard == 0) {
-        snprintf(err, errlen, "data links: the mesh of shard 0 is not a "
-                              "data mesh");
+        snprintf(err, errlen,
+                 "data links: the mesh of shard 0 is not a "
+                 "data mesh");
         return -EINVAL;
     }
     if (o->links.on_writable != NULL) {
@@ -215,8 +216,9 @@ mesh_create(struct event_base *base, const struct mesh_opts *o, int listen_fd,
     if (m->o.entries_max == 0)
         m->o.entries_max = MESH_ENTRIES;
     if (m->o.links.frame_max != 0 && m->o.links.frame_max < BEAT_FRAME_MAX) {
-        snprintf(err, errlen, "data links: frame_max %u is below a full "
-                              "beat frame (%u bytes)",
+        snprintf(err, errlen,
+                 "data links: frame_max %u is below a full "
+                 "beat frame (%u bytes)",
                  m->o.links.frame_max, (unsigned)BEAT_FRAME_MAX);
         rc = -EINVAL;
         goto fail;

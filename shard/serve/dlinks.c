@@ -146,15 +146,15 @@ dlinks_start(struct event_base *base, const struct vs_shard_ctx *ctx,
         char entry[LINKS_ADDR_MAX];
         if (sup_addr_list_get(cfg->replica_addrs, i, entry, sizeof(entry)) !=
             0) {
-            snprintf(err, errlen, "data links: replica_addrs entry %u is too "
-                                  "long",
+            snprintf(err, errlen,
+                     "data links: replica_addrs entry %u is too "
+                     "long",
                      i);
             rc = -EINVAL;
             goto fail;
         }
         rc = link_plan_addr(entry, ctx->slot, cfg->data_link_port_stride,
-                            d->addrs[i], sizeof(d->addrs[i]), why,
-                            sizeof(why));
+                            d->addrs[i], sizeof(d->addrs[i]), why, sizeof(why));
         if (rc != 0) {
             snprintf(err, errlen, "data links: replica_addrs entry %u: %s", i,
                      why);

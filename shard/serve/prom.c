@@ -335,9 +335,9 @@ render_data_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
     for (uint32_t k = 0; k < 4; k++) {
         family(out, shard_fam[k].name, shard_fam[k].type, shard_fam[k].help);
         for (uint32_t s = 1; s <= ctx->k; s++)
-            evbuffer_add_printf(
-                out, "%s{shard=\"%u\"} %" PRIu64 "\n", shard_fam[k].name, s,
-                metrics_read(ctx->seg, s, shard_fam[k].slot));
+            evbuffer_add_printf(out, "%s{shard=\"%u\"} %" PRIu64 "\n",
+                                shard_fam[k].name, s,
+                                metrics_read(ctx->seg, s, shard_fam[k].slot));
     }
     static const char *const names[3] = {
         "vstream_data_link_state",
@@ -357,8 +357,8 @@ render_data_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
                 if (peer == ctx->cfg->replica_id)
                     continue;
                 evbuffer_add_printf(
-                    out, "%s{shard=\"%u\",peer=\"%u\"} %" PRIu64 "\n",
-                    names[k], s, peer,
+                    out, "%s{shard=\"%u\",peer=\"%u\"} %" PRIu64 "\n", names[k],
+                    s, peer,
                     metrics_read(ctx->seg, s, VS_M_DLINK_STATE(peer) + k));
             }
     }

@@ -6,6 +6,7 @@
  * Covers: the handshake between every pair, frames in both directions,
  * counters and advertised client addresses; refusals of a wrong secret,
  * another cluster, a different replica count, a disjoint release window,
+ * a data shard's mesh meeting shard 0's,
  * a raw connection sending garbage, a HELLO claiming a higher id; the
  * queue bound (drops, -ENOBUFS); reconnect after a drop and after the
  * peer restarts; oversized frames end the link; argument errors. Every
@@ -48,6 +49,8 @@ struct node {
     uint32_t rel_min, rel_max;
     size_t queue_max;
     uint32_t frame_max;
+    uint8_t shard; /* 0: shard 0's mesh */
+    uint16_t shard_count;
     SSL_CTX *tls_server, *tls_client; /* NULL: plain TCP */
     /* received */
     unsigned frames[NODES];
@@ -133,6 +136,8 @@ node_start(int i)
     o.client_addr = client;
     o.queue_max = n->queue_max;
     o.frame_max = n->frame_max;
+    o.shard = n->shard;
+    o.shard_count = n->shard_count;
     o.tls_server = n->tls_server;
     o.tls_client = n->tls_client;
     ck_assert_msg(links_create(base, &o, n->listen_fd, on_frame, on_state, n,
@@ -341,6 +346,16 @@ START_TEST(test_wrong_count)
     nodes[2].count = 4;
     /* 2 has a fourth address it dials: give it one that refuses */
     check_refused("replica count");
+}
+END_TEST
+
+START_TEST(test_data_mesh_dialer_refused_by_shard0)
+{
+    /* a data shard's links pointed at shard 0's port (a bad plan): both
+     * sides refuse, whichever dials */
+    nodes[2].shard = 1;
+    nodes[2].shard_count = 2;
+    check_refused("shard index differs");
 }
 END_TEST
 
@@ -751,6 +766,7 @@ main(void)
     tcase_add_test(tc, test_wrong_cluster);
     tcase_add_test(tc, test_wrong_count);
     tcase_add_test(tc, test_release_window);
+    tcase_add_test(tc, test_data_mesh_dialer_refused_by_shard0);
     tcase_add_test(tc, test_raw_garbage_and_impostor);
     tcase_add_test(tc, test_queue_bound);
     tcase_add_test(tc, test_reconnect_and_restart);
