@@ -127,7 +127,9 @@ beat_decode(const void *frame, size_t len, const struct vs_u128 *cluster,
         return -BEAT_ERR_ENTRY_SIZE;
     if (len != beat_frame_size(h->count))
         return -BEAT_ERR_SIZE;
-    if (!all_zero(h->reserved, sizeof(h->reserved)) || h->f.view != 0)
+    if (!all_zero(h->reserved, sizeof(h->reserved)) ||
+        !all_zero(h->f.reserved_frame, sizeof(h->f.reserved_frame)) ||
+        h->f.view != 0)
         return -BEAT_ERR_RESERVED;
     const uint8_t *b = (const uint8_t *)frame + VS_HEADER_SIZE;
     size_t blen = len - VS_HEADER_SIZE;

@@ -8,7 +8,8 @@
  *
  *   off  size  field
  *     0   128  struct vs_frame: cluster, size = 256 + count * 32,
- *              view 0, release = the sender's wire format,
+ *              view 0, reserved_frame zero, release = the sender's
+ *              wire format,
  *              command VS_CMD_GROUP_BEAT (64), replica = the sender's id;
  *              checksum_body = XXH3(body) (0 iff the body is empty)
  *   128     8  seq          the sender's beat number on this link (grows

@@ -50,11 +50,12 @@ link_plan_addr(const char *replica_addr, uint32_t shard, uint32_t stride,
         return -EINVAL;
     }
     if (port == 0) {
-        snprintf(err, errlen,
-                 "'%s': a cluster's replica address needs a fixed port (the "
-                 "data shards' link ports are derived from it)",
-                 replica_addr);
-        return -EINVAL;
+        /* "any port" (a test's own listener): so are its shards' */
+        if ((size_t)snprintf(out, outlen, "%s:0", host) >= outlen) {
+            snprintf(err, errlen, "'%s': address too long", replica_addr);
+            return -EINVAL;
+        }
+        return 0;
     }
     if (shard > 0 && stride == 0) {
         snprintf(err, errlen, "data_link_port_stride must be at least 1");
@@ -136,10 +137,13 @@ link_plan_check(const char *replica_addrs, uint32_t k, uint32_t stride,
                 snprintf(err, errlen, "replica_addrs entry %u: %s", i, why);
                 goto out;
             }
-            struct plan_port *p = &t[m++];
+            struct plan_port *p = &t[m];
             (void)split(out, p->host, sizeof(p->host), &p->port);
+            if (p->port == 0)
+                continue; /* "any port" never collides */
             p->node = i;
             p->shard = s;
+            m++;
         }
     }
     qsort(t, m, sizeof(*t), port_cmp);

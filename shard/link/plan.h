@@ -6,11 +6,15 @@
  * same way from the one replica_addrs list, so nothing more is
  * configured per shard.
  *
+ * An entry with port 0 ("any free port": a test's listener nobody dials)
+ * gives port 0 to its data shards as well; such a node is not reachable
+ * by its peers on any mesh.
+ *
  * The plan is checked at boot (the supervisor, before it binds anything
- * for the data shards): every entry is HOST:PORT with a fixed port
- * (1..65535), every computed port stays <= 65535, and no two listeners
- * of nodes on the same host (replica or data-shard ports of any node)
- * share a port. A failed check names the entries, the shard and the
+ * for the data shards): every entry is HOST:PORT, every computed port
+ * stays <= 65535, and no two listeners of nodes on the same host
+ * (replica or data-shard ports of any node, port 0 aside) share a
+ * port. A failed check names the entries, the shard and the
  * port, and the stride to change.
  *
  * Invariants: pure functions over strings (no I/O, no allocation beyond

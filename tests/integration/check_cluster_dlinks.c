@@ -9,7 +9,8 @@
  * peers' links to it down (up = 1, its state 0) and they come back when
  * it restarts; a node started with another cluster secret is refused by
  * every shard of its peers (logged, counted) while they stay linked to
- * each other. Every wait is bounded.
+ * each other; an address plan whose ports collide or overflow refuses
+ * the boot (exit 2, the reason on stderr). Every wait is bounded.
  */
 #include "config.h"
 
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -227,6 +229,49 @@ START_TEST(test_wrong_secret_refused)
 }
 END_TEST
 
+/* The address plan is checked before anything starts: exit 2, one line. */
+START_TEST(test_bad_plan_refused_at_boot)
+{
+    struct vs_node *n = &cl.node[0];
+    char addrs[128];
+    int p = atoi(strchr(cl.replica[0], ':') + 1);
+    /* stride 1: node 0's shard 1 would take node 1's replica port */
+    snprintf(addrs, sizeof(addrs), "127.0.0.1:%d,127.0.0.1:%d", p, p + 1);
+    const char *collide[] = {"--replica-id",
+                             "0",
+                             "--replica-addrs",
+                             addrs,
+                             "--cluster-secret-file",
+                             cl.secret_file,
+                             "--shards",
+                             "2",
+                             "--data-link-port-stride",
+                             "1",
+                             NULL};
+    ck_assert_int_eq(vs_node_start(n, collide, 10000), -ECHILD);
+    ck_assert_int_eq(WEXITSTATUS(n->status), 2);
+    ck_assert_msg(vs_file_contains(n->stderr_file,
+                                   "replica 0's data shard 1 and replica "
+                                   "1's replica port would both listen"),
+                  "no collision reason on stderr");
+    /* a derived port past 65535 */
+    snprintf(addrs, sizeof(addrs), "127.0.0.1:%d,127.0.0.1:65500", p);
+    const char *range[] = {"--replica-id",
+                           "0",
+                           "--replica-addrs",
+                           addrs,
+                           "--cluster-secret-file",
+                           cl.secret_file,
+                           "--shards",
+                           "2",
+                           NULL};
+    ck_assert_int_eq(vs_node_start(n, range, 10000), -ECHILD);
+    ck_assert_int_eq(WEXITSTATUS(n->status), 2);
+    ck_assert_msg(vs_file_contains(n->stderr_file, "port 65600"),
+                  "no range reason on stderr");
+}
+END_TEST
+
 static Suite *
 dlinks_suite(void)
 {
@@ -236,6 +281,7 @@ dlinks_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, test_links_up_down_and_back);
     tcase_add_test(tc, test_wrong_secret_refused);
+    tcase_add_test(tc, test_bad_plan_refused_at_boot);
     suite_add_tcase(s, tc);
     return s;
 }
