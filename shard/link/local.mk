@@ -5,11 +5,13 @@ libvs_server_a_SOURCES += shard/link/links.c shard/link/links.h \
 	shard/link/beat.c shard/link/beat.h \
 	shard/link/coalesce.c shard/link/coalesce.h \
 	shard/link/mesh.c shard/link/mesh.h \
-	shard/link/plan.c shard/link/plan.h
+	shard/link/plan.c shard/link/plan.h \
+	shard/link/replica_tls.c shard/link/replica_tls.h
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_links
 check_PROGRAMS += tests/unit/check_links
-tests_unit_check_links_SOURCES = tests/unit/check_links.c
+tests_unit_check_links_SOURCES = tests/unit/check_links.c \
+	tests/unit/link_fixture.h
 tests_unit_check_links_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_links_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)
@@ -21,7 +23,8 @@ endif
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_dlinks
 check_PROGRAMS += tests/unit/check_dlinks
-tests_unit_check_dlinks_SOURCES = tests/unit/check_dlinks.c
+tests_unit_check_dlinks_SOURCES = tests/unit/check_dlinks.c \
+	tests/unit/link_fixture.h
 tests_unit_check_dlinks_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_dlinks_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)

@@ -22,11 +22,11 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/secret.h"
-#include "common/tls.h"
 #include "common/wire.h"
 #include "server/listen.h"
 #include "shard/link/mesh.h"
 #include "shard/link/plan.h"
+#include "shard/link/replica_tls.h"
 #include "shard/serve/dlinks.h"
 
 struct dlinks_seen {
@@ -171,24 +171,13 @@ dlinks_start(struct event_base *base, const struct vs_shard_ctx *ctx,
     }
     o.links.release_min = VS_WIRE_FORMAT_VERSION;
     o.links.release_max = VS_WIRE_FORMAT_VERSION;
-    if (cfg->replica_tls_enabled) {
-        struct vs_tls_opts t = {.cert_file = cfg->replica_tls_cert_file,
-                                .key_file = cfg->replica_tls_key_file,
-                                .ca_file = cfg->replica_tls_ca_file,
-                                .cert_what = "replica_tls_cert_file",
-                                .key_what = "replica_tls_key_file",
-                                .ca_what = "replica_tls_ca_file"};
-        d->tls_server = vs_tls_server_ctx(&t, why, sizeof(why));
-        if (d->tls_server != NULL)
-            d->tls_client = vs_tls_client_ctx(&t, why, sizeof(why));
-        if (d->tls_client == NULL) {
-            snprintf(err, errlen, "data links: %s", why);
-            rc = -EINVAL;
-            goto fail;
-        }
-        o.links.tls_server = d->tls_server;
-        o.links.tls_client = d->tls_client;
+    rc = link_tls_load(cfg, &d->tls_server, &d->tls_client, why, sizeof(why));
+    if (rc != 0) {
+        snprintf(err, errlen, "data links: %s", why);
+        goto fail;
     }
+    o.links.tls_server = d->tls_server;
+    o.links.tls_client = d->tls_client;
     o.on_state = dlinks_on_state;
     o.on_tick = dlinks_publish;
     o.ctx = d;

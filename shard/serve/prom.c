@@ -266,10 +266,9 @@ render_procs(const struct vs_shard_ctx *ctx, struct evbuffer *out)
     }
 }
 
-/* Replica links: one series per peer of replica_addrs (none on a
- * one-replica node). */
-static void
-render_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
+/* Entries of replica_addrs (0 on a one-replica node). */
+static uint32_t
+prom_replicas(const struct vs_shard_ctx *ctx)
 {
     const char *addrs = ctx->cfg->replica_addrs;
     uint32_t n = 0;
@@ -278,6 +277,15 @@ render_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
         for (const char *p = addrs; *p; p++)
             n += *p == ',';
     }
+    return n;
+}
+
+/* Replica links: one series per peer of replica_addrs (none on a
+ * one-replica node). */
+static void
+render_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
+{
+    uint32_t n = prom_replicas(ctx);
     if (n > VS_M_LINKS)
         n = VS_M_LINKS;
     static const char *const names[3] = {
@@ -306,13 +314,7 @@ render_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
 static void
 render_data_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
 {
-    const char *addrs = ctx->cfg->replica_addrs;
-    uint32_t n = 0;
-    if (addrs[0] != '\0') {
-        n = 1;
-        for (const char *p = addrs; *p; p++)
-            n += *p == ',';
-    }
+    uint32_t n = prom_replicas(ctx);
     if (n < 2)
         return;
     if (n > VS_M_LINKS)

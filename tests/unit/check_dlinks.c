@@ -37,6 +37,7 @@
 #include "shard/link/coalesce.h"
 #include "shard/link/mesh.h"
 #include "shard/link/plan.h"
+#include "tests/unit/link_fixture.h"
 
 #define WAIT_ROUNDS 500 /* x 10 ms */
 #define NODES       3
@@ -462,23 +463,6 @@ struct node {
 static struct event_base *base;
 static struct node nodes[NODES];
 
-static int
-listen_any(char *addr, size_t len)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    ck_assert_int_ge(fd, 0);
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    ck_assert_int_eq(listen(fd, 16), 0);
-    socklen_t sl = sizeof(sa);
-    getsockname(fd, (struct sockaddr *)&sa, &sl);
-    snprintf(addr, len, "127.0.0.1:%u", ntohs(sa.sin_port));
-    return fd;
-}
-
 static void
 on_beat(void *ctx, uint8_t peer, const struct beat_hdr *h, const uint8_t *body)
 {
@@ -529,7 +513,7 @@ setup(void)
     memset(nodes, 0, sizeof(nodes));
     for (int i = 0; i < NODES; i++) {
         struct node *n = &nodes[i];
-        n->listen_fd = listen_any(n->addr, sizeof(n->addr));
+        n->listen_fd = link_listen_any(n->addr, sizeof(n->addr));
         memset(n->secret, 0x6b, sizeof(n->secret));
         n->shard = 1;
         n->shard_count = 2;
@@ -583,9 +567,7 @@ node_start(int i)
 static void
 spin(void)
 {
-    struct timeval tv = {0, 10000};
-    event_base_loopexit(base, &tv);
-    event_base_dispatch(base);
+    link_spin(base);
 }
 
 static int

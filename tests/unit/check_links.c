@@ -34,6 +34,7 @@
 #include "common/tls.h"
 #include "common/wire.h"
 #include "shard/link/links.h"
+#include "tests/unit/link_fixture.h"
 
 #define NODES       3
 #define WAIT_ROUNDS 500 /* x 10 ms */
@@ -62,23 +63,6 @@ struct node {
 static struct event_base *base;
 static struct node nodes[NODES];
 
-static int
-listen_any(char *addr, size_t len)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    ck_assert_int_ge(fd, 0);
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    ck_assert_int_eq(listen(fd, 16), 0);
-    socklen_t sl = sizeof(sa);
-    getsockname(fd, (struct sockaddr *)&sa, &sl);
-    snprintf(addr, len, "127.0.0.1:%u", ntohs(sa.sin_port));
-    return fd;
-}
-
 static void
 on_frame(void *ctx, uint8_t peer, const void *frame, size_t len)
 {
@@ -106,7 +90,7 @@ node_defaults(void)
     memset(nodes, 0, sizeof(nodes));
     for (int i = 0; i < NODES; i++) {
         struct node *n = &nodes[i];
-        n->listen_fd = listen_any(n->addr, sizeof(n->addr));
+        n->listen_fd = link_listen_any(n->addr, sizeof(n->addr));
         memset(n->secret, 0x5a, sizeof(n->secret));
         n->cluster = (struct vs_u128){0x1234, 0x5678};
         n->count = NODES;
@@ -155,9 +139,7 @@ node_stop(int i)
 static void
 spin(void)
 {
-    struct timeval tv = {0, 10000};
-    event_base_loopexit(base, &tv);
-    event_base_dispatch(base);
+    link_spin(base);
 }
 
 static int
@@ -500,7 +482,7 @@ START_TEST(test_reconnect_and_restart)
     /* the dialer restarts (a new process): the acceptor takes the new
      * connection in place of the old one */
     node_stop(0);
-    nodes[0].listen_fd = listen_any(nodes[0].addr, sizeof(nodes[0].addr));
+    nodes[0].listen_fd = link_listen_any(nodes[0].addr, sizeof(nodes[0].addr));
     node_start(0);
     ck_assert(wait_up(0, 1));
     uint8_t buf[400];
