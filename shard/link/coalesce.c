@@ -4,9 +4,12 @@
  * Structure: per peer an array of entries (insertion order) and an
  * open-addressing index (linear probing, capacity a power of two at
  * least twice entries_max) from (group, kind) to the entry's position.
- * A flush sorts the array into frame order, emits, keeps the unsent
- * tail and rebuilds the index from it (O(entries), no per-entry
- * deletion from the probe chains).
+ * A flush sorts the array into frame order (an LSD radix sort of
+ * (group, kind) keys: linear in the entries, digits that are the same
+ * for every key skipped), emits, keeps the unsent tail and rebuilds the
+ * index from it (O(entries), no per-entry deletion from the probe
+ * chains). The sort's scratch is allocated once and shared by the
+ * peers.
  * Process: one thread.
  */
 #include "config.h"
@@ -15,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/checksum.h"
 #include "shard/link/coalesce.h"
 
 #define COAL_ENTRIES_LIMIT (1u << 20)
@@ -26,18 +28,85 @@ struct coal_peer {
     uint32_t *index; /* [mask + 1]: position + 1, 0 = empty */
 };
 
+struct coal_key {
+    uint64_t group;
+    uint32_t kind, pos;
+};
+
 struct coal {
     uint8_t peers;
     uint32_t max, mask;
     struct coal_peer *p;
     uint8_t *frame; /* one frame of up to BEAT_ENTRIES_MAX entries */
+    /* sort scratch: [max] each */
+    struct coal_key *keys, *keys_tmp;
+    struct beat_entry *sorted;
 };
 
 static uint32_t
 slot_of(const struct coal *c, uint64_t group, uint8_t kind)
 {
-    uint64_t key[2] = {group, kind};
-    return (uint32_t)vs_xxh3_64(key, sizeof(key)) & c->mask;
+    uint64_t h = (group ^ ((uint64_t)kind << 56)) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    return (uint32_t)h & c->mask;
+}
+
+/* One stable counting pass on byte `shift` (bits) of the group, or on
+ * the kind when shift is 64. Returns 0 (nothing moved: every key has the
+ * same digit) or 1 (the sorted keys are now in dst). */
+static int
+radix_pass(const struct coal_key *src, struct coal_key *dst, uint32_t n,
+           unsigned shift)
+{
+    uint32_t count[256] = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned d = shift == 64 ? src[i].kind & 0xffu
+                                 : (unsigned)(src[i].group >> shift) & 0xffu;
+        count[d]++;
+    }
+    for (unsigned d = 0; d < 256; d++)
+        if (count[d] == n)
+            return 0;
+    uint32_t at = 0;
+    for (unsigned d = 0; d < 256; d++) {
+        uint32_t k = count[d];
+        count[d] = at;
+        at += k;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned d = shift == 64 ? src[i].kind & 0xffu
+                                 : (unsigned)(src[i].group >> shift) & 0xffu;
+        dst[count[d]++] = src[i];
+    }
+    return 1;
+}
+
+/* Puts p's entries in frame order ((group, kind) increasing). */
+static void
+sort_entries(struct coal *c, struct coal_peer *p)
+{
+    struct coal_key *a = c->keys, *b = c->keys_tmp;
+    for (uint32_t i = 0; i < p->n; i++)
+        a[i] = (struct coal_key){p->e[i].group, p->e[i].kind, i};
+    /* least significant first: the kind, then the group's 8 bytes */
+    if (radix_pass(a, b, p->n, 64)) {
+        struct coal_key *t = a;
+        a = b;
+        b = t;
+    }
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        if (radix_pass(a, b, p->n, shift)) {
+            struct coal_key *t = a;
+            a = b;
+            b = t;
+        }
+    }
+    for (uint32_t i = 0; i < p->n; i++)
+        c->sorted[i] = p->e[a[i].pos];
+    /* the sorted copy becomes the peer's array; its old one the scratch */
+    struct beat_entry *t = p->e;
+    p->e = c->sorted;
+    c->sorted = t;
 }
 
 /* The position + 1 of (group, kind) in p, or 0; *slot gets the slot where
@@ -84,6 +153,9 @@ coal_destroy(struct coal *c)
     }
     free(c->p);
     free(c->frame);
+    free(c->keys);
+    free(c->keys_tmp);
+    free(c->sorted);
     free(c);
 }
 
@@ -106,7 +178,11 @@ coal_create(uint8_t peers, uint32_t entries_max, struct coal **out)
         entries_max < BEAT_ENTRIES_MAX ? entries_max : BEAT_ENTRIES_MAX;
     c->p = calloc(peers, sizeof(*c->p));
     c->frame = malloc(beat_frame_size(fmax));
-    if (c->p == NULL || c->frame == NULL)
+    c->keys = malloc((size_t)entries_max * sizeof(*c->keys));
+    c->keys_tmp = malloc((size_t)entries_max * sizeof(*c->keys_tmp));
+    c->sorted = malloc((size_t)entries_max * sizeof(*c->sorted));
+    if (c->p == NULL || c->frame == NULL || c->keys == NULL ||
+        c->keys_tmp == NULL || c->sorted == NULL)
         goto fail;
     for (unsigned i = 0; i < peers; i++) {
         c->p[i].e = malloc((size_t)entries_max * sizeof(*c->p[i].e));
@@ -183,7 +259,7 @@ coal_flush(struct coal *c, uint8_t peer, const struct beat_sender *s,
         (*seq)++;
         return 1;
     }
-    qsort(p->e, p->n, sizeof(*p->e), beat_entry_cmp);
+    sort_entries(c, p);
     uint32_t sent = 0;
     int frames = 0, rc = 0;
     while (sent < p->n) {

@@ -41,3 +41,9 @@ tests_integration_check_cluster_dlinks_SOURCES = \
 tests_integration_check_cluster_dlinks_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_dlinks_LDADD = $(CLUSTER_LDADD)
 endif
+
+# In-process bench of the coalesced beats (not run by make check).
+noinst_PROGRAMS += tests/bench/bench_beat
+tests_bench_bench_beat_SOURCES = tests/bench/bench_beat.c
+tests_bench_bench_beat_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_beat_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS)
