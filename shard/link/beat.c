@@ -28,13 +28,6 @@ key_cmp(uint64_t ga, uint8_t ka, uint64_t gb, uint8_t kb)
     return 0;
 }
 
-int
-beat_entry_cmp(const void *a, const void *b)
-{
-    const struct beat_entry *x = a, *y = b;
-    return key_cmp(x->group, x->kind, y->group, y->kind);
-}
-
 static int
 kind_known(uint8_t k)
 {

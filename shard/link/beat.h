@@ -119,9 +119,6 @@ enum beat_error {
 /* Bytes of a frame carrying n entries (n <= BEAT_ENTRIES_MAX). */
 size_t beat_frame_size(uint32_t n);
 
-/* Orders entries by (group, kind): the frame's order. For qsort. */
-int beat_entry_cmp(const void *a, const void *b);
-
 /* Writes the frame of entries e[0..n) (already in frame order, n <=
  * BEAT_ENTRIES_MAX) into buf (cap >= beat_frame_size(n)). Returns the
  * frame's size, or -EINVAL (n too large, cap too small, entries out of
