@@ -42,6 +42,8 @@ static const struct vs_config_key config_keys[] = {
      "client listener HOST:PORT (port 0 = any free port)"},
     {"replica_addrs", VS_CFG_STR, F(replica_addrs), 0, 0, "", NULL,
      "comma-separated HOST:PORT of every replica; empty = one-replica cluster"},
+    {"data_link_port_stride", VS_CFG_U32, F(data_link_port_stride), 1, 65535, "100", NULL,
+     "data shard s of a node links to shard s of its peers at their replica port + s x this (same on every node)"},
     {"ready_file", VS_CFG_PATH, F(ready_file), 0, 0, "", NULL,
      "write {\"client\",\"replica\",\"pid\"} JSON here once the node serves"},
     {"pid_file", VS_CFG_PATH, F(pid_file), 0, 0, "", NULL,

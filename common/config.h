@@ -51,6 +51,9 @@ struct vs_config {
     uint32_t shards; /* data shards; 0 = one per core (first boot) */
     char client_addr[VS_CONFIG_STR_MAX];     /* HOST:PORT, port 0 allowed */
     char replica_addrs[VS_CONFIG_ADDRS_MAX]; /* comma-separated; "" = 1 node */
+    /* data shard s listens for its links at its node's replica port +
+     * s x stride (shard/link/plan.h) */
+    uint32_t data_link_port_stride;
     char ready_file[VS_CONFIG_PATH_MAX];
     char pid_file[VS_CONFIG_PATH_MAX];
     char cluster_name[VS_CONFIG_STR_MAX];
@@ -105,7 +108,7 @@ struct vs_config {
     char tls_cert_file[VS_CONFIG_PATH_MAX]; /* PEM chain, leaf first */
     char tls_key_file[VS_CONFIG_PATH_MAX];  /* PEM private key */
     char tls_ca_file[VS_CONFIG_PATH_MAX];   /* "" = no client certs */
-    /* replica links inside mutual TLS (shard/zero/links.h) */
+    /* replica links inside mutual TLS (shard/link/links.h) */
     uint32_t replica_tls_enabled;                   /* bool */
     char replica_tls_cert_file[VS_CONFIG_PATH_MAX]; /* this node's chain */
     char replica_tls_key_file[VS_CONFIG_PATH_MAX];

@@ -196,7 +196,19 @@ enum {
 #define VS_M_LINK_STATE(p) (VS_M_REQ + VS_MO_COUNT * VS_MR_COUNT + (p)*3u)
 #define VS_M_LINK_SENT(p)  (VS_M_LINK_STATE(p) + 1u)
 #define VS_M_LINK_RECV(p)  (VS_M_LINK_STATE(p) + 2u)
-#define VS_M_END           (VS_M_LINK_STATE(VS_M_LINKS))
+/* Data shards' links (shard/link/mesh.h), written by each data shard in
+ * its own block and rendered per shard: authenticated links now (gauge),
+ * beat frames sent / received and frames refused (counters), then per
+ * peer replica id: state (gauge, as above), bytes sent, bytes received
+ * (counters). */
+#define VS_M_DLINK_UP        (VS_M_LINK_STATE(VS_M_LINKS))
+#define VS_M_DLINK_BEATS_OUT (VS_M_DLINK_UP + 1u)
+#define VS_M_DLINK_BEATS_IN  (VS_M_DLINK_UP + 2u)
+#define VS_M_DLINK_REFUSED   (VS_M_DLINK_UP + 3u)
+#define VS_M_DLINK_STATE(p)  (VS_M_DLINK_UP + 4u + (p)*3u)
+#define VS_M_DLINK_SENT(p)   (VS_M_DLINK_STATE(p) + 1u)
+#define VS_M_DLINK_RECV(p)   (VS_M_DLINK_STATE(p) + 2u)
+#define VS_M_END             (VS_M_DLINK_STATE(VS_M_LINKS))
 _Static_assert(VS_M_END <= VS_METRICS_SLOTS, "metrics slots");
 
 /* This process's block: bound to the segment by metrics_bind, else a

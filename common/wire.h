@@ -100,6 +100,9 @@ enum vs_command {
     VS_CMD_FORWARD_RESULT = 31,
 };
 #define VS_CMD_MAX VS_CMD_FORWARD_RESULT
+/* Frames of the data shards' links only (shard/link/beat.h): above
+ * VS_CMD_MAX on purpose, so no engine ever takes one for its own. */
+#define VS_CMD_GROUP_BEAT 64u
 
 /* Operations (request/prepare/reply operation byte). */
 enum vs_operation {
@@ -383,13 +386,16 @@ struct vs_hdr_state_chunk { /* command 25, sealed; body: bytes */
 
 struct vs_hdr_replica_hello { /* command 14: the dialer's first frame,
                                   sealed; body: the dialer's client
-                                  address (shard/zero/links.h) */
+                                  address (shard/link/links.h) */
     struct vs_frame f;
     uint8_t nonce_d[32];   /* 128: the dialer's fresh nonce */
     uint32_t release_min;  /* 160: wire formats the dialer understands */
     uint32_t release_max;  /* 164 */
     uint8_t replica_count; /* 168: replicas the dialer is configured with */
-    uint8_t reserved[87];  /* 169 */
+    uint8_t shard;         /* 169: the mesh: 0 = shard 0, s = data shard s */
+    uint16_t shard_count;  /* 170: data shards per node (data meshes); 0 on
+                              shard 0's mesh (not checked there) */
+    uint8_t reserved[84];  /* 172 */
 };
 
 struct vs_hdr_replica_challenge { /* command 15 */
@@ -660,7 +666,9 @@ VS_WIRE_AT(struct vs_hdr_replica_hello, nonce_d, 128);
 VS_WIRE_AT(struct vs_hdr_replica_hello, release_min, 160);
 VS_WIRE_AT(struct vs_hdr_replica_hello, release_max, 164);
 VS_WIRE_AT(struct vs_hdr_replica_hello, replica_count, 168);
-VS_WIRE_AT(struct vs_hdr_replica_hello, reserved, 169);
+VS_WIRE_AT(struct vs_hdr_replica_hello, shard, 169);
+VS_WIRE_AT(struct vs_hdr_replica_hello, shard_count, 170);
+VS_WIRE_AT(struct vs_hdr_replica_hello, reserved, 172);
 
 VS_WIRE_AT(struct vs_hdr_replica_challenge, nonce_a, 128);
 VS_WIRE_AT(struct vs_hdr_replica_challenge, mac_a, 160);

@@ -5,6 +5,7 @@ noinst_LIBRARIES += libvs_server.a
 libvs_server_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 libvs_server_a_SOURCES = \
 	server/datadir.c server/datadir.h \
+	server/datalinks.c server/datalinks.h \
 	server/endpoints.c server/endpoints.h \
 	server/listen.c server/listen.h \
 	server/notify.c server/notify.h \

@@ -57,6 +57,7 @@
 #include "ipc/metrics.h"
 #include "ipc/segment.h"
 #include "server/datadir.h"
+#include "server/datalinks.h"
 #include "server/endpoints.h"
 #include "server/listen.h"
 #include "server/notify.h"
@@ -92,6 +93,7 @@ struct sup {
     int ready_written;
     int degraded_notified;   /* STATUS= says a shard is restarting */
     struct sup_endpoints ep; /* TLS and HTTP listeners */
+    struct sup_datalinks dl; /* data shards' replica-link listeners */
 };
 
 /* Static: children inherit it, and pointers into it stay reachable. */
@@ -151,7 +153,8 @@ sup_child_start(struct sup *s, uint32_t slot)
         /* shard 0 only reads the client listener's bound address (it
          * advertises it to the other replicas) and closes it. */
         .client_fd = s->client_fd,
-        .replica_fd = slot == 0 ? s->replica_fd : -1,
+        .replica_fd =
+            slot == 0 ? s->replica_fd : sup_datalinks_fd(&s->dl, slot),
         .tls_fd = slot == 0 ? -1 : s->ep.tls_fd,
         .http_fd = slot == 0 ? -1 : s->ep.http_fd,
         .incarnation = s->child[slot].incarnation,
@@ -160,6 +163,7 @@ sup_child_start(struct sup *s, uint32_t slot)
         sup_endpoints_close(&s->ep);
     if (slot != 0 && s->replica_fd >= 0)
         close(s->replica_fd);
+    sup_datalinks_keep_only(&s->dl, slot);
     sup_child_oom();
     atomic_store(&seg_proc(&s->seg, slot)->pid, (int32_t)getpid());
     metrics_bind(&s->seg, slot);
@@ -226,6 +230,7 @@ sup_begin_stop(struct sup *s, int code)
         s->replica_fd = -1;
     }
     sup_endpoints_close(&s->ep);
+    sup_datalinks_close(&s->dl);
     sup_notify_stopping();
     for (uint32_t i = 0; i < s->n; i++)
         s->child[i].restart_at_ns = 0;
@@ -604,6 +609,12 @@ sup_prepare(struct sup *s)
         }
     }
 
+    rc = sup_datalinks_open(&s->dl, &s->cfg, s->k, err, sizeof(err));
+    if (rc != 0) {
+        sup_say_fatal(err);
+        return VS_EXIT_FATAL;
+    }
+
     struct vs_seg_params p = {
         .n_procs = s->n,
         .lr_instance_size = shard0_instance_size(&s->cfg),
@@ -643,6 +654,7 @@ sup_cleanup(struct sup *s)
     if (s->replica_fd >= 0)
         close(s->replica_fd);
     sup_endpoints_close(&s->ep);
+    sup_datalinks_close(&s->dl);
     seg_destroy(&s->seg);
     if (s->cfg.pid_file[0] != '\0')
         unlink(s->cfg.pid_file);
@@ -664,6 +676,7 @@ sup_run(const struct vs_config *cfg, int argc, char **argv, char **envp)
     s->pid = getpid();
     s->lock_fd = s->client_fd = s->replica_fd = s->sig_fd = -1;
     sup_endpoints_init(&s->ep);
+    sup_datalinks_init(&s->dl);
     sup_notify_init();
     s->seg.memfd = s->seg.sup_doorbell = -1;
     for (uint32_t i = 0; i < VS_SEG_MAX_PROCS; i++)

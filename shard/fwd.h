@@ -169,7 +169,7 @@ _Static_assert(sizeof(struct fwd_group_part) == 32, "fwd_group_part layout");
 
 /* One node of FWD_CLUSTER. role/status use GetClusterMetadata's codes
  * (role 0 Leader, 1 Follower; status 0 Healthy, 1 Starting, 3
- * Unreachable); link is enum links_state (shard/zero/links.h), 255 for
+ * Unreachable); link is enum links_state (shard/link/links.h), 255 for
  * the node itself. */
 struct fwd_cluster_node {
     char client_addr[FWD_CLUSTER_ADDR_MAX]; /* "HOST:PORT", "" unknown */

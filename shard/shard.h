@@ -32,7 +32,9 @@ struct vs_shard_ctx {
     uint32_t k;     /* number of data shards */
     int client_fd;  /* inherited client listener (data shards serve it;
                        shard 0 reads its bound address, closes it), -1 */
-    int replica_fd; /* inherited replica listener (shard 0), -1 */
+    int replica_fd; /* inherited replica-link listener of this slot's
+                       mesh: shard 0's, or data shard s's own (a
+                       cluster node; server/datalinks.h), -1 */
     int tls_fd;     /* inherited TLS client listener (data shards), -1 */
     int http_fd;    /* inherited HTTP endpoint listener (data shards), -1 */
     uint64_t incarnation;

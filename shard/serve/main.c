@@ -8,7 +8,8 @@
  * client listener, whose data plane (shard/serve/data.h, parts.h) opens
  * the partitions this shard owns before it is marked ready. With TLS on,
  * the inherited TLS listener is served too (transport.c), and with an
- * http_addr the HTTP endpoint (http.h).
+ * http_addr the HTTP endpoint (http.h). On a cluster node it also runs
+ * its links to the same shard of every peer (dlinks.h).
  * Process: data shards only.
  */
 #include "config.h"
@@ -20,6 +21,7 @@
 #include "common/log.h"
 #include "ipc/lr.h"
 #include "shard/loop.h"
+#include "shard/serve/dlinks.h"
 #include "shard/serve/http.h"
 #include "shard/serve/serve.h"
 #include "shard/shard.h"
@@ -86,6 +88,10 @@ worker_main(const struct vs_shard_ctx *ctx)
             return VS_EXIT_RESTART;
         }
     }
+    struct dlinks *dl = NULL;
+    char dlerr[600];
+    if (dlinks_start(loop.base, ctx, &dl, dlerr, sizeof(dlerr)) != 0)
+        shard_fatal(ctx, "%s", dlerr);
     shard_loop_set_frame_handler(&loop, serve_on_frame, srv);
     shard_loop_set_hup_handler(&loop, worker_on_hup, srv);
     shard_loop_set_drain_handler(&loop, serve_on_drain, srv);
@@ -93,6 +99,7 @@ worker_main(const struct vs_shard_ctx *ctx)
                 ctx->k, (unsigned long long)op);
     shard_loop_ready(&loop);
     rc = shard_loop_run(&loop);
+    dlinks_stop(dl);
     serve_http_destroy(http);
     serve_destroy(srv);
     shard_loop_fini(&loop);

@@ -10,6 +10,10 @@
  *    (from /proc: the only reads outside the segment);
  *  - vsr_link_state / _sent_bytes_total / _received_bytes_total{peer}
  *    for each peer of replica_addrs;
+ *  - data_links_up{shard}, data_link_beats_sent_total /
+ *    _beats_received_total / _refused_total{shard} and
+ *    data_link_state / _sent_bytes_total / _received_bytes_total
+ *    {shard,peer}: the data shards' links (read from each shard's block);
  *  - ipc_ring_queued_bytes{dst} (bytes published and not yet consumed
  *    towards each process);
  *  - partition_messages / partition_size_bytes{stream,topic,partition}
@@ -262,10 +266,9 @@ render_procs(const struct vs_shard_ctx *ctx, struct evbuffer *out)
     }
 }
 
-/* Replica links: one series per peer of replica_addrs (none on a
- * one-replica node). */
-static void
-render_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
+/* Entries of replica_addrs (0 on a one-replica node). */
+static uint32_t
+prom_replicas(const struct vs_shard_ctx *ctx)
 {
     const char *addrs = ctx->cfg->replica_addrs;
     uint32_t n = 0;
@@ -274,6 +277,15 @@ render_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
         for (const char *p = addrs; *p; p++)
             n += *p == ',';
     }
+    return n;
+}
+
+/* Replica links: one series per peer of replica_addrs (none on a
+ * one-replica node). */
+static void
+render_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
+{
+    uint32_t n = prom_replicas(ctx);
     if (n > VS_M_LINKS)
         n = VS_M_LINKS;
     static const char *const names[3] = {
@@ -295,6 +307,62 @@ render_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
                 out, "%s{peer=\"%u\"} %" PRIu64 "\n", names[k], peer,
                 metrics_sum(ctx->seg, VS_M_LINK_STATE(peer) + k));
         }
+    }
+}
+
+/* Data shards' links: per shard (its own block), per peer. */
+static void
+render_data_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
+{
+    uint32_t n = prom_replicas(ctx);
+    if (n < 2)
+        return;
+    if (n > VS_M_LINKS)
+        n = VS_M_LINKS;
+    static const struct {
+        const char *name, *type, *help;
+        uint32_t slot;
+    } shard_fam[4] = {
+        {"vstream_data_links_up", "gauge",
+         "Data links of the shard authenticated now", VS_M_DLINK_UP},
+        {"vstream_data_link_beats_sent_total", "counter",
+         "Coalesced group beat frames sent by the shard", VS_M_DLINK_BEATS_OUT},
+        {"vstream_data_link_beats_received_total", "counter",
+         "Coalesced group beat frames received by the shard",
+         VS_M_DLINK_BEATS_IN},
+        {"vstream_data_link_refused_total", "counter",
+         "Data link handshakes and frames the shard refused",
+         VS_M_DLINK_REFUSED},
+    };
+    for (uint32_t k = 0; k < 4; k++) {
+        family(out, shard_fam[k].name, shard_fam[k].type, shard_fam[k].help);
+        for (uint32_t s = 1; s <= ctx->k; s++)
+            evbuffer_add_printf(out, "%s{shard=\"%u\"} %" PRIu64 "\n",
+                                shard_fam[k].name, s,
+                                metrics_read(ctx->seg, s, shard_fam[k].slot));
+    }
+    static const char *const names[3] = {
+        "vstream_data_link_state",
+        "vstream_data_link_sent_bytes_total",
+        "vstream_data_link_received_bytes_total",
+    };
+    static const char *const helps[3] = {
+        "Data link of the shard to the peer's same shard: 0 down, 1 "
+        "connecting, 2 authenticated",
+        "Bytes the shard sent to the peer's same shard",
+        "Bytes the shard received from the peer's same shard",
+    };
+    for (uint32_t k = 0; k < 3; k++) {
+        family(out, names[k], k == 0 ? "gauge" : "counter", helps[k]);
+        for (uint32_t s = 1; s <= ctx->k; s++)
+            for (uint32_t peer = 0; peer < n; peer++) {
+                if (peer == ctx->cfg->replica_id)
+                    continue;
+                evbuffer_add_printf(
+                    out, "%s{shard=\"%u\",peer=\"%u\"} %" PRIu64 "\n", names[k],
+                    s, peer,
+                    metrics_read(ctx->seg, s, VS_M_DLINK_STATE(peer) + k));
+            }
     }
 }
 
@@ -364,5 +432,6 @@ serve_prom_render(const struct vs_shard_ctx *ctx, struct vs_lr *lr,
     render_requests(ctx->seg, out);
     render_procs(ctx, out);
     render_links(ctx, out);
+    render_data_links(ctx, out);
     render_partitions(ctx, lr, out);
 }

@@ -14,7 +14,7 @@
 #include "shard/zero/boot.h"
 #include "shard/zero/cluster_view.h"
 #include "shard/zero/commit.h"
-#include "shard/zero/links.h"
+#include "shard/link/links.h"
 
 #define CLUSTER_VIEW_RESEND_TICKS 100u
 

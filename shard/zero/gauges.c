@@ -8,7 +8,7 @@
 #include "shard/vsr/engine.h"
 #include "shard/zero/commit.h"
 #include "shard/zero/gauges.h"
-#include "shard/zero/links.h"
+#include "shard/link/links.h"
 
 void
 shard0_gauges_publish(const struct commit *c, const struct links *l)

@@ -107,18 +107,6 @@ tests_integration_check_cluster_restart_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_restart_LDADD = $(CLUSTER_LDADD)
 endif
 
-# Replica links (TCP, handshake with the cluster secret's MAC, bounded
-# queues) and their suite.
-libvs_server_a_SOURCES += shard/zero/links.c shard/zero/links.h
-if HAVE_CHECK
-UNIT_TESTS += tests/unit/check_links
-check_PROGRAMS += tests/unit/check_links
-tests_unit_check_links_SOURCES = tests/unit/check_links.c
-tests_unit_check_links_CFLAGS = $(TEST_CFLAGS)
-tests_unit_check_links_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS) \
-	$(CHECK_LIBS)
-endif
-
 # Metadata state transfer on shard 0 (serve offers, fetch, install hook).
 libvs_server_a_SOURCES += shard/zero/transfer.c shard/zero/transfer.h \
 	shard/zero/install_state.c shard/zero/install_state.h

@@ -24,7 +24,7 @@
  *
  * Cluster (replica_addrs names more than one replica): shard 0 loads the
  * cluster secret (refusing to start without a valid one, exit 2), takes
- * the replica listener over into the replica links (shard/zero/links.h)
+ * the replica listener over into the replica links (shard/link/links.h)
  * and binds them to the commit path: the engine's SEND actions go to
  * links_send, every frame of an authenticated link to
  * commit_on_replica_frame, link state changes to commit_on_link. The
@@ -59,9 +59,9 @@
 #include "shard/zero/boot.h"
 #include "shard/zero/gauges.h"
 #include "shard/zero/cluster_view.h"
-#include "shard/zero/links.h"
+#include "shard/link/links.h"
+#include "shard/link/replica_tls.h"
 #include "common/secret.h"
-#include "common/tls.h"
 #include "server/listen.h"
 
 #include <arpa/inet.h>
@@ -226,24 +226,12 @@ shard0_links_start(struct shard0_serve *s)
     o.release_min = VS_WIRE_FORMAT_VERSION;
     o.release_max = VS_WIRE_FORMAT_VERSION;
     o.client_addr = s->client_addr;
-    if (cfg->replica_tls_enabled) {
-        /* mutual TLS: the server side requires the peer's certificate
-         * signed by the CA, the client side presents ours */
-        struct vs_tls_opts t = {.cert_file = cfg->replica_tls_cert_file,
-                                .key_file = cfg->replica_tls_key_file,
-                                .ca_file = cfg->replica_tls_ca_file,
-                                .cert_what = "replica_tls_cert_file",
-                                .key_what = "replica_tls_key_file",
-                                .ca_what = "replica_tls_ca_file"};
-        s->tls_server = vs_tls_server_ctx(&t, err, sizeof(err));
-        if (s->tls_server == NULL)
-            shard_fatal(ctx, "%s", err);
-        s->tls_client = vs_tls_client_ctx(&t, err, sizeof(err));
-        if (s->tls_client == NULL)
-            shard_fatal(ctx, "%s", err);
-        o.tls_server = s->tls_server;
-        o.tls_client = s->tls_client;
-    }
+    /* mutual TLS (replica_tls_enabled): shard/link/replica_tls.h */
+    if (link_tls_load(cfg, &s->tls_server, &s->tls_client, err, sizeof(err)) !=
+        0)
+        shard_fatal(ctx, "%s", err);
+    o.tls_server = s->tls_server;
+    o.tls_client = s->tls_client;
     rc = links_create(s->loop.base, &o, ctx->replica_fd, shard0_on_link_frame,
                       shard0_on_link_state, s, &s->links, err, sizeof(err));
     sodium_memzero(o.secret, sizeof(o.secret));

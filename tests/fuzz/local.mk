@@ -14,7 +14,8 @@ FUZZ_TARGETS = \
 	tests/fuzz/fuzz_partition \
 	tests/fuzz/fuzz_request \
 	tests/fuzz/fuzz_frames \
-	tests/fuzz/fuzz_replica
+	tests/fuzz/fuzz_replica \
+	tests/fuzz/fuzz_beat
 
 if ENABLE_FUZZ
 noinst_PROGRAMS += $(FUZZ_TARGETS) tests/fuzz/fuzz_seeds
@@ -97,3 +98,8 @@ tests_fuzz_fuzz_replica_SOURCES = tests/fuzz/fuzz_replica.c $(FUZZ_UTIL)
 tests_fuzz_fuzz_replica_CFLAGS = $(FUZZ_CFLAGS)
 tests_fuzz_fuzz_replica_LDFLAGS = $(FUZZ_LINK)
 tests_fuzz_fuzz_replica_LDADD = libvs_vsr.a libvs_common.a $(VS_DEP_LIBS)
+
+tests_fuzz_fuzz_beat_SOURCES = tests/fuzz/fuzz_beat.c $(FUZZ_UTIL)
+tests_fuzz_fuzz_beat_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_beat_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_beat_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS)

@@ -39,6 +39,45 @@ vs_free_port(void)
     return rc != 0 ? rc : ntohs(a.sin_port);
 }
 
+/* 1 if 127.0.0.1:port can be bound now. */
+static int
+port_free(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)port);
+    int ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+    close(fd);
+    return ok;
+}
+
+/* A replica port for node i whose data-shard link ports (port + s x the
+ * default data_link_port_stride, s = 1..VS_CLUSTER_SHARDS_MAX) are free
+ * too, and whose residue modulo the stride differs from every earlier
+ * node's, so no node's data-link port is another node's port. */
+static int
+cluster_replica_port(const int *taken, unsigned i)
+{
+    for (int attempt = 0; attempt < 64; attempt++) {
+        int rp = vs_free_port();
+        if (rp < 0)
+            return rp;
+        int ok = rp + VS_CLUSTER_SHARDS_MAX * VS_CLUSTER_STRIDE <= 65535;
+        for (unsigned j = 0; ok && j < i; j++)
+            ok = taken[j] % VS_CLUSTER_STRIDE != rp % VS_CLUSTER_STRIDE;
+        for (int s = 1; ok && s <= VS_CLUSTER_SHARDS_MAX; s++)
+            ok = port_free(rp + s * VS_CLUSTER_STRIDE);
+        if (ok)
+            return rp;
+    }
+    return -EADDRINUSE;
+}
+
 static int
 cluster_write_secret(struct vs_cluster *cl)
 {
@@ -101,11 +140,13 @@ vs_cluster_init(struct vs_cluster *cl, unsigned n)
     int rc = cluster_write_secret(cl);
     if (rc != 0)
         return rc;
+    int taken[VS_CLUSTER_MAX];
     for (unsigned i = 0; i < n; i++) {
         rc = vs_node_init(&cl->node[i]);
         if (rc != 0)
             return rc;
-        int cp = vs_free_port(), rp = vs_free_port();
+        int cp = vs_free_port(), rp = cluster_replica_port(taken, i);
+        taken[i] = rp;
         if (cp < 0 || rp < 0)
             return cp < 0 ? cp : rp;
         snprintf(cl->client[i], sizeof(cl->client[i]), "127.0.0.1:%d", cp);

@@ -5,9 +5,12 @@
  * Role: vs_cluster_init() creates n nodes (harness.h: a temp dir each),
  * picks free loopback ports for every node's client and replica
  * listeners (bound once to port 0, read back, closed; the nodes bind them
- * again), writes the cluster secret (32 random bytes, mode 0600) and runs
- * `vstreamd format` on every data dir. vs_cluster_start_node() starts one
- * node with the cluster flags (--replica-id, --replica-addrs, the secret,
+ * again; a replica port is taken only if its data shards' link ports,
+ * port + s x 100 for s up to VS_CLUSTER_SHARDS_MAX, are free as well and
+ * cannot meet another node's), writes the cluster secret (32 random bytes, mode
+ * 0600) and runs `vstreamd format` on every data dir. vs_cluster_start_node()
+ * starts one node with the cluster flags (--replica-id, --replica-addrs, the
+ * secret,
  * --with-default-root-credentials, its client address) plus the test's
  * extra arguments. A test may point node i's entry for replica j at a
  * fault proxy (tests/integration/proxy.h) with vs_cluster_set_peer()
@@ -26,6 +29,10 @@
 
 #define VS_CLUSTER_MAX      5u
 #define VS_CLUSTER_START_MS 30000u
+/* Data shards' link ports the port picker keeps free (shard/link/plan.h,
+ * the default data_link_port_stride). */
+#define VS_CLUSTER_SHARDS_MAX 8
+#define VS_CLUSTER_STRIDE     100
 
 struct vs_cluster {
     unsigned n;

@@ -1,11 +1,12 @@
 /*
- * tests/unit/check_links.c - shard 0's replica links (shard/zero/links.h)
+ * tests/unit/check_links.c - shard 0's replica links (shard/link/links.h)
  * and the cluster secret file (common/secret.h), in one process: three
  * link sets on one libevent base over 127.0.0.1 ephemeral ports.
  *
  * Covers: the handshake between every pair, frames in both directions,
  * counters and advertised client addresses; refusals of a wrong secret,
  * another cluster, a different replica count, a disjoint release window,
+ * a data shard's mesh meeting shard 0's,
  * a raw connection sending garbage, a HELLO claiming a higher id; the
  * queue bound (drops, -ENOBUFS); reconnect after a drop and after the
  * peer restarts; oversized frames end the link; argument errors. Every
@@ -32,7 +33,8 @@
 #include "common/secret.h"
 #include "common/tls.h"
 #include "common/wire.h"
-#include "shard/zero/links.h"
+#include "shard/link/links.h"
+#include "tests/unit/link_fixture.h"
 
 #define NODES       3
 #define WAIT_ROUNDS 500 /* x 10 ms */
@@ -48,6 +50,8 @@ struct node {
     uint32_t rel_min, rel_max;
     size_t queue_max;
     uint32_t frame_max;
+    uint8_t shard; /* 0: shard 0's mesh */
+    uint16_t shard_count;
     SSL_CTX *tls_server, *tls_client; /* NULL: plain TCP */
     /* received */
     unsigned frames[NODES];
@@ -58,23 +62,6 @@ struct node {
 
 static struct event_base *base;
 static struct node nodes[NODES];
-
-static int
-listen_any(char *addr, size_t len)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    ck_assert_int_ge(fd, 0);
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    ck_assert_int_eq(listen(fd, 16), 0);
-    socklen_t sl = sizeof(sa);
-    getsockname(fd, (struct sockaddr *)&sa, &sl);
-    snprintf(addr, len, "127.0.0.1:%u", ntohs(sa.sin_port));
-    return fd;
-}
 
 static void
 on_frame(void *ctx, uint8_t peer, const void *frame, size_t len)
@@ -103,7 +90,7 @@ node_defaults(void)
     memset(nodes, 0, sizeof(nodes));
     for (int i = 0; i < NODES; i++) {
         struct node *n = &nodes[i];
-        n->listen_fd = listen_any(n->addr, sizeof(n->addr));
+        n->listen_fd = link_listen_any(n->addr, sizeof(n->addr));
         memset(n->secret, 0x5a, sizeof(n->secret));
         n->cluster = (struct vs_u128){0x1234, 0x5678};
         n->count = NODES;
@@ -133,6 +120,8 @@ node_start(int i)
     o.client_addr = client;
     o.queue_max = n->queue_max;
     o.frame_max = n->frame_max;
+    o.shard = n->shard;
+    o.shard_count = n->shard_count;
     o.tls_server = n->tls_server;
     o.tls_client = n->tls_client;
     ck_assert_msg(links_create(base, &o, n->listen_fd, on_frame, on_state, n,
@@ -150,9 +139,7 @@ node_stop(int i)
 static void
 spin(void)
 {
-    struct timeval tv = {0, 10000};
-    event_base_loopexit(base, &tv);
-    event_base_dispatch(base);
+    link_spin(base);
 }
 
 static int
@@ -344,6 +331,16 @@ START_TEST(test_wrong_count)
 }
 END_TEST
 
+START_TEST(test_data_mesh_dialer_refused_by_shard0)
+{
+    /* a data shard's links pointed at shard 0's port (a bad plan): both
+     * sides refuse, whichever dials */
+    nodes[2].shard = 1;
+    nodes[2].shard_count = 2;
+    check_refused("shard index differs");
+}
+END_TEST
+
 START_TEST(test_release_window)
 {
     nodes[2].rel_min = 3;
@@ -485,7 +482,7 @@ START_TEST(test_reconnect_and_restart)
     /* the dialer restarts (a new process): the acceptor takes the new
      * connection in place of the old one */
     node_stop(0);
-    nodes[0].listen_fd = listen_any(nodes[0].addr, sizeof(nodes[0].addr));
+    nodes[0].listen_fd = link_listen_any(nodes[0].addr, sizeof(nodes[0].addr));
     node_start(0);
     ck_assert(wait_up(0, 1));
     uint8_t buf[400];
@@ -751,6 +748,7 @@ main(void)
     tcase_add_test(tc, test_wrong_cluster);
     tcase_add_test(tc, test_wrong_count);
     tcase_add_test(tc, test_release_window);
+    tcase_add_test(tc, test_data_mesh_dialer_refused_by_shard0);
     tcase_add_test(tc, test_raw_garbage_and_impostor);
     tcase_add_test(tc, test_queue_bound);
     tcase_add_test(tc, test_reconnect_and_restart);

@@ -1,6 +1,7 @@
 /*
- * shard/zero/links.c - shard 0's replica links; see links.h for the
- * connection rules, the handshake and the queue bound.
+ * shard/link/links.c - replica links of one mesh (shard 0's, or a data
+ * shard's); see links.h for the connection rules, the handshake and the
+ * queue bound.
  *
  * Structure: one struct link_peer per replica id (state, counters, the
  * dialer's retry timer) and one struct link_conn per TCP connection (a
@@ -12,7 +13,7 @@
  * Re-entrancy: callbacks (on_frame, on_state) may call links_send or
  * links_drop. A connection is never freed under its own read loop: it is
  * marked dead and freed when the loop returns.
- * Process: shard 0 only.
+ * Process: shard 0 and the data shards (each its own struct links).
  */
 #include "config.h"
 
@@ -40,7 +41,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/tls.h"
-#include "shard/zero/links.h"
+#include "shard/link/links.h"
 
 #define LINKS_QUEUE_DEFAULT       (64u << 20)
 #define LINKS_FRAME_DEFAULT       ((64u << 20) + VS_HEADER_SIZE)
@@ -61,6 +62,8 @@ enum link_refusal {
     LINK_REFUSE_COUNT = 3,
     LINK_REFUSE_RELEASE = 4,
     LINK_REFUSE_MALFORMED = 5,
+    LINK_REFUSE_SHARD = 6,  /* the HELLO names another mesh */
+    LINK_REFUSE_SHARDS = 7, /* another data-shard count per node */
 };
 
 enum link_hs {
@@ -93,6 +96,7 @@ struct link_peer {
     struct event *retry;
     uint32_t backoff_ms;
     uint64_t last_refusal_log_ns;
+    int want_writable; /* back-pressure: a send was refused with -EAGAIN */
     struct links_peer_info info;
 };
 
@@ -109,6 +113,9 @@ struct links {
     struct link_conn *pending;
     unsigned pending_count;
     uint64_t last_unknown_log_ns; /* refusals of ids out of range */
+    /* for logs: "replica link" / "link" on shard 0 (as they always
+     * read), "shard S data link" on a data mesh */
+    char name[40], up_name[40];
 };
 
 static void conn_read_cb(struct bufferevent *bev, void *arg);
@@ -145,6 +152,10 @@ refusal_name(uint8_t r)
         return "incompatible release";
     case LINK_REFUSE_MALFORMED:
         return "malformed handshake";
+    case LINK_REFUSE_SHARD:
+        return "another shard's link (shard index differs)";
+    case LINK_REFUSE_SHARDS:
+        return "different data shard count";
     }
     return "refused";
 }
@@ -162,10 +173,9 @@ log_refusal(struct links *l, int peer, const char *what)
         return;
     *last = now;
     if (known)
-        vs_log_warn("replica link with replica %d refused: %s", peer, what);
+        vs_log_warn("%s with replica %d refused: %s", l->name, peer, what);
     else
-        vs_log_warn("replica link refused (claimed replica %d): %s", peer,
-                    what);
+        vs_log_warn("%s refused (claimed replica %d): %s", l->name, peer, what);
 }
 
 static void
@@ -219,11 +229,12 @@ conn_close(struct link_conn *c, const char *why)
         struct link_peer *p = &l->peers[c->peer];
         int was_up = c->hs == HS_UP;
         p->conn = NULL;
+        p->want_writable = 0;
         p->info.state = LINKS_DOWN;
         p->info.queued = 0;
         snprintf(p->info.last_error, sizeof(p->info.last_error), "%s", why);
         if (was_up)
-            vs_log_info("link to replica %d down: %s", c->peer, why);
+            vs_log_info("%s to replica %d down: %s", l->up_name, c->peer, why);
         if (c->dialer)
             schedule_retry(l, (uint8_t)c->peer);
         int peer = c->peer;
@@ -250,7 +261,7 @@ mac_compute(const struct links *l, const char *label, uint8_t d, uint8_t a,
             const uint8_t second[LINKS_NONCE_BYTES],
             uint8_t out[LINKS_MAC_BYTES])
 {
-    uint8_t msg[5 + 16 + 2 + 2 * LINKS_NONCE_BYTES];
+    uint8_t msg[5 + 16 + 3 + 2 * LINKS_NONCE_BYTES];
     size_t n = 0;
     memcpy(msg + n, label, 5);
     n += 5;
@@ -258,6 +269,8 @@ mac_compute(const struct links *l, const char *label, uint8_t d, uint8_t a,
     n += 16;
     msg[n++] = d;
     msg[n++] = a;
+    if (l->o.shard != 0) /* data meshes only: shard 0's input unchanged */
+        msg[n++] = l->o.shard;
     memcpy(msg + n, first, LINKS_NONCE_BYTES);
     n += LINKS_NONCE_BYTES;
     memcpy(msg + n, second, LINKS_NONCE_BYTES);
@@ -312,8 +325,15 @@ link_up(struct link_conn *c)
     p->info.last_error[0] = '\0';
     p->backoff_ms = 0;
     memcpy(p->info.client_addr, c->peer_addr, sizeof(p->info.client_addr));
-    vs_log_info("link to replica %d up (%s, client address %s)", c->peer,
-                c->dialer ? "dialed" : "accepted", p->info.client_addr);
+    if (l->o.on_writable != NULL) /* the write callback runs at half */
+        bufferevent_setwatermark(c->bev, EV_WRITE, l->o.queue_max / 2, 0);
+    if (l->o.shard == 0)
+        vs_log_info("%s to replica %d up (%s, client address %s)", l->up_name,
+                    c->peer, c->dialer ? "dialed" : "accepted",
+                    p->info.client_addr);
+    else
+        vs_log_info("%s to replica %d up (%s)", l->up_name, c->peer,
+                    c->dialer ? "dialed" : "accepted");
     if (l->on_state != NULL)
         l->on_state(l->ctx, (uint8_t)c->peer, 1);
 }
@@ -335,6 +355,10 @@ on_hello(struct link_conn *c, const struct vs_hdr_replica_hello *h,
         status = LINK_REFUSE_REPLICA;
     else if (h->replica_count != l->o.count)
         status = LINK_REFUSE_COUNT;
+    else if (h->shard != l->o.shard)
+        status = LINK_REFUSE_SHARD;
+    else if (l->o.shard != 0 && h->shard_count != l->o.shard_count)
+        status = LINK_REFUSE_SHARDS;
     else if (h->release_min > l->o.release_max ||
              h->release_max < l->o.release_min)
         status = LINK_REFUSE_RELEASE;
@@ -527,10 +551,24 @@ static void
 conn_write_cb(struct bufferevent *bev, void *arg)
 {
     struct link_conn *c = arg;
+    struct links *l = c->l;
     /* a refused acceptor stopped reading: close once the refusal left */
     if (c->hs == HS_WAIT_HELLO && !(bufferevent_get_enabled(bev) & EV_READ) &&
-        evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         conn_close(c, "handshake refused");
+        return;
+    }
+    /* back-pressure: the queue drained to half (the write low-water
+     * mark): the producer that was refused may send again */
+    if (c->hs == HS_UP && c->peer >= 0 && l->peers[c->peer].conn == c &&
+        l->peers[c->peer].want_writable && l->o.on_writable != NULL &&
+        evbuffer_get_length(bufferevent_get_output(bev)) <=
+            l->o.queue_max / 2) {
+        l->peers[c->peer].want_writable = 0;
+        c->busy = 1;
+        l->o.on_writable(l->ctx, (uint8_t)c->peer);
+        conn_finish_busy(c);
+    }
 }
 
 static void
@@ -552,6 +590,8 @@ send_hello(struct link_conn *c)
     h.release_min = c->l->o.release_min;
     h.release_max = c->l->o.release_max;
     h.replica_count = c->l->o.count;
+    h.shard = c->l->o.shard;
+    h.shard_count = c->l->o.shard_count;
     send_handshake(c, (struct vs_header *)&h, VS_CMD_REPLICA_HELLO,
                    c->l->client_addr);
     c->hs = HS_WAIT_CHALLENGE;
@@ -778,6 +818,16 @@ links_create(struct event_base *base, const struct links_opts *o, int listen_fd,
                  o->release_min, o->release_max);
         return -EINVAL;
     }
+    if (o->shard != 0 && (o->shard_count == 0 || o->shard > o->shard_count)) {
+        snprintf(err, errlen, "replica links: shard %u of %u out of range",
+                 o->shard, o->shard_count);
+        return -EINVAL;
+    }
+    if (o->shard == 0 && o->shard_count != 0) {
+        snprintf(err, errlen,
+                 "replica links: shard 0's mesh takes no shard count");
+        return -EINVAL;
+    }
     if ((o->tls_server == NULL) != (o->tls_client == NULL)) {
         snprintf(err, errlen,
                  "replica links: TLS needs both a server and a client context");
@@ -794,6 +844,14 @@ links_create(struct event_base *base, const struct links_opts *o, int listen_fd,
     }
     l->base = base;
     l->o = *o;
+    if (o->shard == 0) {
+        snprintf(l->name, sizeof(l->name), "replica link");
+        snprintf(l->up_name, sizeof(l->up_name), "link");
+    } else {
+        snprintf(l->name, sizeof(l->name), "shard %u data link", o->shard);
+        snprintf(l->up_name, sizeof(l->up_name), "shard %u data link",
+                 o->shard);
+    }
     if (l->o.queue_max == 0)
         l->o.queue_max = LINKS_QUEUE_DEFAULT;
     if (l->o.frame_max == 0)
@@ -861,6 +919,11 @@ links_send(struct links *l, uint8_t peer, const void *frame, size_t len)
     struct evbuffer *outb = bufferevent_get_output(c->bev);
     size_t queued = evbuffer_get_length(outb);
     if (queued + len > l->o.queue_max) {
+        if (l->o.on_writable != NULL) {
+            p->want_writable = 1;
+            p->info.blocked++;
+            return -EAGAIN;
+        }
         p->info.dropped++;
         return -ENOBUFS;
     }
@@ -871,6 +934,16 @@ links_send(struct links *l, uint8_t peer, const void *frame, size_t len)
     p->info.bytes_out += len;
     p->info.frames_out++;
     return 0;
+}
+
+int
+links_can_send(const struct links *l, uint8_t peer, size_t len)
+{
+    if (!links_up(l, peer) || len > l->o.frame_max)
+        return 0;
+    const struct link_conn *c = l->peers[peer].conn;
+    return evbuffer_get_length(bufferevent_get_output(c->bev)) + len <=
+           l->o.queue_max;
 }
 
 int

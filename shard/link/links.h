@@ -1,9 +1,16 @@
 /*
- * shard/zero/links.h - shard 0's replica links: one authenticated TCP
- * connection to every other replica of the cluster (DESIGN §3).
+ * shard/link/links.h - replica links: one authenticated TCP connection
+ * to every other replica of the cluster (DESIGN §3), for one mesh.
+ *
+ * Meshes: shard 0 of every node forms one mesh (the metadata group's
+ * links, `shard` 0); data shard s of every node forms mesh s (the links
+ * partition groups run on, shard/link/mesh.h): shard s only ever talks
+ * to shard s of its peers. The HELLO names the dialer's mesh and, on a
+ * data mesh, the node's data-shard count; the acceptor refuses another
+ * mesh or another count, and a data mesh's MAC covers the shard index.
  *
  * Role: carries whole VSR frames ([256-byte header][body], the size at
- * header byte 48) between shard 0 of the nodes of one cluster. The engine
+ * header byte 48) between the nodes of one cluster. The engine
  * never sees a socket: the binding hands frames to links_send() and gets
  * the peers' frames through the on_frame callback, which only checks the
  * framing (256 <= size <= frame_max); every checksum, cluster and view
@@ -20,16 +27,20 @@
  * Handshake (every frame sealed with vs_frame_seal; the body, if any,
  * under checksum_body):
  *   dialer -> REPLICA_HELLO      f.cluster, f.replica = dialer id,
- *                                release window, replica count, nonce_d
- *                                (32 random bytes), body = the dialer's
- *                                client address (for cluster metadata)
+ *                                release window, replica count, shard,
+ *                                shard count, nonce_d (32 random bytes),
+ *                                body = the dialer's client address (for
+ *                                cluster metadata)
  *   acceptor -> REPLICA_CHALLENGE status 0 (else a refusal reason and
  *                                close), nonce_a, mac_a = MAC(key,
- *                                "vsl-a" | cluster | d | a | nonce_d |
- *                                nonce_a), body = the acceptor's client
- *                                address
+ *                                "vsl-a" | cluster | d | a | [s] |
+ *                                nonce_d | nonce_a), body = the
+ *                                acceptor's client address
  *   dialer -> REPLICA_FINISH     mac_d = MAC(key, "vsl-d" | cluster | d | a
- *                                | nonce_a | nonce_d)
+ *                                | [s] | nonce_a | nonce_d)
+ * [s] is the shard byte of a data mesh (s >= 1); shard 0's MAC input has
+ * no shard byte, exactly as before data meshes existed, so the metadata
+ * links of nodes of the previous release still authenticate.
  * MAC = libsodium crypto_auth (HMAC-SHA-512-256) keyed by the 32-byte
  * cluster secret. The MAC binds both fresh nonces and both ids, so a
  * recorded handshake cannot be replayed; it proves membership of the
@@ -37,7 +48,8 @@
  * dialer's link is up once it verified mac_a and sent FINISH; the
  * acceptor's once it verified mac_d. Only then are frames delivered.
  * A wrong cluster id, an unknown or out-of-range replica id, a replica
- * count that differs, a release window that does not overlap, a bad seal
+ * count that differs, another mesh (shard index) or data-shard count, a
+ * release window that does not overlap, a bad seal
  * or a bad MAC closes the connection and is logged at most once per peer
  * (per claimed id; one shared slot for ids out of range) per minute.
  *
@@ -52,16 +64,22 @@
  * Send queues: each link's output is bounded by queue_max bytes. A frame
  * that does not fit is dropped (-ENOBUFS, counted): the engine retransmits
  * what matters and repairs the rest, so a slow peer never makes shard 0
- * buffer without limit. Frames queued together leave in one write
- * (libevent's output buffer coalesces them).
+ * buffer without limit. With on_writable set (back-pressure mode, the
+ * data meshes), a frame that does not fit is refused with -EAGAIN
+ * instead (counted as blocked, not dropped: the caller keeps it) and
+ * on_writable(peer) is called once that link's queue has drained to at
+ * most queue_max / 2, so producers wait rather than lose frames. Frames
+ * queued together leave in one write (libevent's output buffer
+ * coalesces them).
  *
  * Invariants: on_frame gets only frames of an authenticated link, each
  * exactly `size` bytes with 256 <= size <= frame_max; links_send never
  * blocks; at most one live link per peer.
- * Callers: shard 0's process only (one thread, its libevent base).
+ * Callers: shard 0's process (mesh 0) and each data shard's process (its
+ * own mesh), one thread each, on its libevent base.
  */
-#ifndef VS_SHARD_ZERO_LINKS_H
-#define VS_SHARD_ZERO_LINKS_H
+#ifndef VS_SHARD_LINK_LINKS_H
+#define VS_SHARD_LINK_LINKS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -93,6 +111,13 @@ struct links_opts {
     struct ssl_ctx_st *tls_server;
     struct ssl_ctx_st *tls_client;
     uint32_t frame_max; /* largest frame accepted; 0 = 64 MiB + 256 */
+    /* The mesh: 0 = shard 0's links; s = data shard s of every node
+     * (1 <= s <= shard_count). */
+    uint8_t shard;
+    uint16_t shard_count; /* data shards per node; 0 with shard 0 */
+    /* Back-pressure mode (see the header comment); NULL: drop mode. The
+     * callback gets the ctx of links_create. */
+    void (*on_writable)(void *ctx, uint8_t peer);
 };
 
 /* A whole frame from authenticated peer `peer` (valid for the call). */
@@ -112,10 +137,11 @@ struct links_peer_info {
     enum links_state state;
     uint64_t bytes_in, bytes_out; /* frame bytes of the up link(s) */
     uint64_t frames_in, frames_out;
-    uint64_t dropped;                 /* frames refused by a full queue */
-    uint64_t connects;                /* links that came up */
-    uint64_t refusals;                /* handshakes refused (either side) */
-    size_t queued;                    /* bytes waiting in the output */
+    uint64_t dropped;  /* frames refused by a full queue */
+    uint64_t blocked;  /* sends refused with -EAGAIN (back-pressure mode) */
+    uint64_t connects; /* links that came up */
+    uint64_t refusals; /* handshakes refused (either side) */
+    size_t queued;     /* bytes waiting in the output */
     char client_addr[LINKS_ADDR_MAX]; /* as the peer advertised it; "" */
     char last_error[160];             /* why the last link ended; "" */
 };
@@ -131,8 +157,14 @@ int links_create(struct event_base *base, const struct links_opts *o,
 
 /* Queues one whole frame for `peer`. Returns 0 (queued), -EINVAL (peer
  * is self or out of range, or len is not the frame's size), -ENOTCONN
- * (no authenticated link now) or -ENOBUFS (the queue is full: dropped). */
+ * (no authenticated link now), -ENOBUFS (the queue is full: dropped) or,
+ * in back-pressure mode, -EAGAIN (the queue is full: not queued, and
+ * on_writable(peer) follows once it drained). */
 int links_send(struct links *l, uint8_t peer, const void *frame, size_t len);
+
+/* 1 if a frame of len bytes would be queued for `peer` now (the link is
+ * up and the queue has room), else 0. */
+int links_can_send(const struct links *l, uint8_t peer, size_t len);
 
 /* 1 if the link to `peer` is authenticated and up. */
 int links_up(const struct links *l, uint8_t peer);
@@ -152,4 +184,4 @@ void links_destroy(struct links *l);
 /* The name of a link state, for logs and `vstream cluster`. */
 const char *links_state_name(enum links_state s);
 
-#endif /* VS_SHARD_ZERO_LINKS_H */
+#endif /* VS_SHARD_LINK_LINKS_H */

@@ -1,0 +1,37 @@
+/*
+ * shard/serve/dlinks.h - a data shard's links to the same shard of every
+ * peer node (shard/link/mesh.h), set up from the node's configuration.
+ *
+ * Role: on a cluster node, data shard s opens its mesh: it listens on
+ * the inherited listener the supervisor bound for it
+ * (server/datalinks.h) and dials shard s of every higher replica id at
+ * the address shard/link/plan.h derives from replica_addrs; the handshake
+ * uses the cluster secret (and, with replica_tls_enabled, mutual TLS),
+ * as shard 0's links do. Each tick it publishes the links' state and
+ * counters in this process's metrics block (common/metrics.h: the
+ * vstream_data_link* families).
+ * In this version no partition group runs on the links yet: they carry
+ * the coalesced beat frames with an empty group list (keepalives), which
+ * is what keeps them authenticated, measured and supervised.
+ * Callers: the data shard's main (shard/serve/main.c), loop thread.
+ */
+#ifndef VS_SHARD_SERVE_DLINKS_H
+#define VS_SHARD_SERVE_DLINKS_H
+
+#include <stddef.h>
+
+#include "shard/shard.h"
+
+struct event_base;
+struct dlinks;
+
+/* Starts the mesh of data shard ctx->slot. 0 with *out (NULL on a
+ * one-replica node: nothing to link), or -errno with the one-line reason
+ * in err (a configuration the supervisor let through that still fails:
+ * the caller refuses to run). */
+int dlinks_start(struct event_base *base, const struct vs_shard_ctx *ctx,
+                 struct dlinks **out, char *err, size_t errlen);
+/* Closes the links and frees. NULL is accepted. */
+void dlinks_stop(struct dlinks *d);
+
+#endif /* VS_SHARD_SERVE_DLINKS_H */
