@@ -80,7 +80,8 @@ CLUSTER_TESTS = tests/integration/check_cluster_basic \
 	tests/integration/check_cluster_partition \
 	tests/integration/check_cluster_restart \
 	tests/integration/check_cluster_cli \
-	tests/integration/check_cluster_admit
+	tests/integration/check_cluster_admit \
+	tests/integration/check_cluster_groups
 check_PROGRAMS += $(CLUSTER_TESTS)
 INTEG_TESTS += $(CLUSTER_TESTS)
 INTEG_FAST_TESTS += tests/integration/check_cluster_basic \
@@ -116,6 +117,10 @@ tests_integration_check_cluster_admit_SOURCES = \
 	tests/integration/check_cluster_admit.c $(CLUSTER_COMMON)
 tests_integration_check_cluster_admit_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_admit_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_groups_SOURCES = \
+	tests/integration/check_cluster_groups.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_groups_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_groups_LDADD = $(CLUSTER_LDADD)
 endif
 
 # Replica links (TCP, handshake with the cluster secret's MAC, bounded
