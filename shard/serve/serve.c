@@ -338,8 +338,7 @@ serve_create(struct event_base *base, const struct vs_shard_ctx *ctx,
     uint32_t k = ctx->k > 0 ? ctx->k : 1;
     s->max_conns = (ctx->cfg->max_connections + k - 1) / k;
     vs_config_cluster_id(ctx->cfg, &s->cluster.lo, &s->cluster.hi);
-    serve_cluster_init(&s->cl, sup_addr_list_count(ctx->cfg->replica_addrs),
-                       (uint8_t)ctx->cfg->replica_id);
+    serve_cluster_init(&s->cl, ctx->cfg);
     vs_wbuf_init(&s->scratch);
     snprintf(s->listen_ip, sizeof(s->listen_ip), "127.0.0.1");
     if (listen_fd >= 0) {

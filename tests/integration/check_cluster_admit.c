@@ -7,7 +7,8 @@
  * comes up and it never learns a committed op (it never joins a quorum),
  * and the other two keep committing. The real replica 2 then rejoins and
  * catches up, so a refusal leaves nothing behind. A node whose config names
- * another cluster than its data dir refuses to boot (exit 2).
+ * another cluster than its data dir, or whose replica_names repeat or
+ * break the name rules, refuses to boot (exit 2, the reason on stderr).
  */
 #include "config.h"
 
@@ -242,6 +243,19 @@ START_TEST(test_config_names_other_cluster_refuses_boot)
     ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 2,
                   "boot with another cluster name: status %d", st);
     ck_assert(vs_file_contains(intruder.stderr_file, "cluster"));
+
+    /* names that are not unique, or not valid, refuse the boot too */
+    const char *bad[][2] = {{"a,b,a", "unique"}, {"a,b c,d", "not allowed"}};
+    for (size_t i = 0; i < 2; i++) {
+        argv[k - 2] = "--replica-names";
+        argv[k - 1] = bad[i][0];
+        ck_assert_int_eq(vs_node_spawn(&intruder, argv), 0);
+        st = vs_node_wait_exit(&intruder, 20000);
+        ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 2,
+                      "boot with replica names %s: status %d", bad[i][0], st);
+        ck_assert_msg(vs_file_contains(intruder.stderr_file, bad[i][1]),
+                      "no '%s' in %s", bad[i][1], intruder.stderr_file);
+    }
 }
 END_TEST
 

@@ -6,7 +6,8 @@
  * the leader; OP >= COMMIT), the table has the
  * documented columns, `--help` defines each of them, `--json` carries the
  * same fields per node, and a stopped node shows '-' / null with its link
- * down while the others keep their numbers.
+ * down while the others keep their numbers. Nodes carry the names given
+ * by replica_names.
  */
 #include "config.h"
 
@@ -35,8 +36,11 @@ now_ms(void)
 static void
 setup(void)
 {
+    static const char *const extra[] = {"--replica-names", "alpha,beta,gamma",
+                                        NULL};
     ck_assert_int_eq(vs_harness_init(), 0);
     ck_assert_int_eq(vs_cluster_init(&cl, 3), 0);
+    cl.extra = extra;
     int rc = vs_cluster_start(&cl, VS_CLUSTER_START_MS);
     ck_assert_msg(rc == 0, "cluster start: %d", rc);
 }
@@ -161,6 +165,12 @@ START_TEST(test_columns_agree)
         ck_assert_int_ge(json_node_u64(out, k, "log_view"), 0);
         ck_assert_int_ge(json_node_u64(out, k, "checkpoint"), 0);
     }
+    /* the configured names, in replica order */
+    const char *a = strstr(out, "\"name\":\"alpha\""),
+               *b = strstr(out, "\"name\":\"beta\""),
+               *g = strstr(out, "\"name\":\"gamma\"");
+    ck_assert_msg(a != NULL && b != NULL && g != NULL && a < b && b < g, "%s",
+                  out);
     /* the leader (replica 0, view 0) knows every commit first */
     ck_assert(strstr(out, "\"role\":\"leader\"") != NULL);
     ck_assert_int_eq(json_node_u64(out, 0, "lag"), 0);
@@ -183,6 +193,11 @@ START_TEST(test_columns_agree)
         const char *eol = strchr(row, '\n');
         const char *nm = strstr(row, " normal ");
         ck_assert_msg(nm != NULL && (eol == NULL || nm < eol), "%s", out);
+        static const char *const names[] = {"alpha", "beta", "gamma"};
+        const char *bol = row;
+        while (bol > out && bol[-1] != '\n')
+            bol--;
+        ck_assert_msg(strncmp(bol, names[k], strlen(names[k])) == 0, "%s", out);
     }
 
     /* --help defines every column */
