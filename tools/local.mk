@@ -76,8 +76,10 @@ INTEG_TESTS += tests/integration/check_session_evicted
 INTEG_FAST_TESTS += tests/integration/check_session_evicted
 check_PROGRAMS += tests/integration/check_session_evicted
 tests_integration_check_session_evicted_SOURCES = \
-	tests/integration/check_session_evicted.c $(E2E_COMMON)
-tests_integration_check_session_evicted_CFLAGS = $(TEST_CFLAGS)
+	tests/integration/check_session_evicted.c \
+	tests/integration/proxy.c tests/integration/proxy.h $(E2E_COMMON)
+tests_integration_check_session_evicted_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_integration_check_session_evicted_LDFLAGS = -pthread
 tests_integration_check_session_evicted_LDADD = $(E2E_LDADD)
 endif
 

@@ -8,7 +8,9 @@
  * forgot the client id (a new entry, watermark 0), so the resend would
  * run as new. The library asks GetSessionStatus after every re-register
  * and reports the request as indeterminate (-ESTALE) instead; a resumed
- * session (not evicted) still gets the cached reply. Also checked:
+ * session (not evicted) still gets the cached reply. Both paths are
+ * checked: vsc_resend_last, and a reply lost on the wire (a fault proxy
+ * discards it) while the session is evicted. Also checked:
  * GetSessionStatus itself (created_op, epoch, watermark; H 40 once the
  * session is gone) and that the handle keeps working after -ESTALE.
  */
@@ -16,11 +18,16 @@
 
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/errors.h"
 #include "tests/integration/e2e.h"
+#include "tests/integration/proxy.h"
 #include "tools/client/vsc.h"
 
 static struct vs_node node;
@@ -122,6 +129,81 @@ START_TEST(test_evicted_session_request_indeterminate)
 }
 END_TEST
 
+struct lost_call {
+    struct vsc *c;
+    int rc;
+    char err[512];
+};
+
+static void *
+create_x(void *arg)
+{
+    struct lost_call *l = arg;
+    l->rc = vsc_stream_create(l->c, "x", NULL);
+    snprintf(l->err, sizeof(l->err), "%s", vsc_last_error(l->c));
+    return NULL;
+}
+
+static int
+has_x(struct vsc *c)
+{
+    struct vsc_stream s;
+    int found = 0;
+    struct vsc_id id = vsc_id_name("x");
+    if (vsc_stream_get(c, &id, &s, &found) == 0 && found) {
+        vsc_stream_fini(&s);
+        return 1;
+    }
+    return 0;
+}
+
+/* The library's own resend path: the reply of a request is lost on the
+ * wire (a proxy discards it), the session is evicted meanwhile, the
+ * library times out, reconnects, re-registers and must not resend. */
+START_TEST(test_lost_reply_then_evicted_not_resent)
+{
+    char paddr[32];
+    struct vs_proxy *px = vs_proxy_start(node.ready.client, paddr);
+    ck_assert_ptr_nonnull(px);
+    struct vsc_opts o;
+    memset(&o, 0, sizeof(o));
+    o.addr = paddr;
+    o.io_timeout_ms = 4000;
+    o.connect_timeout_ms = 2000;
+    struct vsc *a = vsc_create(&o);
+    ck_assert_ptr_nonnull(a);
+    RC(a, vsc_connect(a), 0);
+    RC(a, vsc_login(a, "iggy", "iggy", NULL), 0);
+    struct vsc *b = e2e_login(&node, "iggy", "iggy");
+
+    vs_proxy_drop_replies(px, 1);
+    struct lost_call l = {.c = a};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, create_x, &l), 0);
+    int seen = 0;
+    for (int i = 0; i < 200 && !seen; i++) {
+        seen = has_x(b);
+        if (!seen)
+            usleep(10 * 1000);
+    }
+    ck_assert_msg(seen, "the create never ran");
+    /* two logins evict B, then A (whose last commit is older) */
+    struct vsc *c = e2e_login(&node, "iggy", "iggy");
+    struct vsc *d = e2e_login(&node, "iggy", "iggy");
+    vs_proxy_drop_replies(px, 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_msg(l.rc == -ESTALE, "create after the eviction: %d (%s)", l.rc,
+                  l.err);
+    ck_assert(strstr(l.err, "outcome is unknown") != NULL);
+    ck_assert_uint_eq(count_streams(d, "x"), 1);
+    vsc_destroy(d);
+    vsc_destroy(c);
+    vsc_destroy(b);
+    vsc_destroy(a);
+    vs_proxy_stop(px);
+}
+END_TEST
+
 static Suite *
 evicted_suite(void)
 {
@@ -131,6 +213,7 @@ evicted_suite(void)
     tcase_set_timeout(t, 60);
     tcase_add_test(t, test_resumed_session_gets_cached_reply);
     tcase_add_test(t, test_evicted_session_request_indeterminate);
+    tcase_add_test(t, test_lost_reply_then_evicted_not_resent);
     suite_add_tcase(s, t);
     return s;
 }
