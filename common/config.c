@@ -20,6 +20,7 @@
 #include <xxhash.h>
 
 #include "common/config.h"
+#include "common/names.h"
 
 #define F(field)                                                               \
     offsetof(struct vs_config, field), sizeof(((struct vs_config *)0)->field)
@@ -53,7 +54,9 @@ static const struct vs_config_key config_keys[] = {
     {"cluster_secret_file", VS_CFG_PATH, F(cluster_secret_file), 0, 0, "", NULL,
      "file with the 32-byte cluster secret (mode 0600); required with replica_addrs"},
     {"node_name", VS_CFG_STR, F(node_name), 1, 0, "vstream-node", NULL,
-     "this node's name in cluster metadata"},
+     "this node's name (1..64 of [A-Za-z0-9._-]); on a cluster without replica_names, default replica-<id>"},
+    {"replica_names", VS_CFG_STR, F(replica_names), 0, 0, "", NULL,
+     "comma-separated unique node names in replica_addrs order (same on every node); empty = replica-<id>"},
     {"log_level", VS_CFG_LOG_LEVEL, F(log_level), 0, 3, "info", NULL,
      "error, warn, info or debug (reloaded on SIGHUP)"},
     {"log_file", VS_CFG_PATH, F(log_file), 0, 0, "", NULL,
@@ -756,6 +759,12 @@ vs_config_finalize(struct vs_config *c, char *err, size_t errlen)
             set_err(err, errlen, "root_username: must be 3..50 bytes");
             return -EINVAL;
         }
+    }
+    struct vs_names names;
+    char why[512];
+    if (vs_names_resolve(c, &names, why, sizeof(why)) != 0) {
+        set_err(err, errlen, "%s", why);
+        return -EINVAL;
     }
     return 0;
 }

@@ -58,6 +58,7 @@ struct vs_config {
     char pid_file[VS_CONFIG_PATH_MAX];
     char cluster_name[VS_CONFIG_STR_MAX];
     char node_name[VS_CONFIG_STR_MAX];
+    char replica_names[VS_CONFIG_ADDRS_MAX]; /* comma-separated; "" = default */
     char cluster_secret_file[VS_CONFIG_PATH_MAX]; /* "" = none */
     enum vs_log_level log_level;
     char log_file[VS_CONFIG_PATH_MAX]; /* "" = stderr */

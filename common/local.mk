@@ -5,6 +5,7 @@ libvs_common_a_SOURCES = \
 	common/assert.c common/assert.h \
 	common/buf.c common/buf.h \
 	common/checksum.c common/checksum.h \
+	common/names.c common/names.h \
 	common/xxh3_simd.c common/xxh3_simd512.c common/xxh3_simd.h \
 	common/clock.h \
 	common/config.c common/config.h \

@@ -126,7 +126,7 @@ enum vs_metric_kind {
     X(VSR_OP, "vstream_vsr_op", "", VS_MK_GAUGE,                               \
       "Metadata group: highest prepared op")                                   \
     X(VSR_COMMIT, "vstream_vsr_commit", "", VS_MK_GAUGE,                       \
-      "Metadata group: highest committed op")                                  \
+      "Metadata group: highest op this node committed and applied")            \
     X(VSR_ROLE, "vstream_vsr_role", "", VS_MK_GAUGE,                           \
       "Metadata group: 0 unknown, 1 primary, 2 backup")                        \
     X(VSR_STATUS, "vstream_vsr_status", "", VS_MK_GAUGE,                       \

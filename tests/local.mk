@@ -1,9 +1,15 @@
 # tests/: Check unit suites (tests/unit), integration tests (tests/integration).
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_wire tests/unit/check_checksum \
-	tests/unit/check_config tests/unit/check_common tests/unit/check_hist
+	tests/unit/check_config tests/unit/check_common tests/unit/check_hist \
+	tests/unit/check_names
 check_PROGRAMS += tests/unit/check_wire tests/unit/check_checksum \
-	tests/unit/check_config tests/unit/check_common tests/unit/check_hist
+	tests/unit/check_config tests/unit/check_common tests/unit/check_hist \
+	tests/unit/check_names
+
+tests_unit_check_names_SOURCES = tests/unit/check_names.c
+tests_unit_check_names_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_names_LDADD = libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 
 tests_unit_check_hist_SOURCES = tests/unit/check_hist.c
 tests_unit_check_hist_CFLAGS = $(TEST_CFLAGS)

@@ -70,6 +70,17 @@ tests_integration_check_e2e_durable_SOURCES = \
 	tests/integration/check_e2e_durable.c $(E2E_COMMON)
 tests_integration_check_e2e_durable_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_e2e_durable_LDADD = $(E2E_LDADD)
+
+# At-most-once across a session eviction (GetSessionStatus, -ESTALE).
+INTEG_TESTS += tests/integration/check_session_evicted
+INTEG_FAST_TESTS += tests/integration/check_session_evicted
+check_PROGRAMS += tests/integration/check_session_evicted
+tests_integration_check_session_evicted_SOURCES = \
+	tests/integration/check_session_evicted.c \
+	tests/integration/proxy.c tests/integration/proxy.h $(E2E_COMMON)
+tests_integration_check_session_evicted_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_integration_check_session_evicted_LDFLAGS = -pthread
+tests_integration_check_session_evicted_LDADD = $(E2E_LDADD)
 endif
 
 # Messages and consumer groups end to end (two data shards).

@@ -136,6 +136,47 @@ static const char USAGE[] =
     "Identifiers: a number is an id, anything else a name.\n"
     "Exit status: 0 ok, 1 usage error, 2 the request failed.\n";
 
+static const char USAGE_CLUSTER[] =
+    "usage: vstream cluster [--json]\n"
+    "\n"
+    "Lists the nodes of the cluster as Iggy's SDKs see them "
+    "(GetClusterMetadata\n"
+    "of the node the CLI is connected to). On a cluster, every node is also\n"
+    "asked for its own account on a connection of its own (needs the\n"
+    "password), so each row's numbers have one meaning on every node:\n"
+    "  NODE            the node's name\n"
+    "  CLIENT_ADDRESS  where clients reach it (as it advertised it)\n"
+    "  ROLE            leader: the settled primary of the current view; no\n"
+    "                  node is leader during a view change\n"
+    "  STATUS          healthy, starting (not Normal yet) or unreachable, as\n"
+    "                  the connected node sees it\n"
+    "  VSR             the node's replica status: normal, view_change or\n"
+    "                  recovering\n"
+    "  VIEW            the node's current view\n"
+    "  LOG_VIEW        the view in which its journal was last normal\n"
+    "  OP              the highest op in its journal (prepared, maybe not\n"
+    "                  committed yet)\n"
+    "  COMMIT          the highest op the node itself has committed and\n"
+    "                  applied (commit_min); what its clients can read\n"
+    "  LAG             ops the node's COMMIT is behind the cluster commit:\n"
+    "                  the highest op any reachable node knows committed\n"
+    "                  (max of every node's commit_max and COMMIT)\n"
+    "  CHECKPOINT      the op of the node's newest durable checkpoint\n"
+    "  LINK            the replica link from the connected node to it (self,\n"
+    "                  up, handshake, connecting, down)\n"
+    "A node that does not answer shows '-'. The CLI logs in to every node\n"
+    "first (each login is an op of the cluster), then asks them back to back.\n"
+    "A backup learns of a commit with the primary's next prepare or Commit\n"
+    "heartbeat (every 500 ms), so right after writes, the CLI's own logins\n"
+    "included, a backup's LAG of a few ops is normal; a LAG that keeps\n"
+    "growing is a node falling behind.\n"
+    "--json prints {\"name\", \"connected\", \"cluster_commit\", \"nodes\": "
+    "[...]}\n"
+    "with these fields per node (name, ip, tcp, quic, http, websocket, role,\n"
+    "status, client_address, link, replica, vsr_status, view, log_view, op,\n"
+    "commit, commit_max, lag, checkpoint; null when the node did not\n"
+    "answer).\n";
+
 static const char USAGE_STREAM[] =
     "usage: vstream stream create NAME\n"
     "       vstream stream list\n"
@@ -946,10 +987,10 @@ cmd_stats(struct cli *cl)
     return CLI_OK;
 }
 
-/* One node's own status (GetReplicaStatus on a connection of its own,
- * no leader following): 0, or the error. */
-static int
-cli_node_status(struct cli *cl, const char *addr, struct vsc_replica_status *st)
+/* A logged-in handle on one node (no leader following), or NULL with
+ * *rc set. */
+static struct vsc *
+cli_node_login(struct cli *cl, const char *addr, int *rc)
 {
     struct vsc_opts o;
     memset(&o, 0, sizeof o);
@@ -958,15 +999,18 @@ cli_node_status(struct cli *cl, const char *addr, struct vsc_replica_status *st)
     o.io_timeout_ms = 3000;
     o.no_follow = 1;
     struct vsc *c = vsc_create(&o);
-    if (c == NULL)
-        return -ENOMEM;
-    int rc = vsc_connect(c);
-    if (rc == 0)
-        rc = vsc_login(c, cl->user, cl->password, NULL);
-    if (rc == 0)
-        rc = vsc_replica_status(c, st);
-    vsc_destroy(c);
-    return rc;
+    if (c == NULL) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    *rc = vsc_connect(c);
+    if (*rc == 0)
+        *rc = vsc_login(c, cl->user, cl->password, NULL);
+    if (*rc != 0) {
+        vsc_destroy(c);
+        return NULL;
+    }
+    return c;
 }
 
 static const char *
@@ -978,14 +1022,19 @@ cli_link_name(uint8_t link)
 }
 
 /* cluster: the metadata as Iggy's SDKs read it, and on a cluster each
- * node's own account (view, log_view, commit, checkpoint) with the link
- * state seen from the node the CLI is connected to. */
+ * node's own account (USAGE_CLUSTER defines every column). Each node's
+ * numbers come from that node itself (GetReplicaStatus on a connection
+ * of its own), the link states from the node the CLI is connected to.
+ * LAG is measured against the highest commit_max any reachable node
+ * reports: the newest op the CLI can prove committed. */
 static int
 cmd_cluster(struct cli *cl)
 {
     static const char *const roles[] = {"leader", "follower"};
     static const char *const statuses[] = {"healthy", "starting", "stopping",
                                            "unreachable", "maintenance"};
+    static const char *const vsr_states[] = {"normal", "view_change",
+                                             "recovering"};
     struct vsc_cluster c;
     size_t i;
     int rc = cli_open(cl, 1);
@@ -998,17 +1047,57 @@ cmd_cluster(struct cli *cl)
     memset(&here, 0, sizeof here);
     (void)vsc_replica_status(cl->c, &here); /* count 0: one node */
     int clustered = here.count > 1;
+    struct vsc_replica_status *ns = NULL;
+    int *have = NULL;
+    uint64_t cluster_commit = 0;
+    if (clustered && c.n_nodes > 0) {
+        ns = calloc(c.n_nodes, sizeof *ns);
+        have = calloc(c.n_nodes, sizeof *have);
+        if (ns == NULL || have == NULL) {
+            free(ns);
+            free(have);
+            vsc_cluster_fini(&c);
+            return cli_fail(cl, -ENOMEM);
+        }
+    }
+    /* Log in everywhere first (each login is an op of the cluster), then
+     * ask every node back to back, so the numbers are one snapshot. */
+    struct vsc **nc =
+        clustered && c.n_nodes > 0 ? calloc(c.n_nodes, sizeof *nc) : NULL;
+    for (i = 0; nc != NULL && i < c.n_nodes; i++) {
+        const struct vsc_node *n = &c.nodes[i];
+        char addr[300];
+        snprintf(addr, sizeof addr, strchr(n->ip, ':') ? "[%s]:%u" : "%s:%u",
+                 n->ip, n->tcp);
+        int lrc;
+        if (n->tcp != 0 && cl->password != NULL)
+            nc[i] = cli_node_login(cl, addr, &lrc);
+    }
+    for (i = 0; nc != NULL && i < c.n_nodes; i++)
+        have[i] = nc[i] != NULL && vsc_replica_status(nc[i], &ns[i]) == 0 &&
+                  ns[i].count > 1;
+    for (i = 0; nc != NULL && i < c.n_nodes; i++) {
+        vsc_destroy(nc[i]);
+        if (have[i] && ns[i].commit_max > cluster_commit)
+            cluster_commit = ns[i].commit_max;
+        if (have[i] && ns[i].commit_min > cluster_commit)
+            cluster_commit = ns[i].commit_min;
+    }
+    free(nc);
     if (cl->json) {
         putchar('{');
         json_kv_str("name", c.name, 1);
         printf("\"connected\":\"%s\",", vsc_addr(cl->c));
+        if (clustered)
+            printf("\"cluster_commit\":%" PRIu64 ",", cluster_commit);
         fputs("\"nodes\":[", stdout);
     } else {
         printf("cluster: %s (connected to %s)\n", c.name, vsc_addr(cl->c));
         if (clustered)
-            printf("%-12s %-22s %-9s %-11s %-6s %-8s %-8s %-10s %s\n", "NODE",
-                   "CLIENT_ADDRESS", "ROLE", "STATUS", "VIEW", "LOG_VIEW",
-                   "COMMIT", "CHECKPOINT", "LINK");
+            printf("%-12s %-22s %-9s %-11s %-11s %-6s %-8s %-8s %-8s %-6s "
+                   "%-10s %s\n",
+                   "NODE", "CLIENT_ADDRESS", "ROLE", "STATUS", "VSR", "VIEW",
+                   "LOG_VIEW", "OP", "COMMIT", "LAG", "CHECKPOINT", "LINK");
         else
             printf("%-20s %-16s %-6s %-6s %-6s %-6s %-9s %s\n", "NODE", "IP",
                    "TCP", "QUIC", "HTTP", "WS", "ROLE", "STATUS");
@@ -1020,10 +1109,13 @@ cmd_cluster(struct cli *cl)
         char addr[300];
         snprintf(addr, sizeof addr, strchr(n->ip, ':') ? "[%s]:%u" : "%s:%u",
                  n->ip, n->tcp);
-        struct vsc_replica_status ns;
-        int have = 0;
-        if (clustered && n->tcp != 0 && cl->password != NULL)
-            have = cli_node_status(cl, addr, &ns) == 0 && ns.count > 1;
+        int h = clustered && have[i];
+        const struct vsc_replica_status *s = h ? &ns[i] : NULL;
+        const char *vsr =
+            h ? (s->status < 3 ? vsr_states[s->status] : "unknown") : "-";
+        uint64_t lag = h && cluster_commit > s->commit_min
+                           ? cluster_commit - s->commit_min
+                           : 0;
         const char *link = clustered && i < here.count
                                ? cli_link_name(here.nodes[i].link)
                                : "-";
@@ -1037,26 +1129,34 @@ cmd_cluster(struct cli *cl)
             if (clustered) {
                 printf(",\"client_address\":\"%s\",\"link\":\"%s\"", addr,
                        link);
-                if (have)
-                    printf(",\"view\":%u,\"log_view\":%u,\"op\":%" PRIu64
-                           ",\"commit\":%" PRIu64 ",\"checkpoint\":%" PRIu64,
-                           ns.view, ns.log_view, ns.op, ns.commit_min,
-                           ns.checkpoint_op);
+                if (h)
+                    printf(",\"replica\":%u,\"vsr_status\":\"%s\",\"view\":%u,"
+                           "\"log_view\":%u,\"op\":%" PRIu64
+                           ",\"commit\":%" PRIu64 ",\"commit_max\":%" PRIu64
+                           ",\"lag\":%" PRIu64 ",\"checkpoint\":%" PRIu64,
+                           s->self, vsr, s->view, s->log_view, s->op,
+                           s->commit_min, s->commit_max, lag, s->checkpoint_op);
                 else
-                    printf(",\"view\":null,\"log_view\":null,\"op\":null,"
-                           "\"commit\":null,\"checkpoint\":null");
+                    printf(",\"replica\":null,\"vsr_status\":null,"
+                           "\"view\":null,\"log_view\":null,\"op\":null,"
+                           "\"commit\":null,\"commit_max\":null,\"lag\":null,"
+                           "\"checkpoint\":null");
             }
             putchar('}');
         } else if (clustered) {
-            char v[16] = "-", lv[16] = "-", cm[24] = "-", ck[24] = "-";
-            if (have) {
-                snprintf(v, sizeof v, "%u", ns.view);
-                snprintf(lv, sizeof lv, "%u", ns.log_view);
-                snprintf(cm, sizeof cm, "%" PRIu64, ns.commit_min);
-                snprintf(ck, sizeof ck, "%" PRIu64, ns.checkpoint_op);
+            char v[16] = "-", lv[16] = "-", op[24] = "-", cm[24] = "-",
+                 lg[24] = "-", ck[24] = "-";
+            if (h) {
+                snprintf(v, sizeof v, "%u", s->view);
+                snprintf(lv, sizeof lv, "%u", s->log_view);
+                snprintf(op, sizeof op, "%" PRIu64, s->op);
+                snprintf(cm, sizeof cm, "%" PRIu64, s->commit_min);
+                snprintf(lg, sizeof lg, "%" PRIu64, lag);
+                snprintf(ck, sizeof ck, "%" PRIu64, s->checkpoint_op);
             }
-            printf("%-12s %-22s %-9s %-11s %-6s %-8s %-8s %-10s %s\n", n->name,
-                   addr, role, st, v, lv, cm, ck, link);
+            printf("%-12s %-22s %-9s %-11s %-11s %-6s %-8s %-8s %-8s %-6s "
+                   "%-10s %s\n",
+                   n->name, addr, role, st, vsr, v, lv, op, cm, lg, ck, link);
         } else {
             printf("%-20s %-16s %-6u %-6u %-6u %-6u %-9s %s\n", n->name, n->ip,
                    n->tcp, n->quic, n->http, n->websocket, role, st);
@@ -1064,6 +1164,8 @@ cmd_cluster(struct cli *cl)
     }
     if (cl->json)
         printf("]}\n");
+    free(ns);
+    free(have);
     vsc_cluster_fini(&c);
     return CLI_OK;
 }
@@ -2362,7 +2464,7 @@ main(int argc, char **argv)
     else if (strcmp(cmd, "stats") == 0)
         rc = cli_simple(&cl, cmd_stats, "usage: vstream stats\n");
     else if (strcmp(cmd, "cluster") == 0)
-        rc = cli_simple(&cl, cmd_cluster, "usage: vstream cluster\n");
+        rc = cli_simple(&cl, cmd_cluster, USAGE_CLUSTER);
     else if (strcmp(cmd, "stream") == 0)
         rc = cmd_stream(&cl);
     else if (strcmp(cmd, "topic") == 0)

@@ -8,14 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "shard/serve/cluster.h"
 
 void
-serve_cluster_init(struct serve_cluster *sc, uint32_t replicas, uint8_t self)
+serve_cluster_init(struct serve_cluster *sc, const struct vs_config *cfg)
 {
     memset(sc, 0, sizeof(*sc));
-    sc->clustered = replicas > 1;
-    sc->self = self;
+    /* the config passed vs_names_resolve at load */
+    (void)vs_names_resolve(cfg, &sc->names, NULL, 0);
+    sc->clustered = sc->names.count > 1;
+    sc->self = (uint8_t)cfg->replica_id;
 }
 
 int
@@ -94,12 +97,15 @@ split_addr(const char *a, char *host, size_t hostlen, uint16_t *port)
 }
 
 static void
-wr_node(struct vs_wbuf *w, uint32_t id, const char *addr, uint8_t role,
-        uint8_t status)
+wr_node(struct vs_wbuf *w, const struct serve_cluster *sc, uint32_t id,
+        const char *addr, uint8_t role, uint8_t status)
 {
-    char name[32];
-    int n = snprintf(name, sizeof(name), "replica-%u", id);
-    wr_str32(w, name, (size_t)n);
+    char name[VS_NAME_MAX + 16];
+    if (id < sc->names.count)
+        snprintf(name, sizeof(name), "%s", sc->names.name[id]);
+    else
+        snprintf(name, sizeof(name), "replica-%u", id);
+    wr_str32(w, name, strlen(name));
     char host[FWD_CLUSTER_ADDR_MAX];
     uint16_t port;
     split_addr(addr, host, sizeof(host), &port);
@@ -119,12 +125,12 @@ serve_cluster_write_metadata(const struct serve_cluster *sc,
     wr_str32(w, cluster, strlen(cluster));
     if (!sc->have) {
         vs_wr_u32(w, 1);
-        wr_node(w, sc->self, "", 1, 1);
+        wr_node(w, sc, sc->self, "", 1, 1);
         return;
     }
     vs_wr_u32(w, sc->v.count);
     for (uint32_t i = 0; i < sc->v.count; i++)
-        wr_node(w, i, sc->v.nodes[i].client_addr, sc->v.nodes[i].role,
+        wr_node(w, sc, i, sc->v.nodes[i].client_addr, sc->v.nodes[i].role,
                 sc->v.nodes[i].status);
 }
 

@@ -3,8 +3,9 @@
  * cluster (FWD_CLUSTER from shard 0, shard/fwd.h) and what it serves
  * from it.
  *
- * Role: GetClusterMetadata on a cluster node lists every replica as
- * "replica-<id>" at the client address it advertised, `Leader` for the
+ * Role: GetClusterMetadata on a cluster node lists every replica by its
+ * configured name (common/names.h: replica_names, default "replica-<id>")
+ * at the client address it advertised, `Leader` for the
  * settled primary of the current view only (none during a view change),
  * `Follower` for the others, status Healthy / Starting / Unreachable as
  * shard 0 reports them (shard/zero/cluster_view.h); before the first
@@ -29,6 +30,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/names.h"
 #include "shard/fwd.h"
 
 /* Vendor NonReplicated code of GetReplicaStatus. */
@@ -38,11 +40,14 @@ struct serve_cluster {
     int clustered; /* replica_addrs names more than one replica */
     int have;      /* a report arrived */
     uint8_t self;
+    struct vs_names names; /* every replica's name */
     struct fwd_cluster v;
 };
 
-void serve_cluster_init(struct serve_cluster *sc, uint32_t replicas,
-                        uint8_t self);
+struct vs_config;
+
+/* From the (finalized) config: replica count, this node's id, names. */
+void serve_cluster_init(struct serve_cluster *sc, const struct vs_config *cfg);
 /* A FWD_CLUSTER frame from shard 0 (header included): 0, or -EBADMSG
  * (wrong size or count: dropped). */
 int serve_cluster_on_frame(struct serve_cluster *sc, const void *frame,

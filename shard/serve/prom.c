@@ -7,9 +7,10 @@
  *    request_duration_seconds{class} histograms, fsync_duration_seconds;
  *  - shard_up{shard}, shard_restarts_total{shard} (spawns - 1), node_ready,
  *    process_resident_memory_bytes / process_cpu_seconds_total{shard}
- *    (from /proc: the only reads outside the segment);
- *  - vsr_link_state / _sent_bytes_total / _received_bytes_total{peer}
- *    for each peer of replica_addrs;
+ *    (from /proc: the only reads outside the segment), node_info{name,
+ *    replica};
+ *  - vsr_link_state / _sent_bytes_total / _received_bytes_total{peer,
+ *    name} for each peer of replica_addrs (name: its node name);
  *  - data_links_up{shard}, data_link_beats_sent_total /
  *    _beats_received_total / _refused_total{shard} and
  *    data_link_state / _sent_bytes_total / _received_bytes_total
@@ -35,6 +36,7 @@
 
 #include "common/mem.h"
 #include "common/metrics.h"
+#include "common/names.h"
 #include "ipc/metrics.h"
 #include "ipc/ring.h"
 #include "ipc/stats.h"
@@ -245,6 +247,13 @@ render_procs(const struct vs_shard_ctx *ctx, struct evbuffer *out)
            "1 when the node serves clients (as /health/ready)");
     evbuffer_add_printf(out, "vstream_node_ready %d\n",
                         serve_node_ready(ctx, why, sizeof(why)));
+    struct vs_names nn;
+    (void)vs_names_resolve(ctx->cfg, &nn, NULL, 0); /* checked at load */
+    family(out, "vstream_node_info", "gauge",
+           "Always 1: this node's name and replica id");
+    evbuffer_add_printf(out,
+                        "vstream_node_info{name=\"%s\",replica=\"%u\"} 1\n",
+                        vs_names_self(ctx->cfg, &nn), ctx->cfg->replica_id);
     family(out, "vstream_ipc_ring_queued_bytes", "gauge",
            "Bytes published on IPC rings towards a process and not yet "
            "consumed");
@@ -298,13 +307,16 @@ render_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
         "Bytes sent to the peer replica",
         "Bytes received from the peer replica",
     };
+    struct vs_names nn;
+    (void)vs_names_resolve(ctx->cfg, &nn, NULL, 0); /* checked at load */
     for (uint32_t k = 0; k < 3; k++) {
         family(out, names[k], k == 0 ? "gauge" : "counter", helps[k]);
         for (uint32_t peer = 0; peer < n; peer++) {
             if (peer == ctx->cfg->replica_id)
                 continue;
             evbuffer_add_printf(
-                out, "%s{peer=\"%u\"} %" PRIu64 "\n", names[k], peer,
+                out, "%s{peer=\"%u\",name=\"%s\"} %" PRIu64 "\n", names[k],
+                peer, peer < nn.count ? nn.name[peer] : "",
                 metrics_sum(ctx->seg, VS_M_LINK_STATE(peer) + k));
         }
     }

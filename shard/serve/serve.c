@@ -14,7 +14,9 @@
  *     login); Ping -> status 0, empty body; before login -> H 40; a
  *     replicated code -> H 5; 39/40/45 -> status 0, empty; Flush -> H 5;
  *     reads -> served here (H 3 undecodable, H 41 denied, not found =
- *     status 0 empty); any other code -> H 3; the connection stays;
+ *     status 0 empty); the vendor reads GetReplicaStatus (cluster.h) and
+ *     GetSessionStatus (server.h); any other code -> H 3; the connection
+ *     stays;
  *  4. Register (1), replicated requests and metadata reads are answered
  *     58 until the published metadata can judge them (gate.h);
  *     Register (1) -> login.c; Logout (3) and metadata ops 128..149 ->
@@ -105,6 +107,33 @@ serve_read_request(struct serve_conn *c, const struct vs_hdr_request *req,
     vs_wbuf_fini(&out);
 }
 
+/* GetSessionStatus (server.h): read from the published client table. */
+static void
+serve_session_status(struct serve_conn *c, const struct vs_hdr_request *req)
+{
+    uint64_t created_op = 0, epoch = 0, watermark = 0;
+    const void *st = lr_read_begin(c->srv->lr, NULL);
+    const struct meta_session *m = meta_session_by_client(st, c->client);
+    int live = m != NULL && m->epoch == c->session;
+    if (live) {
+        created_op = m->created_op;
+        epoch = m->epoch;
+        watermark = m->watermark;
+    }
+    lr_read_end(c->srv->lr);
+    if (!live) {
+        serve_conn_reply(c, req, VS_E_UNAUTHENTICATED, NULL, 0);
+        return;
+    }
+    struct vs_wbuf w;
+    vs_wbuf_init(&w);
+    vs_wr_u64(&w, created_op);
+    vs_wr_u64(&w, epoch);
+    vs_wr_u64(&w, watermark);
+    serve_conn_reply(c, req, 0, w.data, w.len);
+    vs_wbuf_fini(&w);
+}
+
 /* Until partitions are replicated, only the leader's node serves the
  * partition plane (cluster.h): 1 if the request was refused here. */
 static int
@@ -144,6 +173,10 @@ serve_nr(struct serve_conn *c, const struct vs_hdr_request *req,
         serve_cluster_write_status(&c->srv->cl, &w);
         serve_conn_reply(c, req, 0, w.data, w.len);
         vs_wbuf_fini(&w);
+        return;
+    }
+    if (code == SERVE_C_SESSION_STATUS) {
+        serve_session_status(c, req);
         return;
     }
     if (serve_data_is_data(VS_OP_NON_REPLICATED, code)) {
@@ -305,8 +338,7 @@ serve_create(struct event_base *base, const struct vs_shard_ctx *ctx,
     uint32_t k = ctx->k > 0 ? ctx->k : 1;
     s->max_conns = (ctx->cfg->max_connections + k - 1) / k;
     vs_config_cluster_id(ctx->cfg, &s->cluster.lo, &s->cluster.hi);
-    serve_cluster_init(&s->cl, sup_addr_list_count(ctx->cfg->replica_addrs),
-                       (uint8_t)ctx->cfg->replica_id);
+    serve_cluster_init(&s->cl, ctx->cfg);
     vs_wbuf_init(&s->scratch);
     snprintf(s->listen_ip, sizeof(s->listen_ip), "127.0.0.1");
     if (listen_fd >= 0) {

@@ -42,6 +42,16 @@ struct event;
 
 #define SERVE_BUCKETS 1024u
 
+/* Vendor NonReplicated code of GetSessionStatus (login needed): the
+ * calling connection's session as the published client table holds it,
+ * [created_op u64][epoch u64][watermark u64] (created_op: the op of the
+ * Register that created the table entry; a re-register with the same
+ * client id keeps it, an entry evicted and registered again gets a newer
+ * one). A session no longer live -> H 40. Lets a client that re-registered
+ * after a broken connection tell whether the table still holds its
+ * history before it resends a request. */
+#define SERVE_C_SESSION_STATUS 9101u
+
 /* The credentials a session was opened with (sessend.c). */
 struct serve_cred {
     uint64_t user_created_op; /* the user's, at login */

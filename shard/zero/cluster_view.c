@@ -26,6 +26,7 @@ cluster_view_init(struct cluster_view *v, const struct vs_shard_ctx *ctx,
     v->ctx = ctx;
     v->port = port;
     v->clustered = shard0_replica_count(ctx->cfg) > 1;
+    (void)vs_names_resolve(ctx->cfg, &v->names, NULL, 0); /* checked */
     uint32_t self = ctx->cfg->replica_id;
     if (self < VS_REPLICAS_MAX)
         snprintf(v->addrs[self], sizeof(v->addrs[self]), "%s", self_addr);
@@ -117,10 +118,15 @@ cluster_view_tick(struct cluster_view *v, const struct commit *c,
     if (v->sent && v->ticks < CLUSTER_VIEW_RESEND_TICKS &&
         !cluster_view_changed(&now, &v->cur))
         return;
-    if (v->sent && now.leader != v->cur.leader)
-        vs_log_info("cluster: view %u, leader %s%u", now.view,
-                    now.leader == FWD_CLUSTER_NONE ? "none " : "replica ",
-                    now.leader == FWD_CLUSTER_NONE ? 0u : now.leader);
+    if (v->sent && now.leader != v->cur.leader) {
+        if (now.leader == FWD_CLUSTER_NONE)
+            vs_log_info("cluster: view %u, no leader", now.view);
+        else
+            vs_log_info("cluster: view %u, leader %s (replica %u)", now.view,
+                        now.leader < v->names.count ? v->names.name[now.leader]
+                                                    : "?",
+                        now.leader);
+    }
     v->cur = now;
     v->ticks = 0;
     v->sent = 1;

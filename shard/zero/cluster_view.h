@@ -13,12 +13,14 @@
  * Healthy when Normal, else Starting; a peer is Healthy while its link is
  * up, else Unreachable. A peer's client address is the one it advertised
  * in its link hello (kept after the link drops). cluster_view_tick() sends
- * the frame to every data shard when it changed and once a second.
+ * the frame to every data shard when it changed and once a second, and
+ * logs every change of leader with the leader's node name.
  * Callers: shard 0's main (its 10 ms tick) only.
  */
 #ifndef VS_SHARD_ZERO_CLUSTER_VIEW_H
 #define VS_SHARD_ZERO_CLUSTER_VIEW_H
 
+#include "common/names.h"
 #include "shard/fwd.h"
 #include "shard/shard.h"
 
@@ -32,6 +34,7 @@ struct cluster_view {
     int clustered;
     struct fwd_cluster cur;                            /* last sent */
     char addrs[VS_REPLICAS_MAX][FWD_CLUSTER_ADDR_MAX]; /* last known */
+    struct vs_names names;                             /* node names (logs) */
     uint32_t ticks;                                    /* since the last send */
     int sent; /* at least one frame went out */
 };

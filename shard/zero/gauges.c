@@ -31,7 +31,8 @@ shard0_gauges_publish(const struct commit *c, const struct links *l)
     vs_metrics_set(VS_M_VSR_VIEW, vsr_view(v));
     vs_metrics_set(VS_M_VSR_LOG_VIEW, vsr_log_view(v));
     vs_metrics_set(VS_M_VSR_OP, vsr_op(v));
-    vs_metrics_set(VS_M_VSR_COMMIT, vsr_commit_max(v));
+    /* commit_min: what this node executed, as `vstream cluster` COMMIT */
+    vs_metrics_set(VS_M_VSR_COMMIT, vsr_commit_min(v));
     vs_metrics_set(VS_M_VSR_ROLE, vsr_is_primary(v) ? 1 : 2);
     vs_metrics_set(VS_M_VSR_STATUS, status);
     const struct vs_vsr_stats *st = vsr_stats(v);

@@ -78,11 +78,15 @@ if HAVE_CHECK
 CLUSTER_TESTS = tests/integration/check_cluster_basic \
 	tests/integration/check_cluster_failover \
 	tests/integration/check_cluster_partition \
-	tests/integration/check_cluster_restart
+	tests/integration/check_cluster_restart \
+	tests/integration/check_cluster_cli \
+	tests/integration/check_cluster_admit \
+	tests/integration/check_cluster_groups
 check_PROGRAMS += $(CLUSTER_TESTS)
 INTEG_TESTS += $(CLUSTER_TESTS)
 INTEG_FAST_TESTS += tests/integration/check_cluster_basic \
-	tests/integration/check_cluster_partition
+	tests/integration/check_cluster_partition \
+	tests/integration/check_cluster_cli
 CLUSTER_COMMON = tests/integration/cluster.c tests/integration/cluster.h \
 	tests/integration/e2e.c tests/integration/e2e.h \
 	tests/integration/harness.c tests/integration/harness.h
@@ -105,6 +109,18 @@ tests_integration_check_cluster_restart_SOURCES = \
 	tests/integration/check_cluster_restart.c $(CLUSTER_COMMON)
 tests_integration_check_cluster_restart_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_restart_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_cli_SOURCES = \
+	tests/integration/check_cluster_cli.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_cli_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_cli_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_admit_SOURCES = \
+	tests/integration/check_cluster_admit.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_admit_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_admit_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_groups_SOURCES = \
+	tests/integration/check_cluster_groups.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_groups_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_groups_LDADD = $(CLUSTER_LDADD)
 endif
 
 # Metadata state transfer on shard 0 (serve offers, fetch, install hook).

@@ -29,6 +29,7 @@ struct vs_proxy {
     struct sockaddr_in target;
     pthread_t thread;
     atomic_int cut;
+    atomic_int drop; /* discard what the target sends */
     atomic_int stop;
     struct proxy_pair pair[PROXY_PAIRS];
 };
@@ -44,14 +45,17 @@ pair_close(struct proxy_pair *p)
 }
 
 /* Moves what is readable from a to b (blocking write of a bounded
- * chunk: loopback, small frames). 0, or -1 when the pair must close. */
+ * chunk: loopback, small frames), or discards it. 0, or -1 when the pair
+ * must close. */
 static int
-pump(int a, int b)
+pump(int a, int b, int discard)
 {
     static __thread char buf[PROXY_BUF];
     ssize_t n = read(a, buf, sizeof(buf));
     if (n <= 0)
         return -1;
+    if (discard)
+        return 0;
     for (ssize_t off = 0; off < n;) {
         ssize_t w = send(b, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
         if (w <= 0)
@@ -95,7 +99,8 @@ proxy_main(void *arg)
             int k = idx[j] % 2;
             if (pp->fd[0] < 0)
                 continue;
-            if (pump(pp->fd[k], pp->fd[1 - k]) != 0)
+            int discard = k == 1 && atomic_load(&p->drop);
+            if (pump(pp->fd[k], pp->fd[1 - k], discard) != 0)
                 pair_close(pp);
         }
         if (pf[0].revents & POLLIN) {
@@ -159,6 +164,12 @@ vs_proxy_start(const char *target, char *addr)
     }
     snprintf(addr, 32, "127.0.0.1:%u", ntohs(a.sin_port));
     return p;
+}
+
+void
+vs_proxy_drop_replies(struct vs_proxy *p, int on)
+{
+    atomic_store(&p->drop, on != 0);
 }
 
 void

@@ -7,7 +7,9 @@
  * proxy (cluster.h vs_cluster_set_peer), so it can cut and heal the link
  * between them. vs_proxy_cut() closes every forwarded connection and
  * makes the proxy close new ones at once (a partition: the dialer keeps
- * retrying with its back-off); vs_proxy_heal() forwards again. One thread
+ * retrying with its back-off); vs_proxy_heal() forwards again;
+ * vs_proxy_drop_replies() loses what the target sends while the
+ * connections stay up (a reply lost in flight). One thread
  * per proxy (poll loop, bounded buffers, 10 ms wake-ups to see cut/stop).
  * Callers: the Check-forked test process of the cluster tests.
  */
@@ -20,6 +22,9 @@ struct vs_proxy;
  * goes to addr (>= 32 bytes). NULL on failure. */
 struct vs_proxy *vs_proxy_start(const char *target, char *addr);
 void vs_proxy_cut(struct vs_proxy *p);
+/* on: bytes from the target are read and discarded (replies lost, the
+ * connections stay open); off: forwarded again. */
+void vs_proxy_drop_replies(struct vs_proxy *p, int on);
 void vs_proxy_heal(struct vs_proxy *p);
 /* Stops the thread, closes everything, frees. NULL is accepted. */
 void vs_proxy_stop(struct vs_proxy *p);

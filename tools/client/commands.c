@@ -149,6 +149,23 @@ vsc_cluster(struct vsc *c, struct vsc_cluster *cl)
 }
 
 int
+vsc_session_status(struct vsc *c, struct vsc_session_status *out)
+{
+    struct vsc_reply rep;
+    struct vs_rbuf r;
+    int rc = vsc_call(c, VSC_GET_SESSION_STATUS, NULL, 0, &rep);
+    if (rc != 0)
+        return rc;
+    vs_rbuf_init(&r, rep.payload, rep.payload_len);
+    out->created_op = vs_rd_u64(&r);
+    out->epoch = vs_rd_u64(&r);
+    out->watermark = vs_rd_u64(&r);
+    if (r.err || r.off != rep.payload_len)
+        return vsc_bad_reply(c);
+    return 0;
+}
+
+int
 vsc_replica_status(struct vsc *c, struct vsc_replica_status *out)
 {
     struct vsc_reply rep;

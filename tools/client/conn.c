@@ -71,6 +71,9 @@ struct vsc {
     struct vs_u128 client;
     uint64_t session; /* 0 = not bound */
     uint64_t counter; /* next request number of a replicated op */
+    /* created_op of the client-table entry holding this handle's history
+     * (GetSessionStatus); an entry created later means it was lost */
+    uint64_t origin;
     enum vsc_login_kind login;
     char user[256];
     char password[256];
@@ -506,6 +509,8 @@ vsc_sleep_ms(uint32_t ms)
 
 static int vsc_register(struct vsc *c, uint32_t *user_id);
 static int vsc_settle(struct vsc *c);
+static int vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok);
+static int vsc_is_transport(int rc);
 
 const char *
 vsc_addr(const struct vsc *c)
@@ -537,19 +542,59 @@ vsc_connect_any(struct vsc *c)
     return rc;
 }
 
-/* Reconnects (any known node) and, if the handle was logged in,
- * registers again with the same client id, then follows the leader.
- * 0, an Iggy code, or -errno. */
+/* GetSessionStatus on the current connection, keeping the frame of the
+ * call in progress. 0 and *created_op, an Iggy code, or -errno. */
 static int
-vsc_reestablish(struct vsc *c)
+vsc_query_origin(struct vsc *c, uint64_t *created_op)
 {
+    struct vsc_reply r;
+    struct vs_wbuf saved = c->req;
+    vs_wbuf_init(&c->req);
+    vsc_frame_request(&c->req, c->client, c->session, c->counter,
+                      VS_OP_NON_REPLICATED, VSC_GET_SESSION_STATUS, NULL, 0, 0);
+    int rc = vsc_run(c, &r, 0);
+    vs_wbuf_fini(&c->req);
+    c->req = saved;
+    if (rc != 0)
+        return rc;
+    struct vs_rbuf b;
+    vs_rbuf_init(&b, r.payload, r.payload_len);
+    *created_op = vs_rd_u64(&b);
+    if (b.err || *created_op == 0)
+        return vsc_fail(c, -EPROTO, "session status reply");
+    return 0;
+}
+
+/* Reconnects (any known node) and, if the handle was logged in,
+ * registers again with the same client id, then follows the leader, and
+ * asks whether the client table still holds the handle's history: *lost
+ * = 1 when the entry was created after the handle's (its session was
+ * evicted meanwhile and the table forgot every request of the handle) or
+ * when the server could not tell. 0, an Iggy code, or -errno. */
+static int
+vsc_reestablish(struct vsc *c, int *lost)
+{
+    *lost = 0;
     int rc = vsc_connect_any(c);
     if (rc != 0)
         return rc;
     if (c->login == VSC_LOGIN_NONE)
         return 0;
     rc = vsc_register(c, NULL);
-    return rc == 0 ? vsc_settle(c) : rc;
+    if (rc == 0)
+        rc = vsc_settle(c);
+    if (rc != 0)
+        return rc;
+    uint64_t created = 0;
+    rc = vsc_query_origin(c, &created);
+    if (rc != 0 && vsc_is_transport(rc))
+        return rc; /* the caller reconnects again */
+    if (rc != 0 || created > c->origin) {
+        *lost = 1;
+        if (rc == 0)
+            c->origin = created;
+    }
+    return 0;
 }
 
 /* The leader a 58 reply names in its body, into addr: 1, else 0. */
@@ -582,10 +627,27 @@ vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok)
 {
     uint64_t deadline = vsc_deadline(c->io_timeout_ms);
     uint32_t attempts = 0;
-    int rc;
+    int rc, lost = 0;
+    /* The frame of a replicated request was written and its reply lost:
+     * it may have been executed. */
+    int maybe_ran = 0;
+    const struct vs_hdr_request *h = (const struct vs_hdr_request *)c->req.data;
+    int replicated = c->req.len >= VS_HEADER_SIZE &&
+                     h->operation != VS_OP_REGISTER &&
+                     vsc_operation_is_replicated(h->operation);
     for (;;) {
         if (c->fd < 0) {
-            rc = resend_ok ? vsc_reestablish(c) : vsc_connect(c);
+            rc = resend_ok ? vsc_reestablish(c, &lost) : vsc_connect(c);
+            if (rc == 0 && lost && maybe_ran) {
+                /* The table forgot this client: a resend would run as
+                 * new, so the request's outcome is unknown. */
+                char why[160];
+                snprintf(why, sizeof why,
+                         "session evicted while request %llu was in flight: "
+                         "its outcome is unknown (not resent)",
+                         (unsigned long long)h->request);
+                return vsc_fail(c, -ESTALE, why);
+            }
             if (rc != 0) {
                 if (vsc_is_transport(rc) && attempts < c->reconnects) {
                     attempts++;
@@ -606,6 +668,7 @@ vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok)
              * (same request number) with a fresh deadline. */
             if (rc != -EPROTO && resend_ok && attempts < c->reconnects) {
                 attempts++;
+                maybe_ran |= replicated;
                 deadline = vsc_deadline(c->io_timeout_ms);
                 continue;
             }
@@ -633,10 +696,15 @@ vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok)
             continue;
         }
         if (r->command == VS_CMD_EVICTION) {
-            /* The server ended the session: forget it. */
+            /* The server ended the session: forget it. A resend refused
+             * so says nothing of the first attempt's outcome. */
             vsc_close(c);
             c->session = 0;
             c->login = VSC_LOGIN_NONE;
+            if (maybe_ran)
+                return vsc_fail(c, -ESTALE,
+                                "evicted while resending a request whose "
+                                "reply was lost: its outcome is unknown");
             return vsc_fail(c, rc, "evicted");
         }
         if (rc != 0)
@@ -783,8 +851,12 @@ vsc_login_common(struct vsc *c, uint32_t *user_id)
             return rc;
     }
     rc = vsc_register(c, user_id);
-    if (rc == 0)
+    if (rc == 0) {
+        /* this Register created the handle's table entry (its op is
+         * the entry's created_op) or resumed an older one */
+        c->origin = c->session;
         rc = vsc_settle(c);
+    }
     if (rc != 0)
         c->login = VSC_LOGIN_NONE;
     return rc;
@@ -860,9 +932,14 @@ vsc_resend_last(struct vsc *c)
     if (c->last_repl.len == 0)
         return vsc_fail(c, -ENOENT, "no replicated request sent yet");
     vsc_close(c);
-    rc = vsc_reestablish(c);
+    int lost;
+    rc = vsc_reestablish(c, &lost);
     if (rc != 0)
         return rc;
+    if (lost)
+        return vsc_fail(c, -ESTALE,
+                        "session evicted since the request was sent: its "
+                        "outcome is unknown (not resent)");
     vs_wbuf_reset(&c->req);
     vs_wr_bytes(&c->req, c->last_repl.data, c->last_repl.len);
     vsc_patch_session(&c->req, c->session);

@@ -20,9 +20,15 @@
  * connection breaks during a request, the library reconnects, registers
  * again with the SAME client id and the same credentials, and resends the
  * same request number and body, so a request whose reply was lost gets
- * the server's cached reply instead of a second execution. Transient
- * statuses 57/58 resend the identical frame every 50 ms up to the request
- * timeout.
+ * the server's cached reply instead of a second execution. Before it
+ * resends, it asks the node (GetSessionStatus) whether the client table
+ * still holds its history: when the session was evicted meanwhile the
+ * table forgot every request of this client id and a resend would run as
+ * new, so the call fails with -ESTALE instead ("outcome unknown": the
+ * request may or may not have been executed once; it never runs twice).
+ * A resend answered by an eviction fails with -ESTALE for the same
+ * reason. Transient statuses 57/58 resend the identical frame every 50 ms
+ * up to the request timeout.
  *
  * Return convention of every vsc_* call that talks to the server:
  *   0    success;
@@ -409,6 +415,16 @@ struct vsc_replica_status {
     } nodes[32];
 };
 int vsc_replica_status(struct vsc *c, struct vsc_replica_status *out);
+/* GetSessionStatus (vendor code 9101): this handle's session as the
+ * connected node's published client table holds it (shard/serve/server.h).
+ * H 40 when the session is no longer live. */
+#define VSC_GET_SESSION_STATUS 9101u
+struct vsc_session_status {
+    uint64_t created_op; /* op of the Register that created the entry */
+    uint64_t epoch;      /* op of the latest Register (the session) */
+    uint64_t watermark;  /* highest committed request number */
+};
+int vsc_session_status(struct vsc *c, struct vsc_session_status *out);
 int vsc_me(struct vsc *c, struct vsc_client_info *out); /* 20 */
 int vsc_client_get(struct vsc *c, uint32_t id, struct vsc_client_info *out,
                    int *found); /* 21 */
