@@ -78,7 +78,8 @@ if HAVE_CHECK
 CLUSTER_TESTS = tests/integration/check_cluster_basic \
 	tests/integration/check_cluster_failover \
 	tests/integration/check_cluster_partition \
-	tests/integration/check_cluster_restart
+	tests/integration/check_cluster_restart \
+	tests/integration/check_cluster_repsets
 check_PROGRAMS += $(CLUSTER_TESTS)
 INTEG_TESTS += $(CLUSTER_TESTS)
 INTEG_FAST_TESTS += tests/integration/check_cluster_basic \
@@ -105,6 +106,10 @@ tests_integration_check_cluster_restart_SOURCES = \
 	tests/integration/check_cluster_restart.c $(CLUSTER_COMMON)
 tests_integration_check_cluster_restart_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_restart_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_repsets_SOURCES = \
+	tests/integration/check_cluster_repsets.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_repsets_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_repsets_LDADD = $(CLUSTER_LDADD)
 endif
 
 # Replica links (TCP, handshake with the cluster secret's MAC, bounded
