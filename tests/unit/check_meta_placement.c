@@ -197,6 +197,13 @@ START_TEST(test_three_nodes_three_partitions)
     ck_assert_uint_eq(part(st, 1, 1)->replicas[0], 3);
     ck_assert_uint_eq(part(st, 1, 2)->replicas[0], 4);
     ck_assert_uint_eq(check_sets(st, 0), 0);
+    /* the data shards' lookup */
+    uint8_t set[VS_REPLICAS_MAX];
+    ck_assert_uint_eq(meta_partition_replicas(st, 0, 0, 6, set), 2);
+    ck_assert_uint_eq(set[0], 1);
+    ck_assert_uint_eq(set[1], 2);
+    ck_assert_uint_eq(meta_partition_replicas(st, 0, 0, 7, set), 0);
+    ck_assert_uint_eq(meta_partition_replicas(st, 0, 9, 0, set), 0);
     meta_result_fini(&r.res);
     free(st);
     /* a meta_partition without a set has no primary */
