@@ -55,6 +55,8 @@ static const struct error_row error_rows[] = {
     {2010, "TopicIdNotFound", "topic not found"},
     {2013, "TopicNameAlreadyExists", "topic name already exists"},
     {2015, "TooManyPartitions", "too many partitions"},
+    {2018, "InvalidReplicationFactor",
+     "invalid replication factor (at most the cluster's node count)"},
     {2019, "InvalidPartitionsCount", "invalid partitions count"},
     {2021, "TooManyTopics", "too many topics"},
     {3007, "PartitionNotFound", "partition not found"},

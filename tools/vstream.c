@@ -59,6 +59,7 @@ struct cli {
     const char *msgs_to_save;
     const char *size_to_save;
     const char *preallocate;
+    const char *replication_factor;
     const char *options[VS_CLI_PERMS_MAX]; /* --option KEY=VALUE */
     int noptions;
     const char *name;
@@ -200,7 +201,11 @@ static const char USAGE_TOPIC[] =
     "  --enforce-fsync true|false          --messages-required-to-save N\n"
     "  --size-of-messages-required-to-save BYTES\n"
     "  --preallocate-segments true|false   --option KEY=VALUE (string "
-    "value)\n";
+    "value)\n"
+    "  --replication-factor N (create only: nodes holding each partition;\n"
+    "                          0 = min(3, nodes), at most the node count)\n"
+    "topic get also lists each partition's replicas and its primary (view "
+    "0).\n";
 
 static const char USAGE_PARTITION[] =
     "usage: vstream partition create STREAM TOPIC COUNT\n"
@@ -360,6 +365,7 @@ cli_value_slot(struct cli *cl, const char *opt)
         {"--size-of-messages-required-to-save",
          offsetof(struct cli, size_to_save)},
         {"--preallocate-segments", offsetof(struct cli, preallocate)},
+        {"--replication-factor", offsetof(struct cli, replication_factor)},
         {"--name", offsetof(struct cli, name)},
         {"--status", offsetof(struct cli, status)},
         {"--expiry", offsetof(struct cli, expiry)},
@@ -535,6 +541,11 @@ cli_topic_opts(struct cli *cl, struct vs_wbuf *w)
         if (cli_bool(cl->preallocate, &b) != 0)
             return -EINVAL;
         vsc_opt_bool(w, "preallocate_segments", b);
+    }
+    if (cl->replication_factor) {
+        if (cli_u32(cl->replication_factor, &u) != 0 || u > 255)
+            return -EINVAL;
+        vsc_opt_replication_factor(w, (uint8_t)u);
     }
     for (i = 0; i < cl->noptions; i++) {
         const char *eq = strchr(cl->options[i], '=');
@@ -754,8 +765,32 @@ print_stream_json(const struct vsc_stream *s)
            s->created_at, s->topics_count, s->size_bytes, s->messages_count);
 }
 
+/* The replica set entry of partition `id`, or NULL. */
+static const struct vsc_partition_replicas *
+cli_part_replicas(const struct vsc_topic_replicas *rs, uint32_t id)
+{
+    for (size_t i = 0; rs != NULL && i < rs->n_partitions; i++)
+        if (rs->partitions[i].id == id)
+            return &rs->partitions[i];
+    return NULL;
+}
+
+/* "0,1,2" into buf. */
+static const char *
+cli_replica_list(const struct vsc_partition_replicas *p, char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (uint8_t k = 0; k < p->count && at + 5 < n; k++)
+        at += (size_t)snprintf(buf + at, n - at, "%s%u", k ? "," : "",
+                               p->replicas[k]);
+    return buf;
+}
+
+/* rs: the topic's replica sets (GetTopicReplicas), or NULL. */
 static void
-print_topic_json(const struct vsc_topic *t, int with_partitions)
+print_topic_json(const struct vsc_topic *t, int with_partitions,
+                 const struct vsc_topic_replicas *rs)
 {
     size_t i;
     printf("{\"id\":%u,", t->id);
@@ -767,16 +802,31 @@ print_topic_json(const struct vsc_topic *t, int with_partitions)
            t->created_at, t->partitions_count, t->message_expiry,
            t->compression == 2 ? "gzip" : "none", t->max_topic_size,
            t->size_bytes, t->messages_count);
+    if (rs != NULL)
+        printf(",\"replication_factor\":%u", rs->replication_factor);
     if (with_partitions) {
         fputs(",\"partitions\":[", stdout);
-        for (i = 0; i < t->n_partitions; i++)
+        for (i = 0; i < t->n_partitions; i++) {
             printf("%s{\"id\":%u,\"segments_count\":%u,"
                    "\"current_offset\":%" PRIu64 ",\"size_bytes\":%" PRIu64
-                   ",\"messages_count\":%" PRIu64 "}",
+                   ",\"messages_count\":%" PRIu64,
                    i ? "," : "", t->partitions[i].id,
                    t->partitions[i].segments_count,
                    t->partitions[i].current_offset, t->partitions[i].size_bytes,
                    t->partitions[i].messages_count);
+            const struct vsc_partition_replicas *pr =
+                cli_part_replicas(rs, t->partitions[i].id);
+            if (pr != NULL) {
+                char list[160];
+                printf(",\"replicas\":[%s],\"primary\":",
+                       cli_replica_list(pr, list, sizeof list));
+                if (pr->primary == 255)
+                    fputs("null", stdout);
+                else
+                    printf("%u", pr->primary);
+            }
+            putchar('}');
+        }
         putchar(']');
     }
     putchar('}');
@@ -1251,7 +1301,7 @@ cmd_stream(struct cli *cl)
             for (i = 0; i < s.n_topics; i++) {
                 if (i)
                     putchar(',');
-                print_topic_json(&s.topics[i], 0);
+                print_topic_json(&s.topics[i], 0, NULL);
             }
             printf("]}\n");
         } else {
@@ -1347,7 +1397,7 @@ cmd_topic(struct cli *cl)
             return CLI_OK;
         }
         if (cl->json) {
-            print_topic_json(&t, 1);
+            print_topic_json(&t, 1, NULL);
             putchar('\n');
         } else {
             printf("created topic %u: %s (%u partitions)\n", t.id, t.name,
@@ -1370,7 +1420,7 @@ cmd_topic(struct cli *cl)
             for (i = 0; i < n; i++) {
                 if (i)
                     putchar(',');
-                print_topic_json(&v[i], 0);
+                print_topic_json(&v[i], 0, NULL);
             }
             printf("]}\n");
         } else {
@@ -1395,22 +1445,44 @@ cmd_topic(struct cli *cl)
             return cli_fail(cl, rc);
         if (!found)
             return cli_not_found(VS_E_TOPIC_ID_NOT_FOUND, "topic");
+        /* replica sets: vstream's own read (an Iggy server refuses it;
+         * then they are left out) */
+        struct vsc_topic_replicas rs;
+        int have_rs = 0;
+        if (vsc_topic_replicas(cl->c, &sid, &tid, &rs, &have_rs) != 0)
+            have_rs = 0;
         if (cl->json) {
-            print_topic_json(&t, 1);
+            print_topic_json(&t, 1, have_rs ? &rs : NULL);
             putchar('\n');
         } else {
             printf("%-6s %-24s %-10s %-6s %s\n", "ID", "NAME", "PARTS", "COMPR",
                    "EXPIRY  MAX_SIZE");
             print_topic_row(&t);
-            printf("\n%-10s %-10s %-14s %-12s %s\n", "PARTITION", "SEGMENTS",
-                   "OFFSET", "SIZE", "MESSAGES");
-            for (i = 0; i < t.n_partitions; i++)
-                printf(
-                    "%-10u %-10u %-14" PRIu64 " %-12" PRIu64 " %" PRIu64 "\n",
-                    t.partitions[i].id, t.partitions[i].segments_count,
-                    t.partitions[i].current_offset, t.partitions[i].size_bytes,
-                    t.partitions[i].messages_count);
+            if (have_rs)
+                printf("replication factor: %u (of %u nodes)\n",
+                       rs.replication_factor, rs.nodes);
+            printf("\n%-10s %-10s %-14s %-12s %-10s %-10s %s\n", "PARTITION",
+                   "SEGMENTS", "OFFSET", "SIZE", "MESSAGES", "REPLICAS",
+                   "PRIMARY(VIEW 0)");
+            for (i = 0; i < t.n_partitions; i++) {
+                const struct vsc_partition_replicas *pr =
+                    cli_part_replicas(have_rs ? &rs : NULL, t.partitions[i].id);
+                char list[160] = "-", prim[8] = "-";
+                if (pr != NULL) {
+                    cli_replica_list(pr, list, sizeof list);
+                    if (pr->primary != 255)
+                        snprintf(prim, sizeof prim, "%u", pr->primary);
+                }
+                printf("%-10u %-10u %-14" PRIu64 " %-12" PRIu64 " %-10" PRIu64
+                       " %-10s %s\n",
+                       t.partitions[i].id, t.partitions[i].segments_count,
+                       t.partitions[i].current_offset,
+                       t.partitions[i].size_bytes,
+                       t.partitions[i].messages_count, list, prim);
+            }
         }
+        if (have_rs)
+            vsc_topic_replicas_fini(&rs);
         vsc_topic_fini(&t);
         return CLI_OK;
     }

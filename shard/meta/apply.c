@@ -27,6 +27,7 @@
 #include "shard/meta/index.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/ops.h"
+#include "shard/meta/placement.h"
 #include "shard/meta/records.h"
 
 #define META_PARTITIONS_PER_OP 1000u
@@ -360,14 +361,17 @@ rebalance_join(struct actx *a, struct meta_group *g)
 static void
 partition_del(struct actx *a, const struct meta_partition *p)
 {
+    meta_place_forget(a->st, p);
     uint32_t s = slot_of(a->st, META_TAB_PARTITION, p);
     meta_ix_del_all(a->st, META_TAB_PARTITION, s);
     meta_slot_free(a->st, META_TAB_PARTITION, s);
 }
 
+/* Appends n partitions to t and decides their replica sets. */
 static void
 partitions_add(struct actx *a, struct meta_topic *t, uint32_t n)
 {
+    uint32_t first = t->partitions_count;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t s = meta_slot_alloc(a->st, META_TAB_PARTITION, UINT32_MAX);
         VS_ASSERT(s != META_NONE);
@@ -379,6 +383,7 @@ partitions_add(struct actx *a, struct meta_topic *t, uint32_t n)
         p->created_at = a->c->timestamp;
         meta_ix_add_all(a->st, META_TAB_PARTITION, s);
     }
+    meta_place_partitions(a->st, t, first, n);
 }
 
 static void
@@ -520,6 +525,13 @@ op_create_topic(struct actx *a)
         return VS_E_TOO_MANY_PARTITIONS;
     if (!opts_valid(&op->opts))
         return VS_E_INVALID_OPTION_VALUE;
+    /* replication factor: 0 = min(3, nodes), at most the node count */
+    uint32_t nodes = meta_nodes(a->st);
+    uint32_t rf = op->opts.replication_factor;
+    if (rf == 0)
+        rf = meta_rf_default(nodes);
+    if (rf > nodes)
+        return VS_E_INVALID_REPLICATION_FACTOR;
     if (meta_topic_by_name(a->st, s->id, op->name, op->name_len))
         return VS_E_TOPIC_NAME_ALREADY_EXISTS;
     uint32_t tid = 0;
@@ -536,6 +548,7 @@ op_create_topic(struct actx *a)
     t->created_op = a->c->op;
     t->created_at = a->c->timestamp;
     t->opts = op->opts;
+    t->opts.replication_factor = (uint8_t)rf;
     t->name_len = op->name_len;
     memcpy(t->name, op->name, op->name_len);
     meta_ix_add_all(a->st, META_TAB_TOPIC, slot);

@@ -15,6 +15,13 @@
  * session part (watermark, latest_commit: the request WAS executed, its
  * result is the refusal).
  *
+ * Replica sets: CreateTopic resolves the replication factor (0 = min(3,
+ * nodes); above the node count of the state's caps -> 2018
+ * InvalidReplicationFactor, nothing stored) and every partition created
+ * (CreateTopic, CreatePartitions) gets its replica set by the rule of
+ * placement.h; deleted partitions leave the leadership counts. UpdateTopic
+ * cannot change the factor (Iggy's UpdateTopic has no such key).
+ *
  * Authorization runs inside apply on ctx->user_id (authz.h); user 0
  * bypasses it. Register/Logout write the sessions table (the published
  * part of the client table); every other op from a registered client

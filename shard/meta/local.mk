@@ -11,6 +11,7 @@ libvs_meta_a_SOURCES = \
 	shard/meta/lookup.c shard/meta/lookup.h \
 	shard/meta/mpack.c shard/meta/mpack.h \
 	shard/meta/ops.c shard/meta/ops.h \
+	shard/meta/placement.c shard/meta/placement.h \
 	shard/meta/records.c shard/meta/records.h \
 	shard/meta/secrets.c shard/meta/secrets.h \
 	shard/meta/snapshot_codec.c shard/meta/snapshot_codec.h \
@@ -40,6 +41,13 @@ tests_unit_check_meta_client_table_SOURCES = \
 tests_unit_check_meta_client_table_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_meta_client_table_LDADD = $(META_TEST_LIBS)
 
+UNIT_TESTS += tests/unit/check_meta_placement
+check_PROGRAMS += tests/unit/check_meta_placement
+tests_unit_check_meta_placement_SOURCES = tests/unit/check_meta_placement.c \
+	tests/unit/meta_helpers.h
+tests_unit_check_meta_placement_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_meta_placement_LDADD = $(META_TEST_LIBS)
+
 UNIT_TESTS += tests/unit/check_meta_model
 check_PROGRAMS += tests/unit/check_meta_model
 tests_unit_check_meta_model_SOURCES = tests/unit/check_meta_model.c \
@@ -47,7 +55,8 @@ tests_unit_check_meta_model_SOURCES = tests/unit/check_meta_model.c \
 tests_unit_check_meta_model_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_meta_model_LDADD = $(META_TEST_LIBS)
 endif
-EXTRA_DIST += tests/fixtures/meta_snapshot_v1.bin
+EXTRA_DIST += tests/fixtures/meta_snapshot_v1.bin \
+	tests/fixtures/meta_snapshot_v2.bin
 
 # Micro-benchmark, not run by make check (results in the report).
 noinst_PROGRAMS += tests/bench/bench_meta

@@ -219,3 +219,15 @@ meta_partition_owner(const struct meta_partition *p, uint32_t k)
     return meta_partition_shard(meta_group_id(p->stream_id, p->topic_id, p->id),
                                 k);
 }
+
+uint32_t
+meta_partition_replicas(const void *st, uint32_t stream_id, uint32_t topic_id,
+                        uint32_t partition_id, uint8_t out[VS_REPLICAS_MAX])
+{
+    const struct meta_partition *p =
+        meta_partition_by_id(st, stream_id, topic_id, partition_id);
+    if (p == NULL)
+        return 0;
+    memcpy(out, p->replicas, p->replica_count);
+    return p->replica_count;
+}

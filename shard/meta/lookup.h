@@ -83,6 +83,13 @@ const struct meta_session *meta_session_by_client(const void *st,
 uint32_t meta_session_slot(const void *st, const struct meta_session *s);
 const struct meta_session *meta_session_at(const void *st, uint32_t slot);
 
+/* A partition's replica set (node ids, its view-0 primary first; the
+ * primary of view v is out[v % n], placement.h) copied into out; returns
+ * its size n, or 0 for an unknown partition. */
+uint32_t meta_partition_replicas(const void *st, uint32_t stream_id,
+                                 uint32_t topic_id, uint32_t partition_id,
+                                 uint8_t out[VS_REPLICAS_MAX]);
+
 /* Owning data shard of a partition (K = data shard count). */
 uint32_t meta_partition_owner(const struct meta_partition *p, uint32_t k);
 

@@ -87,6 +87,9 @@ meta_op_fields_v(unsigned operation, unsigned format)
     if (format >= 2 && (operation == VS_OP_DELETE_SEGMENTS ||
                         operation == VS_OP_TRUNCATE_PARTITION))
         f |= META_F_CREATED_OP;
+    if (format >= 3 && (operation == VS_OP_CREATE_TOPIC ||
+                        operation == VS_OP_CREATE_TOPIC_WITH_ASSIGNMENTS))
+        f |= META_F_REPLICATION;
     return f;
 }
 
@@ -96,13 +99,17 @@ meta_op_fields(unsigned operation)
     return meta_op_fields_v(operation, META_OP_FORMAT);
 }
 
-/* The oldest format with the newest fields of `operation`: what the
- * encoder writes (unchanged operations keep their format-1 bytes). */
+/* The oldest format that carries what `op` holds: what the encoder
+ * writes (unchanged operations keep their format-1 bytes; a CreateTopic
+ * with the default replication factor 0 needs no format-3 field). */
 static uint8_t
-op_format(unsigned operation)
+op_format(const struct meta_op *op)
 {
+    uint32_t need = meta_op_fields(op->operation);
+    if (op->opts.replication_factor == 0)
+        need &= ~(uint32_t)META_F_REPLICATION;
     for (unsigned v = META_OP_FORMAT_MIN; v < META_OP_FORMAT; v++)
-        if (meta_op_fields_v(operation, v) == meta_op_fields(operation))
+        if (meta_op_fields_v(op->operation, v) == need)
             return (uint8_t)v;
     return META_OP_FORMAT;
 }
@@ -216,10 +223,11 @@ get_secret(struct vs_rbuf *r, uint8_t *out, uint8_t *len, int *bad)
 int
 meta_op_encode(const struct meta_op *op, struct vs_wbuf *w)
 {
-    uint32_t f = meta_op_fields(op->operation);
-    if (f == 0)
+    if (meta_op_fields(op->operation) == 0)
         return -EINVAL;
-    vs_wr_u8(w, op_format(op->operation));
+    uint8_t fmt = op_format(op);
+    uint32_t f = meta_op_fields_v(op->operation, fmt);
+    vs_wr_u8(w, fmt);
     vs_wr_u8(w, op->operation);
     if ((f & META_F_STREAM) && put_ident(w, &op->stream) != 0)
         return -EINVAL;
@@ -292,6 +300,8 @@ meta_op_encode(const struct meta_op *op, struct vs_wbuf *w)
         vs_wr_u32(w, op->user_id);
     if (f & META_F_CREATED_OP)
         vs_wr_u64(w, op->created_op);
+    if (f & META_F_REPLICATION)
+        vs_wr_u8(w, op->opts.replication_factor);
     return 0;
 }
 
@@ -385,6 +395,11 @@ meta_op_decode(const uint8_t *body, size_t len, struct meta_op *op)
         op->user_id = vs_rd_u32(&r);
     if (f & META_F_CREATED_OP)
         op->created_op = vs_rd_u64(&r);
+    if (f & META_F_REPLICATION) {
+        op->opts.replication_factor = vs_rd_u8(&r);
+        if (op->opts.replication_factor == 0)
+            bad = 1; /* the default is written as format 1 */
+    }
     if (r.err)
         return -EPROTO;
     if (bad)

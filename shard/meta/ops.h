@@ -29,7 +29,10 @@
  * the encoder writes format 1 for them (their bytes, WAL entries and
  * golden fixtures, stay as they were) and format 2 only where the fields
  * differ; the decoder reads both (a format-1 op 68 has created_op 0:
- * unchecked, as it was).
+ * unchecked, as it was). 3 adds META_F_REPLICATION (the topic's
+ * replication factor, u8, last) to CreateTopic (132 and 64); the encoder
+ * writes it only for a factor other than 0 (the default keeps its
+ * format-1 bytes), and a format-3 factor of 0 is refused.
  *
  * Operations (enum vs_operation values): REGISTER, LOGOUT, GENESIS, every
  * metadata op 128..149 and the internal ones 64..68; 64 and 65 carry the
@@ -48,7 +51,7 @@
 #include "common/wire.h"
 #include "shard/meta/state.h"
 
-#define META_OP_FORMAT        2u /* the newest format: written, with 1 read */
+#define META_OP_FORMAT        3u /* the newest format: written, 1.. read */
 #define META_OP_FORMAT_MIN    1u
 #define META_INFLIGHT_MAX     4096u
 #define META_PROTOCOL_VERSION 11264u /* 0.11.0 */
@@ -86,8 +89,9 @@ enum meta_op_field {
     META_F_CLIENT = 1u << 14,  /* client u128 */
     META_F_OFFSET = 1u << 15,  /* u64 */
     META_F_INFLIGHT = 1u << 16,
-    META_F_USER_ID = 1u << 17,    /* u32 */
-    META_F_CREATED_OP = 1u << 18, /* u64 (format 2) */
+    META_F_USER_ID = 1u << 17,     /* u32 */
+    META_F_CREATED_OP = 1u << 18,  /* u64 (format 2) */
+    META_F_REPLICATION = 1u << 19, /* u8 1..255 (format 3) */
 };
 
 struct meta_op {

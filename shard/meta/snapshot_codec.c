@@ -22,6 +22,7 @@
 #include "shard/meta/index.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/mpack.h"
+#include "shard/meta/placement.h"
 #include "shard/meta/ops.h"
 #include "shard/meta/snapshot_codec.h"
 
@@ -204,7 +205,7 @@ enc_group(msgpack_packer *pk, const void *st, const struct meta_group *g,
 static void
 enc_topic(msgpack_packer *pk, const void *st, const struct meta_topic *t)
 {
-    msgpack_pack_array(pk, 8);
+    msgpack_pack_array(pk, 9);
     msgpack_pack_uint32(pk, t->id);
     meta_mp_pack_str(pk, t->name, t->name_len);
     msgpack_pack_uint64(pk, t->created_at);
@@ -221,16 +222,18 @@ enc_topic(msgpack_packer *pk, const void *st, const struct meta_topic *t)
     msgpack_pack_uint8(pk, o->enforce_fsync);
     msgpack_pack_uint8(pk, o->preallocate_segments);
     msgpack_pack_uint8(pk, o->explicit_mask);
+    msgpack_pack_uint8(pk, o->replication_factor);
     msgpack_pack_array(pk, t->partitions_count);
     for (uint32_t p = 0; p < t->partitions_count; p++) {
         const struct meta_partition *pp =
             meta_partition_by_id(st, t->stream_id, t->id, p);
-        msgpack_pack_array(pk, 5);
+        msgpack_pack_array(pk, 6);
         msgpack_pack_uint32(pk, pp->id);
         msgpack_pack_uint64(pk, pp->created_at);
         msgpack_pack_uint64(pk, pp->created_op);
         msgpack_pack_uint64(pk, pp->deleted_up_to_offset);
         msgpack_pack_uint64(pk, pp->purge_generation);
+        meta_mp_pack_bin(pk, pp->replicas, pp->replica_count);
     }
     msgpack_pack_array(pk, t->groups_count);
     uint32_t left = t->groups_count;
@@ -328,6 +331,7 @@ meta_snapshot_encode(const void *st, const struct meta_client_table *ct,
 
 struct dec {
     struct meta_mp r;
+    uint32_t format; /* the payload's format_version */
     void *st;
     struct meta_hdr *h;
     struct meta_client_table *ct;
@@ -597,7 +601,8 @@ dec_group(struct dec *d, struct meta_topic *t, int64_t *prev)
 static void
 dec_topic(struct dec *d, struct meta_stream *s, int64_t *prev)
 {
-    meta_mp_array_n(&d->r, 8);
+    int v2 = d->format >= 2;
+    meta_mp_array_n(&d->r, v2 ? 9 : 8);
     uint32_t tid = (uint32_t)meta_mp_uint_max(&d->r, META_MAX_TOPIC_ID - 1);
     uint32_t nl;
     const uint8_t *name = dec_name(d, &nl, 1, META_NAME_MAX);
@@ -616,9 +621,15 @@ dec_topic(struct dec *d, struct meta_stream *s, int64_t *prev)
     o.enforce_fsync = (uint8_t)meta_mp_uint_max(&d->r, 1);
     o.preallocate_segments = (uint8_t)meta_mp_uint_max(&d->r, 1);
     o.explicit_mask = (uint8_t)meta_mp_uint_max(&d->r, 255);
+    /* format 1 recorded no replica sets: replication factor 0 here, and
+     * meta_place_all() decides the default after the decode */
+    if (v2)
+        o.replication_factor =
+            (uint8_t)meta_mp_uint_max(&d->r, VS_REPLICAS_MAX);
     if (d->r.err)
         return;
-    if ((int64_t)tid <= *prev || o.compression == 0)
+    if ((int64_t)tid <= *prev || o.compression == 0 ||
+        (v2 && o.replication_factor == 0))
         FAIL(d, META_SNAP_BAD_VALUE);
     *prev = tid;
     if (meta_topic_by_name(d->st, s->id, (const char *)name, nl))
@@ -641,16 +652,27 @@ dec_topic(struct dec *d, struct meta_stream *s, int64_t *prev)
     if (np > META_MAX_PARTITION_ID)
         FAIL(d, META_SNAP_BAD_LENGTH);
     for (uint32_t i = 0; i < np && !d->r.err; i++) {
-        meta_mp_array_n(&d->r, 5);
+        meta_mp_array_n(&d->r, v2 ? 6 : 5);
         uint32_t pid = (uint32_t)meta_mp_uint_max(&d->r, UINT32_MAX);
         uint64_t pat = meta_mp_uint(&d->r);
         uint64_t pop = meta_mp_uint(&d->r);
         uint64_t del = meta_mp_uint(&d->r);
         uint64_t gen = meta_mp_uint(&d->r);
+        uint32_t nrep = 0;
+        const uint8_t *rep = v2 ? meta_mp_bin(&d->r, &nrep) : NULL;
         if (d->r.err)
             return;
         if (pid != i)
             FAIL(d, META_SNAP_BAD_VALUE);
+        /* a replica set: exactly rf distinct node ids */
+        if (v2 && nrep != o.replication_factor)
+            FAIL(d, META_SNAP_BAD_LENGTH);
+        uint32_t seen = 0;
+        for (uint32_t k = 0; k < nrep; k++) {
+            if (rep[k] >= VS_REPLICAS_MAX || (seen & (1u << rep[k])))
+                FAIL(d, META_SNAP_BAD_VALUE);
+            seen |= 1u << rep[k];
+        }
         if (!room(d, META_TAB_PARTITION))
             return;
         uint32_t ps = meta_slot_alloc(d->st, META_TAB_PARTITION, UINT32_MAX);
@@ -662,6 +684,9 @@ dec_topic(struct dec *d, struct meta_stream *s, int64_t *prev)
         p->created_op = pop;
         p->deleted_up_to_offset = del;
         p->purge_generation = gen;
+        p->replica_count = (uint8_t)nrep;
+        if (nrep > 0)
+            memcpy(p->replicas, rep, nrep);
         meta_ix_add_all(d->st, META_TAB_PARTITION, ps);
         t->partitions_count++;
     }
@@ -791,9 +816,10 @@ meta_snapshot_decode(const uint8_t *p, size_t len, void *st,
     struct vs_snapshot_prefix pre;
     if (vs_snapshot_prefix_read(p, len, &pre) != 0)
         return META_SNAP_TRUNCATED;
-    if (pre.format_version != META_SNAPSHOT_FORMAT)
+    if (pre.format_version < META_SNAPSHOT_FORMAT_MIN ||
+        pre.format_version > META_SNAPSHOT_FORMAT)
         return META_SNAP_BAD_VERSION;
-    struct dec d = {.st = st, .h = h, .ct = ct};
+    struct dec d = {.format = pre.format_version, .st = st, .h = h, .ct = ct};
     meta_mp_init(&d.r, p + VS_SNAPSHOT_PREFIX_SIZE,
                  len - VS_SNAPSHOT_PREFIX_SIZE);
     meta_mp_array_n(&d.r, 8);
@@ -813,6 +839,12 @@ meta_snapshot_decode(const uint8_t *p, size_t len, void *st,
     dec_check_grants(&d);
     if (!d.r.err && d.r.off != d.r.len)
         meta_mp_fail(&d.r, META_SNAP_TRAILING);
+    if (!d.r.err) {
+        if (d.format >= 2)
+            meta_place_recount(st);
+        else
+            meta_place_all(st);
+    }
     if (d.r.err) {
         meta_state_reset(st, &caps);
         if (ct)

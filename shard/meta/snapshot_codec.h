@@ -3,7 +3,7 @@
  * state: [format_version u32 LE][op u64 LE] (common/layout.h) + a msgpack
  * body (msgpack-c packer; strict hand-written walker to decode).
  *
- * Body (format 1), one msgpack array, fields in this fixed order:
+ * Body (format 2), one msgpack array, fields in this fixed order:
  *  [ "vsmeta", last_op, last_timestamp, genesis_done,
  *    users:   [[id, username str, pw_hash str, status, created_at,
  *               created_op, has_perms, global,
@@ -15,9 +15,12 @@
  *                        [expiry, max_size, segment_size, size_to_save,
  *                         msgs_to_save, compression, fsync, prealloc,
  *                         explicit_mask],
+ *                        replication_factor (1..32),
  *                        partitions [[id, created_at, created_op,
  *                                     deleted_up_to_offset,
- *                                     purge_generation]...],
+ *                                     purge_generation,
+ *                                     replicas bin (rf distinct node
+ *                                     ids < 32, view-0 primary first)]...],
  *                        groups [[id, name, generation, created_op,
  *                                 members [[member_id, client bin16,
  *                                           joined_op]...],
@@ -26,6 +29,10 @@
  *    client_table: [[slot, client bin16, epoch, user_id, watermark,
  *                    watermark_checksum bin16, latest_commit, created_op,
  *                    latest reply bin (empty = none)]...] ]
+ * Format 1 (still decoded) is the same without replication_factor and
+ * replicas: its topics get min(3, nodes) and its partitions the sets
+ * meta_place_all() decides (placement.h), deterministic from the decoded
+ * state and the node count. A format-2 decode recounts hdr->leaders.
  * Every collection is in ascending id order (users by id; pats by
  * (user_id, name bytes); grants by stream then topic id; client table by
  * slot), so equal states encode to equal bytes. Stats are not included.
@@ -47,7 +54,8 @@
 #include "shard/meta/client_table.h"
 #include "shard/meta/state.h"
 
-#define META_SNAPSHOT_FORMAT 1u
+#define META_SNAPSHOT_FORMAT     2u /* written */
+#define META_SNAPSHOT_FORMAT_MIN 1u /* oldest still read */
 
 enum meta_snap_status {
     META_SNAP_OK = 0,

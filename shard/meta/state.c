@@ -19,7 +19,7 @@
 #define META_TAB_MAX_RECORDS (1u << 26)
 
 _Static_assert(sizeof(struct meta_stream) == 288, "meta_stream layout");
-_Static_assert(sizeof(struct meta_partition) == 48, "meta_partition layout");
+_Static_assert(sizeof(struct meta_partition) == 88, "meta_partition layout");
 _Static_assert(sizeof(struct meta_session) == 72, "meta_session layout");
 _Static_assert(sizeof(struct meta_hdr) % 8 == 0, "meta_hdr layout");
 
@@ -120,6 +120,17 @@ meta_caps_from_config(struct meta_caps *caps, const struct vs_config *c)
     caps->assignments = c->max_partitions;
     caps->session_slots = META_CT_CEILING;
     caps->clients = c->clients_table_max;
+    /* the node count of replica_addrs (comma-separated; "" = one node) */
+    caps->nodes = 1;
+    for (const char *a = c->replica_addrs; *a; a++)
+        caps->nodes += *a == ',';
+}
+
+uint32_t
+meta_nodes(const void *st)
+{
+    uint32_t n = meta_hdr_c(st)->caps.nodes;
+    return n == 0 ? 1 : n;
 }
 
 int
@@ -136,6 +147,8 @@ meta_caps_check(const struct meta_caps *caps)
         return -EINVAL;
     if (caps->session_slots > META_CT_CEILING || caps->clients < 2 ||
         caps->clients > caps->session_slots)
+        return -EINVAL;
+    if (caps->nodes > VS_REPLICAS_MAX)
         return -EINVAL;
     return 0;
 }

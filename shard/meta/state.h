@@ -46,7 +46,7 @@
 #include "common/wire.h"
 
 #define META_STATE_MAGIC      UINT64_C(0x31304154454d5356) /* "VSMETA01" */
-#define META_LAYOUT_VERSION   1u
+#define META_LAYOUT_VERSION   2u
 #define META_NAME_MAX         255u /* stream, topic, group, PAT names */
 #define META_USERNAME_MIN     3u
 #define META_USERNAME_MAX     50u
@@ -73,6 +73,12 @@ struct meta_caps {
     uint32_t assignments;   /* (group, partition) ownership records */
     uint32_t session_slots; /* array size of sessions[] (<= 65536) */
     uint32_t clients;       /* configured clients_table_max (2..65536) */
+    /* nodes of the configured cluster (0 or 1: one node; at most
+     * VS_REPLICAS_MAX): the bound of a topic's replication factor and the
+     * range of replica sets (placement.h). Not a capacity: the layout
+     * does not depend on it. */
+    uint32_t nodes;
+    uint32_t pad;
 };
 
 /* An open-addressing index: `mask + 1` u32 entries at `off`; an entry is
@@ -138,6 +144,9 @@ struct meta_hdr {
     uint32_t hint[META_TAB_COUNT]; /* lowest possibly-free slot */
     uint32_t dangling_grants;
     uint32_t genesis_done;
+    /* derived from the partitions table (placement.h): live partitions
+     * whose replica set starts with node i (their primary in view 0) */
+    uint32_t leaders[VS_REPLICAS_MAX];
 };
 
 struct meta_stream { /* streams[id] */
@@ -176,6 +185,11 @@ struct meta_topic_opts {
     uint8_t enforce_fsync;
     uint8_t preallocate_segments;
     uint8_t explicit_mask; /* enum meta_topic_opt */
+    /* replica count of every partition of the topic. In a CreateTopic op:
+     * as the client sent it (0 = default min(3, nodes)); in a topic
+     * record: resolved, 1..nodes. Not a catalog option: Iggy's topic
+     * records do not carry it (never in explicit_mask). */
+    uint8_t replication_factor;
 };
 
 struct meta_topic {
@@ -203,6 +217,12 @@ struct meta_partition {
     uint64_t created_at;
     uint64_t deleted_up_to_offset; /* DeleteSegments watermark */
     uint64_t purge_generation;     /* +1 on every purge */
+    /* the partition's replica set (node ids, distinct, < nodes), decided
+     * in apply (placement.h); the group's primary in view v is
+     * replicas[v % replica_count] */
+    uint8_t replica_count;
+    uint8_t replicas[VS_REPLICAS_MAX];
+    uint8_t pad2[7];
 };
 
 struct meta_group {
@@ -337,7 +357,8 @@ struct meta_session {
 void meta_caps_from_config(struct meta_caps *caps, const struct vs_config *c);
 
 /* 0 if every capacity is within range (>= 1, tables <= 2^26 records,
- * 2 <= clients <= session_slots <= 65536), else -EINVAL. */
+ * 2 <= clients <= session_slots <= 65536, nodes <= VS_REPLICAS_MAX),
+ * else -EINVAL. */
 int meta_caps_check(const struct meta_caps *caps);
 
 /* Bytes of one instance with these capacities (0 if caps are invalid). */
@@ -357,6 +378,9 @@ int meta_state_check_header(const void *mem, size_t len);
  * hdr->size bytes of src). For the second left-right instance. 0 or
  * -EINVAL if src has no valid header. */
 int meta_state_copy(void *dst, const void *src);
+
+/* The cluster's node count of an instance: caps.nodes, 0 read as 1. */
+uint32_t meta_nodes(const void *st);
 
 /* Accessors (no bounds checks beyond VS_ASSERT on the slot). */
 const struct meta_hdr *meta_hdr_c(const void *st);

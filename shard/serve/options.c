@@ -198,6 +198,15 @@ serve_parse_size(const char *s, size_t len, uint64_t *out)
 }
 
 static int
+all_digits(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+    return n > 0;
+}
+
+static int
 rd_tlv(struct vs_rbuf *r, struct tlv *t)
 {
     t->kind = vs_rd_u8(r);
@@ -255,6 +264,7 @@ enum key_id {
     KEY_MSGS,
     KEY_SIZE_SAVE,
     KEY_PREALLOC,
+    KEY_REPLICATION, /* vstream's: not an Iggy catalog key, never echoed */
     KEY_COUNT
 };
 
@@ -267,12 +277,13 @@ static const char *const key_names[KEY_COUNT] = {
     "messages_required_to_save",
     "size_of_messages_required_to_save",
     "preallocate_segments",
+    "replication_factor",
 };
 
 static const uint8_t key_bits[KEY_COUNT] = {
     META_TOPT_COMPRESSION,  META_TOPT_MESSAGE_EXPIRY, META_TOPT_MAX_TOPIC_SIZE,
     META_TOPT_SEGMENT_SIZE, META_TOPT_ENFORCE_FSYNC,  META_TOPT_MSGS_TO_SAVE,
-    META_TOPT_SIZE_TO_SAVE, META_TOPT_PREALLOCATE,
+    META_TOPT_SIZE_TO_SAVE, META_TOPT_PREALLOCATE,    0,
 };
 
 static int
@@ -361,6 +372,22 @@ apply_key(int key, const struct tlv *v, int update, struct meta_topic_opts *o,
             return VS_E_INVALID_OPTION_VALUE;
         o->preallocate_segments = b;
         is_default = b == 0;
+        break;
+    case KEY_REPLICATION:
+        if (v->kind == K_UINT8 && v->len == 1)
+            u = v->p[0];
+        else if (v->kind == K_UINT32 && v->len == 4)
+            u = vs_load_u32(v->p);
+        else if (v->kind == K_UINT64 && v->len == 8)
+            u = vs_load_u64(v->p);
+        else if (v->kind != K_STRING || !all_digits(v->p, v->len) ||
+                 serve_parse_size((const char *)v->p, v->len, &u) != 0)
+            return VS_E_INVALID_OPTION_VALUE;
+        /* more than any cluster can hold; apply checks the node count */
+        if (u > VS_REPLICAS_MAX)
+            return VS_E_INVALID_REPLICATION_FACTOR;
+        o->replication_factor = (uint8_t)u;
+        is_default = 1; /* not part of Iggy's explicit options */
         break;
     default:
         return VS_E_UNSUPPORTED_OPTION_KEY;

@@ -10,7 +10,11 @@
  * no key (4041); topic create accepts the 8 keys of §10, topic update
  * only compression_algorithm, message_expiry, max_topic_size; another
  * key -> 4041; a bad value -> 4042; max_topic_size below the resolved
- * segment size -> 1019.
+ * segment size -> 1019. vstream adds one create-only key,
+ * `replication_factor` (Uint8, Uint32, Uint64 or a decimal String; 0 =
+ * default min(3, nodes)): above VS_REPLICAS_MAX -> 2018, and apply
+ * refuses one above the cluster's node count (R 2018). Iggy's SDKs never
+ * send it; it is not echoed in the topic record's option blocks.
  *
  * Resolution (create): keys not sent take their defaults (expiry and
  * max size u64::MAX, segment 1 GiB, 1024 messages, 1 MiB, no fsync, no

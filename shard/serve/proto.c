@@ -87,6 +87,7 @@ serve_nr_classify(uint32_t code)
     case SERVE_C_GET_GROUP:
     case SERVE_C_GET_GROUPS:
     case SERVE_C_SYNC_GROUP:
+    case SERVE_C_GET_TOPIC_REPLICAS:
         return SERVE_NR_READ;
     case SERVE_C_FLUSH:
         return SERVE_NR_UNAVAILABLE;
@@ -422,6 +423,7 @@ serve_decode_read(uint32_t code, const uint8_t *body, size_t len,
     case SERVE_C_GET_TOPICS:
         return serve_rd_ident(&r, &q->stream);
     case SERVE_C_GET_TOPIC:
+    case SERVE_C_GET_TOPIC_REPLICAS:
     case SERVE_C_GET_GROUPS:
         if ((e = serve_rd_ident(&r, &q->stream)) != 0)
             return e;

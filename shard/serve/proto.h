@@ -53,6 +53,10 @@ enum serve_code {
     SERVE_C_GET_GROUP = 600,
     SERVE_C_GET_GROUPS = 601,
     SERVE_C_SYNC_GROUP = 606,
+    /* vstream's own read (NonReplicated, login needed; Iggy's SDKs never
+     * send it): a topic's replica sets, body [stream id][topic id] like
+     * GetTopic; reply (reads.h) or empty for an unknown topic */
+    SERVE_C_GET_TOPIC_REPLICAS = 9102,
 };
 
 /* How the server answers a NonReplicated code (protocol-2 §7). */

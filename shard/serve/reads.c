@@ -18,11 +18,13 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "common/assert.h"
 #include "common/clock.h"
 #include "common/errors.h"
 #include "ipc/stats.h"
 #include "shard/meta/authz.h"
 #include "shard/meta/lookup.h"
+#include "shard/meta/placement.h"
 #include "shard/meta/records.h"
 #include "shard/meta/state.h"
 #include "shard/serve/reads.h"
@@ -283,6 +285,27 @@ wr_topic_full(struct vs_wbuf *w, const void *st, const struct meta_topic *t)
     }
 }
 
+/* GetTopicReplicas's body (reads.h). */
+static void
+wr_topic_replicas(struct vs_wbuf *w, const void *st, const struct meta_topic *t)
+{
+    vs_wr_u32(w, t->stream_id);
+    vs_wr_u32(w, t->id);
+    vs_wr_u8(w, t->opts.replication_factor);
+    vs_wr_u8(w, (uint8_t)meta_nodes(st));
+    vs_wr_u32(w, t->partitions_count);
+    for (uint32_t p = 0; p < t->partitions_count; p++) {
+        const struct meta_partition *pr =
+            meta_partition_by_id(st, t->stream_id, t->id, p);
+        VS_ASSERT(pr != NULL);
+        vs_wr_u32(w, pr->id);
+        vs_wr_u64(w, meta_group_id(pr->stream_id, pr->topic_id, pr->id));
+        vs_wr_u8(w, pr->replica_count);
+        vs_wr_bytes(w, pr->replicas, pr->replica_count);
+        vs_wr_u8(w, meta_partition_primary(pr, 0));
+    }
+}
+
 /* Topics of a stream in ascending id order. */
 static void
 each_topic(const void *st, const struct meta_stream *s, struct vs_wbuf *w)
@@ -487,6 +510,18 @@ serve_read(const void *st, const struct serve_read_env *env,
             return VS_E_UNAUTHORIZED;
         if (t)
             wr_topic_full(out, st, t);
+        return 0;
+    }
+    case SERVE_C_GET_TOPIC_REPLICAS: {
+        const struct meta_stream *s;
+        uint32_t sid = ident_stream(st, &q->stream, &s);
+        const struct meta_topic *t =
+            s ? meta_topic_find(st, sid, &q->topic) : NULL;
+        if (!meta_authz_check(st, me, META_ACT_READ_TOPIC, sid,
+                              t ? t->id : META_NONE))
+            return VS_E_UNAUTHORIZED;
+        if (t)
+            wr_topic_replicas(out, st, t);
         return 0;
     }
     case SERVE_C_GET_GROUP:

@@ -2,7 +2,15 @@
  * shard/serve/reads.h - the NonReplicated reads a data shard answers from
  * the published metadata instance (iggy-client-protocol-2 §1-4, §7):
  * GetStats, GetClusterMetadata, DescribeOptions, GetMe, GetClient(s),
- * GetStream(s), GetTopic(s), GetUser(s), GetPATs, GetGroup(s), SyncGroup.
+ * GetStream(s), GetTopic(s), GetUser(s), GetPATs, GetGroup(s), SyncGroup,
+ * and vstream's GetTopicReplicas (SERVE_C_GET_TOPIC_REPLICAS, authorized
+ * like GetTopic), whose body is
+ *   [stream_id u32][topic_id u32][replication_factor u8][nodes u8]
+ *   [partitions_count u32], then per partition in id order
+ *   [partition_id u32][group_id u64][replica_count u8][replicas u8 x
+ *   replica_count][primary u8 (view 0, 255 = none)].
+ * Partitions are not yet replicated: the primary is the set's view-0
+ * member (placement.h), what the partition's group will start with.
  *
  * serve_read() runs inside the caller's read section (the state pointer
  * comes from lr_read_begin and must not be kept), does no I/O on

@@ -21,7 +21,7 @@
 int
 snapfile_format_known(uint32_t v)
 {
-    return v == SNAPFILE_FORMAT_KNOWN;
+    return v >= SNAPFILE_FORMAT_MIN && v <= SNAPFILE_FORMAT_KNOWN;
 }
 
 static void
@@ -154,9 +154,10 @@ snapfile_read(struct vs_sio *io, const char *dir, struct snapfile *out)
     if (!snapfile_format_known(out->prefix.format_version)) {
         snap_reason(out, SNAPFILE_UNKNOWN_FORMAT,
                     "snapshot payload format version %u (op %llu) is "
-                    "unknown to this release (knows %u)",
+                    "unknown to this release (knows %u..%u)",
                     out->prefix.format_version,
-                    (unsigned long long)out->prefix.op, SNAPFILE_FORMAT_KNOWN);
+                    (unsigned long long)out->prefix.op, SNAPFILE_FORMAT_MIN,
+                    SNAPFILE_FORMAT_KNOWN);
         return 0;
     }
     snap_reason(out, SNAPFILE_OK, "snapshot at op %llu, %zu payload bytes",

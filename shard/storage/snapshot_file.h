@@ -14,8 +14,9 @@
  * and what state transfer ships (the verified payload, never the raw file
  * with its trailer). A missing trailer (file too short, no magic) or a
  * wrong checksum refuses; there is no legacy trailer-less format.
- * Payload format versions known to this release: SNAPFILE_FORMAT_KNOWN
- * (the storage layer reports an unknown one; shard/meta refuses it).
+ * Payload format versions known to this release: SNAPFILE_FORMAT_MIN ..
+ * SNAPFILE_FORMAT_KNOWN (the storage layer reports an unknown one;
+ * shard/meta refuses it).
  *
  * Callers: shard 0 (write at checkpoint phase 1, read at recovery),
  * vstream-inspect and tests (read). Writes go through atomic_file.
@@ -32,7 +33,8 @@
 
 #define SNAPFILE_MAGIC        "ISNP"
 #define SNAPFILE_TRAILER_SIZE 20u
-#define SNAPFILE_FORMAT_KNOWN 1u /* payload format versions: {1} */
+#define SNAPFILE_FORMAT_MIN   1u /* payload format versions: {1, 2} */
+#define SNAPFILE_FORMAT_KNOWN 2u /* (2 records replica sets) */
 #define SNAPFILE_MAX          (1024ull * 1024 * 1024) /* read bound */
 
 enum snapfile_status {

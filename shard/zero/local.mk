@@ -81,7 +81,8 @@ CLUSTER_TESTS = tests/integration/check_cluster_basic \
 	tests/integration/check_cluster_restart \
 	tests/integration/check_cluster_cli \
 	tests/integration/check_cluster_admit \
-	tests/integration/check_cluster_groups
+	tests/integration/check_cluster_groups \
+	tests/integration/check_cluster_repsets
 check_PROGRAMS += $(CLUSTER_TESTS)
 INTEG_TESTS += $(CLUSTER_TESTS)
 INTEG_FAST_TESTS += tests/integration/check_cluster_basic \
@@ -121,6 +122,10 @@ tests_integration_check_cluster_groups_SOURCES = \
 	tests/integration/check_cluster_groups.c $(CLUSTER_COMMON)
 tests_integration_check_cluster_groups_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_groups_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_repsets_SOURCES = \
+	tests/integration/check_cluster_repsets.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_repsets_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_repsets_LDADD = $(CLUSTER_LDADD)
 endif
 
 # Metadata state transfer on shard 0 (serve offers, fetch, install hook).

@@ -172,7 +172,8 @@ check_payload(const uint8_t *p, size_t len)
         meta_snapshot_encode(st2, &ct2, &e2);
         fuzz_check(e2.len == e.len && memcmp(e2.data, e.data, e.len) == 0,
                    "the canonical encoding re-encodes to its bytes");
-        if (minimal_msgpack(p, len))
+        /* an older format re-encodes as the newest (replica sets added) */
+        if (minimal_msgpack(p, len) && vs_load_u32(p) == META_SNAPSHOT_FORMAT)
             fuzz_check(e.len == len && memcmp(e.data, p, len) == 0,
                        "a canonical accepted snapshot re-encodes to its bytes");
         vs_wbuf_fini(&e2);

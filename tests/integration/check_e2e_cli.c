@@ -160,6 +160,17 @@ START_TEST(test_crud)
     CLI(0, "partition", "delete", "orders", "o1", "4");
     CLI(0, "topic", "get", "orders", "o1", "--json");
     ck_assert_ptr_nonnull(strstr(out, "\"partitions_count\":1"));
+    /* replica sets on one node: factor 1, the node itself leads */
+    ck_assert_ptr_nonnull(strstr(out, "\"replication_factor\":1"));
+    ck_assert_ptr_nonnull(strstr(out, "\"replicas\":[0],\"primary\":0"));
+    CLI(0, "topic", "get", "orders", "o1");
+    ck_assert_ptr_nonnull(strstr(out, "PRIMARY(VIEW 0)"));
+    CLI(2, "topic", "create", "orders", "o3", "--replication-factor", "2");
+    ck_assert_ptr_nonnull(strstr(err, "(2018)"));
+    CLI(2, "topic", "get", "orders", "o3");
+    CLI(1, "topic", "create", "orders", "o3", "--replication-factor", "x");
+    CLI(0, "topic", "create", "orders", "o3", "--replication-factor", "1");
+    CLI(0, "topic", "delete", "orders", "o3");
     CLI(2, "partition", "delete", "orders", "o1", "5");
     ck_assert_ptr_nonnull(strstr(err, "(2019)"));
     CLI(0, "topic", "update", "orders", "o2", "o2b");

@@ -521,7 +521,7 @@ START_TEST(test_truncate_created_op)
     ck_assert_uint_eq(back.created_op, 0);
     ck_assert_uint_eq(back.offset, 80);
     ck_assert_int_eq(meta_op_decode(w.data + 0, w.len, &back), 0);
-    w.data[0] = 3;
+    w.data[0] = META_OP_FORMAT + 1;
     ck_assert_int_eq(meta_op_decode(w.data, w.len, &back), -ENOTSUP);
     vs_wbuf_reset(&w);
     struct meta_op cs;

@@ -20,7 +20,8 @@
 #include "shard/meta/snapshot_codec.h"
 #include "meta_fixture.h"
 
-#define GOLDEN "fixtures/meta_snapshot_v1.bin"
+#define GOLDEN    "fixtures/meta_snapshot_v2.bin"
+#define GOLDEN_V1 "fixtures/meta_snapshot_v1.bin" /* the older format */
 
 static void *st;
 static struct th_run run;
@@ -32,6 +33,7 @@ static void
 setup(void)
 {
     th_caps(&caps);
+    caps.nodes = 3;
     st = th_state(&caps);
     th_run_init(&run);
     meta_ct_init(&ct);
@@ -53,7 +55,7 @@ START_TEST(test_roundtrip)
 {
     struct vs_snapshot_prefix pre;
     ck_assert_int_eq(vs_snapshot_prefix_read(enc.data, enc.len, &pre), 0);
-    ck_assert_uint_eq(pre.format_version, 1);
+    ck_assert_uint_eq(pre.format_version, 2);
     ck_assert_uint_eq(pre.op, run.op);
     void *s2 = th_state(&caps);
     struct meta_client_table ct2;
@@ -142,15 +144,108 @@ START_TEST(test_golden)
 }
 END_TEST
 
+/* The older format (no replication factors, no replica sets) still
+ * decodes: every topic gets min(3, nodes) and every partition the set
+ * the placement rule decides over the decoded state in id order, the
+ * same on every decode; the state re-encodes as format 2 and round-trips. */
+START_TEST(test_old_format_v1)
+{
+    const char *dir = getenv("VS_TEST_SRCDIR");
+    ck_assert_ptr_nonnull(dir);
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, GOLDEN_V1);
+    size_t len = 0;
+    uint8_t *g = read_file(path, &len);
+    ck_assert_msg(g != NULL, "missing %s", path);
+    struct vs_snapshot_prefix pre;
+    ck_assert_int_eq(vs_snapshot_prefix_read(g, len, &pre), 0);
+    ck_assert_uint_eq(pre.format_version, 1);
+    uint32_t nodes_list[3] = {3, 1, 5};
+    for (int k = 0; k < 3; k++) {
+        struct meta_caps c = caps;
+        c.nodes = nodes_list[k];
+        void *s2 = th_state(&c);
+        void *s3 = th_state(&c);
+        ck_assert_int_eq(meta_snapshot_decode(g, len, s2, NULL), META_SNAP_OK);
+        ck_assert_int_eq(meta_snapshot_decode(g, len, s3, NULL), META_SNAP_OK);
+        uint32_t rf = c.nodes < 3 ? c.nodes : 3;
+        uint32_t lead[VS_REPLICAS_MAX] = {0}, seen = 0;
+        const struct meta_hdr *h = meta_hdr_c(s2);
+        for (uint32_t sid = 0; sid < h->caps.streams; sid++) {
+            if (!meta_stream_by_id(s2, sid))
+                continue;
+            for (uint32_t tid = 0; tid < 16; tid++) {
+                const struct meta_topic *t = meta_topic_by_id(s2, sid, tid);
+                if (!t)
+                    continue;
+                ck_assert_uint_eq(t->opts.replication_factor, rf);
+                for (uint32_t p = 0; p < t->partitions_count; p++) {
+                    const struct meta_partition *pp =
+                        meta_partition_by_id(s2, sid, tid, p);
+                    ck_assert_uint_eq(pp->replica_count, rf);
+                    for (uint32_t i = 0; i < rf; i++)
+                        ck_assert_uint_eq(pp->replicas[i],
+                                          (pp->replicas[0] + i) % c.nodes);
+                    lead[pp->replicas[0]]++;
+                    seen++;
+                }
+            }
+        }
+        ck_assert_uint_eq(seen, 6); /* the fixture's partitions */
+        uint32_t lo = UINT32_MAX, hi = 0;
+        for (uint32_t i = 0; i < c.nodes; i++) {
+            ck_assert_uint_eq(h->leaders[i], lead[i]);
+            lo = lead[i] < lo ? lead[i] : lo;
+            hi = lead[i] > hi ? lead[i] : hi;
+        }
+        ck_assert_uint_le(hi - lo, 1);
+        struct vs_wbuf e2, e3;
+        vs_wbuf_init(&e2);
+        vs_wbuf_init(&e3);
+        meta_snapshot_encode(s2, NULL, &e2);
+        meta_snapshot_encode(s3, NULL, &e3);
+        ck_assert_uint_eq(e2.len, e3.len);
+        ck_assert_int_eq(memcmp(e2.data, e3.data, e2.len), 0);
+        ck_assert_uint_eq(vs_load_u32(e2.data), 2);
+        ck_assert_int_eq(meta_snapshot_decode(e2.data, e2.len, s3, NULL),
+                         META_SNAP_OK);
+        vs_wbuf_reset(&e3);
+        meta_snapshot_encode(s3, NULL, &e3);
+        ck_assert_uint_eq(e2.len, e3.len);
+        ck_assert_int_eq(memcmp(e2.data, e3.data, e2.len), 0);
+        /* with 3 nodes the fixture's topics, created in id order by
+         * CreateTopic only, get the sets the live state holds */
+        if (c.nodes == 3) {
+            vs_wbuf_reset(&e3);
+            meta_snapshot_encode(st, NULL, &e3);
+            ck_assert_uint_eq(e2.len, e3.len);
+            ck_assert_int_eq(memcmp(e2.data + 12, e3.data + 12, e2.len - 12),
+                             0);
+        }
+        vs_wbuf_fini(&e2);
+        vs_wbuf_fini(&e3);
+        free(s2);
+        free(s3);
+    }
+    free(g);
+}
+END_TEST
+
 START_TEST(test_version_and_prefix)
 {
     void *s2 = th_state(&caps);
     uint8_t *c = malloc(enc.len);
     memcpy(c, enc.data, enc.len);
-    vs_store_u32(c, 2);
+    vs_store_u32(c, 3);
     ck_assert_int_eq(meta_snapshot_decode(c, enc.len, s2, NULL),
                      META_SNAP_BAD_VERSION);
+    vs_store_u32(c, 0);
+    ck_assert_int_eq(meta_snapshot_decode(c, enc.len, s2, NULL),
+                     META_SNAP_BAD_VERSION);
+    /* a format-2 body under a format-1 prefix does not decode */
     vs_store_u32(c, 1);
+    ck_assert_int_ne(meta_snapshot_decode(c, enc.len, s2, NULL), META_SNAP_OK);
+    vs_store_u32(c, 2);
     vs_store_u64(c + 4, 999);
     ck_assert_int_eq(meta_snapshot_decode(c, enc.len, s2, NULL),
                      META_SNAP_OP_MISMATCH);
@@ -468,6 +563,7 @@ suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_roundtrip);
     tcase_add_test(tc, test_golden);
+    tcase_add_test(tc, test_old_format_v1);
     tcase_add_test(tc, test_version_and_prefix);
     tcase_add_test(tc, test_capacity_checked);
     tcase_add_test(tc, test_truncations_and_flips);

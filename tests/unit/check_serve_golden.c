@@ -809,6 +809,31 @@ START_TEST(test_read_records)
     ck_assert_uint_eq(vs_load_u32(w.data + 80), 1); /* topics */
     ck_assert_uint_eq(vs_load_u32(w.data + 84), 2); /* partitions */
 
+    /* GetTopicReplicas (vstream's 9102): one node, factor 1 */
+    ck_assert_uint_eq(do_read(st, 0, 9102, "01 04 00000000 01 04 00000000", &w),
+                      0);
+    vs_wbuf_reset(&e);
+    vs_wr_u32(&e, 0); /* stream */
+    vs_wr_u32(&e, 0); /* topic */
+    vs_wr_u8(&e, 1);  /* replication factor */
+    vs_wr_u8(&e, 1);  /* nodes */
+    vs_wr_u32(&e, 2);
+    for (uint32_t p = 0; p < 2; p++) {
+        vs_wr_u32(&e, p);
+        vs_wr_u64(&e, meta_group_id(0, 0, p));
+        vs_wr_u8(&e, 1);
+        vs_wr_u8(&e, 0); /* the set: node 0 */
+        vs_wr_u8(&e, 0); /* primary in view 0 */
+    }
+    ck_assert_uint_eq(w.len, e.len);
+    ck_assert(memcmp(w.data, e.data, e.len) == 0);
+    ck_assert_uint_eq(do_read(st, 0, 9102, "01 04 00000000 01 04 07000000", &w),
+                      0);
+    ck_assert_uint_eq(w.len, 0);
+    ck_assert_uint_eq(do_read(st, 1, 9102, "01 04 00000000 01 04 00000000", &w),
+                      41);
+    ck_assert_uint_eq(do_read(st, 0, 9102, "01 04 00000000", &w), 3);
+
     vs_wbuf_fini(&w);
     vs_wbuf_fini(&e);
     meta_result_fini(&r.res);
@@ -917,6 +942,53 @@ opts(const char *hex, enum serve_opt_scope scope, uint32_t parts,
 #define K_COMP "02 15000000 636f6d7072657373696f6e5f616c676f726974686d"
 #define K_EXP  "02 0e000000 6d6573736167655f657870697279"
 #define K_MAX  "02 0e000000 6d61785f746f7069635f73697a65"
+
+/* vstream's create-only key replication_factor */
+#define K_RF "02 12000000 7265706c69636174696f6e5f666163746f72"
+
+START_TEST(test_options_replication_factor)
+{
+    struct meta_topic_opts o;
+    ck_assert_uint_eq(opts("", SERVE_OPT_TOPIC_CREATE, 1, &o), 0);
+    ck_assert_uint_eq(o.replication_factor, 0);
+    ck_assert_uint_eq(
+        opts(K_RF " 09 01000000 02", SERVE_OPT_TOPIC_CREATE, 1, &o), 0);
+    ck_assert_uint_eq(o.replication_factor, 2);
+    ck_assert_uint_eq(o.explicit_mask, 0); /* never echoed */
+    ck_assert_uint_eq(
+        opts(K_RF " 0b 04000000 03000000", SERVE_OPT_TOPIC_CREATE, 1, &o), 0);
+    ck_assert_uint_eq(o.replication_factor, 3);
+    ck_assert_uint_eq(opts(K_RF " 0c 08000000 2000000000000000",
+                           SERVE_OPT_TOPIC_CREATE, 1, &o),
+                      0);
+    ck_assert_uint_eq(o.replication_factor, 32);
+    ck_assert_uint_eq(
+        opts(K_RF " 02 01000000 31", SERVE_OPT_TOPIC_CREATE, 1, &o), 0);
+    ck_assert_uint_eq(o.replication_factor, 1);
+    ck_assert_uint_eq(
+        opts(K_RF " 09 01000000 00", SERVE_OPT_TOPIC_CREATE, 1, &o), 0);
+    ck_assert_uint_eq(o.replication_factor, 0);
+    /* more than any cluster: 2018; not a count: 4042 */
+    ck_assert_uint_eq(
+        opts(K_RF " 09 01000000 21", SERVE_OPT_TOPIC_CREATE, 1, &o), 2018);
+    ck_assert_uint_eq(
+        opts(K_RF " 0b 04000000 00010000", SERVE_OPT_TOPIC_CREATE, 1, &o),
+        2018);
+    ck_assert_uint_eq(
+        opts(K_RF " 02 01000000 78", SERVE_OPT_TOPIC_CREATE, 1, &o), 4042);
+    ck_assert_uint_eq(
+        opts(K_RF " 02 02000000 2d31", SERVE_OPT_TOPIC_CREATE, 1, &o), 4042);
+    ck_assert_uint_eq(
+        opts(K_RF " 03 01000000 01", SERVE_OPT_TOPIC_CREATE, 1, &o), 4042);
+    ck_assert_uint_eq(
+        opts(K_RF " 09 02000000 0100", SERVE_OPT_TOPIC_CREATE, 1, &o), 4042);
+    /* UpdateTopic cannot change it; streams and users know no key */
+    ck_assert_uint_eq(
+        opts(K_RF " 09 01000000 02", SERVE_OPT_TOPIC_UPDATE, 0, &o), 4041);
+    ck_assert_uint_eq(opts(K_RF " 09 01000000 02", SERVE_OPT_EMPTY, 0, &o),
+                      4041);
+}
+END_TEST
 
 START_TEST(test_options)
 {
@@ -1094,7 +1166,8 @@ START_TEST(test_random_bytes)
         (void)serve_decode_send_meta(b, n, &sm);
         struct meta_topic_opts o;
         uint32_t e = serve_options_parse(b, n, SERVE_OPT_TOPIC_CREATE, 1, &o);
-        ck_assert(e == 0 || e == 3 || e == 4041 || e == 4042 || e == 1019);
+        ck_assert(e == 0 || e == 3 || e == 4041 || e == 4042 || e == 1019 ||
+                  e == 2018);
     }
     ck_assert_uint_gt(errors, 1000);
     free(op);
@@ -1215,6 +1288,7 @@ serve_suite(void)
     tcase_add_test(e, test_ident_errors);
     tcase_add_test(e, test_login_errors);
     tcase_add_test(e, test_options);
+    tcase_add_test(e, test_options_replication_factor);
     tcase_add_test(e, test_human_parsers);
     tcase_add_test(e, test_read_decode_errors);
     tcase_add_test(e, test_random_bytes);

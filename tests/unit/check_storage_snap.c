@@ -147,6 +147,8 @@ START_TEST(test_prefix_and_format)
     snapfile_fini(&s);
     ck_assert(!snapfile_format_known(0));
     ck_assert(snapfile_format_known(1));
+    ck_assert(snapfile_format_known(2));
+    ck_assert(!snapfile_format_known(3));
     tu_rm_rf(dir);
 }
 END_TEST

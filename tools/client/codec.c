@@ -144,6 +144,15 @@ vsc_opt_u32(struct vs_wbuf *w, const char *key, uint32_t v)
 }
 
 void
+vsc_opt_replication_factor(struct vs_wbuf *w, uint8_t rf)
+{
+    vsc_opt_key(w, "replication_factor");
+    vs_wr_u8(w, 9); /* Uint8 */
+    vs_wr_u32(w, 1);
+    vs_wr_u8(w, rf);
+}
+
+void
 vsc_opt_bool(struct vs_wbuf *w, const char *key, int v)
 {
     vsc_opt_key(w, key);

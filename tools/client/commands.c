@@ -204,6 +204,64 @@ vsc_replica_status(struct vsc *c, struct vsc_replica_status *out)
     return r.err ? vsc_bad_reply(c) : 0;
 }
 
+void
+vsc_topic_replicas_fini(struct vsc_topic_replicas *r)
+{
+    free(r->partitions);
+    r->partitions = NULL;
+    r->n_partitions = 0;
+}
+
+int
+vsc_topic_replicas(struct vsc *c, const struct vsc_id *stream,
+                   const struct vsc_id *topic, struct vsc_topic_replicas *out,
+                   int *found)
+{
+    struct vsc_reply rep;
+    struct vs_wbuf *b = vsc_body(c);
+    struct vs_rbuf r;
+    vsc_wr_id(b, stream);
+    vsc_wr_id(b, topic);
+    *found = 0;
+    memset(out, 0, sizeof *out);
+    int rc = vsc_call(c, VSC_GET_TOPIC_REPLICAS, b->data, b->len, &rep);
+    if (rc != 0 || rep.payload_len == 0)
+        return rc;
+    vs_rbuf_init(&r, rep.payload, rep.payload_len);
+    out->stream_id = vs_rd_u32(&r);
+    out->topic_id = vs_rd_u32(&r);
+    out->replication_factor = vs_rd_u8(&r);
+    out->nodes = vs_rd_u8(&r);
+    uint32_t n = vs_rd_u32(&r);
+    /* each entry is at least 15 bytes: a count beyond the body is bad */
+    if (r.err || n > vs_rbuf_left(&r) / 15)
+        return vsc_bad_reply(c);
+    out->partitions = calloc(n ? n : 1, sizeof *out->partitions);
+    if (out->partitions == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < n && !r.err; i++) {
+        struct vsc_partition_replicas *p = &out->partitions[i];
+        p->id = vs_rd_u32(&r);
+        p->group_id = vs_rd_u64(&r);
+        p->count = vs_rd_u8(&r);
+        if (p->count > 32) {
+            r.err = -EPROTO;
+            break;
+        }
+        const uint8_t *m = p->count ? vs_rd_bytes(&r, p->count) : NULL;
+        if (m != NULL)
+            memcpy(p->replicas, m, p->count);
+        p->primary = vs_rd_u8(&r);
+    }
+    out->n_partitions = n;
+    if (r.err) {
+        vsc_topic_replicas_fini(out);
+        return vsc_bad_reply(c);
+    }
+    *found = 1;
+    return 0;
+}
+
 static void
 vsc_rd_client_info(struct vs_rbuf *r, struct vsc_client_info *ci)
 {

@@ -246,6 +246,9 @@ void vsc_opt_str(struct vs_wbuf *w, const char *key, const char *val);
 void vsc_opt_u64(struct vs_wbuf *w, const char *key, uint64_t v);
 void vsc_opt_u32(struct vs_wbuf *w, const char *key, uint32_t v);
 void vsc_opt_bool(struct vs_wbuf *w, const char *key, int v);
+/* vstream's CreateTopic key `replication_factor` as a Uint8 (0 = the
+ * server's default, min(3, nodes)); Iggy servers refuse it (4041). */
+void vsc_opt_replication_factor(struct vs_wbuf *w, uint8_t rf);
 
 /* ---------------------------------------------------------------- */
 /* Encoding and decoding (pure; exposed for golden tests and tools)   */
@@ -425,6 +428,28 @@ struct vsc_session_status {
     uint64_t watermark;  /* highest committed request number */
 };
 int vsc_session_status(struct vsc *c, struct vsc_session_status *out);
+/* GetTopicReplicas (vendor code 9102, shard/serve/reads.h): the replica
+ * set of every partition of a topic and its primary in view 0. *found 0
+ * (and nothing to free) for an unknown topic. */
+#define VSC_GET_TOPIC_REPLICAS 9102u
+struct vsc_partition_replicas {
+    uint32_t id;
+    uint64_t group_id;
+    uint8_t count;
+    uint8_t replicas[32]; /* node (replica) ids, view-0 primary first */
+    uint8_t primary;      /* 255: none */
+};
+struct vsc_topic_replicas {
+    uint32_t stream_id, topic_id;
+    uint8_t replication_factor;
+    uint8_t nodes;                             /* the cluster's node count */
+    struct vsc_partition_replicas *partitions; /* heap */
+    size_t n_partitions;
+};
+int vsc_topic_replicas(struct vsc *c, const struct vsc_id *stream,
+                       const struct vsc_id *topic,
+                       struct vsc_topic_replicas *out, int *found);
+void vsc_topic_replicas_fini(struct vsc_topic_replicas *r);
 int vsc_me(struct vsc *c, struct vsc_client_info *out); /* 20 */
 int vsc_client_get(struct vsc *c, uint32_t id, struct vsc_client_info *out,
                    int *found); /* 21 */
