@@ -37,6 +37,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/tls.h"
+#include "shard/serve/balance.h"
 #include "shard/serve/server.h"
 
 struct bufferevent *
@@ -101,18 +102,7 @@ static void
 serve_tls_on_accept(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
-    struct serve *s = arg;
-    for (int i = 0; i < 64; i++) {
-        int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (c == -1) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                vs_log_warn("accept (TLS): %s", strerror(errno));
-            return;
-        }
-        (void)serve_conn_accept(s, c, 1);
-    }
+    serve_bal_on_accept(arg, fd, 1); /* balance.h: the same even spread */
 }
 
 static SSL_CTX *
