@@ -662,6 +662,7 @@ serve_conn_adopt(struct serve *s, int fd, const struct handoff_msg *m,
         c->cred_checked_op = m->cred_checked_op;
         c->cred_expiry = m->cred_expiry_us;
         serve_conn_bind(c, m->session, m->user_id, m->client);
+        s->cred_scan_op = UINT64_MAX; /* checked again on the next tick */
     } else {
         arm_unauth(c);
     }

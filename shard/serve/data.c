@@ -530,6 +530,7 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
     }
     s->n.data_forwarded++;
     s->n.data_forwarded_bytes += dlen;
+    vs_metrics_add(VS_M_DATA_FORWARDED_BYTES, dlen);
 }
 
 void

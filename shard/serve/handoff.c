@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/metrics.h"
 #include "ipc/handoff.h"
 #include "ipc/segment.h"
 #include "shard/fwd.h"
@@ -132,6 +133,7 @@ serve_handoff_try(struct serve_conn *c)
                 "%u data requests in a row for its partitions",
                 c->peer, (unsigned long long)c->id, to, c->ho_run);
     s->n.handed_out++;
+    vs_metrics_add(VS_M_CONN_HANDED_OFF, 1);
     /* the session and the table entry go with it: no FWD_CLOSED, no
      * release; freeing closes only this process's descriptor */
     c->handed_off = 1;
