@@ -11,7 +11,10 @@
  * after the handshake is a bufferevent error, and conn.c frees that
  * connection; the listener and every other connection go on. A TLS
  * client on the plain port sends a ClientHello, which is not a request
- * frame: conn.c's framing closes it.
+ * frame: conn.c's framing closes it. TLS accepts are balanced over the
+ * data shards like plain ones (balance.h); a TLS connection is never
+ * handed to another shard (its OpenSSL state lives in this process:
+ * handoff.h).
  * Invariants: the TLS context is built at start from the files the
  * supervisor validated, and again on SIGHUP (certificate rotation: the
  * new context replaces the old only if it loads; sessions already open
