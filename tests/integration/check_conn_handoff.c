@@ -3,7 +3,9 @@
  * the data shard that owns its partitions (shard/serve/handoff.h) on a
  * real two-shard vstreamd (raw frames, conn_handoff_after 4):
  *  - a connection sending to a partition of the other shard is handed
- *    to it (GetMe shows the new shard, both shards log it, once), with
+ *    to it (GetMe shows the new shard, both shards log it, once, and
+ *    /metrics counts one handoff and only the first run's bytes as
+ *    forwarded), with
  *    requests pipelined across the handoff: every reply comes back in
  *    order with consecutive base offsets, and a poll afterwards sees
  *    every message in order;
@@ -62,6 +64,8 @@ start(const char *after)
                           "--with-default-root-credentials=true",
                           "--conn-handoff-after",
                           after,
+                          "--http-addr",
+                          "127.0.0.1:0",
                           NULL};
     int rc = vs_node_start(&node, args, START_MS);
     ck_assert_msg(rc == 0, "start: %d, status %d", rc, node.status);
@@ -98,6 +102,38 @@ wait_log(const char *needle, uint32_t ms)
         ck_assert_msg(vs_monotonic_ns() < end, "no \"%s\" in the log", needle);
         nap_ms(10);
     }
+}
+
+/* The value of the unlabeled series `name` in the node's /metrics. */
+static double
+metric(const char *name)
+{
+    int fd = vs_connect(node.ready.http);
+    ck_assert_int_ge(fd, 0);
+    const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: "
+                      "close\r\n\r\n";
+    ck_assert_int_eq(rc_send_all(fd, req, strlen(req)), 0);
+    static char buf[1 << 20];
+    size_t n = 0;
+    uint64_t end = vs_monotonic_ns() + 10ull * 1000000000ull;
+    for (;;) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        ck_assert_msg(vs_monotonic_ns() < end, "/metrics: no answer");
+        if (poll(&pf, 1, 100) <= 0)
+            continue;
+        ssize_t k = read(fd, buf + n, sizeof(buf) - 1 - n);
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+        ck_assert_uint_lt(n, sizeof(buf) - 1);
+    }
+    close(fd);
+    buf[n] = '\0';
+    char key[128];
+    snprintf(key, sizeof(key), "\n%s ", name);
+    const char *at = strstr(buf, key);
+    ck_assert_msg(at != NULL, "no %s in /metrics", name);
+    return strtod(at + strlen(key), NULL);
 }
 
 /* The SendMessages body of batch "b<i>" to partition p (heap). */
@@ -229,6 +265,10 @@ START_TEST(test_handoff_keeps_order)
     ck_assert_int_eq(log_count(line), 1);
     snprintf(line, sizeof(line), "data shard %u: took over connection", owner);
     ck_assert_int_eq(log_count(line), 1);
+    /* the node's metrics: one handoff; only the first run was forwarded */
+    ck_assert(metric("vstream_connections_handed_off_total") == 1.0);
+    double fwd = metric("vstream_data_forwarded_bytes_total");
+    ck_assert_msg(fwd > 0 && fwd < 5 * 2000.0, "forwarded %.0f bytes", fwd);
     dr_close(&s);
     /* the counters, at a clean stop */
     ck_assert_int_eq(vs_node_stop(&node, 20000), 0);
