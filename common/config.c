@@ -123,6 +123,8 @@ static const struct vs_config_key config_keys[] = {
      "login attempts per second per connection"},
     {"conn_output_max", VS_CFG_SIZE, F(conn_output_max), 4096, 1 * GIB, "16M", NULL,
      "bytes queued to one client before its reads pause"},
+    {"conn_handoff_after", VS_CFG_U32, F(conn_handoff_after), 0, 1000000, "8", "0",
+     "hand a plain-TCP connection to the data shard that owns its partitions after this many data requests in a row for them (0 = never; TLS connections are never handed)"},
     /* TLS and the HTTP endpoint */
     {"tls_enabled", VS_CFG_BOOL, F(tls_enabled), 0, 1, "false", NULL,
      "serve TLS clients on tls_addr (plain TCP stays on client_addr)"},

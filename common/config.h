@@ -101,7 +101,10 @@ struct vs_config {
     uint32_t max_message_body;  /* bytes of a send/poll request body */
     uint32_t unauth_timeout_ms; /* close connections not logged in */
     uint32_t login_attempts_per_sec;
-    uint32_t conn_output_max; /* bytes queued to one client */
+    uint32_t conn_output_max;    /* bytes queued to one client */
+    uint32_t conn_handoff_after; /* data requests in a row to another data
+                                    shard's partitions before the
+                                    connection moves there; 0 = never */
 
     /* --- TLS for clients and the HTTP endpoint (production) --- */
     uint32_t tls_enabled;                   /* bool: serve tls_addr too */

@@ -66,6 +66,12 @@ enum vs_metric_kind {
       VS_MK_GAUGE, "Client connections open now")                              \
     X(CONN_OPEN_TLS, "vstream_connections_open", "transport=\"tls\"",          \
       VS_MK_GAUGE, "")                                                         \
+    X(CONN_HANDED_OFF, "vstream_connections_handed_off_total", "",             \
+      VS_MK_COUNTER,                                                           \
+      "Client connections handed to the data shard owning their partitions")   \
+    X(DATA_FORWARDED_BYTES, "vstream_data_forwarded_bytes_total", "",          \
+      VS_MK_COUNTER,                                                           \
+      "Batch bytes of sends forwarded to the data shard owning the partition") \
     X(TLS_HANDSHAKE_FAILURES, "vstream_tls_handshake_failures_total", "",      \
       VS_MK_COUNTER, "TLS connections closed before or during the handshake")  \
     X(FRAMING_ERRORS, "vstream_framing_errors_total", "", VS_MK_COUNTER,       \

@@ -121,6 +121,24 @@ conntab_set_session(struct vs_conntab *t, int idx, uint32_t user_id,
     ct_write_end(e);
 }
 
+int
+conntab_adopt(struct vs_conntab *t, int idx, uint32_t from, uint32_t owner,
+              uint64_t conn_id)
+{
+    if (t->hdr == NULL || idx < 0 || (uint32_t)idx >= t->slots)
+        return -ESTALE;
+    struct vs_conntab_entry_shm *e = &t->e[idx];
+    uint32_t want = from + 1;
+    if (!atomic_compare_exchange_strong_explicit(&e->state, &want, owner + 1,
+                                                 memory_order_acq_rel,
+                                                 memory_order_relaxed))
+        return -ESTALE;
+    ct_write_begin(e);
+    atomic_store_explicit(&e->conn_id, conn_id, memory_order_relaxed);
+    ct_write_end(e);
+    return 0;
+}
+
 static void
 ct_free(struct vs_conntab *t, struct vs_conntab_entry_shm *e)
 {

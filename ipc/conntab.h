@@ -14,7 +14,10 @@
  *
  * Writers: an entry is claimed by one compare-and-swap of `state` (0 free
  * -> 1 + owner slot), then written ONLY by that data shard until it
- * releases it (state back to 0, release order). Its fields are relaxed
+ * releases it (state back to 0, release order) or the data shard it
+ * handed the connection to adopts it (state 1 + old -> 1 + new, one
+ * compare-and-swap; the old owner no longer writes it once it sent the
+ * connection). Its fields are relaxed
  * atomics written under a per-entry sequence count (odd while writing,
  * fences order them), so a reader in any process never uses a torn entry:
  * it retries a bounded number of times and else skips the entry (only
@@ -88,6 +91,14 @@ int conntab_claim(struct vs_conntab *t, uint32_t owner, uint64_t conn_id,
  * 0xFFFFFFFF and 0 when logged out. */
 void conntab_set_session(struct vs_conntab *t, int idx, uint32_t user_id,
                          struct vs_u128 client);
+/* Takes over entry idx from process slot `from` (a connection handed to
+ * `owner`, ipc/handoff.h) under the new connection id, keeping its
+ * address and session: one compare-and-swap of the owner, so the node's
+ * count never drops and rises around a handoff. 0, or -ESTALE if the
+ * entry is no longer `from`'s (the sender died and its entries were
+ * released: claim a new one). */
+int conntab_adopt(struct vs_conntab *t, int idx, uint32_t from, uint32_t owner,
+                  uint64_t conn_id);
 /* Frees entry idx (owner only). */
 void conntab_release(struct vs_conntab *t, int idx);
 /* Frees every entry of process slot `owner` (the supervisor after

@@ -11,7 +11,8 @@ libvs_ipc_a_SOURCES = \
 	ipc/shardmap.c ipc/shardmap.h \
 	ipc/stats.c ipc/stats.h \
 	ipc/throttle.c ipc/throttle.h \
-	ipc/conntab.c ipc/conntab.h
+	ipc/conntab.c ipc/conntab.h \
+	ipc/handoff.c ipc/handoff.h
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_ipc_lr tests/unit/check_ipc_ring \
@@ -46,8 +47,14 @@ tests_unit_check_ipc_segment_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_ipc_segment_LDADD = libvs_ipc.a libvs_common.a \
 	$(VS_DEP_LIBS) $(CHECK_LIBS)
 
-UNIT_TESTS += tests/unit/check_ipc_throttle tests/unit/check_ipc_conntab
-check_PROGRAMS += tests/unit/check_ipc_throttle tests/unit/check_ipc_conntab
+UNIT_TESTS += tests/unit/check_ipc_throttle tests/unit/check_ipc_conntab \
+	tests/unit/check_ipc_handoff
+check_PROGRAMS += tests/unit/check_ipc_throttle tests/unit/check_ipc_conntab \
+	tests/unit/check_ipc_handoff
+tests_unit_check_ipc_handoff_SOURCES = tests/unit/check_ipc_handoff.c
+tests_unit_check_ipc_handoff_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_ipc_handoff_LDADD = libvs_ipc.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
 tests_unit_check_ipc_conntab_SOURCES = tests/unit/check_ipc_conntab.c
 tests_unit_check_ipc_conntab_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_ipc_conntab_LDADD = libvs_ipc.a libvs_common.a \

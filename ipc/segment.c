@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/assert.h"
+#include "ipc/handoff.h"
 #include "ipc/segment.h"
 
 static uint64_t
@@ -135,7 +136,7 @@ seg_handle_reset(struct vs_seg *s)
     s->memfd = -1;
     s->sup_doorbell = -1;
     for (uint32_t i = 0; i < VS_SEG_MAX_PROCS; i++)
-        s->doorbell[i] = -1;
+        s->doorbell[i] = s->handoff_rx[i] = s->handoff_tx[i] = -1;
 }
 
 int
@@ -237,6 +238,12 @@ seg_create(struct vs_seg *s, const struct vs_seg_params *p)
         if (rc < 0)
             goto fail;
         s->doorbell[i] = rc;
+        /* data shards: a connection handoff channel each (handoff.h) */
+        if (i > 0) {
+            rc = handoff_pair_create(&s->handoff_rx[i], &s->handoff_tx[i]);
+            if (rc < 0)
+                goto fail;
+        }
     }
     return 0;
 fail:
@@ -285,9 +292,14 @@ seg_destroy(struct vs_seg *s)
         close(s->memfd);
     if (s->sup_doorbell >= 0)
         close(s->sup_doorbell);
-    for (uint32_t i = 0; i < VS_SEG_MAX_PROCS; i++)
+    for (uint32_t i = 0; i < VS_SEG_MAX_PROCS; i++) {
         if (s->doorbell[i] >= 0)
             close(s->doorbell[i]);
+        if (s->handoff_rx[i] >= 0)
+            close(s->handoff_rx[i]);
+        if (s->handoff_tx[i] >= 0)
+            close(s->handoff_tx[i]);
+    }
     seg_handle_reset(s);
 }
 

@@ -3,7 +3,8 @@
  *
  * Role: the supervisor creates the segment before forking (memfd +
  * ftruncate + mmap MAP_SHARED) together with one eventfd doorbell per
- * process slot and one for itself; children inherit the mapping (same
+ * process slot and one for itself, and a connection handoff channel per
+ * data shard (ipc/handoff.h); children inherit the mapping (same
  * address) and the fds. Process slots: 0 = shard 0 (metadata), 1..K =
  * data shards; n_procs = K + 1.
  *
@@ -154,6 +155,11 @@ struct vs_seg {
     int memfd;
     int sup_doorbell;               /* the supervisor's eventfd */
     int doorbell[VS_SEG_MAX_PROCS]; /* one eventfd per slot */
+    /* connection handoff channels of the data shards (ipc/handoff.h):
+     * slot s reads handoff_rx[s], the others write handoff_tx[s]; -1 for
+     * slot 0 and in attached handles */
+    int handoff_rx[VS_SEG_MAX_PROCS];
+    int handoff_tx[VS_SEG_MAX_PROCS];
     uint32_t n_procs;
     struct vs_seg_hdr_shm *hdr;
 };

@@ -7,8 +7,10 @@
  * data shards watch the one inherited client listener and accept from
  * it directly (the kernel wakes the waiting processes; a shard that loses
  * the race gets EAGAIN; shard/serve/balance.h makes the shards take turns
- * so connections spread evenly), so no SO_REUSEPORT and no fd passing is
- * needed;
+ * so connections spread evenly, the TLS listener too), so accepting needs
+ * no SO_REUSEPORT and no fd passing; an accepted plain-TCP connection may
+ * later be passed to the data shard that owns its partitions
+ * (shard/serve/handoff.h);
  * shard 0 owns the replica listener.
  * Callers: supervisor (bind), shards (use the inherited fd).
  */

@@ -76,6 +76,16 @@
  *               GetClusterMetadata from the last one and serves the
  *               partition plane only while it says this node leads.
  *
+ *  FWD_REBIND   data shard -> shard 0: payload = struct fwd_rebind. The
+ *               bound connection of client `client` that data shard
+ *               `from_slot` (incarnation, connection) held was handed to
+ *               this shard (ipc/handoff.h) and is now connection
+ *               `conn_id` of (worker_slot, worker_incarnation): shard 0
+ *               moves the client's binding if it still names the old
+ *               connection, so a later FWD_CLOSED or FWD_MEMBER_SILENT
+ *               of the new one counts and the old shard's restart does
+ *               not end the memberships of a client that lives on.
+ *
  * Between data shards (shard/serve/data.h): a partition lives on
  * one data shard (meta_partition_owner); a data-plane request (send, poll,
  * consumer offsets, flush) arriving on another shard's connection is
@@ -123,6 +133,7 @@ enum fwd_kind {
     FWD_MEMBER_SILENT = 6,
     FWD_GROUP_REPORT = 7,
     FWD_CLUSTER = 8,
+    FWD_REBIND = 9,
 };
 
 enum fwd_flags {
@@ -154,6 +165,15 @@ _Static_assert(offsetof(struct fwd_hdr, payload_len) == 24,
 _Static_assert(offsetof(struct fwd_hdr, session) == 32, "fwd_hdr.session");
 _Static_assert(offsetof(struct fwd_hdr, user_id) == 40, "fwd_hdr.user_id");
 _Static_assert(offsetof(struct fwd_hdr, client) == 48, "fwd_hdr.client");
+
+/* The FWD_REBIND payload: where the connection was. */
+struct fwd_rebind {
+    uint32_t from_slot;
+    uint32_t reserved;
+    uint64_t from_incarnation;
+    uint64_t from_conn_id;
+};
+_Static_assert(sizeof(struct fwd_rebind) == 24, "fwd_rebind layout");
 
 /* One entry of FWD_GROUP_REPORT (same binary on both ends). */
 struct fwd_group_part {

@@ -2,7 +2,9 @@
  * shard/serve/balance.h - client connections spread evenly over the data
  * shards.
  *
- * Role: every data shard watches the one inherited client listener. A
+ * Role: every data shard watches the inherited client listeners (plain
+ * TCP and, when enabled, TLS; each listener is balanced the same way,
+ * on the shard's count of connections of both kinds). A
  * shard publishes its open connection count in its shared-memory process
  * slot (vs_proc_shm.conns) at every accept and on its 100 ms timer, and
  * accepts ONE connection at a time, and only while its count is at most
@@ -36,9 +38,9 @@ int serve_bal_init(struct serve *s);
 void serve_bal_fini(struct serve *s);
 /* Stores this shard's open connection count in its slot. */
 void serve_bal_publish(struct serve *s);
-/* The listener is readable: accepts what this shard should take (see
- * above). */
-void serve_bal_on_accept(struct serve *s, int listen_fd);
+/* A listener (tls: the TLS one) is readable: accepts what this shard
+ * should take (see above). */
+void serve_bal_on_accept(struct serve *s, int listen_fd, int tls);
 /* 1 if a shard with `mine` connections may accept now, given the counts
  * of the other ready shards (n of them; pure, for tests). */
 int serve_bal_fair(uint32_t mine, const uint32_t *others, uint32_t n);

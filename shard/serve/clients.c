@@ -41,6 +41,12 @@ cl_table(struct serve *s)
     return &s->conntab;
 }
 
+struct vs_conntab *
+serve_clients_table(struct serve *s)
+{
+    return cl_table(s);
+}
+
 int
 serve_clients_full(struct serve *s)
 {

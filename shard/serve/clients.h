@@ -7,7 +7,8 @@
  *
  * Rules: the entry is claimed at accept (after the peer address is
  * known), updated at bind and unbind (user id, registered client id) and
- * released when the connection is freed. A starting data shard first
+ * released when the connection is freed, or adopted by the data shard
+ * the connection is handed to (handoff.h). A starting data shard first
  * releases what its slot's previous incarnation left (the supervisor
  * does too, after reaping it). Without a table in the segment (tests
  * that build one without it) the shard falls back to its own
@@ -22,6 +23,9 @@
 struct serve;
 struct serve_conn;
 
+struct vs_conntab;
+/* The node's table (attached on first use), or NULL without one. */
+struct vs_conntab *serve_clients_table(struct serve *s);
 /* 1 if no connection can be admitted now (the node is full). */
 int serve_clients_full(struct serve *s);
 /* Claims c's entry. 0, or -EMFILE (node full: refuse c). */

@@ -43,7 +43,10 @@
 #include "common/mem.h"
 #include "common/metrics.h"
 #include "shard/serve/clients.h"
+#include "ipc/conntab.h"
+#include "ipc/handoff.h"
 #include "shard/serve/frametimer.h"
+#include "shard/serve/handoff.h"
 #include "shard/serve/rxbody.h"
 #include "shard/serve/server.h"
 
@@ -97,10 +100,12 @@ serve_conn_free(struct serve_conn *c)
     free(c->body);
     free(c->op);
     sodium_memzero(c->pat_token, sizeof(c->pat_token));
-    vs_metrics_add(c->tls ? VS_M_CONN_CLOSED_TLS : VS_M_CONN_CLOSED_TCP, 1);
+    if (!c->handed_off) { /* a handed connection lives on elsewhere */
+        vs_metrics_add(c->tls ? VS_M_CONN_CLOSED_TLS : VS_M_CONN_CLOSED_TCP, 1);
+        s->n.closed++;
+    }
     vs_metrics_sub(c->tls ? VS_M_CONN_OPEN_TLS : VS_M_CONN_OPEN_TCP, 1);
     free(c);
-    s->n.closed++;
     s->n.open--;
 }
 
@@ -108,6 +113,12 @@ static size_t
 out_len(const struct serve_conn *c)
 {
     return evbuffer_get_length(bufferevent_get_output(c->bev));
+}
+
+size_t
+serve_conn_out_len(const struct serve_conn *c)
+{
+    return out_len(c);
 }
 
 void
@@ -387,6 +398,13 @@ conn_process(struct serve_conn *c)
     /* stop at the output bound too: the rest waits for the drain */
     while (!c->in_flight && !c->closing && c->rx == NULL &&
            out_len(c) <= c->srv->cfg->conn_output_max) {
+        /* between requests: the connection may move to the shard that
+         * owns its partitions (handoff.h) with what is buffered */
+        int ho = serve_handoff_try(c);
+        if (ho == 1)
+            return; /* c is freed */
+        if (ho == 2)
+            break;
         uint32_t size = 0;
         int rc = frame_check(c, in, &size);
         if (rc == -1) {
@@ -488,6 +506,56 @@ conn_on_event(struct bufferevent *bev, short what, void *arg)
     }
 }
 
+static struct serve_conn *
+conn_alloc(struct serve *s)
+{
+    struct serve_conn *c = vs_xcalloc(1, sizeof(*c));
+    c->srv = s;
+    c->id = (++s->conn_seq << 9) | (s->ctx->slot & 0x1ffu);
+    c->user_id = META_NONE;
+    c->ct_idx = -1;
+    return c;
+}
+
+/* Transport, timers and callbacks of c on fd, linked into the tables
+ * and counted open. 0, or -ENOMEM with fd closed (c's table entry is
+ * the caller's to release). */
+static int
+conn_open(struct serve_conn *c, int fd, int tls)
+{
+    struct serve *s = c->srv;
+    c->tls = tls != 0;
+    c->bev = serve_transport_bev(s, fd, tls); /* closes fd on failure */
+    c->unauth_ev = evtimer_new(s->base, conn_unauth_timeout, c);
+    if (c->bev == NULL || c->unauth_ev == NULL ||
+        serve_frame_timer_init(c) != 0) {
+        if (c->bev != NULL)
+            bufferevent_free(c->bev);
+        c->bev = NULL;
+        if (c->unauth_ev)
+            event_free(c->unauth_ev);
+        c->unauth_ev = NULL;
+        serve_frame_timer_fini(c);
+        return -ENOMEM;
+    }
+    bufferevent_setcb(c->bev, conn_on_read, conn_on_write, conn_on_event, c);
+    /* large frames in few read/write calls (libevent's default is 16 KiB
+     * per call: 64 loop passes for a 1 MiB batch) */
+    (void)bufferevent_set_max_single_read(c->bev, c->tls ? SERVE_IO_CHUNK
+                                                         : SERVE_RX_HEAD_READ);
+    (void)bufferevent_set_max_single_write(c->bev, SERVE_IO_CHUNK);
+    size_t b = bucket_of(c->id);
+    c->hnext = s->buckets[b];
+    s->buckets[b] = c;
+    c->next = s->all;
+    if (s->all)
+        s->all->prev = c;
+    s->all = c;
+    s->n.open++;
+    vs_metrics_add(tls ? VS_M_CONN_OPEN_TLS : VS_M_CONN_OPEN_TCP, 1);
+    return 0;
+}
+
 int
 serve_conn_accept(struct serve *s, int fd, int tls)
 {
@@ -502,10 +570,7 @@ serve_conn_accept(struct serve *s, int fd, int tls)
     }
     int one = 1;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    struct serve_conn *c = vs_xcalloc(1, sizeof(*c));
-    c->srv = s;
-    c->id = (++s->conn_seq << 9) | (s->ctx->slot & 0x1ffu);
-    c->user_id = META_NONE;
+    struct serve_conn *c = conn_alloc(s);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     char ip[INET6_ADDRSTRLEN] = "?";
@@ -532,40 +597,76 @@ serve_conn_accept(struct serve *s, int fd, int tls)
         free(c);
         return -EMFILE;
     }
-    c->tls = tls != 0;
-    c->bev = serve_transport_bev(s, fd, tls); /* closes fd on failure */
-    c->unauth_ev = evtimer_new(s->base, conn_unauth_timeout, c);
-    if (c->bev == NULL || c->unauth_ev == NULL ||
-        serve_frame_timer_init(c) != 0) {
-        if (c->bev != NULL)
-            bufferevent_free(c->bev);
-        if (c->unauth_ev)
-            event_free(c->unauth_ev);
-        serve_frame_timer_fini(c);
+    if (conn_open(c, fd, tls) != 0) {
         serve_clients_gone(c);
         free(c);
         return -ENOMEM;
     }
-    bufferevent_setcb(c->bev, conn_on_read, conn_on_write, conn_on_event, c);
-    /* large frames in few read/write calls (libevent's default is 16 KiB
-     * per call: 64 loop passes for a 1 MiB batch) */
-    (void)bufferevent_set_max_single_read(c->bev, c->tls ? SERVE_IO_CHUNK
-                                                         : SERVE_RX_HEAD_READ);
-    (void)bufferevent_set_max_single_write(c->bev, SERVE_IO_CHUNK);
-    size_t b = bucket_of(c->id);
-    c->hnext = s->buckets[b];
-    s->buckets[b] = c;
-    c->next = s->all;
-    if (s->all)
-        s->all->prev = c;
-    s->all = c;
     s->n.accepted++;
-    s->n.open++;
     vs_metrics_add(tls ? VS_M_CONN_ACCEPTED_TLS : VS_M_CONN_ACCEPTED_TCP, 1);
-    vs_metrics_add(tls ? VS_M_CONN_OPEN_TLS : VS_M_CONN_OPEN_TCP, 1);
     arm_unauth(c);
     serve_conn_update_read(c);
     vs_log_debug("client %s: connected (connection %llu)", c->peer,
                  (unsigned long long)c->id);
+    return 0;
+}
+
+int
+serve_conn_adopt(struct serve *s, int fd, const struct handoff_msg *m,
+                 struct serve_conn **out)
+{
+    *out = NULL;
+    struct serve_conn *c = conn_alloc(s);
+    snprintf(c->peer, sizeof(c->peer), "%s", m->peer);
+    /* the sender's table entry moves here; if the sender died since
+     * (its entries released), a new one, if the node has room */
+    if (m->ct_idx >= 0 && serve_clients_table(s) != NULL &&
+        conntab_adopt(serve_clients_table(s), m->ct_idx, m->from_slot,
+                      s->ctx->slot, c->id) == 0) {
+        c->ct_idx = m->ct_idx;
+    } else if (serve_clients_full(s) || serve_clients_admit(c) != 0) {
+        s->n.refused++;
+        vs_metrics_add(VS_M_CONN_REFUSED_TCP, 1);
+        vs_log_warn("client %s: handed over from data shard %u but the node "
+                    "has max_connections (%u) open: closing",
+                    c->peer, m->from_slot, s->cfg->max_connections);
+        close(fd);
+        free(c);
+        return -EMFILE;
+    }
+    if (conn_open(c, fd, 0) != 0) {
+        serve_clients_gone(c);
+        free(c);
+        return -ENOMEM;
+    }
+    c->frames = m->frames;
+    c->last_active_ms = m->last_active_ms;
+    if (m->pending_len > 0) {
+        /* a bufferevent's input only grows from its socket (the end is
+         * frozen): these bytes came before anything still there */
+        struct evbuffer *in = bufferevent_get_input(c->bev);
+        (void)evbuffer_unfreeze(in, 0);
+        int arc = evbuffer_add(in, m->pending, m->pending_len);
+        (void)evbuffer_freeze(in, 0);
+        if (arc != 0) {
+            vs_log_warn("client %s: no memory for its pending input: closing",
+                        c->peer);
+            serve_conn_free(c);
+            return -ENOMEM;
+        }
+    }
+    if (m->flags & HANDOFF_F_BOUND) {
+        c->cred.user_created_op = m->cred_user_created_op;
+        c->cred.pat = (m->flags & HANDOFF_F_PAT) != 0;
+        memcpy(c->cred.digest, m->cred_digest, sizeof(c->cred.digest));
+        c->cred_checked_op = m->cred_checked_op;
+        c->cred_expiry = m->cred_expiry_us;
+        serve_conn_bind(c, m->session, m->user_id, m->client);
+        s->cred_scan_op = UINT64_MAX; /* checked again on the next tick */
+    } else {
+        arm_unauth(c);
+    }
+    serve_conn_update_read(c);
+    *out = c;
     return 0;
 }

@@ -36,6 +36,7 @@
 #include "shard/meta/lookup.h"
 #include "shard/serve/data.h"
 #include "shard/serve/gcommit.h"
+#include "shard/serve/handoff.h"
 #include "shard/serve/liveness.h"
 #include "shard/serve/parts.h"
 #include "shard/serve/segments.h"
@@ -461,6 +462,8 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
         meta_group_id(cmd->stream_id, cmd->topic_id, cmd->partition_id),
         s->ctx->k);
     int segs = req->operation == VS_OP_DELETE_SEGMENTS;
+    if (!segs)
+        serve_handoff_note(c, owner); /* may move the connection later */
     if (owner == s->ctx->slot) {
         struct gc_waiter w;
         memset(&w, 0, sizeof(w));
@@ -527,6 +530,7 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
     }
     s->n.data_forwarded++;
     s->n.data_forwarded_bytes += dlen;
+    vs_metrics_add(VS_M_DATA_FORWARDED_BYTES, dlen);
 }
 
 void

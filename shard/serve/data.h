@@ -15,6 +15,8 @@
  * shard owns the partition (parts.h), the command runs at once; else it
  * is forwarded as FWD_DATA_REQUEST (shard/fwd.h) and the connection stays
  * in flight until the owner's FWD_DATA_REPLY (or 57 if the owner died).
+ * A connection whose requests keep going to one other shard is handed to
+ * that shard between requests (handoff.h), so forwarding stays rare.
  * On the owner the command runs against the open partition
  * (shard/data/partition.h): a bad batch is refused with its Iggy code and
  * nothing is stored; out of space, or free space on the data dir's

@@ -53,6 +53,14 @@ tests_integration_check_data_durable_SOURCES = \
 	tests/integration/check_data_durable.c $(DATA_SERVE_ITEST_SRC)
 tests_integration_check_data_durable_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_data_durable_LDADD = $(DATA_SERVE_ITEST_LDADD)
+
+# connections handed to the shard that owns their partitions (handoff.h)
+check_PROGRAMS += tests/integration/check_conn_handoff
+INTEG_TESTS += tests/integration/check_conn_handoff
+tests_integration_check_conn_handoff_SOURCES = \
+	tests/integration/check_conn_handoff.c $(DATA_SERVE_ITEST_SRC)
+tests_integration_check_conn_handoff_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_conn_handoff_LDADD = $(DATA_SERVE_ITEST_LDADD)
 endif
 
 # End-to-end send / poll throughput of a real node (not run by make check).

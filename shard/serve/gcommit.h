@@ -6,8 +6,9 @@
  * (part_append_nosync) and its answer is held. The partitions with held
  * answers form the NEXT group; when no fsync is in flight the group is
  * sealed (each partition's active log fd dup'd, its unsynced bytes and
- * next offset recorded) and handed to this shard's sync thread, which
- * fdatasyncs each file. The loop meanwhile keeps reading and appending:
+ * next offset recorded) and handed to this shard's sync threads, which
+ * fdatasync the group's files in parallel (one thread per file at a
+ * time, up to four at once). The loop meanwhile keeps reading and appending:
  * batches to other partitions join the next group. When the thread is
  * done the loop marks the partitions synced (the batches become visible
  * to polls), answers every held send (replies only after durability),
@@ -23,9 +24,9 @@
  * appended after that fsync, in arrival order. Every held or queued send
  * is answered exactly once (a refusal when its append fails). A failed
  * fdatasync ends the process (exit 2, the file and errno on one line):
- * never retried. The sync thread touches only dup'd fds and its own
- * queue; everything else is loop-thread state.
- * Process: data shards (loop thread, plus the one sync thread).
+ * never retried. The sync threads touch only dup'd fds and the sealed
+ * group's items; everything else is loop-thread state.
+ * Process: data shards (loop thread, plus the sync threads).
  */
 #ifndef VS_SHARD_SERVE_GCOMMIT_H
 #define VS_SHARD_SERVE_GCOMMIT_H

@@ -5,6 +5,7 @@ libvs_server_a_SOURCES += \
 	shard/serve/cluster.c shard/serve/cluster.h \
 	shard/serve/conn.c \
 	shard/serve/dlinks.c shard/serve/dlinks.h \
+	shard/serve/handoff.c shard/serve/handoff.h \
 	shard/serve/hasher.c shard/serve/hasher.h \
 	shard/serve/http.c shard/serve/http.h \
 	shard/serve/liveness.c shard/serve/liveness.h \

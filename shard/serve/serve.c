@@ -54,6 +54,7 @@
 #include "server/listen.h"
 #include "shard/serve/data.h"
 #include "shard/serve/gate.h"
+#include "shard/serve/handoff.h"
 #include "shard/serve/liveness.h"
 #include "shard/serve/reads.h"
 #include "shard/serve/segments.h"
@@ -288,7 +289,7 @@ static void
 serve_on_accept(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
-    serve_bal_on_accept(arg, fd); /* balance.h: an even spread */
+    serve_bal_on_accept(arg, fd, 0); /* balance.h: an even spread */
 }
 
 static void
@@ -381,7 +382,7 @@ serve_create(struct event_base *base, const struct vs_shard_ctx *ctx,
         err = -drc;
         goto fail;
     }
-    if (serve_bal_init(s) != 0) {
+    if (serve_bal_init(s) != 0 || serve_handoff_init(s) != 0) {
         err = ENOMEM;
         goto fail;
     }
@@ -409,6 +410,7 @@ serve_destroy(struct serve *s)
         s->all->bound = 0; /* no FWD_CLOSED while stopping */
         serve_conn_free(s->all);
     }
+    serve_handoff_fini(s);
     serve_hasher_destroy(s->hasher);
     if (s->data != NULL) {
         vs_log_info("data shard %u: %llu data requests forwarded to other "

@@ -63,6 +63,9 @@ struct serve_counters {
     uint64_t data_forwarded_bytes; /* payload of those sent to another shard */
     uint64_t rx_direct; /* frames whose body was read into place (rxbody.h) */
     uint64_t poll_zero_copy; /* poll replies queued without a copy */
+    uint64_t handed_out;     /* connections handed to another data shard */
+    uint64_t handed_in;      /* connections taken over from one */
+    uint64_t handoff_failed; /* handoff messages refused or not sent */
     uint32_t open;
 };
 void serve_get_counters(const struct serve *s, struct serve_counters *out);

@@ -129,6 +129,12 @@ struct serve_conn {
     uint8_t tls_up;          /* its handshake completed */
     uint8_t req_metric_op;   /* vs_metrics_op_index of the request */
     uint64_t req_started_ns; /* monotonic, when it was dispatched */
+
+    /* connection handoff (handoff.h): the data shard the last data
+     * requests went to and how many in a row; set once it was handed */
+    uint32_t ho_target;
+    uint32_t ho_run;
+    uint8_t handed_off;
 };
 
 /* Bytes a connection reads or writes per system call at most. */
@@ -137,6 +143,7 @@ struct serve_conn {
 struct serve_data; /* data.c */
 struct serve_live; /* liveness.c */
 struct serve_bal;  /* balance.c */
+struct serve_ho;   /* handoff.c */
 
 struct serve {
     struct event_base *base;
@@ -188,6 +195,7 @@ struct serve {
     struct serve_data *data; /* the data plane (data.c) */
     struct serve_live *live; /* group liveness reports (liveness.c) */
     struct serve_bal *bal;   /* connection balance (balance.c) */
+    struct serve_ho *ho;     /* connection handoff (handoff.c) */
     struct serve_cluster cl; /* the node's cluster view (cluster.h) */
 
     struct serve_counters n;
@@ -215,6 +223,14 @@ void serve_transport_event(struct serve_conn *c, short what);
 /* ---- conn.c ---- */
 /* Accepts fd (tls: from the TLS listener). 0 or -errno (fd closed). */
 int serve_conn_accept(struct serve *s, int fd, int tls);
+struct handoff_msg;
+/* Takes over plain-TCP socket fd handed by another data shard with its
+ * session and pending input (handoff.h) and parses what is pending.
+ * 0 or -errno (fd closed). */
+int serve_conn_adopt(struct serve *s, int fd, const struct handoff_msg *m,
+                     struct serve_conn **out);
+/* Bytes queued to the client and not yet written to the socket. */
+size_t serve_conn_out_len(const struct serve_conn *c);
 struct serve_conn *serve_conn_find(struct serve *s, uint64_t id);
 void serve_conn_free(struct serve_conn *c);
 /* Queues bytes to the client (never blocks; checks conn_output_max). */

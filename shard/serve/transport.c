@@ -11,7 +11,10 @@
  * after the handshake is a bufferevent error, and conn.c frees that
  * connection; the listener and every other connection go on. A TLS
  * client on the plain port sends a ClientHello, which is not a request
- * frame: conn.c's framing closes it.
+ * frame: conn.c's framing closes it. TLS accepts are balanced over the
+ * data shards like plain ones (balance.h); a TLS connection is never
+ * handed to another shard (its OpenSSL state lives in this process:
+ * handoff.h).
  * Invariants: the TLS context is built at start from the files the
  * supervisor validated, and again on SIGHUP (certificate rotation: the
  * new context replaces the old only if it loads; sessions already open
@@ -37,6 +40,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/tls.h"
+#include "shard/serve/balance.h"
 #include "shard/serve/server.h"
 
 struct bufferevent *
@@ -101,18 +105,7 @@ static void
 serve_tls_on_accept(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
-    struct serve *s = arg;
-    for (int i = 0; i < 64; i++) {
-        int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (c == -1) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                vs_log_warn("accept (TLS): %s", strerror(errno));
-            return;
-        }
-        (void)serve_conn_accept(s, c, 1);
-    }
+    serve_bal_on_accept(arg, fd, 1); /* balance.h: the same even spread */
 }
 
 static SSL_CTX *

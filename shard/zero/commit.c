@@ -1775,6 +1775,17 @@ commit_on_frame(struct commit *c, uint32_t src, const void *frame, uint32_t len)
         return commit_remove_member(c, fh.client);
     case FWD_GROUP_REPORT:
         return commit_on_group_report(c, &fh, payload);
+    case FWD_REBIND: {
+        /* a bound connection moved between data shards (fwd.h) */
+        struct fwd_rebind rb;
+        if (fh.payload_len != sizeof(rb) || vs_u128_is_zero(fh.client))
+            return 0;
+        memcpy(&rb, payload, sizeof(rb));
+        (void)groups0_rebind(c->groups, fh.client, rb.from_slot,
+                             rb.from_incarnation, rb.from_conn_id, src,
+                             fh.worker_incarnation, fh.conn_id);
+        return 0;
+    }
     default:
         c->stats.dropped++;
         vs_log_warn("IPC frame kind %u from shard %u: unknown; dropped",

@@ -111,6 +111,21 @@ groups0_unbind(struct groups0 *g, struct vs_u128 client)
 }
 
 int
+groups0_rebind(struct groups0 *g, struct vs_u128 client, uint32_t from_slot,
+               uint64_t from_inc, uint64_t from_conn, uint32_t slot,
+               uint64_t inc, uint64_t conn_id)
+{
+    struct groups0_bind *b = groups0_find(g, client);
+    if (b == NULL || b->slot != from_slot || b->inc != from_inc ||
+        b->conn_id != from_conn)
+        return 0;
+    b->slot = slot;
+    b->inc = inc;
+    b->conn_id = conn_id;
+    return 1;
+}
+
+int
 groups0_closed(struct groups0 *g, struct vs_u128 client, uint32_t slot,
                uint64_t inc, uint64_t conn_id)
 {

@@ -12,6 +12,9 @@
  *    restart) removes the client from every group. A FWD_CLOSED for an
  *    OLDER connection of a client that has re-registered elsewhere since
  *    is ignored (the ring from another data shard may deliver it late).
+ *  - Handoff: a data shard that was handed a bound connection by another
+ *    (FWD_REBIND) moves the binding to its own (slot, incarnation,
+ *    connection) if the binding still names the old one.
  *  - Dead data shard: a binding whose data shard process has a different
  *    incarnation now (the shard died; its connections are gone without a
  *    FWD_CLOSED) counts as a disconnect, checked every sweep.
@@ -62,6 +65,13 @@ void groups0_bind(struct groups0 *g, struct vs_u128 client, uint32_t slot,
                   uint64_t inc, uint64_t conn_id);
 /* A Logout committed (apply already released the memberships). */
 void groups0_unbind(struct groups0 *g, struct vs_u128 client);
+/* FWD_REBIND: the connection (from_slot, from_inc, from_conn) of
+ * `client` now is (slot, inc, conn_id); moves the binding only if it
+ * names the old connection (1), else leaves it (0: a newer Register
+ * elsewhere wins). */
+int groups0_rebind(struct groups0 *g, struct vs_u128 client, uint32_t from_slot,
+                   uint64_t from_inc, uint64_t from_conn, uint32_t slot,
+                   uint64_t inc, uint64_t conn_id);
 /* FWD_CLOSED: 1 if the client's memberships must be removed (the closed
  * connection is its binding, or it has none); the binding is dropped. */
 int groups0_closed(struct groups0 *g, struct vs_u128 client, uint32_t slot,

@@ -15,7 +15,8 @@ FUZZ_TARGETS = \
 	tests/fuzz/fuzz_request \
 	tests/fuzz/fuzz_frames \
 	tests/fuzz/fuzz_replica \
-	tests/fuzz/fuzz_beat
+	tests/fuzz/fuzz_beat \
+	tests/fuzz/fuzz_handoff
 
 if ENABLE_FUZZ
 noinst_PROGRAMS += $(FUZZ_TARGETS) tests/fuzz/fuzz_seeds
@@ -93,6 +94,11 @@ tests_fuzz_fuzz_seeds_LDADD = libvs_server.a libvs_client.a libvs_meta.a libvs_d
 	libvs_common.a $(VS_DEP_LIBS)
 
 EXTRA_DIST += tests/fuzz/corpus tests/fuzz/regressions tools/fuzz
+
+tests_fuzz_fuzz_handoff_SOURCES = tests/fuzz/fuzz_handoff.c $(FUZZ_UTIL)
+tests_fuzz_fuzz_handoff_CFLAGS = $(FUZZ_CFLAGS)
+tests_fuzz_fuzz_handoff_LDFLAGS = $(FUZZ_LINK)
+tests_fuzz_fuzz_handoff_LDADD = libvs_ipc.a libvs_common.a $(VS_DEP_LIBS)
 
 tests_fuzz_fuzz_replica_SOURCES = tests/fuzz/fuzz_replica.c $(FUZZ_UTIL)
 tests_fuzz_fuzz_replica_CFLAGS = $(FUZZ_CFLAGS)

@@ -6,7 +6,10 @@
  *    of them on one);
  *  - with one data shard stopped (SIGSTOP), new connections are still
  *    accepted by the other within a bounded time (a stuck shard never
- *    holds clients back), and the stopped one catches up once resumed.
+ *    holds clients back), and the stopped one catches up once resumed;
+ *  - 64 connections to the TLS listener spread the same way (TLS
+ *    accepts go through the same balancer; a self-signed certificate
+ *    made with `openssl` in the test).
  * Which shard holds a connection is read from /proc/PID/fd (sockets).
  * Every wait is bounded; processes are ended by pid.
  */
@@ -130,6 +133,47 @@ START_TEST(test_stopped_shard_does_not_hold_clients)
 }
 END_TEST
 
+static void
+setup_tls(void)
+{
+    ck_assert_int_eq(vs_harness_init(), 0);
+    ck_assert_int_eq(vs_node_init(&node), 0);
+    char cert[400], key[400], cmd[1200];
+    snprintf(cert, sizeof cert, "%s/server.pem", node.dir);
+    snprintf(key, sizeof key, "%s/server.key", node.dir);
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+             "-nodes -keyout %s -out %s -days 2 -subj /CN=localhost "
+             ">/dev/null 2>&1",
+             key, cert);
+    int st = system(cmd);
+    ck_assert_msg(st == 0, "openssl failed: %d", st);
+    const char *args[] = {
+        "--shards",        "2",  "--tls-enabled",  "--tls-addr", "127.0.0.1:0",
+        "--tls-cert-file", cert, "--tls-key-file", key,          NULL};
+    ck_assert_int_eq(vs_node_start(&node, args, 30000), 0);
+    ck_assert_uint_eq(node.ready.n_shard_pids, 3);
+    ck_assert_str_ne(node.ready.tls, "");
+}
+
+START_TEST(test_tls_even_spread)
+{
+    int base[2] = {sockets_of(node.ready.shard_pids[1]),
+                   sockets_of(node.ready.shard_pids[2])};
+    int fds[CONNS], got[2];
+    for (int i = 0; i < CONNS; i++) {
+        fds[i] = vs_connect(node.ready.tls);
+        ck_assert_int_ge(fds[i], 0);
+    }
+    wait_accepted(base, CONNS, got);
+    ck_assert_int_eq(got[0] + got[1], CONNS);
+    ck_assert_msg(abs(got[0] - got[1]) <= 8, "TLS spread %d / %d", got[0],
+                  got[1]);
+    for (int i = 0; i < CONNS; i++)
+        close(fds[i]);
+}
+END_TEST
+
 static Suite *
 balance_suite(void)
 {
@@ -140,6 +184,11 @@ balance_suite(void)
     tcase_add_test(tc, test_even_spread);
     tcase_add_test(tc, test_stopped_shard_does_not_hold_clients);
     suite_add_tcase(s, tc);
+    TCase *tt = tcase_create("tls");
+    tcase_add_checked_fixture(tt, setup_tls, teardown);
+    tcase_set_timeout(tt, 90);
+    tcase_add_test(tt, test_tls_even_spread);
+    suite_add_tcase(s, tt);
     return s;
 }
 

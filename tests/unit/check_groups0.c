@@ -247,6 +247,41 @@ START_TEST(test_bookkeeping)
 }
 END_TEST
 
+/* A bound connection handed to another data shard (FWD_REBIND): the
+ * binding follows it, so the new connection's close and silence count,
+ * the old one's do not, and the old shard's restart is no disconnect. */
+START_TEST(test_rebind_follows_handoff)
+{
+    struct groups0 *g = groups0_create();
+    struct vs_u128 c1 = {1, 0}, c2 = {2, 0};
+    uint64_t incs[3] = {0, 5, 9};
+    struct vs_u128 *dead;
+    size_t n;
+    groups0_bind(g, c1, 1, 5, 10);
+    groups0_bind(g, c2, 1, 5, 11);
+    /* a rebind naming another connection than the binding: ignored */
+    ck_assert_int_eq(groups0_rebind(g, c1, 1, 5, 99, 2, 9, 30), 0);
+    ck_assert_int_eq(groups0_rebind(g, c1, 1, 4, 10, 2, 9, 30), 0);
+    ck_assert_int_eq(
+        groups0_rebind(g, (struct vs_u128){7, 0}, 1, 5, 10, 2, 9, 30), 0);
+    ck_assert_int_eq(groups0_silent(g, c1, 1, 5, 10), 1);
+    ck_assert_int_eq(groups0_rebind(g, c1, 1, 5, 10, 2, 9, 30), 1);
+    ck_assert_int_eq(groups0_silent(g, c1, 1, 5, 10), 0);
+    ck_assert_int_eq(groups0_silent(g, c1, 2, 9, 30), 1);
+    /* the first shard restarts: only c2 (still there) is a disconnect */
+    incs[1] = 6;
+    groups0_sweep_dead(g, inc_of, incs, &dead, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(vs_u128_eq(dead[0], c2));
+    free(dead);
+    /* the old connection's close is stale, the new one's counts */
+    ck_assert_int_eq(groups0_closed(g, c1, 1, 5, 10), 0);
+    ck_assert_int_eq(groups0_closed(g, c1, 2, 9, 30), 1);
+    ck_assert_uint_eq(groups0_bindings(g), 0);
+    groups0_destroy(g);
+}
+END_TEST
+
 static Suite *
 groups0_suite(void)
 {
@@ -258,6 +293,7 @@ groups0_suite(void)
     tcase_add_test(tc, test_revocation_timeout);
     tcase_add_test(tc, test_client_zero_proposal_refused);
     tcase_add_test(tc, test_bookkeeping);
+    tcase_add_test(tc, test_rebind_follows_handoff);
     suite_add_tcase(s, tc);
     return s;
 }
