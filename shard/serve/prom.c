@@ -359,8 +359,7 @@ render_data_links(const struct vs_shard_ctx *ctx, struct evbuffer *out)
         "vstream_data_link_received_bytes_total",
     };
     static const char *const helps[3] = {
-        "Data link of the shard to the peer's same shard: 0 down, 1 "
-        "connecting, 2 authenticated",
+        "Data link to the peer's shard: 0 down, 1 connecting, 2 up",
         "Bytes the shard sent to the peer's same shard",
         "Bytes the shard received from the peer's same shard",
     };
