@@ -12,6 +12,9 @@
 #include "common/config.h"
 #include "common/names.h"
 
+static void names_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 static void
 names_err(char *err, size_t errlen, const char *fmt, ...)
 {

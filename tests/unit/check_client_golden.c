@@ -517,6 +517,10 @@ struct fake {
     size_t body_len[FAKE_MAX];
     size_t n;
     int connections;
+    /* GetSessionStatus (9101): created_op answered (0: 7, the session of
+     * every Register here), or status 3 when `no_status` */
+    uint64_t created_op;
+    int no_status;
 };
 
 static int
@@ -579,6 +583,13 @@ fake_main(void *arg)
                                         "002c0000 01 78",
                                         b, sizeof b);
                 fake_reply(fd, &q, 0, b, n);
+            } else if (q.operation == VS_OP_NON_REPLICATED &&
+                       q.command_code == VSC_GET_SESSION_STATUS) {
+                uint64_t v[3] = {f->created_op ? f->created_op : 7, 7, 0};
+                if (f->no_status)
+                    fake_reply(fd, &q, 3, NULL, 0);
+                else
+                    fake_reply(fd, &q, 0, (const uint8_t *)v, sizeof v);
             } else if (q.operation == VS_OP_NON_REPLICATED ||
                        q.operation == VS_OP_LOGOUT) {
                 fake_reply(fd, &q, 0, NULL, 0);
@@ -715,7 +726,8 @@ START_TEST(test_reconnect_resends_same_request)
     struct vs_u128 id0;
     memset(&f, 0, sizeof f);
     /* 0 Register, 1 CreateStream dropped (reply lost), 2 Register again,
-     * 3 CreateStream resent -> answered. */
+     * 3 GetSessionStatus (the same table entry), 4 CreateStream resent ->
+     * answered. */
     f.script[1] = FAKE_DROP;
     fake_start(&f, &th);
     c = fake_client(&f);
@@ -725,17 +737,65 @@ START_TEST(test_reconnect_resends_same_request)
     ck_assert_uint_eq(vsc_request_counter(c), 2);
     fake_stop(&f, th, c);
     ck_assert_uint_eq(f.connections, 2);
-    ck_assert_uint_eq(f.n, 4);
+    ck_assert_uint_eq(f.n, 5);
     want_hdr(&f, 0, 1, 0, 0, 0);
     want_hdr(&f, 1, 128, 0, 1, 7);
     want_hdr(&f, 2, 1, 0, 0, 0);
-    want_hdr(&f, 3, 128, 0, 1, 7);
+    want_hdr(&f, 3, 2, VSC_GET_SESSION_STATUS, 2, 7);
+    want_hdr(&f, 4, 128, 0, 1, 7);
     ck_assert(vs_u128_eq(f.hdr[2].client, id0));
-    ck_assert(vs_u128_eq(f.hdr[3].client, id0));
+    ck_assert(vs_u128_eq(f.hdr[4].client, id0));
+    ck_assert_uint_eq(f.body_len[3], 0);
     /* Byte-identical body and header except the session (same here). */
-    ck_assert_mem_eq(&f.hdr[1], &f.hdr[3], 256);
-    ck_assert_uint_eq(f.body_len[1], f.body_len[3]);
-    ck_assert_mem_eq(f.body[1], f.body[3], f.body_len[1]);
+    ck_assert_mem_eq(&f.hdr[1], &f.hdr[4], 256);
+    ck_assert_uint_eq(f.body_len[1], f.body_len[4]);
+    ck_assert_mem_eq(f.body[1], f.body[4], f.body_len[1]);
+}
+END_TEST
+
+START_TEST(test_reconnect_to_new_entry_not_resent)
+{
+    /* as above, but the table entry after the Register is newer than the
+     * handle's (its session was evicted): no resend, -ESTALE */
+    static struct fake f;
+    pthread_t th;
+    memset(&f, 0, sizeof f);
+    f.script[1] = FAKE_DROP;
+    f.created_op = 9;
+    fake_start(&f, &th);
+    struct vsc *c = fake_client(&f);
+    ck_assert_int_eq(vsc_login(c, "iggy", "iggy", NULL), 0);
+    ck_assert_int_eq(vsc_stream_create(c, "s", NULL), -ESTALE);
+    ck_assert_ptr_nonnull(strstr(vsc_last_error(c), "outcome is unknown"));
+    /* the number is used up; the handle goes on in the new entry */
+    ck_assert_uint_eq(vsc_request_counter(c), 2);
+    ck_assert_int_eq(vsc_stream_create(c, "t", NULL), 0);
+    fake_stop(&f, th, c);
+    ck_assert_uint_eq(f.n, 5);
+    want_hdr(&f, 2, 1, 0, 0, 0);
+    want_hdr(&f, 3, 2, VSC_GET_SESSION_STATUS, 2, 7);
+    want_hdr(&f, 4, 128, 0, 2, 7); /* "t", never "s" again */
+}
+END_TEST
+
+START_TEST(test_reconnect_server_without_status_resends)
+{
+    /* a server that answers GetSessionStatus InvalidCommand (3): the
+     * resend as before the query existed */
+    static struct fake f;
+    pthread_t th;
+    memset(&f, 0, sizeof f);
+    f.script[1] = FAKE_DROP;
+    f.no_status = 1;
+    fake_start(&f, &th);
+    struct vsc *c = fake_client(&f);
+    ck_assert_int_eq(vsc_login(c, "iggy", "iggy", NULL), 0);
+    ck_assert_int_eq(vsc_stream_create(c, "s", NULL), 0);
+    fake_stop(&f, th, c);
+    ck_assert_uint_eq(f.n, 5);
+    want_hdr(&f, 3, 2, VSC_GET_SESSION_STATUS, 2, 7);
+    want_hdr(&f, 4, 128, 0, 1, 7);
+    ck_assert_mem_eq(&f.hdr[1], &f.hdr[4], 256);
 }
 END_TEST
 
@@ -766,7 +826,8 @@ END_TEST
 START_TEST(test_send_keeps_request_and_resends)
 {
     /* 0 Register, 1 CreateStream, 2 Send dropped (reply lost), 3 Register
-     * again, 4 Send resent (same number, same batch), 5 Poll, 6 Join. */
+     * again, 4 GetSessionStatus, 5 Send resent (same number, same batch),
+     * 6 Poll, 7 Join. */
     static struct fake f;
     pthread_t th;
     struct vsc *c;
@@ -800,17 +861,18 @@ START_TEST(test_send_keeps_request_and_resends)
     ck_assert_uint_eq(vsc_request_counter(c), 3);
     fake_stop(&f, th, c);
     ck_assert_uint_eq(f.connections, 2);
-    ck_assert_uint_eq(f.n, 7);
+    ck_assert_uint_eq(f.n, 8);
     want_hdr(&f, 1, 128, 0, 1, 7);
     want_hdr(&f, 2, 160, 0, 2, 7);
     want_hdr(&f, 3, 1, 0, 0, 0);
-    want_hdr(&f, 4, 160, 0, 2, 7);
-    want_hdr(&f, 5, 2, 100, 2, 7);
-    want_hdr(&f, 6, 148, 0, 2, 7);
+    want_hdr(&f, 4, 2, VSC_GET_SESSION_STATUS, 2, 7);
+    want_hdr(&f, 5, 160, 0, 2, 7);
+    want_hdr(&f, 6, 2, 100, 2, 7);
+    want_hdr(&f, 7, 148, 0, 2, 7);
     /* at-least-once: the same frame and batch (same ids) again */
-    ck_assert_mem_eq(&f.hdr[2], &f.hdr[4], 256);
-    ck_assert_uint_eq(f.body_len[2], f.body_len[4]);
-    ck_assert_mem_eq(f.body[2], f.body[4], f.body_len[2]);
+    ck_assert_mem_eq(&f.hdr[2], &f.hdr[5], 256);
+    ck_assert_uint_eq(f.body_len[2], f.body_len[5]);
+    ck_assert_mem_eq(f.body[2], f.body[5], f.body_len[2]);
     ck_assert(vs_u128_is_zero(f.hdr[2].request_checksum));
     ck_assert_uint_eq(f.body_len[2], 4 + 6 + 6 + 6 + 4 + 256 + 48 * 2 + 5);
     ck_assert_int_eq(vsc_batch_verify(f.body[2] + 26, f.body_len[2] - 26), 0);
@@ -887,6 +949,8 @@ client_golden_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_session_numbering);
     tcase_add_test(tc, test_reconnect_resends_same_request);
+    tcase_add_test(tc, test_reconnect_to_new_entry_not_resent);
+    tcase_add_test(tc, test_reconnect_server_without_status_resends);
     tcase_add_test(tc, test_transient_retry_and_eviction);
     tcase_add_test(tc, test_send_keeps_request_and_resends);
     suite_add_tcase(s, tc);

@@ -570,7 +570,9 @@ vsc_query_origin(struct vsc *c, uint64_t *created_op)
  * asks whether the client table still holds the handle's history: *lost
  * = 1 when the entry was created after the handle's (its session was
  * evicted meanwhile and the table forgot every request of the handle) or
- * when the server could not tell. 0, an Iggy code, or -errno. */
+ * when the server could not tell; a server that does not know the query
+ * (InvalidCommand: not a vstream node) keeps *lost = 0, the behaviour
+ * before the query existed. 0, an Iggy code, or -errno. */
 static int
 vsc_reestablish(struct vsc *c, int *lost)
 {
@@ -589,6 +591,8 @@ vsc_reestablish(struct vsc *c, int *lost)
     rc = vsc_query_origin(c, &created);
     if (rc != 0 && vsc_is_transport(rc))
         return rc; /* the caller reconnects again */
+    if (rc == VS_E_INVALID_COMMAND)
+        return 0; /* a server without the query (Iggy's): resend as before */
     if (rc != 0 || created > c->origin) {
         *lost = 1;
         if (rc == 0)

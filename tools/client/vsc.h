@@ -27,8 +27,10 @@
  * new, so the call fails with -ESTALE instead ("outcome unknown": the
  * request may or may not have been executed once; it never runs twice).
  * A resend answered by an eviction fails with -ESTALE for the same
- * reason. Transient statuses 57/58 resend the identical frame every 50 ms
- * up to the request timeout.
+ * reason. A server that answers the query InvalidCommand (one that does
+ * not implement it, such as Iggy's) gets the resend as before. Transient
+ * statuses 57/58 resend the identical frame every 50 ms up to the request
+ * timeout.
  *
  * Return convention of every vsc_* call that talks to the server:
  *   0    success;
