@@ -14,7 +14,10 @@
  * (frametimer.h), else the connection is closed. The body of a large
  * frame on plain TCP is read straight into its own buffer (rxbody.h);
  * other frames are dispatched from the input buffer (pulled up: free
- * when the frame is in one chain, as small frames are).
+ * when the frame is in one chain, as small frames are). Between
+ * requests a plain-TCP connection may be handed, socket and session, to
+ * the data shard that owns its partitions (handoff.h); conn_open and
+ * serve_conn_adopt set up the connection that arrives.
  * Metrics (common/metrics.h): connections by transport; each request is
  * timed from its dispatch to the reply (or eviction) frame that answers
  * it and counted by operation and result code.
