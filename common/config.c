@@ -633,7 +633,14 @@ vs_config_load_args(struct vs_config *c, int argc, char *const *argv,
         if (eq != NULL) {
             value = eq + 1;
         } else if (k->type == VS_CFG_BOOL) {
-            value = "true"; /* a bare boolean flag turns it on */
+            /* a bare boolean flag turns it on; a boolean word right after
+             * it is its value ("--tls-enabled false" turns it off rather
+             * than on, with "false" left over as a stray argument) */
+            uint32_t b;
+            if (i + 1 < argc && parse_bool(argv[i + 1], &b) == 0)
+                value = argv[++i];
+            else
+                value = "true";
         } else {
             if (i + 1 >= argc) {
                 set_err(err, errlen, "%s: needs a value", where);

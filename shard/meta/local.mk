@@ -43,7 +43,7 @@ tests_unit_check_meta_client_table_LDADD = $(META_TEST_LIBS)
 UNIT_TESTS += tests/unit/check_meta_model
 check_PROGRAMS += tests/unit/check_meta_model
 tests_unit_check_meta_model_SOURCES = tests/unit/check_meta_model.c \
-	tests/unit/meta_helpers.h
+	tests/unit/meta_helpers.h tests/model/meta_model.c tests/model/meta_model.h
 tests_unit_check_meta_model_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_meta_model_LDADD = $(META_TEST_LIBS)
 endif

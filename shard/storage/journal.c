@@ -5,13 +5,15 @@
  *   1. At pos, classify the entry (entry_check): OK, short header, zero
  *      header, short body (header verified), bad structure (header
  *      verified), bad identity, unknown format (header verified), bad
- *      body.
+ *      body, unreadable header or body (a read failing with EIO: a latent
+ *      sector error is damage, judged like a checksum mismatch).
  *   2. OK: check the chain against the previous entry (op + 1, parent ==
  *      previous checksum), index it, move on.
  *   3. Unknown format: refuse (WAL_UNKNOWN_FORMAT) -- the format gate.
  *   4. Anything else is a bad entry at pos. If at most VS_FRAME_MAX bytes
- *      follow, load them and probe every later byte offset (command byte
- *      as a filter) for a complete entry whose header and body verify.
+ *      follow, load them (unreadable sectors as zeros) and probe every
+ *      later byte offset (command byte as a filter) for a complete entry
+ *      whose header and body verify.
  *      One found, or more bytes than one entry could tear -> interior
  *      corruption. Otherwise short header / zero header / short body is
  *      a torn tail, everything else a damaged tail.
@@ -42,13 +44,15 @@
 
 enum entry_kind {
     ENTRY_OK = 0,
-    ENTRY_SHORT_HEADER,   /* torn: fewer than 256 bytes remain */
-    ENTRY_ZERO_HEADER,    /* torn: header zero (from a 4 KiB boundary on) */
-    ENTRY_SHORT_BODY,     /* torn: verified header, size past the end */
-    ENTRY_BAD_STRUCTURE,  /* damage: verified header, impossible fields */
-    ENTRY_BAD_IDENTITY,   /* damage: non-zero header failing its checksums */
-    ENTRY_UNKNOWN_FORMAT, /* refusal: verified header, unknown version */
-    ENTRY_BAD_BODY,       /* damage: full-length entry, body mismatch */
+    ENTRY_SHORT_HEADER,      /* torn: fewer than 256 bytes remain */
+    ENTRY_ZERO_HEADER,       /* torn: header zero (from a 4 KiB boundary on) */
+    ENTRY_SHORT_BODY,        /* torn: verified header, size past the end */
+    ENTRY_BAD_STRUCTURE,     /* damage: verified header, impossible fields */
+    ENTRY_BAD_IDENTITY,      /* damage: non-zero header failing its checksums */
+    ENTRY_UNKNOWN_FORMAT,    /* refusal: verified header, unknown version */
+    ENTRY_BAD_BODY,          /* damage: full-length entry, body mismatch */
+    ENTRY_UNREADABLE_HEADER, /* damage: the header read failed (EIO) */
+    ENTRY_UNREADABLE_BODY,   /* damage: verified header, body read EIO */
 };
 
 /* The torn-write page: a crash mid-append leaves whole 4 KiB pages of the
@@ -141,6 +145,8 @@ entry_check(struct scan_ctx *c, uint64_t pos, struct vs_hdr_prepare *h)
     int rc = sio_pread_all(c->io, c->fd, h, VS_HEADER_SIZE, (off_t)pos, NULL);
     if (rc == -ENODATA)
         return ENTRY_SHORT_HEADER;
+    if (rc == -EIO) /* a latent sector error: the entry is damaged */
+        return ENTRY_UNREADABLE_HEADER;
     if (rc < 0)
         return rc;
     /* No field is trusted before the header's own checksums verify. */
@@ -159,9 +165,35 @@ entry_check(struct scan_ctx *c, uint64_t pos, struct vs_hdr_prepare *h)
                        (off_t)(pos + VS_HEADER_SIZE), NULL);
     if (rc == -ENODATA)
         return ENTRY_SHORT_BODY;
+    if (rc == -EIO)
+        return ENTRY_UNREADABLE_BODY;
     if (rc < 0)
         return rc;
     return body_ok(h, c->body, blen) ? ENTRY_OK : ENTRY_BAD_BODY;
+}
+
+/* Reads len bytes at off; a 512-byte sector that fails with EIO (a latent
+ * sector error) reads as zeros, so a probe past an unreadable entry still
+ * sees what follows it (an entry overlapping the sector fails its
+ * checksums). 0 or -errno. */
+static int
+pread_tolerant(struct vs_sio *io, int fd, uint8_t *buf, uint64_t len, off_t off)
+{
+    int rc = sio_pread_all(io, fd, buf, len, off, NULL);
+    if (rc != -EIO)
+        return rc;
+    for (uint64_t p = 0; p < len;) {
+        uint64_t k = 512 - (uint64_t)(off + (off_t)p) % 512;
+        if (k > len - p)
+            k = len - p;
+        rc = sio_pread_all(io, fd, buf + p, k, off + (off_t)p, NULL);
+        if (rc == -EIO)
+            memset(buf + p, 0, k);
+        else if (rc < 0)
+            return rc;
+        p += k;
+    }
+    return 0;
 }
 
 /* Step 4: looks for a complete entry (identity and body verify) starting
@@ -172,7 +204,7 @@ probe_later(struct scan_ctx *c, uint64_t pos, uint64_t *at, uint64_t *op)
 {
     uint64_t n = c->size - pos;
     uint8_t *buf = vs_xmalloc(n ? n : 1);
-    int rc = sio_pread_all(c->io, c->fd, buf, n, (off_t)pos, NULL);
+    int rc = pread_tolerant(c->io, c->fd, buf, n, (off_t)pos);
     if (rc < 0)
         goto out;
     rc = 0;
@@ -226,6 +258,10 @@ kind_text(int k)
         return "header checksum mismatch";
     case ENTRY_BAD_BODY:
         return "body checksum mismatch";
+    case ENTRY_UNREADABLE_HEADER:
+        return "the header cannot be read: I/O error";
+    case ENTRY_UNREADABLE_BODY:
+        return "the body cannot be read: I/O error";
     default:
         return "damage";
     }
@@ -285,7 +321,8 @@ scan_run(struct scan_ctx *c)
             return 0;
         }
         /* damage at pos */
-        int op_known = have_prev || k == ENTRY_SHORT_BODY;
+        int op_known =
+            have_prev || k == ENTRY_SHORT_BODY || k == ENTRY_UNREADABLE_BODY;
         s->bad_op = have_prev ? prev.op + 1 : (op_known ? h.op : 0);
         s->bad_offset = pos;
         char opbuf[32];

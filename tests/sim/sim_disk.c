@@ -246,8 +246,30 @@ d_pread(struct vs_sio *io, int fd, void *buf, size_t len, off_t off)
     int s = fd_slot(d, fd);
     if (s < 0 || d->crashed)
         return -EIO;
+    const struct sim_inode *n = &d->ino[d->fd_ino[s]];
+    for (unsigned k = 0; k < n->nbad; k++) {
+        uint64_t lo = n->bad[k] * 512, hi = lo + 512;
+        uint64_t a = (uint64_t)off;
+        if (a >= lo && a < hi)
+            return -EIO; /* the read starts in a bad sector */
+        if (a < lo && a + len > lo)
+            len = (size_t)(lo - a); /* a short read up to it */
+    }
     ssize_t r = pread(d->fd_real[s], buf, len, off);
     return r < 0 ? -errno : r;
+}
+
+/* A write covering a bad sector remaps it: it reads again. */
+static void
+bad_clear(struct sim_inode *n, uint64_t off, uint64_t len)
+{
+    for (unsigned k = 0; k < n->nbad;) {
+        uint64_t lo = n->bad[k] * 512;
+        if (off < lo + 512 && off + len > lo)
+            n->bad[k] = n->bad[--n->nbad];
+        else
+            k++;
+    }
 }
 
 static ssize_t
@@ -265,6 +287,7 @@ d_pwrite_at(struct sim_disk *d, int s, const void *buf, size_t len,
     ssize_t w = put ? pwrite(d->fd_real[s], buf, put, (off_t)off) : 0;
     if (w < 0)
         return -errno;
+    bad_clear(n, off, (uint64_t)w);
     pend_add(n, off, (uint64_t)w);
     return crash ? -EIO : w;
 }
@@ -624,6 +647,20 @@ sim_disk_flip(struct sim_disk *d, const char *name, uint64_t off, uint8_t mask)
     snprintf(path, sizeof(path), "%s/%s", d->dir, name);
     int rc = write_file(path, n->dur, n->dur_len);
     return rc < 0 ? rc : 1;
+}
+
+int
+sim_disk_latent(struct sim_disk *d, const char *name, uint64_t off)
+{
+    struct sim_inode *n = durable_file(d, name);
+    if (n == NULL || n->dur_len == 0 || n->nbad >= SIM_DISK_BAD)
+        return 0;
+    uint64_t sector = (off % n->dur_len) / 512;
+    for (unsigned k = 0; k < n->nbad; k++)
+        if (n->bad[k] == sector)
+            return 1;
+    n->bad[n->nbad++] = sector;
+    return 1;
 }
 
 long

@@ -20,7 +20,8 @@
  * that fires it first lands a prefix (still pending, so it tears).
  *
  * Faults applied while the node is down (the image is durable then):
- * sim_disk_flip() flips one byte of a file, sim_disk_wipe() removes all.
+ * sim_disk_flip() flips one byte of a file, sim_disk_latent() makes one
+ * sector unreadable (a latent sector error), sim_disk_wipe() removes all.
  *
  * Invariants: one node per disk; file names are short; at most
  * SIM_DISK_FILES files and SIM_DISK_FDS open descriptors.
@@ -37,6 +38,7 @@
 #define SIM_DISK_FILES 32
 #define SIM_DISK_FDS   1024 /* real descriptor numbers */
 #define SIM_DISK_NAME  64
+#define SIM_DISK_BAD   8 /* latent bad sectors per file */
 
 struct sim_extent {
     uint64_t off, len;
@@ -50,6 +52,10 @@ struct sim_inode {
     size_t npend, cap;
     int trunc_pending;
     uint64_t trunc_len;
+    /* latent sector errors: 512-byte sectors whose reads fail with EIO
+     * until a write covers them (the drive remaps a rewritten sector) */
+    uint64_t bad[SIM_DISK_BAD];
+    unsigned nbad;
 };
 
 struct sim_dname {
@@ -90,6 +96,11 @@ void sim_disk_arm_crash(struct sim_disk *d, uint64_t nth);
  * empty, -errno. */
 int sim_disk_flip(struct sim_disk *d, const char *name, uint64_t off,
                   uint8_t mask);
+/* Makes the 512-byte sector holding byte `off` (modulo the file length)
+ * of file `name` unreadable: reads touching it fail with EIO until a
+ * write covers it. Only while the node is down. 1 done, 0 no such file,
+ * empty, or the file's bad-sector table full. */
+int sim_disk_latent(struct sim_disk *d, const char *name, uint64_t off);
 /* Length of file `name` (durable image), or -1 if absent. */
 long sim_disk_size(struct sim_disk *d, const char *name);
 /* Reads the durable image of `name` (malloc'd, caller frees) or NULL. */

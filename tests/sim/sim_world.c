@@ -20,6 +20,7 @@
 #include "common/mem.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/ops.h"
+#include "tests/sim/sim_model.h"
 #include "tests/sim/sim_world.h"
 
 #define LIVENESS_TICKS 6000u /* 60 s of virtual time after the faults */
@@ -417,6 +418,19 @@ oracle_advance(struct sim_world *w)
             meta_session_by_client(w->oracle, h->client) == NULL)
             h->sessionless = 1; /* its session was evicted in the pipeline */
         meta_apply(w->oracle, &ctx, h->body, h->body_len, &res);
+        uint32_t model_code = 0;
+        char model_op[96];
+        if (!h->sessionless && w->model != NULL &&
+            sim_model_check(w->model, h->operation, h->body, h->body_len,
+                            res.code, &model_code, model_op,
+                            sizeof(model_op)) != 0)
+            sim_world_failf(w,
+                            "model: op %llu, %s, answered %u by the state "
+                            "machine, %u by the reference model",
+                            (unsigned long long)w->oracle_op, model_op,
+                            res.code, model_code);
+        if (w->model != NULL)
+            w->m.modelled = sim_model_checked(w->model);
         if (h->operation == VS_OP_REGISTER &&
             !vs_u128_is_zero(res.evicted_client)) {
             h->evicted_set = 1;
@@ -861,8 +875,18 @@ sim_world_rot_op(struct sim_world *w, unsigned i, uint64_t op, int in_header)
     size_t at = in_header || elen == VS_HEADER_SIZE
                     ? off + 64 + rnd(w, VS_HEADER_SIZE - 64)
                     : off + VS_HEADER_SIZE + rnd(w, elen - VS_HEADER_SIZE);
-    int rc = sim_disk_flip(&w->disk[i], VS_JOURNAL_FILE, at,
-                           (uint8_t)(1u << rnd(w, 8)));
+    uint8_t mask = (uint8_t)(1u << rnd(w, 8));
+    if (w->f.latent && splitmix(&w->latent_rng) % 2 == 0) {
+        /* a latent sector error instead: the sector holding `at` fails
+         * every read until rewritten, judged as damage like the flip */
+        if (sim_disk_latent(&w->disk[i], VS_JOURNAL_FILE, at) != 1)
+            return 0;
+        w->m.latent++;
+        tracef(w, "latent read error in op %llu of replica %u (%s)",
+               (unsigned long long)op, i, in_header ? "header" : "body");
+        return 1;
+    }
+    int rc = sim_disk_flip(&w->disk[i], VS_JOURNAL_FILE, at, mask);
     if (rc == 1)
         tracef(w, "bit rot in op %llu of replica %u (%s)",
                (unsigned long long)op, i, in_header ? "header" : "body");
@@ -1122,6 +1146,7 @@ sim_world_init(struct sim_world *w, uint64_t seed, const struct sim_params *p,
     uint64_t x = seed ^ 0x5eed5eed5eedull;
     for (int i = 0; i < 4; i++)
         w->rng[i] = splitmix(&x);
+    w->latent_rng = seed ^ 0x1a7e4715ec7011ull;
     w->cluster.lo = splitmix(&x) | 1;
     w->cluster.hi = splitmix(&x);
     w->hist = vs_xcalloc(SIM_HIST_MAX, sizeof(*w->hist));
@@ -1152,6 +1177,8 @@ sim_world_init(struct sim_world *w, uint64_t seed, const struct sim_params *p,
     caps.clients = 4;
     w->oracle = vs_xcalloc(1, meta_state_size(&caps));
     VS_ASSERT(meta_state_init(w->oracle, &caps) == 0);
+    w->model = sim_model_create(&caps);
+    VS_ASSERT(w->model != NULL);
     for (unsigned i = 0; i < p->n; i++) {
         char dd[400], md[512];
         snprintf(dd, sizeof(dd), "%s/r%u", w->root, i);
@@ -1241,6 +1268,7 @@ sim_world_fini(struct sim_world *w)
         }
     free(w->hist);
     free(w->oracle);
+    sim_model_destroy(w->model);
 }
 
 /* 1 if a live replica needs ops no peer's journal holds any more (they

@@ -48,6 +48,7 @@ struct sim_faults {
     int crash_backup, crash_primary, restart;
     int torn;            /* crashes armed inside storage calls */
     int bitrot;          /* byte flips in the WAL while down (<= f) */
+    int latent;          /* some of that rot is a latent read error */
     int sb_corrupt;      /* one superblock slot flipped while down */
     int cluster_restart; /* every replica down at once, then up */
     int wipe;            /* a lost disk, then recover (one at a time) */
@@ -137,7 +138,9 @@ struct sim_marks {
         checkpoints, replays, evictions, reregisters, retries, duplicates,
         bitrot, sb_corrupt, partitions, view_changes, cluster_restarts, commits,
         acked, lost_sessions, sessionless, wipes, waived_transfer,
-        waived_refused;
+        waived_refused,
+        modelled, /* committed ops held against the reference model */
+        latent;   /* WAL sectors made unreadable while a replica was down */
     /* from the engine's counters */
     uint64_t nack_truncations, faulty_not_nacked, repairs, truncations,
         range_evicted, sv_adopted, probe_elections, faulty_repaired,
@@ -170,8 +173,11 @@ struct sim_world {
     uint64_t acked_max;
     uint8_t rot[SIM_HIST_MAX]; /* replicas whose WAL copy of op rotted */
     unsigned rot_replicas;     /* replicas that ever carried rot */
+    uint64_t latent_rng;       /* its own stream: the fault switch `latent`
+                                * leaves every other draw of a seed unchanged */
     uint64_t oracle_op;
     void *oracle;
+    struct sim_model *model; /* reference model of the committed ops */
     struct sim_marks m;
     int genesis_done;
     int failed;

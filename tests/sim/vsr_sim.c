@@ -35,7 +35,7 @@
 /* Fault profiles. `gate` (make check, and the default) holds the faults
  * the engine and storage survive today: every fault of the model but
  * disk wipe; `full` adds the ones with open findings (sim-findings.md) so
- * the soak keeps finding them (today none: it equals `gate`); --faults
+ * the soak keeps finding them (today latent sector errors); --faults
  * names an exact set. State transfer is not built into the binding: a
  * replica that falls behind a peer's checkpoint cannot catch up, and the
  * liveness checker waives such runs (mark `waived_transfer`); wipe +
@@ -47,7 +47,7 @@ static const char PROFILE_GATE[] =
     "partitions,cluster_restart,bitrot";
 static const char PROFILE_FULL[] =
     "loss,dup,delay,torn,restart,sb_corrupt,crash_backup,crash_primary,"
-    "partitions,cluster_restart,bitrot";
+    "partitions,cluster_restart,bitrot,latent";
 static const char *faults_spec = NULL; /* --faults / --full */
 
 static int
@@ -67,6 +67,7 @@ set_faults(struct sim_faults *f, const char *spec)
         {"restart", offsetof(struct sim_faults, restart)},
         {"torn", offsetof(struct sim_faults, torn)},
         {"bitrot", offsetof(struct sim_faults, bitrot)},
+        {"latent", offsetof(struct sim_faults, latent)},
         {"sb_corrupt", offsetof(struct sim_faults, sb_corrupt)},
         {"cluster_restart", offsetof(struct sim_faults, cluster_restart)},
         {"wipe", offsetof(struct sim_faults, wipe)},
@@ -116,6 +117,7 @@ print_marks(const struct sim_world *w)
         {"lost_sessions", m->lost_sessions},
         {"sessionless", m->sessionless},
         {"bitrot", m->bitrot},
+        {"latent", m->latent},
         {"sb_corrupt", m->sb_corrupt},
         {"partitions", m->partitions},
         {"cluster_restarts", m->cluster_restarts},
@@ -134,6 +136,7 @@ print_marks(const struct sim_world *w)
         {"divergences", m->divergences},
         {"commits", m->commits},
         {"acked", m->acked},
+        {"modelled", m->modelled},
     };
     printf("marks n=%u", w->p.n);
     for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
@@ -720,7 +723,7 @@ usage(void)
             "usage: vsr-sim --seed S [--replicas N] [--ticks T] [--trace]\n"
             "               [--full | --faults loss,dup,delay,partitions,\n"
             "                crash_backup,crash_primary,restart,torn,bitrot,\n"
-            "                sb_corrupt,cluster_restart,wipe]\n"
+            "                latent,sb_corrupt,cluster_restart,wipe]\n"
             "       vsr-sim --seeds FIRST COUNT [--replicas N]\n"
             "       vsr-sim --scenario NAME [--trace] | --scenarios | --list\n"
             "       vsr-sim --beyond-model FIRST COUNT\n");

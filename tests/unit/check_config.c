@@ -239,6 +239,16 @@ START_TEST(test_flags)
     ck_assert_uint_eq(c.shards, 4);
     ck_assert_str_eq(c.client_addr, "127.0.0.1:0");
     ck_assert_int_eq(pos, 5);
+    /* a boolean word after a bare boolean flag is its value */
+    char *a5[] = {"--cut-damaged-tail", "false", "--shards", "2", "format"};
+    ck_assert_int_eq(vs_config_load_args(&c, 5, a5, &pos, err, sizeof(err)), 0);
+    ck_assert_uint_eq(c.cut_damaged_tail, 0);
+    ck_assert_uint_eq(c.shards, 2);
+    ck_assert_int_eq(pos, 4);
+    char *a6[] = {"--cut-damaged-tail", "On", "recover"};
+    ck_assert_int_eq(vs_config_load_args(&c, 3, a6, &pos, err, sizeof(err)), 0);
+    ck_assert_uint_eq(c.cut_damaged_tail, 1);
+    ck_assert_int_eq(pos, 2);
     char *a4[] = {"--cut-damaged-tail=maybe"};
     ck_assert_int_eq(vs_config_load_args(&c, 1, a4, &pos, err, sizeof(err)),
                      -EINVAL);

@@ -284,6 +284,55 @@ START_TEST(test_damaged_tail)
 }
 END_TEST
 
+/* A latent sector error (a read failing with EIO) in the scan is damage,
+ * judged as a checksum mismatch is: the last entry unreadable is a damaged
+ * tail (its op known when its header read), an earlier one interior
+ * corruption; the scan never fails with the read's error. */
+START_TEST(test_unreadable_entry_is_damage)
+{
+    struct sio_fault f;
+    sio_fault_init(&f, 1);
+    struct fixture fx;
+    build(&fx, &f.io, NULL, NULL);
+    struct wal_options ro = {.read_only = 1};
+    struct wal_scan s;
+    sio_fault_reset(&f);
+    ck_assert_int_eq(wal_scan_file(&f.io, fx.meta, &ro, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_CLEAN);
+    uint64_t reads = f.calls[SIO_READ];
+    ck_assert_uint_ge(reads, 2 * N_ENTRIES);
+    int tails = 0, interiors = 0;
+    for (uint64_t nth = 1; nth <= reads; nth++) {
+        sio_fault_reset(&f);
+        sio_fault_arm(&f, SIO_READ, nth, EIO, -1);
+        ck_assert_int_eq(wal_scan_file(&f.io, fx.meta, &ro, &s), 0);
+        if (s.verdict == WAL_CLEAN)
+            continue; /* a read outside the entries */
+        ck_assert_ptr_nonnull(strstr(s.reason, "I/O error"));
+        if (s.verdict == WAL_DAMAGED_TAIL) {
+            ck_assert_uint_eq(s.bad_op, N_ENTRIES);
+            ck_assert_uint_eq(s.bad_offset, fx.offset[N_ENTRIES - 1]);
+            tails++;
+        } else {
+            ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
+            ck_assert_uint_lt(s.bad_offset, fx.offset[N_ENTRIES - 1]);
+            interiors++;
+        }
+    }
+    ck_assert_int_eq(tails, 2); /* the last entry's header and body reads */
+    ck_assert_int_ge(interiors, 2 * (N_ENTRIES - 1));
+    /* a one-replica open refuses the unreadable last entry, and cuts it
+     * with cut_damaged_tail */
+    struct wal w;
+    sio_fault_reset(&f);
+    sio_fault_arm(&f, SIO_READ, 2 * N_ENTRIES, EIO, -1);
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), -EBADMSG);
+    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
+    sio_fault_reset(&f);
+    tu_rm_rf(fx.dir);
+}
+END_TEST
+
 /* The one entry of a journal with its command byte flipped (found by
  * fuzzing: it scanned as a torn tail and the open cut the whole file, an
  * acknowledged op lost without a refusal): damage, refused; a header
@@ -851,6 +900,7 @@ suite(void)
     tcase_add_test(tc, test_partial_write_boots);
     tcase_add_test(tc, test_damaged_tail);
     tcase_add_test(tc, test_garbled_header_is_damage);
+    tcase_add_test(tc, test_unreadable_entry_is_damage);
     tcase_add_test(tc, test_op_wrap_is_chain_break);
     tcase_add_test(tc, test_zero_tail_is_torn);
     tcase_add_test(tc, test_format_gate);
