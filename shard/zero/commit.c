@@ -992,8 +992,8 @@ commit_xfer_install(void *ctx, const struct zt_artifacts *a, char *err,
     struct vs_u128 sum = {0, 0};
     int ahead = a->snapshot_op > local;
     if (ahead) {
-        rc = zinst_write(c->io, c->meta_dir, &c->journal, local, c->lr,
-                         &c->caps, &c->ct, a, &sum, err, errlen);
+        rc = zinst_write(c->io, c->meta_dir, &c->journal, local, c->lr, &sc,
+                         &c->ct, a, &sum, err, errlen);
         if (rc != 0) {
             zinst_scratch_fini(&sc);
             return rc == -VS_EFATAL ? commit_set_fatal(c, err) : rc;

@@ -3,7 +3,8 @@
  * order and its crash cases are in install_state.h.
  *
  * Invariants: nothing is written before every artifact decoded into
- * scratch; the published op only moves forward (lr_restore refuses
+ * scratch (the snapshot is decoded once: the instances get copies of the
+ * scratch's pages); the published op only moves forward (lr_restore refuses
  * below it); the private reply table is changed only together with the
  * instances it describes. Process: shard 0 only.
  */
@@ -13,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "common/checksum.h"
 #include "common/errors.h"
+#include "shard/meta/index.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/snapshot_codec.h"
 #include "shard/storage/snapshot_install.h"
@@ -26,7 +29,7 @@ zinst_check(const struct meta_caps *caps, const struct zt_artifacts *a,
             struct zinst_scratch *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof(*s));
-    void *st = NULL;
+    meta_ct_init(&s->ct);
     int rc = -EPROTO;
     if (a->prepare == NULL) {
         snprintf(err, errlen,
@@ -44,18 +47,22 @@ zinst_check(const struct meta_caps *caps, const struct zt_artifacts *a,
         goto fail;
     }
     size_t size = meta_state_size(caps);
-    st = calloc(1, size); /* zero pages: only what decodes is touched */
-    if (st == NULL) {
+    /* zero pages: only what decodes is touched (and copied later) */
+    void *st = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (st == MAP_FAILED) {
         snprintf(err, errlen, "out of memory for the scratch state");
         rc = -ENOMEM;
         goto fail;
     }
+    s->state = st;
+    s->state_len = size;
     if (meta_state_init(st, caps) != 0) {
         snprintf(err, errlen, "metadata capacities are invalid");
         goto fail;
     }
     enum meta_snap_status ss =
-        meta_snapshot_decode(a->snapshot, a->snapshot_len, st, NULL);
+        meta_snapshot_decode(a->snapshot, a->snapshot_len, st, &s->ct);
     if (ss != META_SNAP_OK) {
         snprintf(err, errlen, "the snapshot of op %llu does not decode: %s",
                  (unsigned long long)a->snapshot_op, meta_snap_status_str(ss));
@@ -74,20 +81,20 @@ zinst_check(const struct meta_caps *caps, const struct zt_artifacts *a,
                  strerror(-trc));
         goto fail;
     }
-    /* it must fit the configured session slots (installing into the
-     * scratch instance checks exactly that) */
-    trc = meta_ct_install_sessions(st, &s->img);
-    if (trc != 0) {
+    /* it must fit the configured session slots, as installing it would
+     * require */
+    uint32_t need = s->img.count;
+    if (s->img.version == 3 && s->img.count > 0)
+        need = s->img.e[s->img.count - 1].slot + 1;
+    if (need > meta_tab_cap(st, META_TAB_SESSION)) {
         snprintf(err, errlen,
-                 "the client table does not fit this node's "
-                 "session slots");
+                 "the client table needs %u session slots, this node has %u",
+                 need, meta_tab_cap(st, META_TAB_SESSION));
         goto fail;
     }
     s->table_op = a->table_frontier;
-    free(st);
     return 0;
 fail:
-    free(st);
     zinst_scratch_fini(s);
     return rc;
 }
@@ -96,34 +103,44 @@ void
 zinst_scratch_fini(struct zinst_scratch *s)
 {
     meta_ct_image_fini(&s->img);
+    meta_ct_fini(&s->ct);
+    if (s->state != NULL)
+        munmap(s->state, s->state_len);
     memset(s, 0, sizeof(*s));
 }
 
 struct zinst_fill {
-    const struct zt_artifacts *a;
-    const struct meta_caps *caps;
-    struct meta_client_table *ct;
-    int calls;
+    const struct zinst_scratch *sc;
     int rc;
 };
 
-/* lr_apply_fn for lr_restore: the checked snapshot into one instance; the
- * reply table only with the first. */
+/* lr_apply_fn for lr_restore: the decoded scratch into one instance. The
+ * state is pointer-free, so its bytes are position independent; the
+ * scratch's untouched pages are zero like the zeroed instance's, so only
+ * pages holding a non-zero byte are copied (a large, mostly empty state
+ * costs what it holds, as a decode would). */
 static void
 zinst_fill_fn(void *instance, size_t size, void *arg)
 {
+    static const uint8_t zero[4096];
     struct zinst_fill *f = arg;
+    if (size != f->sc->state_len) {
+        f->rc = -EINVAL;
+        return;
+    }
     lr_instance_zero(instance, size);
-    if (meta_state_init(instance, f->caps) != 0 ||
-        meta_snapshot_decode(f->a->snapshot, f->a->snapshot_len, instance,
-                             f->calls == 0 ? f->ct : NULL) != META_SNAP_OK)
-        f->rc = -EBADMSG;
-    f->calls++;
+    const uint8_t *from = f->sc->state;
+    uint8_t *to = instance;
+    for (size_t off = 0; off < size; off += sizeof(zero)) {
+        size_t n = size - off < sizeof(zero) ? size - off : sizeof(zero);
+        if (memcmp(from + off, zero, n) != 0)
+            memcpy(to + off, from + off, n);
+    }
 }
 
 int
 zinst_write(struct vs_sio *io, const char *meta_dir, struct wal *journal,
-            uint64_t commit_min, struct vs_lr *lr, const struct meta_caps *caps,
+            uint64_t commit_min, struct vs_lr *lr, struct zinst_scratch *sc,
             struct meta_client_table *ct, const struct zt_artifacts *a,
             struct vs_u128 *sum, char *err, size_t errlen)
 {
@@ -134,8 +151,7 @@ zinst_write(struct vs_sio *io, const char *meta_dir, struct wal *journal,
     if (rc != 0)
         return rc;
     /* 4. both left-right instances */
-    meta_ct_clear(ct);
-    struct zinst_fill f = {.a = a, .caps = caps, .ct = ct};
+    struct zinst_fill f = {.sc = sc};
     rc = lr_restore(lr, a->snapshot_op, zinst_fill_fn, &f);
     if (rc != 0 || f.rc != 0) {
         snprintf(err, errlen,
@@ -144,6 +160,10 @@ zinst_write(struct vs_sio *io, const char *meta_dir, struct wal *journal,
                  strerror(rc != 0 ? -rc : -f.rc));
         return -VS_EFATAL;
     }
+    /* the snapshot's cached replies move to the private table */
+    meta_ct_fini(ct);
+    *ct = sc->ct;
+    meta_ct_init(&sc->ct);
     return 0;
 }
 

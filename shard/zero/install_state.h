@@ -23,7 +23,8 @@
  *                    see the published op jump forward, never back;
  *                    partition stats live outside the instances and are
  *                    untouched; the private reply table is rebuilt from
- *                    the snapshot's.
+ *                    the snapshot's. The snapshot is decoded once, by
+ *                    zinst_check; the instances get copies of its pages.
  *               The caller then hands the install to the engine, which
  *               queues the superblock pairing {checkpoint op S, payload
  *               checksum, op S's prepare header} (5.). What a crash at
@@ -64,6 +65,9 @@ struct zinst_scratch {
     struct vs_hdr_prepare prepare; /* op S's stored header */
     struct meta_ct_image img;      /* the client table at table_op */
     uint64_t table_op;
+    void *state; /* the snapshot decoded (a private zero-page mapping) */
+    size_t state_len;
+    struct meta_client_table ct; /* the snapshot's cached replies */
 };
 
 /* Decodes and checks the artifacts (see above). 0, or -EPROTO / -ENOMEM
@@ -72,14 +76,15 @@ int zinst_check(const struct meta_caps *caps, const struct zt_artifacts *a,
                 struct zinst_scratch *s, char *err, size_t errlen);
 void zinst_scratch_fini(struct zinst_scratch *s);
 
-/* Steps 1-4 for a checked a (snapshot op above commit_min). *sum gets
- * the payload checksum for the pairing. 0, -ENOSPC (no space for the
- * journal cut: nothing changed), or -VS_EFATAL with one line in err. */
+/* Steps 1-4 for a checked a (snapshot op above commit_min): the
+ * instances get sc's decoded state (its non-zero pages copied), ct the
+ * snapshot's replies (moved out of sc). *sum gets the payload checksum
+ * for the pairing. 0, -ENOSPC (no space for the journal cut: nothing
+ * changed), or -VS_EFATAL with one line in err. */
 int zinst_write(struct vs_sio *io, const char *meta_dir, struct wal *journal,
-                uint64_t commit_min, struct vs_lr *lr,
-                const struct meta_caps *caps, struct meta_client_table *ct,
-                const struct zt_artifacts *a, struct vs_u128 *sum, char *err,
-                size_t errlen);
+                uint64_t commit_min, struct vs_lr *lr, struct zinst_scratch *sc,
+                struct meta_client_table *ct, const struct zt_artifacts *a,
+                struct vs_u128 *sum, char *err, size_t errlen);
 
 /* The table image against the writer's live state (at the image's op):
  * 0 and the rings installed, or -EPROTO with one line (nothing changed). */

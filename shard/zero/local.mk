@@ -148,6 +148,7 @@ endif
 if HAVE_CHECK
 check_PROGRAMS += tests/integration/check_cluster_transfer
 INTEG_TESTS += tests/integration/check_cluster_transfer
+INTEG_FAST_TESTS += tests/integration/check_cluster_transfer
 tests_integration_check_cluster_transfer_SOURCES = \
 	tests/integration/check_cluster_transfer.c $(CLUSTER_COMMON)
 tests_integration_check_cluster_transfer_CFLAGS = $(TEST_CFLAGS)

@@ -143,7 +143,7 @@ install(void *ctx, const struct zt_artifacts *a, char *err, size_t errlen)
     meta_ct_init(&lct);
     struct vs_u128 sum;
     double t1 = now();
-    rc = zinst_write(&io, lagmeta, &journal, 0, &lr, &caps, &lct, a, &sum, err,
+    rc = zinst_write(&io, lagmeta, &journal, 0, &lr, &sc, &lct, a, &sum, err,
                      errlen);
     t_write = now() - t1;
     if (rc == 0)

@@ -153,8 +153,10 @@ START_TEST(test_write_restores_both_instances)
     meta_ct_init(&ct);
     struct vs_u128 sum;
     char err[256];
-    ck_assert_int_eq(zinst_write(&io, meta, &w, 0, &lr, &caps, &ct, &a, &sum,
-                                 err, sizeof(err)),
+    struct zinst_scratch sc;
+    ck_assert_int_eq(zinst_check(&caps, &a, &sc, err, sizeof(err)), 0);
+    ck_assert_int_eq(zinst_write(&io, meta, &w, 0, &lr, &sc, &ct, &a, &sum, err,
+                                 sizeof(err)),
                      0);
     ck_assert_uint_eq(lr_published_op(&lr), src_op);
     ck_assert(wal_empty(&w));
@@ -175,8 +177,6 @@ START_TEST(test_write_restores_both_instances)
     snapfile_fini(&f);
 
     /* the rings of the primary, once the sessions agree */
-    struct zinst_scratch sc;
-    ck_assert_int_eq(zinst_check(&caps, &a, &sc, err, sizeof(err)), 0);
     ck_assert_int_eq(
         zinst_table(&ct, lr_writer_live(&lr), &sc.img, err, sizeof(err)), 0);
     struct vs_wbuf again;
