@@ -92,6 +92,21 @@ enum vs_metric_kind {
       "Bytes appended to the metadata WAL")                                    \
     X(CHECKPOINTS, "vstream_checkpoints_total", "", VS_MK_COUNTER,             \
       "Metadata checkpoints completed")                                        \
+    X(XFER_STAGE, "vstream_state_transfer_stage", "", VS_MK_GAUGE,             \
+      "Metadata state transfer stage: 0 idle, 1 awaiting target, 2 "           \
+      "fetching, 3 installing")                                                \
+    X(XFER_PEER, "vstream_state_transfer_peer", "", VS_MK_GAUGE,               \
+      "Replica the running state transfer fetches from, plus one (0: none)")   \
+    X(XFER_FETCHED, "vstream_state_transfer_fetched_bytes", "", VS_MK_GAUGE,   \
+      "Bytes fetched by the running state transfer")                           \
+    X(XFER_TOTAL, "vstream_state_transfer_total_bytes", "", VS_MK_GAUGE,       \
+      "Bytes the running state transfer fetches in all")                       \
+    X(XFER_INSTALLED, "vstream_state_transfers_total", "result=\"installed\"", \
+      VS_MK_COUNTER, "Metadata state transfers ended")                         \
+    X(XFER_ABANDONED, "vstream_state_transfers_total", "result=\"abandoned\"", \
+      VS_MK_COUNTER, "")                                                       \
+    X(XFER_SERVED, "vstream_state_transfer_served_bytes_total", "",            \
+      VS_MK_COUNTER, "Snapshot and client-table bytes served to replicas")     \
     X(LR_PUBLISHES, "vstream_leftright_publishes_total", "", VS_MK_COUNTER,    \
       "Metadata left-right publishes (flips)")                                 \
     X(LR_READER_WAITS, "vstream_leftright_reader_waits_total", "",             \

@@ -88,3 +88,17 @@ tests_unit_check_storage_snapreader_SOURCES = \
 tests_unit_check_storage_snapreader_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_storage_snapreader_LDADD = $(STORAGE_TEST_LDADD)
 endif
+
+# The storage half of a state-transfer install (journal cut, snapshot,
+# journal emptied) and the crash sweep over it.
+libvs_storage_a_SOURCES += shard/storage/snapshot_install.c \
+	shard/storage/snapshot_install.h
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_storage_snapinst
+check_PROGRAMS += tests/unit/check_storage_snapinst
+tests_unit_check_storage_snapinst_SOURCES = \
+	tests/unit/check_storage_snapinst.c tests/unit/storage_testutil.h
+tests_unit_check_storage_snapinst_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_storage_snapinst_LDADD = libvs_storage.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
+endif

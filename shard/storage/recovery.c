@@ -227,9 +227,16 @@ check_wal(struct vs_sio *io, const char *meta, const struct recovery_expect *e,
     }
     /* The hash chain restarts from the last WAL entry at or above the
      * state op, or, with no such entry, from the checkpoint op's header
-     * the superblock records (version 2). */
+     * the superblock records (version 2). A cluster replica whose
+     * snapshot is newer than its superblock pairing (a state transfer
+     * installed it and crashed before the pairing was durable) learns
+     * the anchor from its view's headers instead: every op at or below
+     * the snapshot is committed and in it. */
     int no_entry = s->entries == 0 || s->last_op < base;
+    int installed_ahead =
+        e->is_cluster && r->have_snapshot && base > r->state.checkpoint_op;
     if (no_entry && (base > 0 || r->state.checkpoint_op > 0) &&
+        !installed_ahead &&
         !(vsr_state_has_checkpoint_prepare(&r->state) &&
           base == r->state.checkpoint_op))
         return verdict(r, RECOVERY_REFUSE_WAL_CHAIN_START,

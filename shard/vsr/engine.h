@@ -531,6 +531,9 @@ int vsr_on_state_installed(struct vs_vsr *v, uint64_t op,
                            struct vs_u128 op_checksum,
                            struct vs_u128 snapshot_checksum,
                            uint64_t commit_max);
+/* 1 while a COMMIT action was issued and not yet reported applied (the
+ * binding checks it before it cuts anything for an install). */
+int vsr_commit_outstanding(const struct vs_vsr *v);
 
 /* ---- outputs ---- */
 

@@ -163,3 +163,9 @@ vsr_on_state_installed(struct vs_vsr *v, uint64_t op,
     resume(v);
     return 0;
 }
+
+int
+vsr_commit_outstanding(const struct vs_vsr *v)
+{
+    return v->commit_outstanding != 0;
+}

@@ -249,9 +249,14 @@ xfer_fetch_on_target(struct xfer_fetch *f, uint8_t from, const void *frame,
         xfer_manifest_find(&m, XFER_KIND_METADATA_SNAPSHOT);
     const struct xfer_artifact *table =
         xfer_manifest_find(&m, XFER_KIND_CLIENT_TABLE);
-    /* metadata transfer: exactly a snapshot and a client table, frontiers
-     * consistent with the commit the primary advertised */
-    if (m.count != 2 || snap == NULL || table == NULL ||
+    const struct xfer_artifact *prep =
+        xfer_manifest_find(&m, XFER_KIND_CHECKPOINT_PREPARE);
+    /* metadata transfer: a snapshot and a client table, optionally the
+     * snapshot op's prepare header (exactly one header, at the snapshot's
+     * op), frontiers consistent with the commit the primary advertised */
+    if (m.count != (prep != NULL ? 3u : 2u) || snap == NULL || table == NULL ||
+        (prep != NULL &&
+         (prep->len != VS_HEADER_SIZE || prep->frontier != snap->frontier)) ||
         t->commit_op < snap->frontier || table->frontier > t->commit_op ||
         snap->len > f->o.artifact_cap || table->len > f->o.artifact_cap)
         return drop(f, XFER_DROP_MANIFEST);

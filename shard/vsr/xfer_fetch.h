@@ -19,6 +19,10 @@
  *   Installing -> Idle                installed, or the install failed
  * Entering Idle drops the nonce, the manifest and the fetched bytes.
  *
+ * A metadata manifest holds a snapshot and a client table (frontiers
+ * within the Target's commit), and optionally the snapshot op's prepare
+ * header (exactly 256 bytes at the snapshot's frontier); anything else is
+ * refused.
  * Fetch rules: one request in flight, artifacts in manifest order, a chunk
  * accepted only from the target peer, for our nonce, at the expected
  * (artifact, offset) and not past the artifact's end; a zero-byte chunk is

@@ -9,7 +9,10 @@
  * kind: 0 metadata snapshot (frontier = the snapshot's op; the payload of
  * snapshot.bin without its integrity trailer), 1 client table (frontier =
  * commit_min when encoded; the ICT3 transfer form, ICT2 still decoded), 2
- * segment log and 3 consumer offsets (partition transfer).
+ * segment log and 3 consumer offsets (partition transfer), 4 checkpoint
+ * prepare (frontier = the snapshot's op; the 256-byte stored prepare header
+ * of that op, so the receiver's superblock pairing records it and a restart
+ * right after the install can continue the hash chain).
  *
  * Invariants (enforced by the decoder, which trusts nothing): exact
  * length; magic; entry_len 25; 1 <= count <= XFER_ARTIFACTS_MAX; known
@@ -26,7 +29,7 @@
 
 #define XFER_MANIFEST_MAGIC    "ISM1"
 #define XFER_ENTRY_LEN         25u
-#define XFER_ARTIFACTS_MAX     4u                  /* one of each kind */
+#define XFER_ARTIFACTS_MAX     5u                  /* one of each kind */
 #define XFER_ARTIFACT_CAP      (UINT64_C(1) << 30) /* 1 GiB */
 #define XFER_MANIFEST_CAP      (UINT64_C(4) << 30) /* 4 GiB */
 #define XFER_MANIFEST_SIZE(n)  (4u + 4u + 1u + XFER_ENTRY_LEN * (n) + 8u)
@@ -37,6 +40,7 @@ enum xfer_kind {
     XFER_KIND_CLIENT_TABLE = 1,
     XFER_KIND_SEGMENT_LOG = 2,
     XFER_KIND_CONSUMER_OFFSETS = 3,
+    XFER_KIND_CHECKPOINT_PREPARE = 4,
     XFER_KIND_COUNT
 };
 

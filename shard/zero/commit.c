@@ -26,7 +26,11 @@
  * engine's PrepareOk quorum commits, so the pipeline holds up to
  * VSR_PIPELINE_MAX ops and each reply leaves when its op commits);
  * JOURNAL_TRUNCATE cuts the WAL (view change), SEND_PREPARE serves
- * repair from the WAL, STATE_TRANSFER is logged (not available yet). A
+ * repair from the WAL, STATE_TRANSFER arms a metadata state transfer
+ * from the primary (transfer.h: commands 22-25 of the links go there, it
+ * ticks with the engine; the install hook is commit_xfer_install, whose
+ * order is in install_state.h; the engine gates its commit walk while
+ * armed and is disarmed when the fetch ends without an install). A
  * backup's proposals go to the primary (forward.h) and their answers are
  * released after each drain once commit_min reached their op.
  *
@@ -59,6 +63,8 @@
 #include "shard/zero/forward.h"
 #include "shard/fwd.h"
 #include "shard/zero/groups0.h"
+#include "shard/zero/install_state.h"
+#include "shard/zero/transfer.h"
 #include "shard/meta/apply.h"
 #include "shard/meta/client_table.h"
 #include "shard/meta/ops.h"
@@ -69,6 +75,9 @@
 #include "shard/storage/superblock.h"
 #include "shard/storage/vsr_state.h"
 
+/* Ticks (10 ms) after a state transfer ended without an install before
+ * the next one is armed. */
+#define COMMIT_XFER_BACKOFF_TICKS 100u
 /* Ticks (10 ms) between retries of a failed checkpoint phase. */
 #define COMMIT_RETRY_TICKS 100u
 /* Prepare bodies are meta_op encodings of requests whose bodies are at
@@ -190,6 +199,16 @@ struct commit {
     uint32_t sweep_ticks;
     struct vs_u128 *retry_remove; /* removals not proposed yet */
     size_t n_retry;
+
+    /* metadata state transfer (a cluster; transfer.h, install_state.h) */
+    struct zt *zt;
+    struct zinst_scratch xt_table; /* a transferred client table whose op
+                                      the commit walk has not reached */
+    int xt_table_pending;
+    uint32_t xt_backoff; /* ticks before a failed fetch is tried again */
+    int xt_want;         /* a STATE_TRANSFER waits for the back-off */
+    struct vs_vsr_action xt_trigger; /* its replica and op */
+    struct zt_info xt_seen;          /* counters already in the metrics */
 };
 
 /* ---------------------------------------------------------------- */
@@ -402,11 +421,15 @@ commit_engine_build(struct commit *c, const struct vs_vsr_persist *durable,
     /* The checkpoint op's entry may be gone from the WAL (cut as a
      * damaged tail, or drained with it): the superblock's record of its
      * header continues the hash chain. */
+    /* (With an empty journal only when the state is at the checkpoint:
+     * a state transfer that crashed before its pairing was durable boots
+     * a newer snapshot with no anchor header; the view supplies it.) */
     int lead = durable->checkpoint_op > 0 &&
                c->ckpt_prepare.op == durable->checkpoint_op &&
                !vs_u128_is_zero(c->ckpt_prepare.f.checksum) &&
-               (wal_empty(&c->journal) ||
-                wal_first_op(&c->journal) == durable->checkpoint_op + 1);
+               (wal_empty(&c->journal)
+                    ? commit_min == durable->checkpoint_op
+                    : wal_first_op(&c->journal) == durable->checkpoint_op + 1);
     if (lead && wal_empty(&c->journal)) {
         hs = vs_xmalloc(sizeof(*hs));
         hs[o.header_count++] = c->ckpt_prepare;
@@ -511,6 +534,7 @@ commit_engine_rebuild(struct commit *c)
 /* ---------------------------------------------------------------- */
 
 static int commit_drain(struct commit *c);
+static void commit_xfer_table(struct commit *c);
 static int commit_checkpoint_begin(struct commit *c, uint64_t op);
 static uint64_t commit_checkpoint_interval(const struct commit *c);
 static void commit_send_status(struct commit *c, const struct commit_origin *to,
@@ -777,6 +801,8 @@ commit_do_commit(struct commit *c, const struct vs_vsr_action *a)
     rc = vsr_on_commit_applied(c->engine, a->op, c->body.data,
                                (uint32_t)c->body.len);
     VS_ASSERT(rc == 0);
+    if (c->xt_table_pending && a->op == c->xt_table.table_op)
+        commit_xfer_table(c);
     uint64_t every = commit_checkpoint_interval(c);
     if (every > 0 && a->op % every == 0 && c->ckpt == COMMIT_CKPT_IDLE &&
         !c->sb_retry) {
@@ -873,6 +899,239 @@ commit_do_send_prepare(struct commit *c, const struct vs_vsr_action *a)
                               (uint32_t)c->out.len);
 }
 
+/* ---------------------------------------------------------------- */
+/* State transfer (transfer.h, install_state.h)                     */
+/* ---------------------------------------------------------------- */
+
+/* zt_hooks.serve_state */
+static void
+commit_zt_serve_state(void *ctx, struct zt_serve_state *s)
+{
+    struct commit *c = ctx;
+    struct vs_vsr_info in;
+    struct vs_vsr_persist d;
+    vsr_info(c->engine, &in);
+    vsr_durable(c->engine, &d);
+    s->caught_up_primary = in.settled && in.commit_min == in.commit_max;
+    s->view = d.view;
+    s->commit_min = in.commit_min;
+    s->commit_max = in.commit_max;
+    /* A checkpoint in progress may have replaced snapshot.bin already:
+     * offer nothing until its pairing is durable. */
+    if (c->ckpt == COMMIT_CKPT_IDLE && !c->sb_retry) {
+        s->checkpoint_op = d.checkpoint_op;
+        s->checkpoint_checksum = d.checkpoint_checksum;
+        if (c->ckpt_prepare.op == d.checkpoint_op)
+            s->checkpoint_prepare = c->ckpt_prepare;
+    }
+}
+
+/* zt_hooks.encode_table: the live table at commit_min. */
+static int
+commit_zt_encode_table(void *ctx, struct vs_wbuf *w, uint64_t *frontier)
+{
+    struct commit *c = ctx;
+    *frontier = vsr_commit_min(c->engine);
+    return meta_ct_transfer_encode(&c->ct, lr_writer_live(c->lr), w);
+}
+
+/* zt_hooks.send */
+static void
+commit_zt_send(void *ctx, uint8_t peer, const void *frame, size_t len)
+{
+    struct commit *c = ctx;
+    if (c->replica_send != NULL)
+        (void)c->replica_send(c->replica_ctx, peer, frame, (uint32_t)len);
+}
+
+/* The transferred client table once the state is at its op. */
+static void
+commit_xfer_table(struct commit *c)
+{
+    char err[160];
+    c->xt_table_pending = 0;
+    if (zinst_table(&c->ct, lr_writer_live(c->lr), &c->xt_table.img, err,
+                    sizeof(err)) == 0)
+        vs_log_info("state transfer: client table installed at op %llu "
+                    "(%u sessions)",
+                    (unsigned long long)c->xt_table.table_op,
+                    c->xt_table.img.count);
+    else
+        vs_log_error("state transfer: client table at op %llu not installed: "
+                     "%s (the replayed table stays)",
+                     (unsigned long long)c->xt_table.table_op, err);
+    zinst_scratch_fini(&c->xt_table);
+}
+
+/* zt_hooks.install: see install_state.h for the order. */
+static int
+commit_xfer_install(void *ctx, const struct zt_artifacts *a, char *err,
+                    size_t errlen)
+{
+    struct commit *c = ctx;
+    int rc;
+    if (c->n_held > 0) { /* group commit: the held appends first */
+        rc = wal_sync(&c->journal);
+        if (rc != 0) {
+            snprintf(err, errlen, "journal fsync failed: %s", sio_strerror(rc));
+            return commit_set_fatal(c, err);
+        }
+        commit_release_held(c);
+    }
+    rc = commit_drain(c);
+    if (rc != 0) {
+        commit_fatal_msg(c, err, errlen);
+        return rc;
+    }
+    if (vsr_commit_outstanding(c->engine)) {
+        snprintf(err, errlen, "a commit is being applied; fetch again");
+        return -EAGAIN;
+    }
+    struct zinst_scratch sc;
+    rc = zinst_check(&c->caps, a, &sc, err, errlen);
+    if (rc != 0)
+        return rc;
+    uint64_t local = vsr_commit_min(c->engine);
+    struct vs_u128 sum = {0, 0};
+    int ahead = a->snapshot_op > local;
+    if (ahead) {
+        rc = zinst_write(c->io, c->meta_dir, &c->journal, local, c->lr, &sc,
+                         &c->ct, a, &sum, err, errlen);
+        if (rc != 0) {
+            zinst_scratch_fini(&sc);
+            return rc == -VS_EFATAL ? commit_set_fatal(c, err) : rc;
+        }
+        /* the pairing the engine queues records op S's header; its
+         * completion ends a checkpoint at S (commit_do_superblock) */
+        c->ckpt_prepare = sc.prepare;
+        c->ckpt = COMMIT_CKPT_SUPERBLOCK;
+        c->ckpt_op = a->snapshot_op;
+        vs_log_info("state transfer: snapshot of op %llu written, journal "
+                    "emptied, state published at op %llu",
+                    (unsigned long long)a->snapshot_op,
+                    (unsigned long long)a->snapshot_op);
+    }
+    rc = vsr_on_state_installed(c->engine, a->snapshot_op,
+                                sc.prepare.f.checksum, sum, a->commit_max);
+    if (rc < 0) {
+        zinst_scratch_fini(&sc);
+        snprintf(err, errlen, "the engine refused the install (%s)",
+                 strerror(-rc));
+        return ahead ? commit_set_fatal(c, err) : rc;
+    }
+    if (!ahead)
+        vs_log_info("state transfer: the snapshot (op %llu) is not ahead of "
+                    "the local state (op %llu): kept the local state",
+                    (unsigned long long)a->snapshot_op,
+                    (unsigned long long)local);
+    /* the client table at its op T: now, or when the walk applies T */
+    if (c->xt_table_pending)
+        zinst_scratch_fini(&c->xt_table);
+    c->xt_table_pending = 0;
+    uint64_t at = vsr_commit_min(c->engine);
+    if (sc.table_op < at) {
+        vs_log_info("state transfer: the client table (op %llu) is behind "
+                    "the local state (op %llu): kept the local table",
+                    (unsigned long long)sc.table_op, (unsigned long long)at);
+        zinst_scratch_fini(&sc);
+        return 0;
+    }
+    c->xt_table = sc;
+    c->xt_table_pending = 1;
+    if (sc.table_op == at)
+        commit_xfer_table(c);
+    return 0;
+}
+
+/* VSR_ACT_STATE_TRANSFER: fetch from the primary (the peer that answered
+ * RangeEvicted if the primary is not known). */
+static void
+commit_xfer_start(struct commit *c, const struct vs_vsr_action *a)
+{
+    c->stats.state_transfer_needed++;
+    if (c->zt == NULL)
+        return;
+    if (c->xt_backoff > 0) {
+        /* the last fetch failed a moment ago: armed when the back-off
+         * ends (the engine does not report the same need twice) */
+        c->xt_want = 1;
+        memset(&c->xt_trigger, 0, sizeof(c->xt_trigger));
+        c->xt_trigger.replica = a->replica;
+        c->xt_trigger.op = a->op;
+        return;
+    }
+    c->xt_want = 0;
+    int p = vsr_primary(c->engine);
+    uint8_t peer = p >= 0 && p != c->replica ? (uint8_t)p : a->replica;
+    int rc = vsr_transfer_begin(c->engine);
+    if (rc != 0 && rc != -EALREADY)
+        return;
+    struct vs_vsr_persist d;
+    vsr_durable(c->engine, &d);
+    if (zt_start(c->zt, peer, d.view) == 0)
+        vs_log_info("state transfer: replica %u holds ops only from %llu; "
+                    "fetching the checkpoint of replica %u",
+                    a->replica, (unsigned long long)a->op, peer);
+}
+
+/* The transfer's gauges and counters (common/metrics.h), each tick. */
+static void
+commit_xfer_metrics(struct commit *c)
+{
+    struct zt_info zi;
+    zt_info(c->zt, &zi);
+    vs_metrics_set(VS_M_XFER_STAGE, (uint64_t)zi.stage);
+    vs_metrics_set(VS_M_XFER_PEER, zi.peer < 0 ? 0 : (uint64_t)zi.peer + 1);
+    vs_metrics_set(VS_M_XFER_FETCHED, zi.fetched);
+    vs_metrics_set(VS_M_XFER_TOTAL, zi.total);
+    if (zi.completed > c->xt_seen.completed)
+        vs_metrics_add(VS_M_XFER_INSTALLED,
+                       zi.completed - c->xt_seen.completed);
+    if (zi.abandoned > c->xt_seen.abandoned)
+        vs_metrics_add(VS_M_XFER_ABANDONED,
+                       zi.abandoned - c->xt_seen.abandoned);
+    if (zi.served_bytes > c->xt_seen.served_bytes)
+        vs_metrics_add(VS_M_XFER_SERVED,
+                       zi.served_bytes - c->xt_seen.served_bytes);
+    c->xt_seen = zi;
+}
+
+/* After each transfer input: retarget to a new primary, and disarm the
+ * engine when the fetch ended without an install (the engine reports
+ * the need again if it persists). */
+static void
+commit_xfer_reconcile(struct commit *c)
+{
+    if (c->zt == NULL)
+        return;
+    struct vs_vsr_info in;
+    vsr_info(c->engine, &in);
+    int fetching = zt_fetching(c->zt);
+    if (in.transferring && !fetching) {
+        struct zt_info zi;
+        zt_info(c->zt, &zi);
+        vs_log_warn("state transfer: ended without an install (%s); repair "
+                    "resumes, next fetch in %u ms at the earliest",
+                    zi.last, COMMIT_XFER_BACKOFF_TICKS * 10u);
+        c->xt_backoff = COMMIT_XFER_BACKOFF_TICKS;
+        (void)vsr_transfer_end(c->engine);
+        return;
+    }
+    if (!in.transferring && fetching) {
+        zt_abandon(c->zt, "the engine is not transferring");
+        return;
+    }
+    if (!fetching)
+        return;
+    struct zt_info zi;
+    zt_info(c->zt, &zi);
+    int p = vsr_primary(c->engine);
+    if (p >= 0 && p != c->replica && p != zi.peer)
+        zt_retarget(c->zt, (uint8_t)p);
+    else if (zt_wants_peer(c->zt))
+        zt_abandon(c->zt, "the primary stopped answering");
+}
+
 static int
 commit_drain(struct commit *c)
 {
@@ -911,12 +1170,7 @@ commit_drain(struct commit *c)
             break;
         case VSR_ACT_STATE_TRANSFER:
             VS_ASSERT(c->replica_count > 1);
-            c->stats.state_transfer_needed++;
-            vs_log_warn("repair cannot catch up from replica %u: its journal "
-                        "starts at op %llu (older ops were checkpointed "
-                        "away); state transfer is not available in this "
-                        "version: waiting for a peer that still holds them",
-                        a.replica, (unsigned long long)a.op);
+            commit_xfer_start(c, &a);
             break;
         }
         if (rc != 0)
@@ -1583,6 +1837,18 @@ commit_on_replica_frame(struct commit *c, uint8_t peer, const void *frame,
         frame = c->rx.data;
     }
     uint8_t command = ((const struct vs_header *)frame)->f.command;
+    if (zt_is_transfer_command(command)) {
+        if (c->zt == NULL)
+            return 0;
+        zt_on_frame(c->zt, peer, frame, len);
+        if (sio_is_fatal(c->io) || c->fatal[0] != '\0')
+            return -VS_EFATAL;
+        commit_xfer_reconcile(c);
+        int rc = commit_drain(c);
+        if (rc != 0)
+            return rc;
+        return commit_checkpoint(c, 0);
+    }
     if (command == VS_CMD_FORWARD_REQUEST)
         return commit_on_forward_request(c, peer, frame, len);
     if (command == VS_CMD_FORWARD_RESULT) {
@@ -1612,6 +1878,20 @@ commit_tick(struct commit *c)
     int rc = commit_drain(c);
     if (rc != 0)
         return rc;
+    if (c->zt != NULL) {
+        if (c->xt_backoff > 0 && --c->xt_backoff == 0 && c->xt_want) {
+            struct vs_vsr_action t = c->xt_trigger;
+            commit_xfer_start(c, &t);
+        }
+        zt_tick(c->zt);
+        if (sio_is_fatal(c->io) || c->fatal[0] != '\0')
+            return -VS_EFATAL;
+        commit_xfer_reconcile(c);
+        commit_xfer_metrics(c);
+        rc = commit_drain(c);
+        if (rc != 0)
+            return rc;
+    }
     if (c->rebuilt) {
         struct vs_vsr_info in;
         vsr_info(c->engine, &in);
@@ -1633,12 +1913,13 @@ commit_tick(struct commit *c)
         c->behind_ticks = 0;
         struct vs_vsr_info in;
         vsr_info(c->engine, &in);
-        if (in.commit_max > in.checkpoint_op + c->cfg->wal_slots ||
-            in.state_transfer)
+        if ((in.commit_max > in.checkpoint_op + c->cfg->wal_slots ||
+             in.state_transfer) &&
+            !in.transferring)
             vs_log_warn("this replica is behind the cluster beyond its "
                         "journal (applied op %llu, cluster committed %llu, "
-                        "journal window %u ops): it needs a state transfer, "
-                        "which this version does not have; waiting",
+                        "journal window %u ops) and no state transfer is "
+                        "running: waiting for the primary to offer one",
                         (unsigned long long)in.commit_min,
                         (unsigned long long)in.commit_max, c->cfg->wal_slots);
     }
@@ -1996,6 +2277,25 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
     rc = commit_engine_build(c, &d, op, err, errlen);
     if (rc != 0)
         goto fail;
+    if (c->replica_count > 1) {
+        struct zt_opts zo = {
+            .cluster = c->cluster,
+            .group = VS_METADATA_GROUP,
+            .self = c->replica,
+            .metadata_dir = c->meta_dir,
+            .io = c->io,
+        };
+        struct zt_hooks zh = {
+            .ctx = c,
+            .serve_state = commit_zt_serve_state,
+            .encode_table = commit_zt_encode_table,
+            .send = commit_zt_send,
+            .install = commit_xfer_install,
+        };
+        rc = zt_create(&zo, &zh, &c->zt, err, errlen);
+        if (rc != 0)
+            goto fail;
+    }
     rc = commit_drain(c); /* nothing to replay: the state is at the head */
     if (rc != 0) {
         commit_fatal_msg(c, err, errlen);
@@ -2018,6 +2318,9 @@ commit_destroy(struct commit *c)
 {
     if (c == NULL)
         return;
+    zt_destroy(c->zt);
+    if (c->xt_table_pending)
+        zinst_scratch_fini(&c->xt_table);
     vsr_destroy(c->engine);
     if (c->journal_open)
         wal_close(&c->journal);
@@ -2051,6 +2354,15 @@ const struct vs_vsr *
 commit_engine(const struct commit *c)
 {
     return c->engine;
+}
+
+int
+commit_transfer_info(const struct commit *c, struct zt_info *out)
+{
+    if (c->zt == NULL)
+        return 0;
+    zt_info(c->zt, out);
+    return 1;
 }
 
 const struct wal *

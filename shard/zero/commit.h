@@ -57,7 +57,10 @@
  * only ops known committed. Genesis is the first op of the first primary
  * that finds the log empty (commit_tick proposes it). Cached reply
  * frames carry no view and no replica (commit_frames.h), so replicas at
- * one op hold byte-identical snapshots.
+ * one op hold byte-identical snapshots. A replica whose gap is beyond its
+ * peers' journals fetches the primary's checkpoint by metadata state
+ * transfer (transfer.h over the links' commands 22-25) and installs it
+ * (install_state.h); a caught-up primary serves its durable checkpoint.
  * Callers: shard 0 only (tests drive it in-process). Not thread-safe.
  */
 #ifndef VS_SHARD_COMMIT_H
@@ -220,6 +223,10 @@ void commit_fatal_msg(const struct commit *c, char *buf, size_t len);
 const struct commit_stats *commit_stats(const struct commit *c);
 const struct vs_vsr *commit_engine(const struct commit *c);
 const struct wal *commit_journal(const struct commit *c);
+/* The metadata state transfer's progress (a cluster replica): 1 and *out,
+ * or 0 for a single replica. */
+struct zt_info;
+int commit_transfer_info(const struct commit *c, struct zt_info *out);
 /* The live metadata instance (the writer's own view). */
 const void *commit_state(const struct commit *c);
 

@@ -120,7 +120,8 @@ tests_unit_check_links_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS) \
 endif
 
 # Metadata state transfer on shard 0 (serve offers, fetch, install hook).
-libvs_server_a_SOURCES += shard/zero/transfer.c shard/zero/transfer.h
+libvs_server_a_SOURCES += shard/zero/transfer.c shard/zero/transfer.h \
+	shard/zero/install_state.c shard/zero/install_state.h
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_zero_transfer
 check_PROGRAMS += tests/unit/check_zero_transfer
@@ -129,3 +130,35 @@ tests_unit_check_zero_transfer_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_zero_transfer_LDADD = libvs_server.a libvs_vsr.a \
 	libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
+
+# Installing a fetched state on shard 0 (checks, write, client table).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_zero_install
+check_PROGRAMS += tests/unit/check_zero_install
+tests_unit_check_zero_install_SOURCES = tests/unit/check_zero_install.c \
+	tests/unit/meta_fixture.h tests/unit/meta_helpers.h \
+	tests/unit/storage_testutil.h
+tests_unit_check_zero_install_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_zero_install_LDADD = libvs_server.a libvs_ipc.a \
+	libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
+endif
+
+# Metadata state transfer between real nodes (3-node cluster, small WAL).
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_cluster_transfer
+INTEG_TESTS += tests/integration/check_cluster_transfer
+INTEG_FAST_TESTS += tests/integration/check_cluster_transfer
+tests_integration_check_cluster_transfer_SOURCES = \
+	tests/integration/check_cluster_transfer.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_transfer_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_transfer_LDADD = $(CLUSTER_LDADD)
+endif
+
+# State-transfer throughput, fetch + install in-process (not run by make
+# check).
+noinst_PROGRAMS += tests/bench/bench_transfer
+tests_bench_bench_transfer_SOURCES = tests/bench/bench_transfer.c
+tests_bench_bench_transfer_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_transfer_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
+	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS)

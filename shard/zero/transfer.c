@@ -6,7 +6,8 @@
  * core does not hold: the client table's transfer bytes (encoded once when
  * the offer is built) and the snapshot reader (snapshot.bin, opened when
  * the offer is built; the trailer is checked against the checkpoint then,
- * every payload byte as it is served).
+ * every payload byte as it is served) and the checkpoint op's prepare
+ * header (copied from the superblock's record when the offer is built).
  */
 #include "config.h"
 
@@ -18,6 +19,7 @@
 #include <sodium.h>
 
 #include "common/checksum.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "shard/storage/snapshot_reader.h"
 #include "shard/vsr/xfer_frames.h"
@@ -28,6 +30,7 @@ struct zt_offer_data {
     struct vs_wbuf table;
     struct snapfile_reader snap;
     int snap_open;
+    uint8_t prepare[VS_HEADER_SIZE];
 };
 
 struct zt {
@@ -40,7 +43,10 @@ struct zt {
     uint8_t *chunk;          /* VS_HEADER_SIZE + chunk_max */
     uint64_t bad_checkpoint; /* checkpoint whose snapshot failed to verify */
     uint64_t session_ticks;
+    uint64_t session_start_ns; /* monotonic, for the logged rate */
     enum xfer_stage last_stage;
+    uint64_t last_bytes; /* the last installed session */
+    double last_secs;
 };
 
 int
@@ -162,6 +168,13 @@ serve_request(struct zt *t, uint8_t from,
         answer_unavailable(t, from, r->nonce, XFER_NO_SNAPSHOT, &s);
         return;
     }
+    if (s.checkpoint_prepare.op != s.checkpoint_op ||
+        vs_u128_is_zero(s.checkpoint_prepare.f.checksum)) {
+        /* without the op's header the receiver could not restart on the
+         * installed checkpoint: wait for a checkpoint that has it */
+        answer_unavailable(t, from, r->nonce, XFER_NO_SNAPSHOT, &s);
+        return;
+    }
     if (t->bad_checkpoint == s.checkpoint_op) {
         answer_unavailable(t, from, r->nonce, XFER_SNAPSHOT_UNREADABLE, &s);
         return;
@@ -186,6 +199,7 @@ serve_request(struct zt *t, uint8_t from,
         return;
     }
     nd.snap_open = 1;
+    memcpy(nd.prepare, &s.checkpoint_prepare, VS_HEADER_SIZE);
     uint64_t frontier = 0;
     vs_wbuf_init(&nd.table);
     rc = t->h.encode_table(t->h.ctx, &nd.table, &frontier);
@@ -198,7 +212,7 @@ serve_request(struct zt *t, uint8_t from,
     }
     struct xfer_manifest m;
     memset(&m, 0, sizeof(m));
-    m.count = 2;
+    m.count = 3;
     m.a[0] =
         (struct xfer_artifact){XFER_KIND_METADATA_SNAPSHOT, s.checkpoint_op,
                                nd.snap.payload_len, s.checkpoint_checksum.lo};
@@ -206,6 +220,9 @@ serve_request(struct zt *t, uint8_t from,
         XFER_KIND_CLIENT_TABLE, frontier, nd.table.len,
         vs_xxh3_64(nd.table.data != NULL ? nd.table.data : (uint8_t *)"",
                    nd.table.len)};
+    m.a[2] = (struct xfer_artifact){XFER_KIND_CHECKPOINT_PREPARE,
+                                    s.checkpoint_op, VS_HEADER_SIZE,
+                                    vs_xxh3_64(nd.prepare, VS_HEADER_SIZE)};
     uint64_t replaced = 0;
     o = xfer_serve_offer(&t->serve, from, r->nonce, &m, s.commit_min,
                          s.commit_max, &replaced);
@@ -275,6 +292,9 @@ serve_chunk(struct zt *t, uint8_t from, const void *frame)
         }
     } else if (kind == XFER_KIND_CLIENT_TABLE) {
         memcpy(body, d->table.data + off, n);
+    } else if (kind == XFER_KIND_CHECKPOINT_PREPARE &&
+               off + n <= VS_HEADER_SIZE) {
+        memcpy(body, d->prepare + off, n);
     } else {
         return;
     }
@@ -322,23 +342,37 @@ pump(struct zt *t)
         send_frame(t, peer, req, VS_HEADER_SIZE);
     if (t->fetch.stage != XFER_INSTALLING)
         return;
-    uint64_t slen, sop, tlen, top;
-    const uint8_t *snap = xfer_fetch_artifact(
-        &t->fetch, XFER_KIND_METADATA_SNAPSHOT, &slen, &sop);
-    const uint8_t *table =
+    uint64_t slen, sop, tlen, top, plen = 0, pop = 0;
+    struct zt_artifacts a;
+    memset(&a, 0, sizeof(a));
+    a.snapshot = xfer_fetch_artifact(&t->fetch, XFER_KIND_METADATA_SNAPSHOT,
+                                     &slen, &sop);
+    a.table =
         xfer_fetch_artifact(&t->fetch, XFER_KIND_CLIENT_TABLE, &tlen, &top);
+    a.prepare = xfer_fetch_artifact(&t->fetch, XFER_KIND_CHECKPOINT_PREPARE,
+                                    &plen, &pop);
+    if (plen != VS_HEADER_SIZE)
+        a.prepare = NULL;
+    a.snapshot_len = slen;
+    a.snapshot_op = sop;
+    a.table_len = tlen;
+    a.table_frontier = top;
+    a.commit_op = t->fetch.commit_op;
+    a.commit_max = t->fetch.commit_max;
+    uint8_t from = t->fetch.peer;
     char err[256] = "";
-    int rc =
-        t->h.install(t->h.ctx, snap, slen, sop, table, tlen, top,
-                     t->fetch.commit_op, t->fetch.commit_max, err, sizeof(err));
-    uint64_t bytes = slen + tlen;
-    double secs = (double)t->session_ticks / 100.0;
+    int rc = t->h.install(t->h.ctx, &a, err, sizeof(err));
+    uint64_t bytes = slen + tlen + plen;
+    double secs = (double)(vs_monotonic_ns() - t->session_start_ns) / 1e9;
     if (rc == 0) {
         xfer_fetch_installed(&t->fetch);
+        t->last_bytes = bytes;
+        t->last_secs = secs;
         vs_log_info("state transfer: installed the snapshot at op %llu and the "
-                    "client table (%llu bytes in %.2f s, %.1f MB/s)",
-                    (unsigned long long)sop, (unsigned long long)bytes, secs,
-                    secs > 0 ? (double)bytes / secs / 1e6 : 0.0);
+                    "client table from replica %u (%llu bytes in %.3f s, "
+                    "%.1f MB/s)",
+                    (unsigned long long)sop, from, (unsigned long long)bytes,
+                    secs, secs > 0 ? (double)bytes / secs / 1e6 : 0.0);
     } else {
         xfer_fetch_install_failed(&t->fetch, rc == -EPROTO, err);
         vs_log_error("state transfer: install failed: %s", err);
@@ -381,11 +415,21 @@ zt_start(struct zt *t, uint8_t peer, uint32_t durable_view)
     randombytes_buf(&nonce, sizeof(nonce));
     if (nonce.lo == 0 && nonce.hi == 0)
         nonce.lo = 1;
+    return zt_start_nonce(t, peer, durable_view, nonce);
+}
+
+int
+zt_start_nonce(struct zt *t, uint8_t peer, uint32_t durable_view,
+               struct vs_u128 nonce)
+{
+    if (vs_u128_is_zero(nonce))
+        return -EINVAL;
     xfer_fetch_set_view(&t->fetch, durable_view);
     int rc = xfer_fetch_arm(&t->fetch, nonce, peer);
     if (rc != 0)
         return rc;
     t->session_ticks = 0;
+    t->session_start_ns = vs_monotonic_ns();
     vs_log_info("state transfer: asking replica %u for its checkpoint", peer);
     pump(t);
     return 0;
@@ -398,6 +442,13 @@ zt_retarget(struct zt *t, uint8_t peer)
         vs_log_info("state transfer: asking replica %u instead", peer);
         pump(t);
     }
+}
+
+void
+zt_abandon(struct zt *t, const char *why)
+{
+    xfer_fetch_abandon(&t->fetch, why);
+    pump(t);
 }
 
 int
@@ -421,6 +472,15 @@ zt_tick(struct zt *t)
         data_free(t, ids[i]);
     if (t->fetch.stage != XFER_IDLE)
         t->session_ticks++;
+    if (t->fetch.stage == XFER_FETCHING && t->session_ticks % 100 == 0) {
+        uint64_t done, total = fetch_total(&t->fetch, &done);
+        double secs =
+            (double)(vs_monotonic_ns() - t->session_start_ns) / 1e9 + 1e-9;
+        vs_log_info("state transfer: fetching from replica %u: %llu of %llu "
+                    "bytes (%.1f MB/s)",
+                    t->fetch.peer, (unsigned long long)done,
+                    (unsigned long long)total, (double)done / secs / 1e6);
+    }
     xfer_fetch_tick(&t->fetch);
     pump(t);
 }
@@ -438,5 +498,7 @@ zt_info(const struct zt *t, struct zt_info *out)
     out->abandoned = t->fetch.stats.abandoned;
     out->served_offers = t->serve.stats.offers;
     out->served_bytes = t->serve.stats.bytes;
+    out->last_bytes = t->last_bytes;
+    out->last_secs = t->last_secs;
     snprintf(out->last, sizeof(out->last), "%s", t->fetch.reason);
 }

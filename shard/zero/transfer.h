@@ -7,13 +7,14 @@
  * available" with its reason): a RequestStateTransfer gets the cached
  * offer of (requester, nonce) if one exists (first wins), else a new one
  * built from the durable checkpoint (snapshot payload: op and checksum of
- * the superblock pairing, so nothing is read to build it) and the client
- * table in its transfer form, encoded once per offer. Chunks of the
- * snapshot are read from snapshot.bin in pieces of at most the chunk
- * size (shard/storage/snapshot_reader.h: trailer checked and never sent,
- * every byte streaming-verified); a snapshot that fails verification is
- * logged, its offers dropped, and it is never offered again until a new
- * checkpoint replaces it.
+ * the superblock pairing, so nothing is read to build it), the client
+ * table in its transfer form, encoded once per offer, and the checkpoint
+ * op's stored prepare header (the superblock records it; without it the
+ * checkpoint is not offered: the receiver could not restart on it). Chunks of
+ * the snapshot are read from snapshot.bin in pieces of at most the chunk size
+ * (shard/storage/snapshot_reader.h: trailer checked and never sent, every byte
+ * streaming-verified); a snapshot that fails verification is logged, its offers
+ * dropped, and it is never offered again until a new checkpoint replaces it.
  *
  * Fetching: zt_start (the engine asked for a transfer: a peer answered
  * RangeEvicted, or a StartView adopted beyond the peers' WAL) arms a
@@ -39,6 +40,19 @@
 #include "shard/vsr/xfer_fetch.h"
 #include "shard/vsr/xfer_serve.h"
 
+/* The verified artifacts of a finished fetch (borrowed until the install
+ * hook returns). */
+struct zt_artifacts {
+    const uint8_t *snapshot;
+    size_t snapshot_len;
+    uint64_t snapshot_op;
+    const uint8_t *table;
+    size_t table_len;
+    uint64_t table_frontier;
+    const uint8_t *prepare; /* VS_HEADER_SIZE bytes, or NULL */
+    uint64_t commit_op, commit_max;
+};
+
 /* What the serving side needs to know about this replica right now. */
 struct zt_serve_state {
     int caught_up_primary; /* settled primary, commit_min == commit_max */
@@ -46,6 +60,8 @@ struct zt_serve_state {
     uint64_t commit_min, commit_max;
     uint64_t checkpoint_op;             /* 0 = no checkpoint yet */
     struct vs_u128 checkpoint_checksum; /* snapshot payload's XXH3 */
+    /* the stored prepare header of checkpoint_op (zero: unknown) */
+    struct vs_hdr_prepare checkpoint_prepare;
 };
 
 struct zt_hooks {
@@ -57,13 +73,12 @@ struct zt_hooks {
     int (*encode_table)(void *ctx, struct vs_wbuf *w, uint64_t *frontier);
     /* Sends one frame to a peer (best effort). */
     void (*send)(void *ctx, uint8_t peer, const void *frame, size_t len);
-    /* Installs verified artifacts. Returns 0, -EPROTO when an artifact
-     * does not decode (charged to the snapshot generation), or another
-     * -errno; err gets one line. */
-    int (*install)(void *ctx, const uint8_t *snapshot, size_t snapshot_len,
-                   uint64_t snapshot_op, const uint8_t *table, size_t table_len,
-                   uint64_t table_frontier, uint64_t commit_op,
-                   uint64_t commit_max, char *err, size_t errlen);
+    /* Installs verified artifacts (a->prepare: the snapshot op's prepare
+     * header, NULL if the server sent none). Returns 0, -EPROTO when an
+     * artifact does not decode (charged to the snapshot generation),
+     * -VS_EFATAL, or another -errno; err gets one line. */
+    int (*install)(void *ctx, const struct zt_artifacts *a, char *err,
+                   size_t errlen);
 };
 
 struct zt_opts {
@@ -83,7 +98,9 @@ struct zt_info {
     uint64_t ticks;          /* ticks since the session was armed */
     uint64_t sessions, completed, abandoned;
     uint64_t served_offers, served_bytes;
-    char last[160]; /* how the last session ended */
+    uint64_t last_bytes; /* bytes of the last installed session */
+    double last_secs;    /* its duration, seconds (monotonic clock) */
+    char last[160];      /* how the last session ended */
 };
 
 struct zt;
@@ -99,8 +116,14 @@ void zt_on_frame(struct zt *t, uint8_t from, const void *frame, size_t len);
 /* Starts a fetch from `peer` (the current primary). -EALREADY if one is
  * running (its nonce and budget are kept); 0. */
 int zt_start(struct zt *t, uint8_t peer, uint32_t durable_view);
+/* zt_start with the caller's nonce (non-zero, else -EINVAL): the
+ * deterministic simulator draws it from its seed. */
+int zt_start_nonce(struct zt *t, uint8_t peer, uint32_t durable_view,
+                   struct vs_u128 nonce);
 /* The primary changed while fetching: ask `peer` instead. */
 void zt_retarget(struct zt *t, uint8_t peer);
+/* Ends a running fetch without installing (no peer can serve it). */
+void zt_abandon(struct zt *t, const char *why);
 /* 1 while a fetch session runs (the engine withholds PrepareOk and the
  * binding gates its commit walk). */
 int zt_fetching(const struct zt *t);

@@ -4,6 +4,7 @@
 VSR_WORLD_SOURCES = tests/sim/vsr_sim.c \
 	tests/sim/sim_world.c tests/sim/sim_world.h \
 	tests/sim/sim_node.c tests/sim/sim_node.h \
+	tests/sim/sim_xfer.c tests/sim/sim_xfer.h \
 	tests/sim/sim_disk.c tests/sim/sim_disk.h \
 	tests/sim/sim_model.c tests/sim/sim_model.h \
 	tests/model/meta_model.c tests/model/meta_model.h

@@ -21,14 +21,15 @@
 #include "shard/storage/vsr_state.h"
 #include "shard/zero/commit_frames.h"
 #include "tests/sim/sim_node.h"
+#include "tests/sim/sim_xfer.h"
 
 #define SIM_BODY_MAX (64u * 1024u)
 
 static void node_drain(struct sim_node *n);
 static void checkpoint(struct sim_node *n, int force);
 
-static void
-node_fail(struct sim_node *n, const char *what, int rc)
+void
+sim_node_fail(struct sim_node *n, const char *what, int rc)
 {
     if (!n->up)
         return;
@@ -93,6 +94,7 @@ void
 sim_node_stop(struct sim_node *n)
 {
     n->up = 0;
+    sim_xfer_close(n);
     if (n->eng != NULL)
         stats_sum(&n->acc, vsr_stats(n->eng));
     vsr_destroy(n->eng);
@@ -113,6 +115,7 @@ void
 sim_node_fini(struct sim_node *n)
 {
     sim_node_stop(n);
+    sim_xfer_free(n);
     meta_ct_fini(&n->ct);
     meta_result_fini(&n->res);
     vs_wbuf_fini(&n->body);
@@ -148,6 +151,12 @@ splitmix_next(uint64_t *x)
     return z ^ (z >> 31);
 }
 
+uint64_t
+sim_node_rand(struct sim_node *n)
+{
+    return splitmix_next(&n->rng);
+}
+
 static int
 engine_build(struct sim_node *n, const struct vs_vsr_persist *d,
              uint64_t commit_min, uint64_t faulty_op,
@@ -167,12 +176,28 @@ engine_build(struct sim_node *n, const struct vs_vsr_persist *d,
     o.body_max = SIM_BODY_MAX;
     o.seed = n->cfg.seed ^ (n->boots * 0x9e3779b97f4a7c15ull);
     struct vs_hdr_prepare *hs = NULL;
+    /* As shard 0: the checkpoint op's entry may be gone from the WAL (a
+     * transfer installed it, or it was cut as a damaged tail): the
+     * superblock's record of its header continues the hash chain. */
+    int lead = d->checkpoint_op > 0 && d->checkpoint_op == commit_min &&
+               n->ckpt_prepare.op == d->checkpoint_op &&
+               !vs_u128_is_zero(n->ckpt_prepare.f.checksum) &&
+               (wal_empty(&n->journal) ||
+                wal_first_op(&n->journal) == d->checkpoint_op + 1);
+    if (lead && wal_empty(&n->journal)) {
+        hs = vs_xmalloc(sizeof(*hs));
+        hs[o.header_count++] = n->ckpt_prepare;
+    }
     if (!wal_empty(&n->journal)) {
         uint64_t first = wal_first_op(&n->journal);
         uint64_t last = wal_last_op(&n->journal);
         if (last - first + 1 > n->cfg.wal_slots)
             first = last - n->cfg.wal_slots + 1;
-        hs = vs_xmalloc((size_t)(last - first + 1) * sizeof(*hs));
+        else
+            lead = lead && last - first + 2 <= n->cfg.wal_slots;
+        hs = vs_xmalloc((size_t)(last - first + 2) * sizeof(*hs));
+        if (lead && first == d->checkpoint_op + 1)
+            hs[o.header_count++] = n->ckpt_prepare;
         for (uint64_t op = first; op <= last; op++)
             hs[o.header_count++] = *wal_header(&n->journal, op);
     }
@@ -285,6 +310,13 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         }
         op = r.snapshot_op;
     }
+    n->rng = n->cfg.seed ^ (n->boots * 0xa0761d6478bd642full);
+    n->snap_op = r.have_snapshot ? r.snapshot_op : 0;
+    n->snap_sum =
+        r.have_snapshot ? r.snapshot_checksum : (struct vs_u128){0, 0};
+    memset(&n->ckpt_prepare, 0, sizeof(n->ckpt_prepare));
+    if (vsr_state_has_checkpoint_prepare(&r.state))
+        n->ckpt_prepare = r.state.checkpoint_prepare;
     n->journal = r.journal;
     r.journal_open = 0;
     n->journal_open = 1;
@@ -313,10 +345,15 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         rc = 1;
         goto fail;
     }
+    rc = sim_xfer_open(n);
+    if (rc != 0)
+        goto fail;
     n->up = 1;
     node_drain(n);
     return 0;
 fail:
+    vsr_destroy(n->eng);
+    n->eng = NULL;
     if (n->journal_open)
         wal_close(&n->journal);
     n->journal_open = 0;
@@ -345,7 +382,7 @@ do_append(struct sim_node *n, const struct vs_vsr_action *a)
     const struct vs_hdr_prepare *p = (const struct vs_hdr_prepare *)a->frame;
     int rc = wal_append(&n->journal, p, a->body, a->body_len);
     if (rc != 0) {
-        node_fail(n, "journal append", rc);
+        sim_node_fail(n, "journal append", rc);
         return;
     }
     struct sim_io_done e = {.kind = 1,
@@ -366,11 +403,16 @@ do_superblock(struct sim_node *n, const struct vs_vsr_persist *p)
     s.checkpoint_op = p->checkpoint_op;
     s.checkpoint_checksum = p->checkpoint_checksum;
     s.faulty_op = p->faulty_op; /* the mark outlives a second crash */
+    const struct vs_hdr_prepare *cp = wal_header(&n->journal, p->checkpoint_op);
+    if (cp != NULL)
+        n->ckpt_prepare = *cp;
+    if (p->checkpoint_op > 0 && n->ckpt_prepare.op == p->checkpoint_op)
+        s.checkpoint_prepare = n->ckpt_prepare;
     uint8_t buf[VSR_STATE_SIZE];
     vsr_state_encode(&s, buf);
     int rc = sb_write(&n->sb, buf, sizeof(buf));
     if (rc != 0) {
-        node_fail(n, "superblock write", rc);
+        sim_node_fail(n, "superblock write", rc);
         return;
     }
     n->m_sb_writes++;
@@ -393,8 +435,8 @@ do_commit(struct sim_node *n, const struct vs_vsr_action *a)
         }
         long got = wal_read_body(&n->journal, a->op, n->rbody, n->rbody_cap);
         if (got < 0 || (uint32_t)got != len) {
-            node_fail(n, "journal body read for replay",
-                      got < 0 ? (int)got : -EIO);
+            sim_node_fail(n, "journal body read for replay",
+                          got < 0 ? (int)got : -EIO);
             return;
         }
         body = n->rbody;
@@ -435,6 +477,7 @@ do_commit(struct sim_node *n, const struct vs_vsr_action *a)
     int rc = vsr_on_commit_applied(n->eng, a->op, n->body.data,
                                    (uint32_t)n->body.len);
     VS_ASSERT(rc == 0);
+    sim_xfer_table_at(n, a->op);
 }
 
 /* Phase 1 and 2 of a checkpoint when enough ops were applied (or now,
@@ -457,9 +500,11 @@ checkpoint(struct sim_node *n, int force)
     int rc = snapfile_write(&n->disk->io, n->meta_dir, n->snap.data,
                             n->snap.len, &sum);
     if (rc != 0) {
-        node_fail(n, "snapshot write", rc);
+        sim_node_fail(n, "snapshot write", rc);
         return;
     }
+    n->snap_op = op;
+    n->snap_sum = sum;
     rc = vsr_checkpoint(n->eng, op, sum);
     if (rc != 0)
         return; /* a superblock write is in flight: later */
@@ -474,7 +519,7 @@ do_truncate(struct sim_node *n, uint64_t op)
         return; /* nothing at or above op is held */
     int rc = wal_truncate_from(&n->journal, op);
     if (rc != 0)
-        node_fail(n, "journal truncate", rc);
+        sim_node_fail(n, "journal truncate", rc);
     n->m_truncations++;
 }
 
@@ -526,9 +571,7 @@ node_drain(struct sim_node *n)
             do_send_prepare(n, &a);
             break;
         case VSR_ACT_STATE_TRANSFER:
-            /* state transfer is not built yet: counted, the engine keeps
-             * asking other peers */
-            n->m_state_transfer++;
+            sim_xfer_start(n, &a);
             break;
         default:
             snprintf(n->fatal, sizeof(n->fatal),
@@ -546,7 +589,8 @@ sim_node_message(struct sim_node *n, const void *frame, uint32_t len)
 {
     if (!n->up)
         return;
-    (void)vsr_on_message(n->eng, frame, len);
+    if (!sim_xfer_frame(n, frame, len))
+        (void)vsr_on_message(n->eng, frame, len);
     node_drain(n);
 }
 
@@ -638,7 +682,7 @@ sim_node_tick(struct sim_node *n)
             if (n->ckpt_pending && e.persist.checkpoint_op == n->ckpt_op) {
                 rc = wal_drain(&n->journal, n->ckpt_op);
                 if (rc != 0) {
-                    node_fail(n, "journal drain", rc);
+                    sim_node_fail(n, "journal drain", rc);
                     return;
                 }
                 n->ckpt_pending = 0;
@@ -659,6 +703,8 @@ sim_node_tick(struct sim_node *n)
         n->nio -= k;
     }
     vsr_tick(n->eng);
+    node_drain(n);
+    sim_xfer_tick(n);
     node_drain(n);
     if (n->up && n->rebuilt) {
         struct vs_vsr_info info;

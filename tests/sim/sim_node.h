@@ -17,7 +17,11 @@
  * vsr_on_commit_applied; REPLY -> the client callback; SEND -> the
  * network callback; JOURNAL_TRUNCATE -> wal_truncate_from; SEND_PREPARE
  * -> the stored prepare, if its identity matches, as a RepairPrepare;
- * STATE_TRANSFER -> counted (no state transfer yet). Checkpoint every
+ * STATE_TRANSFER -> the state-transfer binding (sim_xfer.h: shard 0's
+ * zt module, transfer frames 22-25, the install). The superblock
+ * records the checkpoint op's prepare header (VsrState v2) and a boot
+ * leads the engine's headers with it when the journal no longer holds
+ * that op, as shard 0 does. Checkpoint every
  * `ckpt_every` applied ops: snapshot (meta_snapshot_encode + snapfile_write) ->
  * vsr_checkpoint -> when that superblock write is durable, wal_drain. Client
  * requests: the client table first (Duplicate -> the cached frame, evictions),
@@ -47,6 +51,8 @@
 #include "tests/sim/sim_disk.h"
 
 struct sim_node;
+struct zt;
+struct zinst_scratch;
 
 /* Hooks into the world (the node never sees other nodes). */
 struct sim_node_hooks {
@@ -116,9 +122,26 @@ struct sim_node {
     int ckpt_pending;
     uint64_t ckpt_op;
     uint64_t last_ckpt_op;
+    /* state transfer (sim_xfer.h) */
+    struct zt *zt;
+    uint64_t rng;                       /* nonces: from cfg.seed and boots */
+    struct vs_hdr_prepare ckpt_prepare; /* checkpoint op's header */
+    uint64_t snap_op;                   /* what snapshot.bin holds */
+    struct vs_u128 snap_sum;
+    int xfer_fatal;           /* storage error inside the install hook */
+    struct zinst_scratch *xt; /* a transferred client table waiting for */
+    int xt_pending;           /* the commit walk to reach its op */
+    uint32_t xt_backoff;      /* ticks before a failed fetch is retried */
+    int xt_want;              /* a STATE_TRANSFER waits for the back-off */
+    unsigned xt_want_replica;
+    uint64_t xfer_crash_at; /* scenarios: arm a crash at that storage
+                               call when an install starts (0: none) */
     /* marks (coverage) */
     uint64_t m_torn_cut, m_damaged_cut, m_checkpoints, m_replayed;
     uint64_t m_sb_writes, m_truncations, m_state_transfer;
+    uint64_t m_xfer_begun, m_xfer_installs, m_xfer_table_only,
+        m_xfer_table_installed, m_xfer_table_refused, m_xfer_retargets,
+        m_xfer_abandoned, m_xfer_served, m_xfer_served_bytes;
     struct vs_vsr_stats acc; /* engine counters of earlier lives */
 };
 
@@ -138,6 +161,10 @@ int sim_node_boot(struct sim_node *n, int cut_damaged_tail);
 int sim_node_recover(struct sim_node *n);
 /* Stops the node without touching the disk (the world crashes it). */
 void sim_node_stop(struct sim_node *n);
+/* A fatal storage error: records why in n->fatal and stops the node. */
+void sim_node_fail(struct sim_node *n, const char *what, int rc);
+/* The node's deterministic random stream (nonces). */
+uint64_t sim_node_rand(struct sim_node *n);
 
 /* Inputs; each drains the engine's actions. */
 void sim_node_message(struct sim_node *n, const void *frame, uint32_t len);

@@ -24,7 +24,12 @@
  *    checkpoint at or above the last superblock write that completed;
  *  - liveness: after the faults stop, within a bound of ticks, every
  *    client's outstanding request is answered and the live replicas
- *    converge on one commit.
+ *    converge on one commit; a replica left behind its peers' journals
+ *    beside a caught-up primary fails it (state transfer could have
+ *    run); only a view whose primary is itself behind every peer's
+ *    journal is waived, counted in mark `waived_transfer`;
+ *  - equal state: after convergence, replicas Normal at the same commit
+ *    encode to the same snapshot bytes (state machine + client table).
  *
  * Callers: tests/sim/vsr_sim.c (one thread).
  */
@@ -141,6 +146,10 @@ struct sim_marks {
         waived_refused,
         modelled, /* committed ops held against the reference model */
         latent;   /* WAL sectors made unreadable while a replica was down */
+    /* state transfer (sim_xfer.h): sessions begun, snapshot installs,
+     * table-only installs, retargets, sessions abandoned, offers served */
+    uint64_t xfer_begun, xfer_installs, xfer_table_only, xfer_retargets,
+        xfer_abandoned, xfer_served, xfer_tables; /* tables installed */
     /* from the engine's counters */
     uint64_t nack_truncations, faulty_not_nacked, repairs, truncations,
         range_evicted, sv_adopted, probe_elections, faulty_repaired,
@@ -198,6 +207,9 @@ int sim_world_run(struct sim_world *w);
 void sim_world_step(struct sim_world *w);
 void sim_world_crash(struct sim_world *w, unsigned i);
 int sim_world_restart(struct sim_world *w, unsigned i);
+/* Replica i (down) lost its disk: `vstreamd recover` (sim_node_recover);
+ * its superblock floor starts over. Same returns. */
+int sim_world_recover(struct sim_world *w, unsigned i);
 /* Flips a byte inside WAL op `op` of replica i (down). 1 done, 0 none. */
 int sim_world_rot_op(struct sim_world *w, unsigned i, uint64_t op,
                      int in_header);

@@ -733,6 +733,51 @@ START_TEST(test_overrun_and_manifest_rules_on_fetch)
 }
 END_TEST
 
+/* The optional third artifact, the snapshot op's prepare header: exactly
+ * 256 bytes at the snapshot's frontier, else the manifest is refused. */
+START_TEST(test_checkpoint_prepare_artifact_rules)
+{
+    struct world w;
+    world_init(&w, 15, 5);
+    uint8_t hdr[VS_HEADER_SIZE];
+    memset(hdr, 0x3c, sizeof(hdr));
+    struct xfer_manifest m = manifest_of(w.art[0], 15, 64, w.art[1], 5, 80);
+    m.count = 3;
+    m.a[2] = (struct xfer_artifact){XFER_KIND_CHECKPOINT_PREPARE, 63,
+                                    VS_HEADER_SIZE, vs_xxh3_64(hdr, 256)};
+    uint64_t replaced;
+    uint64_t id = 90;
+    struct {
+        uint64_t frontier, len;
+        enum xfer_fetch_drop want;
+    } cases[] = {
+        {63, VS_HEADER_SIZE, XFER_DROP_MANIFEST}, /* another op's header */
+        {64, 255, XFER_DROP_MANIFEST},            /* not a header's size */
+        {64, VS_HEADER_SIZE, XFER_TAKEN},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct vs_u128 nonce = {id++, 0};
+        m.a[2].frontier = cases[i].frontier;
+        m.a[2].len = cases[i].len;
+        const struct xfer_offer *o =
+            xfer_serve_offer(&w.s, LAGGER, nonce, &m, 80, 80, &replaced);
+        ck_assert_ptr_nonnull(o);
+        xfer_fetch_abandon(&w.f, "next case");
+        ck_assert_int_eq(xfer_fetch_arm(&w.f, nonce, PRIMARY), 0);
+        ck_assert_int_eq(
+            xfer_fetch_on_target(&w.f, PRIMARY, o->target, o->target_len),
+            cases[i].want);
+    }
+    ck_assert_int_eq(w.f.stage, XFER_FETCHING);
+    ck_assert_uint_eq(w.f.m.count, 3);
+    /* two of a kind are never a manifest */
+    m.a[2].kind = XFER_KIND_CLIENT_TABLE;
+    uint8_t buf[XFER_MANIFEST_MAX_SIZE];
+    ck_assert_int_eq(xfer_manifest_encode(&m, buf, sizeof(buf)), -EINVAL);
+    world_free(&w);
+}
+END_TEST
+
 START_TEST(test_unavailable_and_transient)
 {
     struct world w;
@@ -878,6 +923,7 @@ main(void)
     tcase_add_test(tt, test_fully_served_offer_expires_sooner);
     tcase_add_test(tt, test_wrong_stage_peer_nonce_dropped);
     tcase_add_test(tt, test_overrun_and_manifest_rules_on_fetch);
+    tcase_add_test(tt, test_checkpoint_prepare_artifact_rules);
     tcase_add_test(tt, test_unavailable_and_transient);
     tcase_add_test(tt, test_decode_failures_per_generation);
     tcase_add_test(tt, test_empty_table_artifact);

@@ -4,13 +4,14 @@
  * a lagging replica, wired through an in-memory frame queue.
  *
  * Covers: the payload (never the trailer) and the client table arrive and
- * are installed byte-exact; a replica that is not a caught-up primary, or
- * has no checkpoint, answers "not available" with its reason; a
- * snapshot.bin that does not match its checkpoint pairing is refused at
- * offer time; rot at rest inside the payload is caught while serving,
- * the offer is dropped, nothing is installed, and later requests are
- * told the snapshot is unreadable; install decode failures are charged
- * per snapshot generation.
+ * are installed byte-exact, with the checkpoint op's prepare header; a
+ * checkpoint whose header is unknown is not offered; a replica that is not a
+ * caught-up primary, or has no checkpoint, answers "not available" with its
+ * reason; a snapshot.bin that does not match its checkpoint pairing is refused
+ * at offer time; rot at rest inside the payload is caught while serving, the
+ * offer is dropped, nothing is installed, and later requests are told the
+ * snapshot is unreadable; install decode failures are charged per snapshot
+ * generation.
  */
 #include "config.h"
 
@@ -53,6 +54,8 @@ static int installs, install_rc;
 static uint8_t *installed_snap, *installed_table;
 static size_t installed_snap_len, installed_table_len;
 static uint64_t installed_op, installed_commit;
+static struct vs_hdr_prepare ckpt_prepare, installed_prepare;
+static int installed_has_prepare;
 
 static void
 on_send(void *ctx, uint8_t peer, const void *f, size_t len)
@@ -77,6 +80,7 @@ serve_state(void *ctx, struct zt_serve_state *s)
     s->commit_max = 520;
     s->checkpoint_op = checkpoint_op;
     s->checkpoint_checksum = pairing;
+    s->checkpoint_prepare = ckpt_prepare;
 }
 
 static int
@@ -89,13 +93,15 @@ encode_table(void *ctx, struct vs_wbuf *w, uint64_t *frontier)
 }
 
 static int
-install(void *ctx, const uint8_t *snap, size_t snap_len, uint64_t snap_op,
-        const uint8_t *tab, size_t tab_len, uint64_t tab_frontier,
-        uint64_t commit_op, uint64_t commit_max, char *err, size_t errlen)
+install(void *ctx, const struct zt_artifacts *a, char *err, size_t errlen)
 {
     (void)ctx;
-    (void)tab_frontier;
-    (void)commit_max;
+    const uint8_t *snap = a->snapshot, *tab = a->table;
+    size_t snap_len = a->snapshot_len, tab_len = a->table_len;
+    uint64_t snap_op = a->snapshot_op, commit_op = a->commit_op;
+    installed_has_prepare = a->prepare != NULL;
+    if (a->prepare != NULL)
+        memcpy(&installed_prepare, a->prepare, sizeof(installed_prepare));
     installs++;
     free(installed_snap);
     free(installed_table);
@@ -170,6 +176,12 @@ setup(void)
     ck_assert_int_eq(snapfile_write(&io, dir, payload, SNAP, &pairing), 0);
     caught_up = 1;
     checkpoint_op = 500;
+    memset(&ckpt_prepare, 0, sizeof(ckpt_prepare));
+    ckpt_prepare.f.command = VS_CMD_PREPARE;
+    ckpt_prepare.op = 500;
+    ckpt_prepare.f.checksum.lo = 0x5005;
+    ckpt_prepare.f.checksum.hi = 0x77;
+    installed_has_prepare = 0;
     installs = 0;
     install_rc = 0;
     qhead = qlen = 0;
@@ -210,6 +222,9 @@ START_TEST(test_transfer_installs_payload_and_table)
     ck_assert_int_eq(memcmp(installed_table, table, TABLE), 0);
     ck_assert_uint_eq(installed_op, 500);
     ck_assert_uint_eq(installed_commit, 520);
+    ck_assert(installed_has_prepare);
+    ck_assert_int_eq(
+        memcmp(&installed_prepare, &ckpt_prepare, sizeof(ckpt_prepare)), 0);
     ck_assert(!zt_fetching(zt_of[LAGGER]));
     struct zt_info li, pi;
     zt_info(zt_of[LAGGER], &li);
@@ -217,7 +232,26 @@ START_TEST(test_transfer_installs_payload_and_table)
     ck_assert_uint_eq(li.completed, 1);
     ck_assert_str_eq(li.last, "installed");
     ck_assert_uint_eq(pi.served_offers, 1);
-    ck_assert_uint_eq(pi.served_bytes, SNAP + TABLE);
+    ck_assert_uint_eq(pi.served_bytes, SNAP + TABLE + VS_HEADER_SIZE);
+}
+END_TEST
+
+/* A checkpoint whose op's prepare header is unknown (not recorded in the
+ * superblock) is never offered: the receiver could not restart on it. */
+START_TEST(test_checkpoint_without_header_not_offered)
+{
+    ckpt_prepare.op = 499; /* the header of another op */
+    zt_start(zt_of[LAGGER], PRIMARY, 4);
+    deliver_all(100);
+    ck_assert_int_eq(installs, 0);
+    struct zt_info li;
+    zt_info(zt_of[LAGGER], &li);
+    ck_assert_ptr_nonnull(strstr(li.last, "no snapshot"));
+    memset(&ckpt_prepare, 0, sizeof(ckpt_prepare));
+    ckpt_prepare.op = 500; /* zero checksum: unknown */
+    zt_start(zt_of[LAGGER], PRIMARY, 4);
+    deliver_all(100);
+    ck_assert_int_eq(installs, 0);
 }
 END_TEST
 
@@ -302,6 +336,7 @@ main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_transfer_installs_payload_and_table);
     tcase_add_test(tc, test_not_caught_up_and_no_snapshot);
+    tcase_add_test(tc, test_checkpoint_without_header_not_offered);
     tcase_add_test(tc, test_pairing_mismatch_refused_at_offer);
     tcase_add_test(tc, test_rot_at_rest_never_installed);
     tcase_add_test(tc, test_decode_failures_refuse_generation);

@@ -1,0 +1,379 @@
+/*
+ * tests/integration/check_cluster_transfer.c - metadata state transfer
+ * between real vstreamd processes: 3 nodes with a small WAL (a
+ * checkpoint every 88 ops, the journal drained behind it).
+ *
+ * Covers: a backup stopped while the others commit well past their
+ * drained journals restarts, fetches the primary's checkpoint (both logs
+ * say so; its snapshot spans two 256 KiB chunks), installs it, converges
+ * and lists every stream; SIGKILLed right after the install (before any
+ * checkpoint of its own) it boots again and converges; its checkpoint
+ * checksum then equals the primary's at the same op. A wiped backup
+ * rebuilt with `vstreamd recover` catches up through a transfer (the
+ * metrics of both ends count it). A snapshot corrupted at rest
+ * on the primary (one byte flipped inside a stream name) is refused with
+ * a logged reason on both ends and never installed; once the primary
+ * checkpoints again the backup installs the fresh one.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "tests/integration/cluster.h"
+#include "tests/integration/e2e.h"
+#include "tools/client/vsc.h"
+
+/* wal_slots 128, margin 8: a cluster checkpoint every 128 - 8 - 32 = 88
+ * ops; the commits below span many of them. */
+#define N_OPS 1200u
+
+/* Stream names this long make the first test's snapshot span two
+ * chunks (256 KiB each) over the replica links. */
+static char long_prefix[232];
+
+static struct vs_cluster cl;
+static const char *const extra[] = {"--max-streams",
+                                    "4096",
+                                    "--wal-slots",
+                                    "128",
+                                    "--checkpoint-margin",
+                                    "8",
+                                    "--http-addr",
+                                    "127.0.0.1:0",
+                                    NULL};
+
+static uint64_t
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void
+setup(void)
+{
+    ck_assert_int_eq(vs_harness_init(), 0);
+    ck_assert_int_eq(vs_cluster_init(&cl, 3), 0);
+    cl.extra = extra;
+    memset(long_prefix, 'a', sizeof(long_prefix) - 1);
+    long_prefix[sizeof(long_prefix) - 1] = '\0';
+    int rc = vs_cluster_start(&cl, VS_CLUSTER_START_MS);
+    ck_assert_msg(rc == 0, "cluster start: %d", rc);
+}
+
+static void
+teardown(void)
+{
+    vs_cluster_cleanup(&cl);
+}
+
+/* GET /metrics of node i (its --http-addr): the body, malloc'd. */
+static char *
+metrics_of(unsigned i)
+{
+    int fd = vs_connect(cl.node[i].ready.http);
+    ck_assert_int_ge(fd, 0);
+    const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: "
+                       "close\r\n\r\n";
+    ck_assert_int_eq(e2e_send(fd, req, sizeof req - 1), 0);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    uint64_t deadline = vs_monotonic_ns() + 10000000000ull;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ms = (int)((deadline - vs_monotonic_ns()) / 1000000);
+        if (ms <= 0 || poll(&p, 1, ms) <= 0)
+            break;
+        if (n + 4096 > cap) {
+            buf = realloc(buf, cap *= 2);
+            ck_assert_ptr_nonnull(buf);
+        }
+        ssize_t r = recv(fd, buf + n, cap - n - 1, 0);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The value of the sample line starting with `series ` in node i's
+ * metrics, waiting (bounded) until it is at least `min`. */
+static double
+wait_metric(unsigned i, const char *series, double min, uint32_t ms)
+{
+    uint64_t end = now_ms() + ms;
+    double v = -1;
+    char key[160];
+    snprintf(key, sizeof(key), "\n%s ", series);
+    while (now_ms() < end) {
+        char *m = metrics_of(i);
+        char *at = strstr(m, key);
+        v = at != NULL ? strtod(at + strlen(key), NULL) : -1;
+        free(m);
+        if (v >= min)
+            break;
+        usleep(100 * 1000);
+    }
+    return v;
+}
+
+static int
+has_stream(struct vsc *c, const char *name)
+{
+    struct vsc_stream s;
+    int found = 0;
+    struct vsc_id id = vsc_id_name(name);
+    if (vsc_stream_get(c, &id, &s, &found) != 0)
+        return -1;
+    if (found)
+        vsc_stream_fini(&s);
+    return found;
+}
+
+static void
+create_range(struct vsc *c, const char *prefix, unsigned from, unsigned to)
+{
+    char name[300];
+    for (unsigned k = from; k < to; k++) {
+        snprintf(name, sizeof(name), "%s-%u", prefix, k);
+        struct vsc_stream s;
+        int rc = vsc_stream_create(c, name, &s);
+        ck_assert_msg(rc == 0, "create %s: %d %s", name, rc, vsc_last_error(c));
+        vsc_stream_fini(&s);
+    }
+}
+
+/* Logs in on node i and waits until it is Normal and lists `prefix-k`
+ * for every k < n (bounded). Returns the handle. */
+static struct vsc *
+wait_caught_up(unsigned i, const char *prefix, unsigned n, uint32_t ms)
+{
+    uint64_t end = now_ms() + ms;
+    struct vsc *c = NULL;
+    char name[300];
+    snprintf(name, sizeof(name), "%s-%u", prefix, n - 1);
+    while (now_ms() < end) {
+        if (c == NULL)
+            c = vs_cluster_login(&cl, i, 3000);
+        struct vs_replica_status st;
+        if (c != NULL && vs_replica_status(c, &st) == 0 && st.status == 0 &&
+            has_stream(c, name) == 1)
+            break;
+        usleep(100 * 1000);
+    }
+    ck_assert_msg(c != NULL, "node %u: no login", i);
+    for (unsigned k = 0; k < n; k++) {
+        snprintf(name, sizeof(name), "%s-%u", prefix, k);
+        ck_assert_msg(has_stream(c, name) == 1, "node %u lacks %s", i, name);
+    }
+    return c;
+}
+
+/* Waits until nodes a and b report the same checkpoint op (> 0), then
+ * asserts equal checkpoint checksums. */
+static void
+assert_same_checkpoint(struct vsc *ca, struct vsc *cb, uint32_t ms)
+{
+    uint64_t end = now_ms() + ms;
+    struct vs_replica_status sa, sb;
+    memset(&sa, 0, sizeof(sa));
+    memset(&sb, 0, sizeof(sb));
+    while (now_ms() < end) {
+        if (vs_replica_status(ca, &sa) == 0 &&
+            vs_replica_status(cb, &sb) == 0 && sa.checkpoint_op > 0 &&
+            sa.checkpoint_op == sb.checkpoint_op)
+            break;
+        usleep(100 * 1000);
+    }
+    ck_assert_msg(sa.checkpoint_op > 0 && sa.checkpoint_op == sb.checkpoint_op,
+                  "checkpoints at ops %llu and %llu",
+                  (unsigned long long)sa.checkpoint_op,
+                  (unsigned long long)sb.checkpoint_op);
+    ck_assert_msg(sa.checkpoint_lo == sb.checkpoint_lo &&
+                      sa.checkpoint_hi == sb.checkpoint_hi,
+                  "checkpoint checksums differ at op %llu",
+                  (unsigned long long)sa.checkpoint_op);
+}
+
+START_TEST(test_backup_transfers_after_drain)
+{
+    struct vsc *c0 = vs_cluster_login(&cl, 0, 20000);
+    ck_assert_ptr_nonnull(c0);
+    create_range(c0, long_prefix, 0, 20);
+    struct vsc *c2 = wait_caught_up(2, long_prefix, 20, 20000);
+    vsc_destroy(c2);
+    ck_assert_int_eq(vs_node_stop(&cl.node[2], 10000), 0);
+    create_range(c0, long_prefix, 20, N_OPS); /* peers checkpoint and drain */
+    ck_assert_int_eq(vs_cluster_start_node(&cl, 2, VS_CLUSTER_START_MS), 0);
+    ck_assert_int_eq(vs_wait_file_contains(cl.node[2].log_file,
+                                           "state transfer: installed the "
+                                           "snapshot",
+                                           30000),
+                     0);
+    ck_assert(vs_file_contains(cl.node[0].log_file,
+                               "state transfer: offering replica 2"));
+    ck_assert(wait_metric(0, "vstream_state_transfer_served_bytes_total",
+                          256 * 1024 + 1, 5000) > 256 * 1024);
+    /* killed right after the install, before a checkpoint of its own: it
+     * boots on what the install left and converges */
+    ck_assert_int_gt(vs_node_kill(&cl.node[2]), -1);
+    ck_assert_int_eq(vs_cluster_start_node(&cl, 2, VS_CLUSTER_START_MS), 0);
+    c2 = wait_caught_up(2, long_prefix, N_OPS, 30000);
+    /* the installed checkpoint and later ones are byte-identical */
+    assert_same_checkpoint(c0, c2, 20000);
+    create_range(c0, "b", 0, 100); /* one more checkpoint on every node */
+    vsc_destroy(c2);
+    c2 = wait_caught_up(2, "b", 100, 20000);
+    assert_same_checkpoint(c0, c2, 20000);
+    vsc_destroy(c2);
+    vsc_destroy(c0);
+}
+END_TEST
+
+START_TEST(test_recover_wiped_backup)
+{
+    struct vsc *c0 = vs_cluster_login(&cl, 0, 20000);
+    ck_assert_ptr_nonnull(c0);
+    ck_assert_int_gt(vs_node_kill(&cl.node[2]), -1);
+    create_range(c0, "r", 0, N_OPS / 2);
+    char cmd[800];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cl.node[2].data_dir);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *argv[64];
+    char addrs[VS_CLUSTER_MAX * 34];
+    argv[0] = "recover";
+    vs_cluster_args(&cl, 2, argv + 1, 63, addrs, sizeof(addrs));
+    ck_assert_int_eq(vs_node_spawn(&cl.node[2], argv), 0);
+    ck_assert_int_eq(vs_node_wait_exit(&cl.node[2], 20000), 0);
+    ck_assert_int_eq(vs_cluster_start_node(&cl, 2, VS_CLUSTER_START_MS), 0);
+    ck_assert_int_eq(vs_wait_file_contains(cl.node[2].log_file,
+                                           "state transfer: installed the "
+                                           "snapshot",
+                                           30000),
+                     0);
+    struct vsc *c2 = wait_caught_up(2, "r", N_OPS / 2, 30000);
+    ck_assert_int_eq(vs_wait_file_contains(cl.node[2].log_file,
+                                           "rebuilt replica caught up", 20000),
+                     0);
+    /* the metrics say so on both ends, and the fetch is over */
+    ck_assert(wait_metric(2,
+                          "vstream_state_transfers_total{result=\"installed\"}",
+                          1, 5000) >= 1);
+    ck_assert(wait_metric(0, "vstream_state_transfer_served_bytes_total", 1000,
+                          5000) >= 1000);
+    ck_assert(wait_metric(2, "vstream_state_transfer_stage", 0, 5000) == 0);
+    vsc_destroy(c2);
+    create_range(c0, "r-after", 0, 5);
+    vsc_destroy(c0);
+}
+END_TEST
+
+/* Flips one byte of a stream name inside node i's snapshot.bin payload.
+ * Returns 0, or -1 if no name was found. */
+static int
+corrupt_snapshot_name(unsigned i, const char *needle)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/metadata/snapshot.bin",
+             cl.node[i].data_dir);
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    struct stat st;
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    size_t len = (size_t)st.st_size;
+    uint8_t *buf = malloc(len);
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_int_eq(pread(fd, buf, len, 0), (ssize_t)len);
+    size_t nl = strlen(needle);
+    int rc = -1;
+    for (size_t off = len / 2; off + nl < len; off++) {
+        if (memcmp(buf + off, needle, nl) == 0) {
+            uint8_t b = buf[off] ^ 0x01;
+            ck_assert_int_eq(pwrite(fd, &b, 1, (off_t)off), 1);
+            rc = 0;
+            break;
+        }
+    }
+    ck_assert_int_eq(fsync(fd), 0);
+    close(fd);
+    free(buf);
+    return rc;
+}
+
+START_TEST(test_corrupt_snapshot_never_served)
+{
+    struct vsc *c0 = vs_cluster_login(&cl, 0, 20000);
+    ck_assert_ptr_nonnull(c0);
+    ck_assert_int_eq(vs_node_stop(&cl.node[2], 10000), 0);
+    create_range(c0, "c", 0, N_OPS / 2);
+    ck_assert_int_eq(corrupt_snapshot_name(0, "c-"), 0);
+    ck_assert_int_eq(vs_cluster_start_node(&cl, 2, VS_CLUSTER_START_MS), 0);
+    /* refused on the primary with its reason, and the fetch ends on the
+     * backup without an install */
+    ck_assert_int_eq(vs_wait_file_contains(cl.node[0].log_file,
+                                           "state transfer: stopped serving "
+                                           "the snapshot",
+                                           30000),
+                     0);
+    ck_assert_int_eq(vs_wait_file_contains(cl.node[2].log_file,
+                                           "state transfer: ended without an "
+                                           "install",
+                                           30000),
+                     0);
+    ck_assert(!vs_file_contains(cl.node[2].log_file,
+                                "state transfer: installed the snapshot"));
+    /* a fresh checkpoint on the primary replaces the rotten file: the
+     * backup installs that one and converges */
+    create_range(c0, "d", 0, 100);
+    ck_assert_int_eq(vs_wait_file_contains(cl.node[2].log_file,
+                                           "state transfer: installed the "
+                                           "snapshot",
+                                           60000),
+                     0);
+    struct vsc *c2 = wait_caught_up(2, "d", 100, 30000);
+    vsc_destroy(c2);
+    c2 = wait_caught_up(2, "c", N_OPS / 2, 5000);
+    vsc_destroy(c2);
+    vsc_destroy(c0);
+}
+END_TEST
+
+static Suite *
+transfer_suite(void)
+{
+    Suite *s = suite_create("cluster_transfer");
+    TCase *t = tcase_create("transfer");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 240);
+    tcase_add_test(t, test_backup_transfers_after_drain);
+    tcase_add_test(t, test_recover_wiped_backup);
+    tcase_add_test(t, test_corrupt_snapshot_never_served);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *r = srunner_create(transfer_suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
