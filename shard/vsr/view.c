@@ -720,7 +720,10 @@ vsr_view_after_durable(struct vs_vsr *v, uint64_t op)
     }
     if (!v->merged || v->status != VSR_STATUS_VIEW_CHANGE || v->xfer)
         return; /* a transferring candidate never starts its view */
-    uint64_t from = v->commit_max + 1;
+    /* Every op above the applied one, committed ones included: once its
+     * log_view is durable a restart finds the view's whole log in the
+     * journal (a DVC of that log_view never lacks a header of it). */
+    uint64_t from = v->commit_min + 1;
     for (uint64_t x = from; x <= v->head; x++) {
         const struct vsr_slot *s = vsr_slot_cget(v, x);
         if (s == NULL || !s->durable)

@@ -985,6 +985,13 @@ static const struct scenario SCENARIOS[] = {
      202544,
      0,
      {.faults = PROFILE_FULL}},
+    /* A new primary started its view with committed ops it had not
+     * journaled yet (only ops above commit_max had to be durable) and
+     * crashed: its DVC of that newest log_view lacked their headers and
+     * every later merge waited. It now starts only once every op above
+     * its applied op is durable. (Gate profile, seed of the lead's
+     * integration run with state transfer.) */
+    {"engine-primary-starts-with-whole-log", 3, NULL, NULL, 1016, 0, {0}},
     /* After a restart one persisted mark cannot tell the ops of an adopted
      * log never journaled (nackable) from a damaged cut (never nacked):
      * both survivors wait on an op no one acknowledged. */
