@@ -85,7 +85,9 @@
  *     DVCs (all n in: counted as a deadlock, the status timeout moves
  *     on). Its own divergent uncommitted suffix is cut (JOURNAL_TRUNCATE)
  *     and missing bodies are repaired from DVC senders whose present bit
- *     is set; when every op above commit is durable it persists
+ *     is set; when every op above commit_min (its applied op; committed
+ *     ones included, so a restart finds the whole log of the new
+ *     log_view in its journal) is durable it persists
  *     log_view = view, goes Normal, rebuilds the pipeline (ops above
  *     commit_max, its own PrepareOk counted) and broadcasts StartView.
  *  4. A replica takes a StartView from primary_index(view) with view >=

@@ -95,6 +95,11 @@ pick_peer(struct vs_vsr *v, uint64_t op, uint8_t *peer)
     const struct vsr_slot *s = vsr_slot_cget(v, op);
     uint32_t holders = s != NULL ? s->holders : 0;
     holders &= ~(UINT32_C(1) << v->replica);
+    /* In a started view every peer that adopted it may hold the op (a
+     * repaired prepare must match the header we know, whoever sends it):
+     * every other round asks beyond the DVC holders, which may be down. */
+    if (v->status == VSR_STATUS_NORMAL && v->repair_rr % 2 == 1)
+        holders = 0;
     if (v->status == VSR_STATUS_NORMAL && !vsr_primary_here(v) &&
         v->repair_rr % 2 == 0) {
         *peer = (uint8_t)vsr_primary_index(v->view, v->n);

@@ -444,16 +444,25 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
      * so the cut starts at the gap's bottom (never below the applied op:
      * an applied op off the chain is a divergence). */
     uint64_t known_below = 0; /* highest op < x with a canonical header */
-    for (uint64_t x = lo; x <= top && x <= upto + 1 && cut == 0; x++) {
+    for (uint64_t x = lo; x <= top && cut == 0; x++) {
         const struct vs_hdr_prepare *c = headers[x - lo];
         if (c == NULL)
             continue;
         if (x > 1 && (x == lo || headers[x - 1 - lo] == NULL)) {
             const struct vsr_slot *b = vsr_slot_cget(v, x - 1);
+            /* the gap's bottom: above the highest known canonical op
+             * below it, else above the applied op */
+            uint64_t gap =
+                known_below != 0 ? known_below + 1 : v->commit_min + 1;
+            if (gap <= v->commit_min)
+                gap = v->commit_min + 1;
             if (b != NULL && !vs_u128_eq(b->h.f.checksum, c->parent)) {
-                uint64_t gap = known_below != 0 ? known_below + 1 : x - 1;
-                if (gap <= v->commit_min && x - 1 > v->commit_min)
-                    gap = v->commit_min + 1;
+                cut = x - 1 > v->commit_min ? gap : x - 1;
+                break;
+            }
+            if (b == NULL && v->head >= gap && v->head < x - 1) {
+                /* Our log ends inside the gap: nothing above our ops
+                 * verifies them against the canonical chain. */
                 cut = gap;
                 break;
             }
@@ -464,6 +473,8 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
             break;
         }
         known_below = x;
+        if (x > upto)
+            break; /* the first known canonical op above our log */
     }
     if (cut == 0 && v->head > top)
         cut = top + 1;
@@ -720,7 +731,10 @@ vsr_view_after_durable(struct vs_vsr *v, uint64_t op)
     }
     if (!v->merged || v->status != VSR_STATUS_VIEW_CHANGE || v->xfer)
         return; /* a transferring candidate never starts its view */
-    uint64_t from = v->commit_max + 1;
+    /* Every op above the applied one, committed ones included: once its
+     * log_view is durable a restart finds the view's whole log in the
+     * journal (a DVC of that log_view never lacks a header of it). */
+    uint64_t from = v->commit_min + 1;
     for (uint64_t x = from; x <= v->head; x++) {
         const struct vsr_slot *s = vsr_slot_cget(v, x);
         if (s == NULL || !s->durable)

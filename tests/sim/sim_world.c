@@ -1381,13 +1381,15 @@ primary_needs_transfer(const struct sim_world *w)
 }
 
 /* 1 when the stall waits on votes only replicas that refuse to boot
- * could give: an up replica's faulty range (ops it may have acknowledged
- * before a damaged tail was cut) starts at op f above its head, no up
- * replica holds f, and the up replicas that could nack f are fewer than
- * a nack quorum while the refused ones would complete it. A replica that
- * refuses to boot (interior WAL corruption) is a lost disk in this design
- * (`vstreamd recover`), and a rebuilt replica never votes on what it
- * lost: nothing can decide f, so the cluster rightly waits. */
+ * could give: an up replica's never-nacked range (ops it may have
+ * acknowledged before a damaged tail was cut) holds an op f, from the
+ * top down past the ops a nack quorum of up replicas can truncate, that
+ * no up replica holds in a log_view that could be canonical, and the up
+ * replicas that could nack f are fewer than a nack quorum while the
+ * refused ones would complete it. A replica that refuses to boot
+ * (interior WAL corruption) is a lost disk in this design (`vstreamd
+ * recover`), and a rebuilt replica never votes on what it lost: nothing
+ * can decide f, so the cluster rightly waits. */
 static int
 needs_refused_votes(const struct sim_world *w)
 {
@@ -1403,25 +1405,30 @@ needs_refused_votes(const struct sim_world *w)
             continue;
         struct vs_vsr_info info;
         vsr_info(n->eng, &info);
-        if (info.nonack_top <= vsr_op(n->eng))
-            continue;
-        uint64_t f = vsr_op(n->eng) + 1;
-        unsigned holders = 0, nackers = 0;
-        for (unsigned k = 0; k < w->p.n; k++) {
-            const struct sim_node *o = &w->node[k];
-            if (k == i || !o->up)
-                continue;
-            struct vs_vsr_info oi;
-            vsr_info(o->eng, &oi);
-            if (vsr_commit_min(o->eng) >= f ||
-                (!wal_empty(&o->journal) && wal_first_op(&o->journal) <= f &&
-                 wal_last_op(&o->journal) >= f))
-                holders++;
-            else if (oi.nonack_top < f)
-                nackers++;
+        for (uint64_t f = info.nonack_top; f > vsr_op(n->eng); f--) {
+            unsigned holders = 0, nackers = 0;
+            for (unsigned k = 0; k < w->p.n; k++) {
+                const struct sim_node *o = &w->node[k];
+                if (k == i || !o->up)
+                    continue;
+                struct vs_vsr_info oi;
+                vsr_info(o->eng, &oi);
+                /* a copy counts only if it can be canonical */
+                if (vsr_commit_min(o->eng) >= f ||
+                    (!wal_empty(&o->journal) &&
+                     wal_first_op(&o->journal) <= f &&
+                     wal_last_op(&o->journal) >= f &&
+                     vsr_log_view(o->eng) >= vsr_log_view(n->eng)))
+                    holders++;
+                else if (oi.nonack_top < f)
+                    nackers++;
+            }
+            if (holders > 0)
+                break; /* decidable from here down */
+            if (nackers >= nq)
+                continue; /* a nack quorum truncates it */
+            return nackers + refused >= nq;
         }
-        if (holders == 0 && nackers < nq && nackers + refused >= nq)
-            return 1;
     }
     return 0;
 }

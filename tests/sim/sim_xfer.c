@@ -16,7 +16,6 @@
 #include "common/layout.h"
 #include "common/mem.h"
 #include "shard/meta/client_table.h"
-#include "shard/meta/snapshot_codec.h"
 #include "shard/storage/snapshot_install.h"
 #include "shard/zero/install_state.h"
 #include "shard/zero/transfer.h"
@@ -87,31 +86,21 @@ sim_xfer_table_at(struct sim_node *n, uint64_t op)
     table_drop(n);
 }
 
-/* The snapshot payload decoded into a fresh state and reply table: the
- * simulator's "both left-right instances" (zinst_write's lr_restore). */
-static int
-restore(struct sim_node *n, const struct zt_artifacts *a, char *err,
-        size_t errlen)
+/* The state zinst_check decoded becomes the live one, the snapshot's
+ * replies the private table (the simulator's "both left-right
+ * instances", zinst_write's restore: one private state here). */
+static void
+restore(struct sim_node *n, struct zinst_scratch *sc)
 {
-    void *st = vs_xcalloc(1, meta_state_size(&n->cfg.caps));
-    VS_ASSERT(meta_state_init(st, &n->cfg.caps) == 0);
-    struct meta_client_table ct;
-    meta_ct_init(&ct);
-    enum meta_snap_status ss =
-        meta_snapshot_decode(a->snapshot, a->snapshot_len, st, &ct);
-    if (ss != META_SNAP_OK || meta_hdr_c(st)->last_op != a->snapshot_op) {
-        /* zinst_check decoded the same bytes: cannot happen */
-        snprintf(err, errlen, "the checked snapshot does not decode: %s",
-                 meta_snap_status_str(ss));
-        free(st);
-        meta_ct_fini(&ct);
-        return -VS_EFATAL;
-    }
+    size_t size = meta_state_size(&n->cfg.caps);
+    VS_ASSERT(size == sc->state_len);
+    void *st = vs_xmalloc(size);
+    memcpy(st, sc->state, size);
     free(n->state);
     n->state = st;
     meta_ct_fini(&n->ct);
-    n->ct = ct; /* moved */
-    return 0;
+    n->ct = sc->ct; /* moved, as zinst_write does */
+    meta_ct_init(&sc->ct);
 }
 
 /* zt_hooks.install: the order of install_state.h (shard 0's
@@ -140,14 +129,13 @@ hook_install(void *ctx, const struct zt_artifacts *a, char *err, size_t errlen)
         rc = snapinst_store(&n->disk->io, n->meta_dir, &n->journal, local,
                             a->snapshot, a->snapshot_len, a->snapshot_op, &sum,
                             err, errlen);
-        if (rc == 0)
-            rc = restore(n, a, err, errlen);
         if (rc != 0) {
             zinst_scratch_fini(&sc);
             if (rc != -ENOSPC)
                 n->xfer_fatal = rc;
             return rc;
         }
+        restore(n, &sc);
         /* the pairing the engine queues records op S's header; its
          * durability completes a checkpoint at S */
         n->ckpt_prepare = sc.prepare;

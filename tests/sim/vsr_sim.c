@@ -964,17 +964,43 @@ static const struct scenario SCENARIOS[] = {
      101034,
      0,
      {.faults = PROFILE_FULL}},
-    /* Safety fixed (a restarted replica's DVC claimed a log_view whose
-     * log it held only a prefix of and a view change lost committed op
-     * 8); it now waits: op 10's header is known only to a replica of an
-     * older log_view (the two of the newest lost it: one never repaired
-     * it before a crash, the other's damaged copy was cut twice). */
+    /* A restarted replica's DVC claimed a log_view whose log it held only
+     * a prefix of, and a view change lost committed op 8: the adopted
+     * log's reach is persisted with its log_view now. (Its later stall,
+     * op 10 of a DVC holder that was down, ended with the repair's
+     * fallback beyond the DVC holders in a started view.) */
     {"engine-adopted-log-reach",
      3,
-     "persisted view headers (the newest log_view's header of a committed "
-     "op survives only in memory)",
+     NULL,
      NULL,
      100154,
+     0,
+     {.faults = PROFILE_FULL}},
+    /* A started view's primary repaired a missing committed op only from
+     * its DVC holders (dead); it now asks every peer on alternate rounds. */
+    {"engine-repair-beyond-holders",
+     3,
+     NULL,
+     NULL,
+     202544,
+     0,
+     {.faults = PROFILE_FULL}},
+    /* A new primary started its view with committed ops it had not
+     * journaled yet (only ops above commit_max had to be durable) and
+     * crashed: its DVC of that newest log_view lacked their headers and
+     * every later merge waited. It now starts only once every op above
+     * its applied op is durable. (Gate profile, seed of the lead's
+     * integration run with state transfer.) */
+    {"engine-primary-starts-with-whole-log", 3, NULL, NULL, 1016, 0, {0}},
+    /* After a restart one persisted mark cannot tell the ops of an adopted
+     * log never journaled (nackable) from a damaged cut (never nacked):
+     * both survivors wait on an op no one acknowledged. */
+    {"engine-reach-vs-cut-after-restart",
+     3,
+     "the damaged cut's top persisted apart from the adopted log's reach "
+     "(VsrState v3)",
+     NULL,
+     203099,
      0,
      {.faults = PROFILE_FULL}},
     {"cached-reply-replica-bytes",

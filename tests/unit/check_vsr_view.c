@@ -13,7 +13,8 @@
  * a damaged tail (faulty op) repaired from peers; a damaged tail several
  * entries long marks its whole range faulty (never nacked, kept across a
  * restart); a backup that adopted a StartView and restarted before the
- * repair still claims the view's whole log; a lost disk rebuilt;
+ * repair still claims the view's whole log; a stale persisted mark (its
+ * clearing write lost) is cleared at boot; a lost disk rebuilt;
  * n = 2; seeded random runs (300 seeds of n = 3, 100 of n = 5, 50 of
  * n = 2) of loss/dup/reorder/crash/damaged tail/partition. Every run is
  * bounded in ticks; seeds are fixed.
@@ -703,6 +704,31 @@ START_TEST(test_adopted_log_reach_survives_restart)
 }
 END_TEST
 
+/* The repair of a faulty op became durable but the superblock write that
+ * clears the mark was lost in a crash: the persisted mark lies at the
+ * recovered head. The replica boots (the mark is stale) and writes 0. */
+START_TEST(test_stale_faulty_mark_cleared)
+{
+    struct sim *s = sim_new(3, 221);
+    ck_assert_uint_eq(submit_any(s, 1, 6, 500), 6);
+    ck_assert_int_eq(run_applied(s, 6, 500), 0);
+    sim_crash(s, 2);
+    s->r[2].sb.faulty_op = 6; /* its journal holds op 6 */
+    char why[160];
+    ck_assert_msg(sim_restart(s, 2, why, sizeof(why)) == 0, "%s", why);
+    struct vs_vsr_info info;
+    vsr_info(s->r[2].eng, &info);
+    ck_assert_uint_eq(info.op, 6);
+    ck_assert_uint_eq(info.faulty_op, 0);
+    for (int t = 0; t < 20; t++)
+        sim_step(s);
+    ck_assert_uint_eq(s->r[2].sb.faulty_op, 0);
+    ck_assert_int_eq(run_applied(s, 6, 2000), 0);
+    ck_assert_clean(s);
+    sim_free(s);
+}
+END_TEST
+
 /* Beyond the fault model: a committed op damaged on both replicas that
  * held it. No quorum proves it unprepared and nobody holds it: the
  * cluster stays without a primary (halts) instead of losing it. */
@@ -1075,6 +1101,7 @@ main(void)
     tcase_add_test(tc, test_faulty_majority_halts);
     tcase_add_test(tc, test_faulty_range_never_nacked);
     tcase_add_test(tc, test_adopted_log_reach_survives_restart);
+    tcase_add_test(tc, test_stale_faulty_mark_cleared);
     tcase_add_test(tc, test_nack_quorum_truncates);
     tcase_add_test(tc, test_lost_disk_rebuild);
     tcase_add_test(tc, test_two_replicas);
