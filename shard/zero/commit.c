@@ -984,6 +984,19 @@ commit_xfer_install(void *ctx, const struct zt_artifacts *a, char *err,
         snprintf(err, errlen, "a commit is being applied; fetch again");
         return -EAGAIN;
     }
+    struct vs_vsr_info in;
+    vsr_info(c->engine, &in);
+    if (!in.transferring || a->commit_max < a->snapshot_op) {
+        /* what vsr_on_state_installed would refuse, checked before
+         * anything is cut */
+        snprintf(err, errlen,
+                 "not installable now (engine %s, commit_max "
+                 "%llu, snapshot op %llu)",
+                 in.transferring ? "armed" : "not armed",
+                 (unsigned long long)a->commit_max,
+                 (unsigned long long)a->snapshot_op);
+        return -EAGAIN;
+    }
     struct zinst_scratch sc;
     rc = zinst_check(&c->caps, a, &sc, err, errlen);
     if (rc != 0)
