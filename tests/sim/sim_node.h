@@ -136,12 +136,15 @@ struct sim_node {
     unsigned xt_want_replica;
     uint64_t xfer_crash_at; /* scenarios: arm a crash at that storage
                                call when an install starts (0: none) */
+    int xfer_serve_empty;   /* scenarios: the serving side answers every
+                               chunk with zero bytes (sim_xfer.h) */
     /* marks (coverage) */
     uint64_t m_torn_cut, m_damaged_cut, m_checkpoints, m_replayed;
     uint64_t m_sb_writes, m_truncations, m_state_transfer;
     uint64_t m_xfer_begun, m_xfer_installs, m_xfer_table_only,
         m_xfer_table_installed, m_xfer_table_refused, m_xfer_retargets,
-        m_xfer_abandoned, m_xfer_served, m_xfer_served_bytes;
+        m_xfer_abandoned, m_xfer_served, m_xfer_served_bytes,
+        m_xfer_emptied; /* chunks sent with zero bytes (xfer_serve_empty) */
     struct vs_vsr_stats acc; /* engine counters of earlier lives */
 };
 

@@ -224,6 +224,8 @@ check_persist_before_send(struct sim_world *w, struct sim_node *n,
     }
 }
 
+static uint8_t *dup_bytes(const void *p, size_t len);
+
 static void
 hook_send(void *ctx, struct sim_node *n, unsigned to, const void *frame,
           uint32_t len)
@@ -234,6 +236,13 @@ hook_send(void *ctx, struct sim_node *n, unsigned to, const void *frame,
         return;
     if (w->faults_on && w->part[n->cfg.replica][to])
         return;
+    if (w->tamper != NULL) {
+        uint8_t *copy = dup_bytes(frame, len);
+        if (!w->tamper(w, n->cfg.replica, to, copy, len))
+            send_faulty(w, 0, n->cfg.replica, to, copy, len);
+        free(copy);
+        return;
+    }
     send_faulty(w, 0, n->cfg.replica, to, frame, len);
 }
 

@@ -188,6 +188,12 @@ struct sim_world {
     void *oracle;
     struct sim_model *model; /* reference model of the committed ops */
     struct sim_marks m;
+    /* Scenarios: sees every replica-to-replica frame (a private copy)
+     * before the faulty network takes it; may rewrite it in place (same
+     * length) or return 1 to drop it. NULL: frames pass untouched. */
+    int (*tamper)(struct sim_world *w, unsigned from, unsigned to,
+                  uint8_t *frame, uint32_t len);
+    void *tamper_ctx;
     int genesis_done;
     int failed;
     char failure[512];

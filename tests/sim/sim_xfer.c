@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/assert.h"
+#include "common/checksum.h"
 #include "common/errors.h"
 #include "common/layout.h"
 #include "common/mem.h"
@@ -58,10 +59,32 @@ hook_encode_table(void *ctx, struct vs_wbuf *w, uint64_t *frontier)
     return meta_ct_transfer_encode(&n->ct, n->state, w);
 }
 
+/* A faulty server (scenarios, n->xfer_serve_empty): every StateChunk
+ * zt built leaves as the same chunk with zero bytes, sealed, so only the
+ * receiver's own rules (the frame check: a chunk carries 1..chunk_max
+ * bytes) can refuse it. */
+static void
+send_empty_chunk(struct sim_node *n, uint8_t peer, const void *frame)
+{
+    struct vs_hdr_state_chunk h;
+    memcpy(&h, frame, sizeof(h));
+    h.f.size = VS_HEADER_SIZE;
+    h.f.checksum_body = vs_body_checksum(NULL, 0);
+    vs_frame_seal((struct vs_header *)&h);
+    n->m_xfer_emptied++;
+    n->cfg.hooks->send(n->cfg.hooks->ctx, n, peer, &h, VS_HEADER_SIZE);
+}
+
 static void
 hook_send(void *ctx, uint8_t peer, const void *frame, size_t len)
 {
     struct sim_node *n = ctx;
+    const struct vs_header *h = frame;
+    if (n->xfer_serve_empty && len >= VS_HEADER_SIZE &&
+        h->f.command == VS_CMD_STATE_CHUNK) {
+        send_empty_chunk(n, peer, frame);
+        return;
+    }
     n->cfg.hooks->send(n->cfg.hooks->ctx, n, peer, frame, (uint32_t)len);
 }
 

@@ -36,6 +36,10 @@
  * A storage failure inside the install stops the node (fatal), after zt
  * has returned.
  *
+ * Faults (scenarios only, at this serving side of the binding, never in
+ * shard/): n->xfer_serve_empty turns every StateChunk zt sends into the
+ * same chunk carrying zero bytes, sealed (counted in m_xfer_emptied).
+ *
  * Callers: tests/sim/sim_node.c only (one thread).
  */
 #ifndef VS_TESTS_SIM_XFER_H

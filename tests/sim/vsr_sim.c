@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/assert.h"
+#include "common/checksum.h"
 #include "common/layout.h"
 #include "common/log.h"
 #include "shard/meta/snapshot_codec.h"
@@ -830,6 +831,239 @@ sc_xfer_corrupt_snapshot(struct sim_world *w)
     return xfer_finish(w, &x);
 }
 
+/* Transfer frames altered in flight (sim_world.h's tamper hook): chunks
+ * to the receiver `to` flipped in their body, without resealing (the
+ * frame check drops them) or resealed (the link accepts them; only the
+ * artifact checksum can refuse them); the first available Target to
+ * `to` kept for a late delivery. */
+struct xfer_tamper {
+    unsigned to;
+    unsigned bad_seal, resealed; /* chunks still to alter, in that order */
+    uint64_t flipped_seal, flipped_body;
+    int ended_before_body; /* a session ended on a checksum before it */
+    uint8_t *target;       /* a copy of the first available Target */
+    uint32_t target_len;
+};
+
+static int
+last_is_checksum(const struct sim_node *n)
+{
+    if (n->zt == NULL)
+        return 0;
+    struct zt_info info;
+    zt_info(n->zt, &info);
+    return strstr(info.last, "checksum") != NULL;
+}
+
+static int
+tamper_xfer(struct sim_world *w, unsigned from, unsigned to, uint8_t *frame,
+            uint32_t len)
+{
+    struct xfer_tamper *t = w->tamper_ctx;
+    struct vs_header *h = (struct vs_header *)frame;
+    (void)from;
+    if (to != t->to || len <= VS_HEADER_SIZE)
+        return 0;
+    if (h->f.command == VS_CMD_STATE_TRANSFER_TARGET && t->target == NULL) {
+        t->target = malloc(len);
+        VS_ASSERT(t->target != NULL);
+        memcpy(t->target, frame, len);
+        t->target_len = len;
+        return 0;
+    }
+    if (h->f.command != VS_CMD_STATE_CHUNK)
+        return 0;
+    uint8_t *body = frame + VS_HEADER_SIZE;
+    size_t blen = len - VS_HEADER_SIZE;
+    if (t->bad_seal > 0) {
+        t->bad_seal--;
+        body[blen / 2] ^= 0x40;
+        t->flipped_seal++;
+    } else if (t->resealed > 0) {
+        t->resealed--;
+        body[blen / 2] ^= 0x40;
+        h->f.checksum_body = vs_body_checksum(body, blen);
+        vs_frame_seal(h);
+        t->flipped_body++;
+        if (last_is_checksum(&w->node[to]))
+            t->ended_before_body = 1;
+    }
+    return 0;
+}
+
+static void
+tamper_end(struct sim_world *w, struct xfer_tamper *t)
+{
+    w->tamper = NULL;
+    w->tamper_ctx = NULL;
+    free(t->target);
+    t->target = NULL;
+}
+
+/* One chunk fails its seal in flight (dropped, re-requested), a later
+ * one is altered with its checksums recomputed (accepted by the link):
+ * the receiver refuses the artifact by its checksum, installs nothing
+ * from that session, fetches again and converges. */
+static int
+sc_xfer_corrupt_chunk(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 250);
+    sim_world_crash(w, 2);
+    generations(w, 2, 3);
+    struct xfer_tamper t = {.to = 2, .bad_seal = 1, .resealed = 1};
+    w->tamper = tamper_xfer;
+    w->tamper_ctx = &t;
+    struct xfer_watch x;
+    xfer_watch(w, &x, 2);
+    const struct sim_node *n = &w->node[2];
+    uint64_t ab = n->m_xfer_abandoned;
+    int refused = 0;
+    sim_world_restart(w, 2);
+    for (uint64_t k = 0; k < XFER_TICK_BOUND && !w->failed; k++) {
+        if (xfer_done(n) > x.installs0)
+            break;
+        if (n->m_xfer_abandoned > ab && t.flipped_body > 0 &&
+            last_is_checksum(n)) {
+            refused = 1;
+            break;
+        }
+        sim_world_step(w);
+    }
+    if (!w->failed && (t.flipped_seal == 0 || t.flipped_body == 0))
+        sim_world_failf(w, "scenario: no chunk was altered in flight");
+    if (!w->failed && t.ended_before_body)
+        sim_world_failf(w, "scenario: the frame failing its seal ended the "
+                           "session (it reached the receiver)");
+    if (!w->failed && !refused)
+        sim_world_failf(w, "scenario: replica 2 did not refuse the altered "
+                           "chunk by its artifact checksum before installing");
+    tamper_end(w, &t);
+    x.installs0 = xfer_done(n);
+    return xfer_finish(w, &x);
+}
+
+/* The serving primary answers every chunk with zero bytes (the faulty
+ * server of sim_xfer.c): the receiver never counts one as progress,
+ * stalls, gives up on that peer, and converges once the primary serves
+ * properly. */
+static int
+sc_xfer_empty_chunks(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 250);
+    sim_world_crash(w, 2);
+    generations(w, 2, 3);
+    unsigned p = primary_now(w);
+    w->node[p].xfer_serve_empty = 1;
+    struct xfer_watch x;
+    xfer_watch(w, &x, 2);
+    const struct sim_node *n = &w->node[2];
+    uint64_t ab = n->m_xfer_abandoned, emptied = w->node[p].m_xfer_emptied;
+    sim_world_restart(w, 2);
+    for (uint64_t k = 0; k < XFER_TICK_BOUND && !w->failed; k++) {
+        if (n->m_xfer_abandoned > ab || xfer_done(n) > x.installs0)
+            break;
+        if (n->up && n->zt != NULL) {
+            struct zt_info info;
+            zt_info(n->zt, &info);
+            if (info.peer == (int)p && info.fetched > 0)
+                sim_world_failf(w,
+                                "scenario: replica 2 counted %llu bytes of "
+                                "zero-byte chunks as progress",
+                                (unsigned long long)info.fetched);
+        }
+        sim_world_step(w);
+    }
+    if (!w->failed && w->node[p].m_xfer_emptied == emptied)
+        sim_world_failf(w, "scenario: no zero-byte chunk was served");
+    if (!w->failed && xfer_done(n) > x.installs0)
+        sim_world_failf(w, "scenario: replica 2 installed while its only "
+                           "server sent zero-byte chunks");
+    if (!w->failed && n->m_xfer_abandoned == ab)
+        sim_world_failf(w,
+                        "scenario: replica 2 never gave up on the peer "
+                        "sending zero-byte chunks within %u ticks",
+                        XFER_TICK_BOUND);
+    w->node[p].xfer_serve_empty = 0;
+    return xfer_finish(w, &x);
+}
+
+/* Delivers the kept Target of an earlier session to replica i now: it
+ * must leave the stage (and the peer and bytes) as they were. */
+static void
+stale_target(struct sim_world *w, const struct xfer_tamper *t, unsigned i)
+{
+    struct zt_info a, b;
+    zt_info(w->node[i].zt, &a);
+    sim_node_message(&w->node[i], t->target, t->target_len);
+    if (!w->node[i].up || w->node[i].zt == NULL) {
+        sim_world_failf(w, "scenario: replica %u stopped on a stale Target", i);
+        return;
+    }
+    zt_info(w->node[i].zt, &b);
+    if (b.stage != a.stage || b.peer != a.peer || b.total != a.total ||
+        b.fetched != a.fetched || b.completed != a.completed)
+        sim_world_failf(w,
+                        "scenario: replica %u took the Target of an earlier "
+                        "session in stage %s (now %s, %llu/%llu bytes)",
+                        i, xfer_stage_name(a.stage), xfer_stage_name(b.stage),
+                        (unsigned long long)b.fetched,
+                        (unsigned long long)b.total);
+}
+
+/* A Target of an earlier session (its manifest describing that session's
+ * snapshot and table) is delivered late, after the receiver restarted
+ * and armed a new session: dropped by its nonce while awaiting a Target
+ * and by the stage while fetching, never installed. */
+static int
+sc_xfer_stale_target(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 250);
+    sim_world_crash(w, 2);
+    generations(w, 2, 3);
+    struct xfer_tamper t = {.to = 2};
+    w->tamper = tamper_xfer;
+    w->tamper_ctx = &t;
+    sim_world_restart(w, 2);
+    if (!until_fetching(w, 2, 3000) || t.target == NULL) {
+        sim_world_failf(w, "scenario: replica 2 never fetched");
+        tamper_end(w, &t);
+        return finish(w);
+    }
+    /* the session ends with the node; more traffic meanwhile */
+    sim_world_crash(w, 2);
+    steps(w, 200);
+    struct xfer_watch x;
+    xfer_watch(w, &x, 2);
+    sim_world_restart(w, 2);
+    int awaiting = 0, fetching = 0;
+    for (uint64_t k = 0; k < 3000 && !w->failed && !fetching; k++) {
+        const struct sim_node *n = &w->node[2];
+        if (n->up && n->zt != NULL) {
+            struct zt_info info;
+            zt_info(n->zt, &info);
+            if (info.stage == XFER_AWAITING_TARGET && !awaiting) {
+                stale_target(w, &t, 2);
+                awaiting = 1;
+            } else if (info.stage == XFER_FETCHING && awaiting) {
+                stale_target(w, &t, 2);
+                fetching = 1;
+            }
+        }
+        if (!fetching)
+            sim_world_step(w);
+    }
+    if (!w->failed && (!awaiting || !fetching))
+        sim_world_failf(w,
+                        "scenario: replica 2 was never %s in its new "
+                        "session",
+                        awaiting ? "fetching" : "awaiting a Target");
+    tamper_end(w, &t);
+    return xfer_finish(w, &x);
+}
+
 static const struct scenario SCENARIOS[] = {
     {"single-torn-tail", 1, NULL, sc_single_torn_tail},
     {"single-cluster-restart", 1, NULL, sc_cluster_restart},
@@ -1020,6 +1254,9 @@ static const struct scenario SCENARIOS[] = {
     {"xfer-wipe-recover", 3, NULL, sc_xfer_wipe_recover},
     {"xfer-crash-at-each-install-step", 3, NULL, sc_xfer_crash_each_step},
     {"xfer-corrupt-snapshot-at-rest", 3, NULL, sc_xfer_corrupt_snapshot},
+    {"xfer-corrupt-chunk-in-flight", 3, NULL, sc_xfer_corrupt_chunk},
+    {"xfer-zero-byte-chunks", 3, NULL, sc_xfer_empty_chunks},
+    {"xfer-stale-target-after-restart", 3, NULL, sc_xfer_stale_target},
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
 
