@@ -71,7 +71,8 @@
  *  FWD_CLUSTER  shard 0 -> every data shard, on a cluster node only:
  *               payload = struct fwd_cluster, this node's view of the
  *               cluster (its replica status and view, who leads, each
- *               node's client address, role, status and link), sent on
+ *               node's client address, role, status and link, and this
+ *               node's metadata state transfer), sent on
  *               every change and once a second. A data shard answers
  *               GetClusterMetadata from the last one and serves the
  *               partition plane only while it says this node leads.
@@ -201,6 +202,21 @@ struct fwd_cluster_node {
 };
 _Static_assert(sizeof(struct fwd_cluster_node) == 88, "fwd_cluster_node");
 
+/* This node's metadata state transfer (shard/zero/transfer.h zt_info). */
+#define FWD_XFER_LAST_MAX 128u
+struct fwd_cluster_xfer {
+    uint8_t stage; /* enum xfer_stage: idle, awaiting target, ... */
+    uint8_t peer;  /* serving peer, FWD_CLUSTER_NONE when idle */
+    uint8_t pad[6];
+    uint64_t fetched, total; /* bytes of the running session */
+    uint64_t sessions, completed, abandoned;
+    uint64_t last_bytes;          /* bytes of the last installed session */
+    uint64_t last_ms;             /* its duration, milliseconds */
+    char last[FWD_XFER_LAST_MAX]; /* how the last session ended, "" none */
+};
+_Static_assert(sizeof(struct fwd_cluster_xfer) == 8 + 56 + 128,
+               "fwd_cluster_xfer");
+
 struct fwd_cluster {
     uint32_t count;     /* replicas, 2..VS_REPLICAS_MAX */
     uint8_t self;       /* this node's replica id */
@@ -211,8 +227,10 @@ struct fwd_cluster {
     uint64_t op, commit_min, commit_max, checkpoint_op;
     struct vs_u128 checkpoint_checksum;
     struct fwd_cluster_node nodes[VS_REPLICAS_MAX];
+    struct fwd_cluster_xfer xfer;
 };
-_Static_assert(sizeof(struct fwd_cluster) == 64 + 88 * VS_REPLICAS_MAX,
+_Static_assert(sizeof(struct fwd_cluster) ==
+                   64 + 88 * VS_REPLICAS_MAX + sizeof(struct fwd_cluster_xfer),
                "fwd_cluster layout");
 
 #endif /* VS_SHARD_FWD_H */

@@ -165,6 +165,14 @@ static const char USAGE_CLUSTER[] =
     "  CHECKPOINT      the op of the node's newest durable checkpoint\n"
     "  LINK            the replica link from the connected node to it (self,\n"
     "                  up, handshake, connecting, down)\n"
+    "  TRANSFER        the node's metadata state transfer (fetching the\n"
+    "                  primary's checkpoint when its journal cannot catch\n"
+    "                  up): its stage (idle, awaiting-target: asked a peer\n"
+    "                  for the manifest; fetching; installing), while one\n"
+    "                  runs the serving node and bytes fetched/total, then\n"
+    "                  `last:` how the last session ended (installed, with\n"
+    "                  its bytes and duration, or why it was abandoned); '-'\n"
+    "                  when the node does not report it\n"
     "A node that does not answer shows '-'. The CLI logs in to every node\n"
     "first (each login is an op of the cluster), then asks them back to back.\n"
     "A backup learns of a commit with the primary's next prepare or Commit\n"
@@ -176,7 +184,13 @@ static const char USAGE_CLUSTER[] =
     "with these fields per node (name, ip, tcp, quic, http, websocket, role,\n"
     "status, client_address, link, replica, vsr_status, view, log_view, op,\n"
     "commit, commit_max, lag, checkpoint; null when the node did not\n"
-    "answer).\n";
+    "answer) and its transfer: transfer_stage, transfer_peer (the serving\n"
+    "node's name, null when idle), transfer_fetched, transfer_total (bytes\n"
+    "of the running session), transfer_sessions, transfer_completed,\n"
+    "transfer_abandoned (counts since the node started), transfer_last (how\n"
+    "the last session ended, \"\" none), transfer_last_bytes and\n"
+    "transfer_last_ms (the last installed session); all null when the node\n"
+    "does not report them.\n";
 
 static const char USAGE_STREAM[] =
     "usage: vstream stream create NAME\n"
@@ -1071,6 +1085,77 @@ cli_link_name(uint8_t link)
     return link == 255 ? "self" : link < 4 ? names[link] : "unknown";
 }
 
+static const char *
+cli_xfer_stage(uint8_t stage)
+{
+    static const char *const names[] = {"idle", "awaiting-target", "fetching",
+                                        "installing"};
+    return stage < 4 ? names[stage] : "unknown";
+}
+
+/* The name of replica `peer` in the cluster metadata (NULL: none). */
+static const char *
+cli_xfer_peer(const struct vsc_cluster *c, uint8_t peer)
+{
+    return peer < c->n_nodes ? c->nodes[peer].name : NULL;
+}
+
+/* The TRANSFER column of a node (USAGE_CLUSTER). */
+static void
+cli_xfer_text(const struct vsc_cluster *c, const struct vsc_replica_status *s,
+              char *out, size_t cap)
+{
+    if (s == NULL || !s->has_xfer) {
+        snprintf(out, cap, "-");
+        return;
+    }
+    const char *peer = cli_xfer_peer(c, s->xfer.peer);
+    size_t n;
+    if (s->xfer.stage == 0)
+        n = (size_t)snprintf(out, cap, "idle");
+    else
+        n = (size_t)snprintf(out, cap, "%s %" PRIu64 "/%" PRIu64 " B from %s",
+                             cli_xfer_stage(s->xfer.stage), s->xfer.fetched,
+                             s->xfer.total, peer != NULL ? peer : "?");
+    if (n >= cap || s->xfer.last[0] == '\0')
+        return;
+    if (s->xfer.completed > 0 && strcmp(s->xfer.last, "installed") == 0)
+        snprintf(out + n, cap - n,
+                 "; last: installed %" PRIu64 " B in %" PRIu64 " ms",
+                 s->xfer.last_bytes, s->xfer.last_ms);
+    else
+        snprintf(out + n, cap - n, "; last: %s", s->xfer.last);
+}
+
+static void
+cli_xfer_json(const struct vsc_cluster *c, const struct vsc_replica_status *s)
+{
+    if (s == NULL || !s->has_xfer) {
+        printf(",\"transfer_stage\":null,\"transfer_peer\":null,"
+               "\"transfer_fetched\":null,\"transfer_total\":null,"
+               "\"transfer_sessions\":null,\"transfer_completed\":null,"
+               "\"transfer_abandoned\":null,\"transfer_last\":null,"
+               "\"transfer_last_bytes\":null,\"transfer_last_ms\":null");
+        return;
+    }
+    const char *peer =
+        s->xfer.stage != 0 ? cli_xfer_peer(c, s->xfer.peer) : NULL;
+    printf(",\"transfer_stage\":\"%s\",\"transfer_peer\":",
+           cli_xfer_stage(s->xfer.stage));
+    if (peer != NULL)
+        json_str(peer);
+    else
+        fputs("null", stdout);
+    printf(",\"transfer_fetched\":%" PRIu64 ",\"transfer_total\":%" PRIu64
+           ",\"transfer_sessions\":%" PRIu64 ",\"transfer_completed\":%" PRIu64
+           ",\"transfer_abandoned\":%" PRIu64 ",\"transfer_last\":",
+           s->xfer.fetched, s->xfer.total, s->xfer.sessions, s->xfer.completed,
+           s->xfer.abandoned);
+    json_str(s->xfer.last);
+    printf(",\"transfer_last_bytes\":%" PRIu64 ",\"transfer_last_ms\":%" PRIu64,
+           s->xfer.last_bytes, s->xfer.last_ms);
+}
+
 /* cluster: the metadata as Iggy's SDKs read it, and on a cluster each
  * node's own account (USAGE_CLUSTER defines every column). Each node's
  * numbers come from that node itself (GetReplicaStatus on a connection
@@ -1145,9 +1230,10 @@ cmd_cluster(struct cli *cl)
         printf("cluster: %s (connected to %s)\n", c.name, vsc_addr(cl->c));
         if (clustered)
             printf("%-12s %-22s %-9s %-11s %-11s %-6s %-8s %-8s %-8s %-6s "
-                   "%-10s %s\n",
+                   "%-10s %-10s %s\n",
                    "NODE", "CLIENT_ADDRESS", "ROLE", "STATUS", "VSR", "VIEW",
-                   "LOG_VIEW", "OP", "COMMIT", "LAG", "CHECKPOINT", "LINK");
+                   "LOG_VIEW", "OP", "COMMIT", "LAG", "CHECKPOINT", "LINK",
+                   "TRANSFER");
         else
             printf("%-20s %-16s %-6s %-6s %-6s %-6s %-9s %s\n", "NODE", "IP",
                    "TCP", "QUIC", "HTTP", "WS", "ROLE", "STATUS");
@@ -1191,6 +1277,7 @@ cmd_cluster(struct cli *cl)
                            "\"view\":null,\"log_view\":null,\"op\":null,"
                            "\"commit\":null,\"commit_max\":null,\"lag\":null,"
                            "\"checkpoint\":null");
+                cli_xfer_json(&c, s);
             }
             putchar('}');
         } else if (clustered) {
@@ -1204,9 +1291,12 @@ cmd_cluster(struct cli *cl)
                 snprintf(lg, sizeof lg, "%" PRIu64, lag);
                 snprintf(ck, sizeof ck, "%" PRIu64, s->checkpoint_op);
             }
+            char xf[256];
+            cli_xfer_text(&c, s, xf, sizeof xf);
             printf("%-12s %-22s %-9s %-11s %-11s %-6s %-8s %-8s %-8s %-6s "
-                   "%-10s %s\n",
-                   n->name, addr, role, st, vsr, v, lv, op, cm, lg, ck, link);
+                   "%-10s %-10s %s\n",
+                   n->name, addr, role, st, vsr, v, lv, op, cm, lg, ck, link,
+                   xf);
         } else {
             printf("%-20s %-16s %-6u %-6u %-6u %-6u %-9s %s\n", n->name, n->ip,
                    n->tcp, n->quic, n->http, n->websocket, role, st);

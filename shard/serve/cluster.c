@@ -38,6 +38,7 @@ serve_cluster_on_frame(struct serve_cluster *sc, const void *frame,
         return -EBADMSG;
     for (uint32_t i = 0; i < v.count; i++)
         v.nodes[i].client_addr[FWD_CLUSTER_ADDR_MAX - 1] = '\0';
+    v.xfer.last[FWD_XFER_LAST_MAX - 1] = '\0';
     sc->v = v;
     sc->have = 1;
     return 0;
@@ -159,4 +160,19 @@ serve_cluster_write_status(const struct serve_cluster *sc, struct vs_wbuf *w)
         vs_wr_u64(w, nd->bytes_in);
         vs_wr_u64(w, nd->bytes_out);
     }
+    /* the transfer trailer (cluster.h); absent before the first report */
+    if (!sc->have)
+        return;
+    const struct fwd_cluster_xfer *x = &v->xfer;
+    vs_wr_u8(w, SERVE_CLUSTER_XFER_VERSION);
+    vs_wr_u8(w, x->stage);
+    vs_wr_u8(w, x->peer);
+    vs_wr_u64(w, x->fetched);
+    vs_wr_u64(w, x->total);
+    vs_wr_u64(w, x->sessions);
+    vs_wr_u64(w, x->completed);
+    vs_wr_u64(w, x->abandoned);
+    vs_wr_u64(w, x->last_bytes);
+    vs_wr_u64(w, x->last_ms);
+    wr_str32(w, x->last, strlen(x->last));
 }

@@ -16,7 +16,17 @@
  *   [log_view u32][op u64][commit_min u64][commit_max u64]
  *   [checkpoint_op u64][checkpoint_checksum u128], then per node [addr_len
  * u32][addr][role u8] [status u8][link u8 (links_state, 255 self)][bytes_in
- * u64][bytes_out u64] Until partitions are replicated only the leader's node
+ * u64][bytes_out u64], then (once a report arrived) this node's metadata
+ * state transfer as a trailer a reader of the older layout ignores (it
+ * stops after the last node; a reader of this one finds no trailer in an
+ * older server's reply):
+ *   [version u8 = 1][stage u8 (0 idle, 1 awaiting target, 2 fetching,
+ *   3 installing)][peer u8 (serving replica, 255 none)][fetched u64]
+ *   [total u64 (bytes of the running session; 0 until the manifest)]
+ *   [sessions u64][completed u64][abandoned u64][last_bytes u64]
+ *   [last_ms u64 (bytes and duration of the last installed session)]
+ *   [last_len u32][last (how the last session ended, "" none)].
+ * Until partitions are replicated only the leader's node
  * serves the partition plane (send, poll, offsets, flush): on any other cluster
  * node such a request is answered status 58 NotAccepted (the SDKs retry it;
  * ours move to the leader first) with the body [len u32][leader client
@@ -35,6 +45,8 @@
 
 /* Vendor NonReplicated code of GetReplicaStatus. */
 #define SERVE_C_REPLICA_STATUS 9100u
+/* The version byte of GetReplicaStatus's transfer trailer. */
+#define SERVE_CLUSTER_XFER_VERSION 1u
 
 struct serve_cluster {
     int clustered; /* replica_addrs names more than one replica */

@@ -14,6 +14,7 @@
 #include "shard/zero/boot.h"
 #include "shard/zero/cluster_view.h"
 #include "shard/zero/commit.h"
+#include "shard/zero/transfer.h"
 #include "shard/link/links.h"
 
 #define CLUSTER_VIEW_RESEND_TICKS 100u
@@ -30,6 +31,32 @@ cluster_view_init(struct cluster_view *v, const struct vs_shard_ctx *ctx,
     uint32_t self = ctx->cfg->replica_id;
     if (self < VS_REPLICAS_MAX)
         snprintf(v->addrs[self], sizeof(v->addrs[self]), "%s", self_addr);
+}
+
+/* This node's state transfer as zt_info reports it (idle, nothing yet
+ * on a node without one). */
+static void
+fill_xfer(const struct commit *c, struct fwd_cluster_xfer *x)
+{
+    memset(x, 0, sizeof(*x));
+    x->peer = FWD_CLUSTER_NONE;
+    struct zt_info zi;
+    if (!commit_transfer_info(c, &zi))
+        return;
+    x->stage = (uint8_t)zi.stage;
+    x->peer = zi.peer >= 0 && zi.peer < (int)FWD_CLUSTER_NONE
+                  ? (uint8_t)zi.peer
+                  : FWD_CLUSTER_NONE;
+    x->fetched = zi.fetched;
+    x->total = zi.total;
+    x->sessions = zi.sessions;
+    x->completed = zi.completed;
+    x->abandoned = zi.abandoned;
+    x->last_bytes = zi.last_bytes;
+    x->last_ms = zi.last_secs > 0 ? (uint64_t)(zi.last_secs * 1000.0) : 0;
+    size_t n = strnlen(zi.last, sizeof(x->last) - 1); /* cut to fit */
+    memcpy(x->last, zi.last, n);
+    x->last[n] = '\0';
 }
 
 void
@@ -85,17 +112,25 @@ cluster_view_fill(struct cluster_view *v, const struct commit *c,
         memcpy(nd->client_addr, v->addrs[i], sizeof(nd->client_addr));
         nd->client_addr[sizeof(nd->client_addr) - 1] = '\0';
     }
+    fill_xfer(c, &out->xfer);
 }
 
 /* 1 if what a client sees (roles, statuses, addresses, view, commit,
- * checkpoint) changed; link byte counters alone do not count. */
+ * checkpoint, transfer stage, peer and outcome) changed; link byte
+ * counters and transfer progress alone do not count (the once-a-second
+ * resend carries them). */
 static int
 cluster_view_changed(const struct fwd_cluster *a, const struct fwd_cluster *b)
 {
     if (a->count != b->count || a->leader != b->leader || a->view != b->view ||
         a->log_view != b->log_view || a->vsr_status != b->vsr_status ||
         a->op != b->op || a->commit_min != b->commit_min ||
-        a->commit_max != b->commit_max || a->checkpoint_op != b->checkpoint_op)
+        a->commit_max != b->commit_max ||
+        a->checkpoint_op != b->checkpoint_op ||
+        a->xfer.stage != b->xfer.stage || a->xfer.peer != b->xfer.peer ||
+        a->xfer.sessions != b->xfer.sessions ||
+        a->xfer.completed != b->xfer.completed ||
+        a->xfer.abandoned != b->xfer.abandoned)
         return 1;
     for (uint32_t i = 0; i < a->count; i++)
         if (a->nodes[i].role != b->nodes[i].role ||

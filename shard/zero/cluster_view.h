@@ -1,7 +1,9 @@
 /*
  * shard/zero/cluster_view.h - shard 0's account of the cluster for its
  * data shards: who leads, each node's client address, role, status and
- * link (the FWD_CLUSTER frame of shard/fwd.h).
+ * link, and this node's metadata state transfer (stage, serving peer,
+ * bytes, last outcome: commit_transfer_info) (the FWD_CLUSTER frame of
+ * shard/fwd.h).
  *
  * Role: cluster_view_fill() derives the view from this node's engine and
  * links only, so it is right at every moment from this node's standpoint:

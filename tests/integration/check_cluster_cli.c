@@ -164,6 +164,10 @@ START_TEST(test_columns_agree)
         ck_assert_int_ge(json_node_u64(out, k, "view"), 0);
         ck_assert_int_ge(json_node_u64(out, k, "log_view"), 0);
         ck_assert_int_ge(json_node_u64(out, k, "checkpoint"), 0);
+        /* every node reports its state transfer */
+        ck_assert_int_ge(json_node_u64(out, k, "transfer_sessions"), 0);
+        ck_assert_int_ge(json_node_u64(out, k, "transfer_completed"), 0);
+        ck_assert_int_ge(json_node_u64(out, k, "transfer_fetched"), 0);
     }
     /* the configured names, in replica order */
     const char *a = strstr(out, "\"name\":\"alpha\""),
@@ -176,6 +180,8 @@ START_TEST(test_columns_agree)
     ck_assert_int_eq(json_node_u64(out, 0, "lag"), 0);
     ck_assert(strstr(out, "\"vsr_status\":\"normal\"") != NULL);
     ck_assert(strstr(out, "\"vsr_status\":null") == NULL);
+    ck_assert(strstr(out, "\"transfer_stage\":\"") != NULL);
+    ck_assert(strstr(out, "\"transfer_stage\":null") == NULL);
 
     /* the table: the documented header, one row per node, LAG 0 */
     const char *ct[] = {"cluster", NULL};
@@ -183,8 +189,9 @@ START_TEST(test_columns_agree)
     const char *hdr = strstr(out, "NODE ");
     ck_assert_msg(hdr != NULL, "%s", out);
     const char *cols[] = {
-        "CLIENT_ADDRESS", "ROLE", "STATUS",     "VSR", "VIEW", "LOG_VIEW", "OP",
-        "COMMIT",         "LAG",  "CHECKPOINT", "LINK"};
+        "CLIENT_ADDRESS", "ROLE",    "STATUS", "VSR", "VIEW",
+        "LOG_VIEW",       "OP",      "COMMIT", "LAG", "CHECKPOINT",
+        "LINK",           "TRANSFER"};
     for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
         ck_assert_msg(strstr(hdr, cols[i]) != NULL, "no %s: %s", cols[i], out);
     for (unsigned k = 0; k < 3; k++) {

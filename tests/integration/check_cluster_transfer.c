@@ -10,7 +10,8 @@
  * checkpoint of its own) it boots again and converges; its checkpoint
  * checksum then equals the primary's at the same op. A wiped backup
  * rebuilt with `vstreamd recover` catches up through a transfer (the
- * metrics of both ends count it). A snapshot corrupted at rest
+ * metrics of both ends count it; `vstream cluster` on it shows the
+ * transfer's stage and last result). A snapshot corrupted at rest
  * on the primary (one byte flipped inside a stream name) is refused with
  * a logged reason on both ends and never installed; once the primary
  * checkpoints again the backup installs the fresh one.
@@ -211,6 +212,43 @@ assert_same_checkpoint(struct vsc *ca, struct vsc *cb, uint32_t ms)
                   (unsigned long long)sa.checkpoint_op);
 }
 
+/* The k-th node object of `vstream --json cluster` run against node i,
+ * copied to obj (NUL-terminated; "" when absent). */
+static void
+cli_node_json(unsigned i, unsigned k, char *obj, size_t cap)
+{
+    static char out[64 * 1024];
+    char err[4096];
+    const char *args[] = {"--json", "cluster", NULL};
+    int st = e2e_cli(&cl.node[i], "iggy", NULL, out, sizeof(out), err,
+                     sizeof(err), args);
+    ck_assert_msg(st == 0, "vstream cluster: %d %s", st, err);
+    obj[0] = '\0';
+    const char *p = strstr(out, "\"nodes\":[");
+    for (unsigned n = 0; p != NULL && n <= k; n++)
+        p = strchr(p + 1, '{');
+    const char *end = p != NULL ? strchr(p, '}') : NULL;
+    if (end == NULL)
+        return;
+    size_t n = (size_t)(end - p);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(obj, p, n);
+    obj[n] = '\0';
+}
+
+/* The unsigned value of `"key":` in obj; -1 when absent or null. */
+static int64_t
+json_u64(const char *obj, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "\"%s\":", key);
+    const char *v = strstr(obj, pat);
+    if (v == NULL || v[strlen(pat)] < '0' || v[strlen(pat)] > '9')
+        return -1;
+    return (int64_t)strtoull(v + strlen(pat), NULL, 10);
+}
+
 START_TEST(test_backup_transfers_after_drain)
 {
     struct vsc *c0 = vs_cluster_login(&cl, 0, 20000);
@@ -278,6 +316,40 @@ START_TEST(test_recover_wiped_backup)
     ck_assert(wait_metric(0, "vstream_state_transfer_served_bytes_total", 1000,
                           5000) >= 1000);
     ck_assert(wait_metric(2, "vstream_state_transfer_stage", 0, 5000) == 0);
+    /* `vstream cluster` on the receiving node shows it: the fetch is over
+     * (idle, no serving peer) and the last session installed its bytes */
+    char obj[4096];
+    uint64_t end = now_ms() + 5000;
+    do {
+        cli_node_json(2, 2, obj, sizeof(obj));
+        if (json_u64(obj, "transfer_completed") >= 1)
+            break;
+        usleep(200 * 1000);
+    } while (now_ms() < end);
+    ck_assert_msg(strstr(obj, "\"transfer_stage\":\"idle\"") != NULL, "%s",
+                  obj);
+    ck_assert_msg(strstr(obj, "\"transfer_peer\":null") != NULL, "%s", obj);
+    ck_assert_msg(strstr(obj, "\"transfer_last\":\"installed\"") != NULL, "%s",
+                  obj);
+    ck_assert_int_ge(json_u64(obj, "transfer_completed"), 1);
+    ck_assert_int_ge(json_u64(obj, "transfer_sessions"),
+                     json_u64(obj, "transfer_completed"));
+    ck_assert_int_gt(json_u64(obj, "transfer_last_bytes"), 1000);
+    ck_assert_int_ge(json_u64(obj, "transfer_last_ms"), 0);
+    /* the serving primary fetched nothing itself */
+    cli_node_json(2, 0, obj, sizeof(obj));
+    ck_assert_msg(strstr(obj, "\"transfer_stage\":\"idle\"") != NULL &&
+                      json_u64(obj, "transfer_completed") == 0,
+                  "%s", obj);
+    /* the table's TRANSFER column says the same */
+    static char tab[64 * 1024];
+    char err[4096];
+    const char *targs[] = {"cluster", NULL};
+    ck_assert_int_eq(e2e_cli(&cl.node[2], "iggy", NULL, tab, sizeof(tab), err,
+                             sizeof(err), targs),
+                     0);
+    ck_assert_msg(strstr(tab, "TRANSFER") != NULL, "%s", tab);
+    ck_assert_msg(strstr(tab, "idle; last: installed ") != NULL, "%s", tab);
     vsc_destroy(c2);
     create_range(c0, "r-after", 0, 5);
     vsc_destroy(c0);

@@ -27,6 +27,7 @@
 #include "shard/meta/lookup.h"
 #include "shard/meta/state.h"
 #include "shard/meta/secrets.h"
+#include "shard/serve/cluster.h"
 #include "shard/serve/hasher.h"
 #include "shard/serve/options.h"
 #include "shard/serve/proto.h"
@@ -524,6 +525,82 @@ START_TEST(test_cluster_metadata_reply)
         unhex("0b000000 73696e676c652d6e6f6465 | 01000000 | "
               "09000000 696767792d6e6f6465 | 09000000 3132372e302e302e31 | "
               "9a1f 0000 0000 0000 | 00 | 00",
+              exp, sizeof(exp));
+    ck_assert_uint_eq(w.len, n);
+    ck_assert(memcmp(w.data, exp, n) == 0);
+    vs_wbuf_fini(&w);
+}
+END_TEST
+
+/* GetReplicaStatus (vendor 9100): the layout of shard/serve/cluster.h,
+ * the transfer trailer included, byte for byte; none before a report. */
+START_TEST(test_replica_status_reply)
+{
+    struct serve_cluster sc;
+    memset(&sc, 0, sizeof(sc));
+    sc.clustered = 1;
+    sc.self = 1;
+    struct vs_wbuf w;
+    vs_wbuf_init(&w);
+    serve_cluster_write_status(&sc, &w);
+    uint8_t exp[512];
+    size_t n = unhex("00000000 | 01 | ff | ff | 00000000 | 00000000 | "
+                     "0000000000000000 0000000000000000 0000000000000000 "
+                     "0000000000000000 | "
+                     "00000000000000000000000000000000",
+                     exp, sizeof(exp));
+    ck_assert_uint_eq(w.len, n);
+    ck_assert(memcmp(w.data, exp, n) == 0);
+    vs_wbuf_reset(&w);
+
+    sc.have = 1;
+    struct fwd_cluster *v = &sc.v;
+    v->count = 2;
+    v->self = 1;
+    v->vsr_status = 0;
+    v->leader = 0;
+    v->view = 3;
+    v->log_view = 3;
+    v->op = 10;
+    v->commit_min = 9;
+    v->commit_max = 10;
+    v->checkpoint_op = 8;
+    v->checkpoint_checksum.lo = 1;
+    v->checkpoint_checksum.hi = 2;
+    snprintf(v->nodes[0].client_addr, FWD_CLUSTER_ADDR_MAX, "a:1");
+    v->nodes[0].role = 0;
+    v->nodes[0].link = 3;
+    v->nodes[0].bytes_in = 5;
+    v->nodes[0].bytes_out = 6;
+    snprintf(v->nodes[1].client_addr, FWD_CLUSTER_ADDR_MAX, "b:2");
+    v->nodes[1].role = 1;
+    v->nodes[1].link = 255;
+    v->xfer.stage = 2;
+    v->xfer.peer = 0;
+    v->xfer.fetched = 100;
+    v->xfer.total = 200;
+    v->xfer.sessions = 2;
+    v->xfer.completed = 1;
+    v->xfer.last_bytes = 300;
+    v->xfer.last_ms = 7;
+    snprintf(v->xfer.last, FWD_XFER_LAST_MAX, "installed");
+    serve_cluster_write_status(&sc, &w);
+    n = unhex("02000000 | 01 | 00 | 00 | 03000000 | 03000000 | "
+              "0a00000000000000 0900000000000000 0a00000000000000 "
+              "0800000000000000 | "
+              "0100000000000000 0200000000000000 | "
+              /* node 0: addr, role, status, link, bytes in/out */
+              "03000000 613a31 | 00 | 00 | 03 | 0500000000000000 "
+              "0600000000000000 | "
+              "03000000 623a32 | 01 | 00 | ff | 0000000000000000 "
+              "0000000000000000 | "
+              /* transfer: version, stage, peer, fetched, total,
+               * sessions, completed, abandoned, last_bytes, last_ms,
+               * last */
+              "01 | 02 | 00 | 6400000000000000 c800000000000000 | "
+              "0200000000000000 0100000000000000 0000000000000000 | "
+              "2c01000000000000 0700000000000000 | "
+              "09000000 696e7374616c6c6564",
               exp, sizeof(exp));
     ck_assert_uint_eq(w.len, n);
     ck_assert(memcmp(w.data, exp, n) == 0);
@@ -1280,6 +1357,7 @@ serve_suite(void)
     tcase_add_test(g, test_ping_reply);
     tcase_add_test(g, test_eviction_incompatible);
     tcase_add_test(g, test_cluster_metadata_reply);
+    tcase_add_test(g, test_replica_status_reply);
     tcase_add_test(g, test_describe_options_reply);
     tcase_add_test(g, test_read_records);
     tcase_add_test(g, test_register_reply_layout);

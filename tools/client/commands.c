@@ -201,7 +201,30 @@ vsc_replica_status(struct vsc *c, struct vsc_replica_status *out)
         out->nodes[i].bytes_in = vs_rd_u64(&r);
         out->nodes[i].bytes_out = vs_rd_u64(&r);
     }
-    return r.err ? vsc_bad_reply(c) : 0;
+    if (r.err)
+        return vsc_bad_reply(c);
+    if (vs_rbuf_left(&r) == 0)
+        return 0; /* no transfer trailer */
+    /* version 1; a later version only appends to it */
+    if (vs_rd_u8(&r) < 1)
+        return vsc_bad_reply(c);
+    out->xfer.stage = vs_rd_u8(&r);
+    out->xfer.peer = vs_rd_u8(&r);
+    out->xfer.fetched = vs_rd_u64(&r);
+    out->xfer.total = vs_rd_u64(&r);
+    out->xfer.sessions = vs_rd_u64(&r);
+    out->xfer.completed = vs_rd_u64(&r);
+    out->xfer.abandoned = vs_rd_u64(&r);
+    out->xfer.last_bytes = vs_rd_u64(&r);
+    out->xfer.last_ms = vs_rd_u64(&r);
+    uint32_t n = vs_rd_u32(&r);
+    const uint8_t *a = vs_rd_bytes(&r, n);
+    if (r.err || a == NULL || n >= sizeof out->xfer.last)
+        return vsc_bad_reply(c);
+    memcpy(out->xfer.last, a, n);
+    out->xfer.last[n] = '\0';
+    out->has_xfer = 1;
+    return 0;
 }
 
 void

@@ -418,6 +418,17 @@ struct vsc_replica_status {
         uint8_t link; /* 0 down, 1 connecting, 2 handshake, 3 up, 255 self */
         uint64_t bytes_in, bytes_out;
     } nodes[32];
+    /* The node's metadata state transfer (the reply's trailer; has_xfer 0
+     * when the server sent none: an older server, or no report yet). */
+    int has_xfer;
+    struct {
+        uint8_t stage; /* 0 idle, 1 awaiting target, 2 fetching, 3 installing */
+        uint8_t peer;  /* serving replica, 255 none */
+        uint64_t fetched, total;
+        uint64_t sessions, completed, abandoned;
+        uint64_t last_bytes, last_ms;
+        char last[128]; /* how the last session ended, "" none */
+    } xfer;
 };
 int vsc_replica_status(struct vsc *c, struct vsc_replica_status *out);
 /* GetSessionStatus (vendor code 9101): this handle's session as the
