@@ -78,6 +78,38 @@ cluster_replica_port(const int *taken, unsigned i)
     return -EADDRINUSE;
 }
 
+/* 1 if `port` is one of the n replica ports in taken or one of their
+ * data-shard link ports. */
+static int
+port_clashes(int port, const int *taken, unsigned n)
+{
+    for (unsigned j = 0; j < n; j++)
+        for (int s = 0; s <= VS_CLUSTER_SHARDS_MAX; s++)
+            if (port == taken[j] + s * VS_CLUSTER_STRIDE)
+                return 1;
+    return 0;
+}
+
+/* A client port that is none of the replica ports or their data-link
+ * ports and no earlier node's client port (bind(0) may hand a closed
+ * port out again). */
+static int
+cluster_client_port(const int *taken, unsigned n, const int *clients,
+                    unsigned i)
+{
+    for (int attempt = 0; attempt < 64; attempt++) {
+        int cp = vs_free_port();
+        if (cp < 0)
+            return cp;
+        int ok = !port_clashes(cp, taken, n);
+        for (unsigned j = 0; ok && j < i; j++)
+            ok = clients[j] != cp;
+        if (ok)
+            return cp;
+    }
+    return -EADDRINUSE;
+}
+
 static int
 cluster_write_secret(struct vs_cluster *cl)
 {
@@ -140,17 +172,24 @@ vs_cluster_init(struct vs_cluster *cl, unsigned n)
     int rc = cluster_write_secret(cl);
     if (rc != 0)
         return rc;
-    int taken[VS_CLUSTER_MAX];
+    int taken[VS_CLUSTER_MAX], clients[VS_CLUSTER_MAX];
     for (unsigned i = 0; i < n; i++) {
         rc = vs_node_init(&cl->node[i]);
         if (rc != 0)
             return rc;
-        int cp = vs_free_port(), rp = cluster_replica_port(taken, i);
+        int rp = cluster_replica_port(taken, i);
+        if (rp < 0)
+            return rp;
         taken[i] = rp;
-        if (cp < 0 || rp < 0)
-            return cp < 0 ? cp : rp;
-        snprintf(cl->client[i], sizeof(cl->client[i]), "127.0.0.1:%d", cp);
         snprintf(cl->replica[i], sizeof(cl->replica[i]), "127.0.0.1:%d", rp);
+    }
+    /* client ports last, so none is a replica or data-link port */
+    for (unsigned i = 0; i < n; i++) {
+        int cp = cluster_client_port(taken, n, clients, i);
+        if (cp < 0)
+            return cp;
+        clients[i] = cp;
+        snprintf(cl->client[i], sizeof(cl->client[i]), "127.0.0.1:%d", cp);
     }
     for (unsigned i = 0; i < n; i++)
         for (unsigned j = 0; j < n; j++)

@@ -139,6 +139,30 @@ h_reap(struct vs_node *n)
     return 0;
 }
 
+/* A node that exited before it was ready: its status and the end of its
+ * log on stderr, so a failed start says why (the test's output keeps it
+ * after the data dir is removed). */
+static void
+h_report_early_exit(const struct vs_node *n)
+{
+    fprintf(stderr, "vstreamd exited before it was ready (%s %d); %s ends:\n",
+            WIFEXITED(n->status) ? "exit" : "signal",
+            WIFEXITED(n->status) ? WEXITSTATUS(n->status) : WTERMSIG(n->status),
+            n->log_file);
+    FILE *f = fopen(n->log_file, "re");
+    if (f == NULL)
+        return;
+    char tail[2048];
+    long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
+    long from = end > (long)sizeof(tail) - 1 ? end - (long)sizeof(tail) + 1 : 0;
+    size_t got = 0;
+    if (fseek(f, from, SEEK_SET) == 0)
+        got = fread(tail, 1, sizeof(tail) - 1, f);
+    tail[got] = '\0';
+    fclose(f);
+    fprintf(stderr, "%s\n", tail);
+}
+
 int
 vs_node_start(struct vs_node *n, const char *const *args, uint32_t timeout_ms)
 {
@@ -149,8 +173,10 @@ vs_node_start(struct vs_node *n, const char *const *args, uint32_t timeout_ms)
     for (;;) {
         if (vs_node_read_ready(n) == 0)
             return 0;
-        if (h_reap(n))
+        if (h_reap(n)) {
+            h_report_early_exit(n);
             return -ECHILD;
+        }
         if (h_now_ms() >= end)
             return -ETIMEDOUT;
         h_sleep_ms(5);
