@@ -20,6 +20,9 @@
  * pipeline then holds the pass's proposals until commit_flush makes them
  * durable with one fsync and reports each durable (step 2 goes on from
  * there); held appends are made durable before an out-of-space rebuild.
+ * A backup holds the appends of the Prepares (and RepairPrepares) of a
+ * pass the same way, so its PrepareOks leave after one shared fsync; a
+ * held op truncated by a view change before that fsync is dropped.
  *
  * A cluster (n > 1) adds, on the same synchronous drain: SEND goes to
  * the replica links; a replica frame is an input like a proposal (the
@@ -146,6 +149,7 @@ struct commit {
     /* group commit (commit.h commit_flush) */
     int group_commit;
     int in_propose; /* draining a client proposal: its append may be held */
+    int in_prepare; /* draining a replica's (Repair)Prepare: likewise */
     struct commit_held {
         uint64_t op;
         struct vs_u128 checksum;
@@ -561,14 +565,21 @@ commit_forward_answer(void *ctx, const struct forward0_answer *a)
                       a->frame, a->frame_len);
 }
 
-/* Reports the held appends durable, in op order (an fsync covered them). */
+/* Reports the held appends durable, in op order (an fsync covered them).
+ * A held append that a view change truncated before the fsync (or that
+ * an installed state superseded) is no longer the engine's: it answers
+ * -ESTALE and that op's durability is dropped, never acknowledged. */
 static void
 commit_release_held(struct commit *c)
 {
     for (uint32_t i = 0; i < c->n_held; i++) {
         int rc = vsr_on_journal_durable(c->engine, c->held[i].op,
                                         c->held[i].checksum);
-        VS_ASSERT(rc == 0);
+        VS_ASSERT(rc == 0 || rc == -ESTALE);
+        if (rc == -ESTALE)
+            vs_log_debug("held append of op %llu was truncated before its "
+                         "fsync; its durability is dropped",
+                         (unsigned long long)c->held[i].op);
     }
     c->stats.grouped_ops += c->n_held;
     c->n_held = 0;
@@ -579,7 +590,8 @@ commit_do_append(struct commit *c, const struct vs_vsr_action *a)
 {
     const struct vs_hdr_prepare *p = (const struct vs_hdr_prepare *)a->frame;
     VS_ASSERT(a->body != NULL || a->body_len == 0);
-    int hold = c->group_commit && c->in_propose && c->n_held < VSR_PIPELINE_MAX;
+    int hold = c->group_commit && (c->in_propose || c->in_prepare) &&
+               c->n_held < VSR_PIPELINE_MAX;
     int rc = hold ? wal_append_nosync(&c->journal, p, a->body, a->body_len)
                   : wal_append(&c->journal, p, a->body, a->body_len);
     if (rc == 0 && hold) {
@@ -1845,6 +1857,28 @@ commit_on_forward_request(struct commit *c, uint8_t peer, const void *frame,
     return commit_on_propose(c, &to, payload, (uint32_t)(len - VS_HEADER_SIZE));
 }
 
+/* A Prepare or RepairPrepare on a backup: with group commit its journal
+ * append is written and held like a proposal's on the primary, so the
+ * prepares of one event-loop pass share the fsync of commit_flush, which
+ * reports each durable in op order; the engine sends each PrepareOk only
+ * then (R3: never before the append is durable). */
+static int
+commit_on_replica_prepare(struct commit *c, uint8_t peer, const void *frame,
+                          size_t len)
+{
+    uint8_t command = ((const struct vs_header *)frame)->f.command;
+    enum vsr_verdict v = vsr_on_message(c->engine, frame, len);
+    if (v != VSR_ACCEPTED)
+        vs_log_debug("replica %u: %s dropped: %s", peer,
+                     vs_command_name(command), vsr_verdict_name(v));
+    c->in_prepare = 1;
+    int rc = commit_drain(c);
+    c->in_prepare = 0;
+    if (rc != 0)
+        return rc;
+    return commit_checkpoint(c, 0);
+}
+
 int
 commit_on_replica_frame(struct commit *c, uint8_t peer, const void *frame,
                         size_t len)
@@ -1885,6 +1919,8 @@ commit_on_replica_frame(struct commit *c, uint8_t peer, const void *frame,
                          commit_forward_answer, c);
         return 0;
     }
+    if (command == VS_CMD_PREPARE || command == VS_CMD_REPAIR_PREPARE)
+        return commit_on_replica_prepare(c, peer, frame, len);
     enum vsr_verdict v = vsr_on_message(c->engine, frame, len);
     if (v != VSR_ACCEPTED)
         vs_log_debug("replica %u: %s dropped: %s", peer,

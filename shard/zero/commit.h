@@ -180,12 +180,14 @@ int commit_genesis(struct commit *c, char *err, size_t errlen);
 int commit_on_frame(struct commit *c, uint32_t src, const void *frame,
                     uint32_t len);
 /* Group commit (options.group_commit): while handling the inputs of one
- * event-loop pass, the journal appends of client proposals are written
+ * event-loop pass, the journal appends of client proposals (on a backup:
+ * of the Prepares and RepairPrepares from the links) are written
  * without an fsync and held (at most the pipeline depth); a proposal the
  * full pipeline refuses is queued instead of answered 57. The caller
  * runs commit_flush once the pass's inputs are handled: ONE fsync makes
  * every held append durable, each is then reported durable to the
- * engine in op order (commits, applies, replies follow as before), and
+ * engine in op order (commits, applies, replies and a backup's PrepareOks
+ * follow; an op a view change truncated meanwhile is dropped), and
  * the queued proposals are handled again (their appends are held for the
  * next flush). Requests arriving while that fsync blocks wait in the IPC
  * ring and share the next one. Nothing is answered before its op is
