@@ -37,6 +37,17 @@ tests_unit_check_commit_group_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
 	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
 endif
 
+# A backup's group commit of journal appends (one fsync, then PrepareOks).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_journal_held
+check_PROGRAMS += tests/unit/check_journal_held
+tests_unit_check_journal_held_SOURCES = tests/unit/check_journal_held.c \
+	tests/unit/commit_fixture.h
+tests_unit_check_journal_held_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_journal_held_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
+	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
 # Consumer-group membership on shard 0.
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_groups0

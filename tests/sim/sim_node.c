@@ -664,6 +664,17 @@ sim_node_request(struct sim_node *n, const struct vs_hdr_request *req,
     node_drain(n);
 }
 
+int
+sim_node_append_pending(const struct sim_node *n, uint64_t op,
+                        struct vs_u128 checksum)
+{
+    for (size_t i = 0; i < n->nio; i++)
+        if (n->io[i].kind == 1 && !n->io[i].covered && n->io[i].op == op &&
+            vs_u128_eq(n->io[i].checksum, checksum))
+            return 1;
+    return 0;
+}
+
 void
 sim_node_tick(struct sim_node *n)
 {
@@ -674,8 +685,13 @@ sim_node_tick(struct sim_node *n)
     while (k < n->nio && n->io[k].due <= n->now && n->up) {
         struct sim_io_done e = n->io[k++];
         if (e.kind == 1) {
+            n->io[k - 1].covered = 1; /* reported now */
             int rc = vsr_on_journal_durable(n->eng, e.op, e.checksum);
             VS_ASSERT(rc == 0 || rc == -ESTALE); /* -ESTALE: truncated */
+            for (size_t j = k; rc == 0 && j < n->nio; j++)
+                if (n->io[j].kind == 1 && n->io[j].op == e.op &&
+                    vs_u128_eq(n->io[j].checksum, e.checksum))
+                    n->io[j].covered = 1;
         } else {
             int rc = vsr_on_superblock_durable(n->eng, &e.persist);
             VS_ASSERT(rc == 0);

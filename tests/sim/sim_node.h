@@ -92,6 +92,9 @@ struct sim_io_done { /* a write whose completion is not delivered yet */
     uint64_t op;
     struct vs_u128 checksum;
     struct vs_vsr_persist persist;
+    /* journal: an earlier completion of the same (op, checksum) already
+     * reported it durable (an append repeated after a truncation) */
+    int covered;
 };
 
 struct sim_node {
@@ -174,6 +177,11 @@ void sim_node_message(struct sim_node *n, const void *frame, uint32_t len);
 void sim_node_request(struct sim_node *n, const struct vs_hdr_request *req,
                       const void *body, uint32_t len);
 void sim_node_tick(struct sim_node *n);
+/* 1 while the journal append of (op, checksum) is issued but its
+ * completion not yet reported to the engine: a PrepareOk for it then
+ * breaks R3 (acknowledged before durable). */
+int sim_node_append_pending(const struct sim_node *n, uint64_t op,
+                            struct vs_u128 checksum);
 /* The engine's counters summed over every life of the node (the
  * simulator's coverage marks). */
 void sim_node_stats(const struct sim_node *n, struct vs_vsr_stats *out);

@@ -221,6 +221,11 @@ check_persist_before_send(struct sim_world *w, struct sim_node *n,
                             "R3: replica %u acknowledged op %llu that its "
                             "journal does not hold",
                             n->cfg.replica, (unsigned long long)ok->op);
+        if (sim_node_append_pending(n, ok->op, ok->prepare_checksum))
+            sim_world_failf(w,
+                            "R3: replica %u acknowledged op %llu before its "
+                            "journal append was reported durable",
+                            n->cfg.replica, (unsigned long long)ok->op);
     }
 }
 
