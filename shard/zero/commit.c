@@ -161,6 +161,9 @@ struct commit {
         uint32_t len;
     } * queued;
     size_t n_queued, cap_queued;
+    /* commit_min when a proposal last found the pipeline full: the queue
+     * is retried once an op commits (or at the next tick) */
+    uint64_t queued_commit;
 
     struct commit_pending pending[VSR_PIPELINE_MAX];
     struct meta_result res, res2;
@@ -1485,9 +1488,13 @@ commit_on_propose(struct commit *c, const struct commit_origin *to,
         rc = vsr_on_request(c->engine, &pr, body, body_len, commit_wall(c));
     }
     vs_wbuf_fini(&joined); /* the engine copied the body */
-    if (rc == -EBUSY && c->group_commit && c->n_held > 0) {
-        /* the pipeline is full of held appends: the next commit_flush
-         * makes room, the proposal is handled again then */
+    if (rc == -EBUSY && c->group_commit &&
+        (c->n_held > 0 || c->replica_count > 1)) {
+        /* the pipeline is full of held appends (the next commit_flush
+         * makes room) or, on a cluster, of prepares waiting for their
+         * PrepareOks: the proposal is handled again once an op commits
+         * (commit_flush_needed), not refused with a 57 */
+        c->queued_commit = vsr_commit_min(c->engine);
         if (c->n_queued == c->cap_queued) {
             c->cap_queued = c->cap_queued ? 2 * c->cap_queued : 64;
             c->queued =
@@ -1541,7 +1548,8 @@ commit_on_propose(struct commit *c, const struct commit_origin *to,
 int
 commit_flush_needed(const struct commit *c)
 {
-    return c->n_held > 0 || c->n_queued > 0;
+    return c->n_held > 0 ||
+           (c->n_queued > 0 && vsr_commit_min(c->engine) != c->queued_commit);
 }
 
 int
@@ -1934,6 +1942,9 @@ commit_on_replica_frame(struct commit *c, uint8_t peer, const void *frame,
 int
 commit_tick(struct commit *c)
 {
+    /* queued proposals are retried at least once a tick (a view change
+     * may have ended this primary's term: they get their 57 then) */
+    c->queued_commit = UINT64_MAX;
     vsr_tick(c->engine);
     int rc = commit_drain(c);
     if (rc != 0)

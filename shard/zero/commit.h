@@ -195,7 +195,10 @@ int commit_on_frame(struct commit *c, uint32_t src, const void *frame,
  * genesis) fsyncs inline, which also covers the held ones. 0 or
  * -VS_EFATAL. */
 int commit_flush(struct commit *c);
-/* 1 if commit_flush has work (held appends or queued proposals). */
+/* 1 if commit_flush has work: held appends, or queued proposals that may
+ * fit now (an op committed since they were queued, or a tick passed: a
+ * cluster primary's pipeline full of prepares waiting for PrepareOks
+ * queues proposals too, and they wait for a commit, not a busy loop). */
 int commit_flush_needed(const struct commit *c);
 /* A frame from the authenticated link of replica `peer` (shard/zero/
  * links.h): ForwardRequest / ForwardResult go to the forwarding path

@@ -8,6 +8,10 @@
  * only then are their PrepareOks sent, in op order (R3); a failed fsync
  * sends none; a StartView that truncates the held ops before their
  * fsync drops them (no PrepareOk, no crash) and the backup goes on.
+ * On the primary, proposals beyond a pipeline full of prepares waiting
+ * for PrepareOks are queued, not answered 57, and proposed once ops
+ * commit (no flush asked for before that: no busy loop); at a view
+ * change they leave the queue at the next tick.
  * Driven through tests/unit/commit_fixture.h.
  */
 #include "config.h"
@@ -332,6 +336,109 @@ START_TEST(test_start_view_truncates_held_ops)
 }
 END_TEST
 
+/* Replies the primary sent: all status 0 (none a 57); their count. */
+static unsigned
+jh_replies_ok(const struct fx *f)
+{
+    for (unsigned i = 0; i < f->nsent; i++) {
+        ck_assert_uint_eq(f->sent[i].h.kind, FWD_REPLY);
+        const struct vs_hdr_reply *r =
+            (const struct vs_hdr_reply *)f->sent[i].frame;
+        ck_assert_uint_eq(r->status, 0);
+    }
+    return f->nsent;
+}
+
+/* Carries frames both ways and flushes both until nothing moves. */
+static void
+jh_settle(struct jh_node *p, struct jh_node *b)
+{
+    for (unsigned round = 0; round < 64; round++) {
+        unsigned moved = jh_deliver(p, b);
+        if (commit_flush_needed(b->fx.c))
+            ck_assert_int_eq(commit_flush(b->fx.c), 0);
+        moved += jh_deliver(b, p);
+        int again = commit_flush_needed(p->fx.c);
+        if (again)
+            ck_assert_int_eq(commit_flush(p->fx.c), 0);
+        if (moved == 0 && !again && p->nout == 0)
+            return;
+    }
+    ck_abort_msg("frames still moving after 64 rounds");
+}
+
+START_TEST(test_cluster_full_pipeline_queues)
+{
+    struct jh_node p, b;
+    jh_pair(&p, &b);
+    const unsigned n = VSR_PIPELINE_MAX + 3;
+    uint64_t op0 = vsr_op(commit_engine(p.fx.c));
+    for (unsigned i = 0; i < n; i++)
+        ck_assert_int_eq(fx_register(&p.fx, client_n(40 + i), 0), 0);
+    ck_assert_int_eq(commit_flush(p.fx.c), 0);
+    /* the pipeline is full of prepares waiting for PrepareOks: the three
+     * beyond it wait in the queue, unanswered (no 57), and the queue
+     * asks for no flush before an op commits (no busy loop) */
+    ck_assert_uint_eq(vsr_op(commit_engine(p.fx.c)), op0 + VSR_PIPELINE_MAX);
+    ck_assert_uint_eq(p.fx.nsent, 0);
+    ck_assert_uint_eq(commit_stats(p.fx.c)->transient, 0);
+    ck_assert_int_eq(commit_flush_needed(p.fx.c), 0);
+    jh_settle(&p, &b);
+    ck_assert_uint_eq(vsr_commit_min(commit_engine(p.fx.c)), op0 + n);
+    ck_assert_uint_eq(jh_replies_ok(&p.fx), n);
+    ck_assert_uint_eq(commit_stats(p.fx.c)->transient, 0);
+    jh_fini(&p);
+    jh_fini(&b);
+}
+END_TEST
+
+START_TEST(test_queued_proposal_answered_when_no_longer_primary)
+{
+    struct jh_node p, b;
+    jh_pair(&p, &b);
+    const unsigned n = VSR_PIPELINE_MAX + 2;
+    for (unsigned i = 0; i < n; i++)
+        ck_assert_int_eq(fx_register(&p.fx, client_n(100 + i), 0), 0);
+    ck_assert_int_eq(commit_flush(p.fx.c), 0);
+    ck_assert_uint_eq(p.fx.nsent, 0);
+    ck_assert_int_eq(commit_flush_needed(p.fx.c), 0);
+    /* a tick retries the queue even without a commit: still full */
+    ck_assert_int_eq(commit_tick(p.fx.c), 0);
+    ck_assert_int_eq(commit_flush_needed(p.fx.c), 1);
+    ck_assert_int_eq(commit_flush(p.fx.c), 0);
+    ck_assert_uint_eq(p.fx.nsent, 0);
+    ck_assert_int_eq(commit_flush_needed(p.fx.c), 0);
+    /* view 2 (primary 2) starts without the uncommitted ops: the cut
+     * ones are answered 57 at once, the queued ones leave the queue at
+     * the next tick (handed to the new primary): none waits forever */
+    struct vs_u128 cluster =
+        ((const struct vs_header *)p.out[0].frame)->f.cluster;
+    uint8_t sv[2 * VS_HEADER_SIZE] __attribute__((aligned(16)));
+    jh_start_view(sv, cluster, &jh_genesis);
+    ck_assert_int_eq(commit_on_replica_frame(p.fx.c, 2, sv, sizeof(sv)), 0);
+    ck_assert_uint_eq(vsr_view(commit_engine(p.fx.c)), 2);
+    ck_assert_uint_eq(p.fx.nsent, VSR_PIPELINE_MAX);
+    ck_assert_int_eq(commit_tick(p.fx.c), 0);
+    if (commit_flush_needed(p.fx.c))
+        ck_assert_int_eq(commit_flush(p.fx.c), 0);
+    /* the two queued ones went to view 2's primary as forwards */
+    unsigned fwd = 0;
+    for (unsigned i = 0; i < p.nout; i++)
+        if (p.out[i].to == 2 && jh_command(&p.out[i]) == VS_CMD_FORWARD_REQUEST)
+            fwd++;
+    ck_assert_uint_eq(fwd, 2);
+    ck_assert_uint_eq(p.fx.nsent, VSR_PIPELINE_MAX);
+    for (unsigned i = 0; i < p.fx.nsent; i++) {
+        const struct vs_hdr_reply *r =
+            (const struct vs_hdr_reply *)p.fx.sent[i].frame;
+        ck_assert_uint_eq(r->status, VS_E_TRANSIENT_NOT_COMMITTED);
+    }
+    ck_assert_int_eq(commit_flush_needed(p.fx.c), 0);
+    jh_fini(&p);
+    jh_fini(&b);
+}
+END_TEST
+
 static Suite *
 held_suite(void)
 {
@@ -341,6 +448,8 @@ held_suite(void)
     tcase_add_test(tc, test_backup_one_fsync_then_prepare_oks);
     tcase_add_test(tc, test_backup_fsync_failure_sends_no_prepare_ok);
     tcase_add_test(tc, test_start_view_truncates_held_ops);
+    tcase_add_test(tc, test_cluster_full_pipeline_queues);
+    tcase_add_test(tc, test_queued_proposal_answered_when_no_longer_primary);
     suite_add_tcase(s, tc);
     return s;
 }
