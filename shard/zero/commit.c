@@ -1391,6 +1391,24 @@ commit_forward(struct commit *c, const struct commit_origin *to,
         commit_send_status(c, to, req, VS_E_TRANSIENT_NOT_COMMITTED);
 }
 
+/* Group commit: keeps a proposal the full pipeline refused (or one that
+ * arrived behind such) for commit_flush, in arrival order. */
+static void
+commit_queue_proposal(struct commit *c, const struct commit_origin *to,
+                      const uint8_t *payload, uint32_t len)
+{
+    if (c->n_queued == c->cap_queued) {
+        c->cap_queued = c->cap_queued ? 2 * c->cap_queued : 64;
+        c->queued = vs_xrealloc(c->queued, c->cap_queued * sizeof(*c->queued));
+    }
+    struct commit_queued *q = &c->queued[c->n_queued++];
+    q->to = *to;
+    q->len = len;
+    q->payload = vs_xmalloc(len);
+    memcpy(q->payload, payload, len);
+    c->stats.queued++;
+}
+
 static int
 commit_on_propose(struct commit *c, const struct commit_origin *to,
                   const uint8_t *payload, uint32_t len)
@@ -1474,6 +1492,13 @@ commit_on_propose(struct commit *c, const struct commit_origin *to,
         commit_send_status(c, to, &req, VS_E_DISK_FULL);
         return 0;
     }
+    if (c->group_commit && c->n_queued > 0) {
+        /* proposals wait for the pipeline in arrival order: a newcomer
+         * never takes the room freed for the queue's head */
+        vs_wbuf_fini(&joined);
+        commit_queue_proposal(c, to, payload, len);
+        return 0;
+    }
     /* The prepare carries the metadata op body, not the client's. */
     struct vs_hdr_request pr = req;
     pr.f.size = VS_HEADER_SIZE + body_len;
@@ -1495,17 +1520,7 @@ commit_on_propose(struct commit *c, const struct commit_origin *to,
          * PrepareOks: the proposal is handled again once an op commits
          * (commit_flush_needed), not refused with a 57 */
         c->queued_commit = vsr_commit_min(c->engine);
-        if (c->n_queued == c->cap_queued) {
-            c->cap_queued = c->cap_queued ? 2 * c->cap_queued : 64;
-            c->queued =
-                vs_xrealloc(c->queued, c->cap_queued * sizeof(*c->queued));
-        }
-        struct commit_queued *q = &c->queued[c->n_queued++];
-        q->to = *to;
-        q->len = len;
-        q->payload = vs_xmalloc(len);
-        memcpy(q->payload, payload, len);
-        c->stats.queued++;
+        commit_queue_proposal(c, to, payload, len);
         return 0;
     }
     switch (rc) {

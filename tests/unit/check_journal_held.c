@@ -383,10 +383,27 @@ START_TEST(test_cluster_full_pipeline_queues)
     ck_assert_uint_eq(p.fx.nsent, 0);
     ck_assert_uint_eq(commit_stats(p.fx.c)->transient, 0);
     ck_assert_int_eq(commit_flush_needed(p.fx.c), 0);
+    /* the PrepareOks free the pipeline; a newcomer arriving before the
+     * flush waits behind the queue (arrival order), it does not take
+     * the room */
+    ck_assert_uint_eq(jh_deliver(&p, &b), VSR_PIPELINE_MAX);
+    ck_assert_int_eq(commit_flush(b.fx.c), 0);
+    jh_deliver(&b, &p);
+    ck_assert_uint_eq(vsr_commit_min(commit_engine(p.fx.c)),
+                      op0 + VSR_PIPELINE_MAX);
+    ck_assert_uint_eq(jh_replies_ok(&p.fx), VSR_PIPELINE_MAX);
+    ck_assert_int_eq(fx_register(&p.fx, client_n(39), 0), 0);
+    ck_assert_uint_eq(vsr_op(commit_engine(p.fx.c)), op0 + VSR_PIPELINE_MAX);
+    ck_assert_int_eq(commit_flush_needed(p.fx.c), 1);
     jh_settle(&p, &b);
-    ck_assert_uint_eq(vsr_commit_min(commit_engine(p.fx.c)), op0 + n);
-    ck_assert_uint_eq(jh_replies_ok(&p.fx), n);
+    ck_assert_uint_eq(vsr_commit_min(commit_engine(p.fx.c)), op0 + n + 1);
+    ck_assert_uint_eq(jh_replies_ok(&p.fx), n + 1);
     ck_assert_uint_eq(commit_stats(p.fx.c)->transient, 0);
+    for (unsigned i = 0; i <= n; i++) { /* clients 40.. then 39 */
+        const struct vs_hdr_reply *r =
+            (const struct vs_hdr_reply *)p.fx.sent[i].frame;
+        ck_assert_uint_eq(r->client.lo, client_n(i < n ? 40 + i : 39).lo);
+    }
     jh_fini(&p);
     jh_fini(&b);
 }
