@@ -116,6 +116,18 @@ shard0_send(void *arg, uint32_t dst, const void *frame, uint32_t len)
                      strerror(-rc));
 }
 
+/* Group commit: commit_flush (the fsync of the held appends) runs after
+ * the loop's next poll rather than at the end of this pass, so the
+ * prepares this pass queued on the replica links are written to the
+ * sockets first (the backups journal them while this node fsyncs) and
+ * the frames that arrived meanwhile join the same fsync. */
+static void
+shard0_flush_soon(struct shard0_serve *s)
+{
+    static const struct timeval now = {0, 0};
+    event_add(s->flush_ev, &now);
+}
+
 static void
 shard0_on_frame(void *arg, uint32_t src, const void *frame, uint32_t len)
 {
@@ -124,7 +136,7 @@ shard0_on_frame(void *arg, uint32_t src, const void *frame, uint32_t len)
         shard0_storage_fatal(s);
     /* group commit: one fsync once this pass's frames are handled */
     if (commit_flush_needed(s->commit))
-        event_active(s->flush_ev, EV_TIMEOUT, 1);
+        shard0_flush_soon(s);
 }
 
 static void
@@ -136,7 +148,7 @@ shard0_on_flush(evutil_socket_t fd, short what, void *arg)
     if (commit_flush(s->commit) != 0)
         shard0_storage_fatal(s);
     if (commit_flush_needed(s->commit)) /* queued proposals now held */
-        event_active(s->flush_ev, EV_TIMEOUT, 1);
+        shard0_flush_soon(s);
 }
 
 static int
@@ -158,7 +170,7 @@ shard0_on_link_frame(void *arg, uint8_t peer, const void *frame, size_t len)
         shard0_storage_fatal(s);
     /* a forwarded proposal is held like a local one: flush this pass */
     if (s->flush_ev != NULL && commit_flush_needed(s->commit))
-        event_active(s->flush_ev, EV_TIMEOUT, 1);
+        shard0_flush_soon(s);
 }
 
 static void
@@ -248,7 +260,7 @@ shard0_on_tick(evutil_socket_t fd, short what, void *arg)
     if (commit_tick(s->commit) != 0)
         shard0_storage_fatal(s);
     if (s->flush_ev != NULL && commit_flush_needed(s->commit))
-        event_active(s->flush_ev, EV_TIMEOUT, 1);
+        shard0_flush_soon(s);
     shard0_gauges_publish(s->commit, s->links);
     cluster_view_tick(&s->view, s->commit, s->links);
 }
