@@ -501,7 +501,8 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
     rc = sio_readdir(j->io, part_dir(p), vlist_add, &files);
     if (rc < 0)
         goto fail;
-    qsort(files.v, files.n, sizeof(*files.v), cmp_u64);
+    if (files.n > 1)
+        qsort(files.v, files.n, sizeof(*files.v), cmp_u64);
 
     /* segments, to find each record's batch */
     uint64_t seg_first = 0, seg_size = 0;
