@@ -58,6 +58,7 @@ struct vs_pjournal {
     struct vs_u128 head_checksum;
     uint64_t commit;
     uint64_t durable; /* highest op covered by a completed sync */
+    uint64_t appends; /* pj_append calls that returned 0 */
     /* the current .vsr file */
     int cur_fd;
     uint64_t cur_start, cur_size;
@@ -901,6 +902,7 @@ pj_append(struct vs_pjournal *j, const struct vs_hdr_prepare *h,
     e->offset_after = batch ? before + batch_count(body) : before;
     j->head = h->op;
     j->head_checksum = h->f.checksum;
+    j->appends++;
     ents_trim(j);
     return 0;
 }
@@ -917,6 +919,7 @@ pj_sync_target(const struct vs_pjournal *j, struct pj_sync_target *t)
     t->log_fd = pt.fd;
     t->vsr_fd = j->cur_fd;
     t->op = j->head;
+    t->seq = j->appends;
     return 0;
 }
 
@@ -1055,6 +1058,12 @@ uint64_t
 pj_commit(const struct vs_pjournal *j)
 {
     return j->commit;
+}
+
+uint64_t
+pj_appends(const struct vs_pjournal *j)
+{
+    return j->appends;
 }
 
 uint64_t

@@ -133,7 +133,10 @@ int pj_append(struct vs_pjournal *j, const struct vs_hdr_prepare *h,
  * completion (the ops up to `t->op` become durable). */
 struct pj_sync_target {
     int log_fd, vsr_fd;
-    uint64_t op; /* highest op the sync makes durable */
+    uint64_t op;  /* highest op the sync makes durable */
+    uint64_t seq; /* pj_appends() when the target was taken: the appends
+                     numbered <= seq become durable (an op number alone
+                     is ambiguous after a truncation re-appends it) */
 };
 int pj_sync_target(const struct vs_pjournal *j, struct pj_sync_target *t);
 void pj_sync_done(struct vs_pjournal *j, const struct pj_sync_target *t);
@@ -157,6 +160,9 @@ int pj_state_write(struct vs_pjournal *j, const struct pj_state *s);
 
 uint64_t pj_head(const struct vs_pjournal *j);   /* last op appended */
 uint64_t pj_commit(const struct vs_pjournal *j); /* set by pj_set_commit */
+/* Appends made since pj_open (each pj_append returning 0 counts one:
+ * the append's number is the value right after it). */
+uint64_t pj_appends(const struct vs_pjournal *j);
 /* Highest op a completed sync covered. */
 uint64_t pj_durable(const struct vs_pjournal *j);
 /* Identity checksum of the head op (zero for an empty journal). */
