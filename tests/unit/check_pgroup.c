@@ -78,6 +78,7 @@ static struct reply g_rep[8192];
 static int g_hold_sync[N];
 static size_t g_nrep;
 static uint64_t g_wall = 1000000;
+static uint64_t g_repair_requests;
 
 static int
 env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
@@ -86,6 +87,15 @@ env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
     (void)g;
     struct node *n = ctx;
     ck_assert_uint_lt(replica, N);
+    const struct vs_header *h = frame;
+    ck_assert_uint_ge(len, sizeof(*h));
+    if (h->f.command == VS_CMD_REQUEST_PREPARES) {
+        /* upstream #4230: a repair range is never empty */
+        const struct vs_hdr_request_prepares *rp = frame;
+        ck_assert_uint_gt(rp->from_op, 0);
+        ck_assert_uint_le(rp->from_op, rp->to_op);
+        g_repair_requests++;
+    }
     if (g_nq == QMAX)
         return -EAGAIN;
     struct msg *m = &g_q[g_nq++];
@@ -201,6 +211,7 @@ setup(void)
 {
     g_nq = 0;
     g_nrep = 0;
+    g_repair_requests = 0;
     g_slots = 256;
     g_durability = PART_FSYNC_EVERY_BATCH;
     memset(g_drop, 0, sizeof(g_drop));
@@ -614,6 +625,7 @@ START_TEST(test_primary_killed_view_change_rejoin)
     /* the old primary restarts, rejoins as a backup and repairs */
     node_start(&g_n[0]);
     produce(3, 15, 16);
+    ck_assert_uint_gt(g_repair_requests, 0);
     uint64_t now = pgroup_commit(g_n[p].g);
     wait_commit_all(now);
     ck_assert(!pgroup_is_settled_primary(g_n[0].g));
