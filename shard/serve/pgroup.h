@@ -12,13 +12,16 @@
  *   JOURNAL_APPEND    -> pj_append, then an fsync (env->sync, off the loop,
  *                        shared by every group of the shard), then
  *                        vsr_on_journal_durable for each op it covered
+ *                        (interval policy: durable once written)
  *   JOURNAL_TRUNCATE  -> pj_truncate_from
  *   SUPERBLOCK_WRITE  -> pj_state_write (durable, an fsync on the loop:
  *                        view changes and checkpoints only) ->
  *                        on_superblock_durable
  *   COMMIT            -> pj_set_commit (the batch becomes visible to
- *                        polls), consumer-offset / retention ops applied
- *                        to the partition, vsr_on_commit_applied
+ *                        polls), consumer-offset ops (store, delete)
+ *                        applied to the partition, vsr_on_commit_applied
+ *                        (retention, purge and DeleteSegments are not
+ *                        ops of the group in this version)
  *   REPLY             -> not used: the COMMIT answers the proposal's
  *                        waiter through env->reply (see Replies below)
  *   SEND_PREPARE      -> pj_read, then env->send with command 19
@@ -62,8 +65,9 @@
  * of its log, committed or not, in op order) before it is proposed; the
  * prepare body is that stamped batch, so every replica stores the same
  * bytes.
- * Deduplication: by the Register'd client id and request number (the
- * request header's client/request), never by the transport/connection id.
+ * Deduplication: by the Register'd client id, request number and request
+ * checksum of the request header (see Replies above), never by the
+ * transport/connection id.
  * Invariants: no PrepareOk before durable; no reply before commit; polls
  * never see an uncommitted batch. Process: data shards, loop thread.
  */
