@@ -266,19 +266,29 @@ pj_state_write(struct vs_pjournal *j, const struct pj_state *s)
     if (sio_is_fatal(j->io))
         return -VS_EFATAL;
     int rc;
-    if (j->state_fd < 0) {
-        int fd = sio_open(j->io, j->state_path, O_RDWR | O_CREAT, 0600);
-        if (fd < 0)
-            return sio_set_fatal(j->io, SIO_OPEN, -fd, j->state_path);
-        j->state_fd = fd;
-        /* the file's name is durable before any slot counts */
-        rc = sio_dir_fsync(j->io, part_dir(j->p));
-        if (rc < 0)
-            return rc;
-    }
     uint8_t b[PJ_SLOT_SIZE];
     uint64_t seq = j->state_seq + 1;
     slot_encode(b, seq, s);
+    if (j->state_fd < 0) {
+        /* the first write creates the file whole (temp, fsync, rename,
+         * directory fsync): a crash leaves it absent or with one valid
+         * slot, never a file without one */
+        uint8_t img[2 * PJ_SLOT_SIZE];
+        memset(img, 0, sizeof(img));
+        memcpy(img + (seq & 1) * PJ_SLOT_SIZE, b, PJ_SLOT_SIZE);
+        rc = afile_replace(j->io, part_dir(j->p), PJ_STATE_FILE, img,
+                           sizeof(img));
+        if (rc == -ENOSPC)
+            rc = sio_set_fatal(j->io, SIO_WRITE, ENOSPC, j->state_path);
+        if (rc < 0)
+            return rc;
+        int fd = sio_open(j->io, j->state_path, O_RDWR, 0);
+        if (fd < 0)
+            return sio_set_fatal(j->io, SIO_OPEN, -fd, j->state_path);
+        j->state_fd = fd;
+        j->state_seq = seq;
+        return 0;
+    }
     rc = sio_pwrite_all(j->io, j->state_fd, b, sizeof(b),
                         (off_t)((seq & 1) * PJ_SLOT_SIZE), j->state_path);
     if (rc == -ENOSPC) /* the slot lies inside the file after the first
@@ -789,14 +799,10 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
         if (rc < 0)
             goto fail;
     }
-    uint64_t keep_offset = w.n ? w.r[w.n - 1].e.offset_after : 0;
-    if (w.n == 0) {
-        /* no record: a partition that never was a journal keeps its
-         * batches (committed before replication) */
-        struct part_stats ps;
-        part_stats(p, &ps);
-        keep_offset = ps.next_offset;
-    }
+    /* no record kept: every batch goes (a batch whose record was lost:
+     * the two files have no write order); the log restarts at its first
+     * segment's start */
+    uint64_t keep_offset = w.n ? w.r[w.n - 1].e.offset_after : seg_first;
     {
         struct part_stats ps;
         part_stats(p, &ps);

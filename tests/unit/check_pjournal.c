@@ -757,6 +757,61 @@ START_TEST(test_long_journal_window)
 }
 END_TEST
 
+/* Every record lost (the .vsr emptied) while the batch stayed: the batch
+ * goes too, and op 1 is appended again at offset 0. */
+START_TEST(test_batches_without_any_record_cut)
+{
+    struct tj t = {0};
+    tj_open_ok(&t);
+    tj_fill(&t, 2);
+    char name[64], path[900];
+    seg_name(name, sizeof(name), 0, "vsr");
+    file_path(path, sizeof(path), &t, name);
+    tj_crash(&t);
+    ck_assert_int_eq(truncate(path, 0), 0);
+    tj_open_ok(&t);
+    ck_assert_uint_eq(pj_head(t.j), 0);
+    ck_assert_uint_eq(next_offset(&t), 0);
+    ck_assert_int_eq(tj_append(&t, 2, 1, NULL), 0);
+    ck_assert_int_eq(pj_sync(t.j), 0);
+    tj_crash(&t);
+    tj_open_ok(&t);
+    ck_assert_uint_eq(pj_head(t.j), 1);
+    tj_crash(&t);
+}
+END_TEST
+
+/* A crash inside the first superblock write leaves no vsr_state (or a
+ * whole one): the next open never refuses. */
+START_TEST(test_first_state_write_crash)
+{
+    enum sio_kind kinds[] = {SIO_WRITE, SIO_FSYNC, SIO_RENAME, SIO_DIR_FSYNC};
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        struct tj t = {0};
+        tj_open_ok(&t);
+        tj_fill(&t, 1);
+        sio_fault_arm(&g_f, kinds[k], 1, EIO, kinds[k] == SIO_WRITE ? 9 : -1);
+        g_f.crash_after_fault = 1;
+        struct pj_state s = {.view = 4, .log_view = 4};
+        ck_assert_int_eq(pj_state_write(t.j, &s), -VS_EFATAL);
+        tj_crash(&t);
+        sio_fault_reset(&g_f);
+        g_f.crash_after_fault = 0;
+        tj_open_ok(&t);
+        ck_assert(t.rec.state.view == 0 || t.rec.state.view == 4);
+        ck_assert_uint_eq(pj_head(t.j), 1);
+        /* and the next write works */
+        ck_assert_int_eq(pj_state_write(t.j, &s), 0);
+        tj_crash(&t);
+        tj_open_ok(&t);
+        ck_assert_uint_eq(t.rec.state.view, 4);
+        tj_crash(&t);
+        dt_rm_rf(g_root);
+        dt_mkdtemp(g_root, sizeof(g_root), g_parts, sizeof(g_parts));
+    }
+}
+END_TEST
+
 static Suite *
 pjournal_suite(void)
 {
@@ -780,6 +835,8 @@ pjournal_suite(void)
     tcase_add_test(tc, test_fatal_io);
     tcase_add_test(tc, test_oldest_segment_removed);
     tcase_add_test(tc, test_long_journal_window);
+    tcase_add_test(tc, test_batches_without_any_record_cut);
+    tcase_add_test(tc, test_first_state_write_crash);
     suite_add_tcase(s, tc);
     return s;
 }
