@@ -43,8 +43,18 @@
  * again from the table; of an uncommitted one, at its commit; a proposal
  * cut by a view change is answered status 57
  * (VS_E_TRANSIENT_NOT_COMMITTED: the client resends, the new primary
- * deduplicates). The table survives a restart only for the ops the
- * recovered journal window holds (journal_slots ops).
+ * deduplicates). A request number below the client's highest committed
+ * one is never proposed again (answered if it is one of the cached four,
+ * else -ESTALE). At-least-once edge: a copy of a proposal at the client's
+ * current request number that arrives after four newer batches with that
+ * number committed is not recognised and is stored again; the table also
+ * survives a restart only for the ops the recovered journal window holds
+ * (journal_slots ops).
+ * Consumer-offset ops: a store's result is checked against the committed
+ * frontier at the op (deterministic on every replica); the highest
+ * applied offset op is persisted (<partition>/offsets_applied) so a
+ * replay after a restart does not apply it again; a storage failure in
+ * the apply stops the group (the op is applied again after the restart).
  * Reply frames (env->reply): a struct vs_hdr_reply echoing client,
  * request, request_checksum and operation, with status; status 0 carries
  * the body: a send's confirmation [1 u32][stream u32][topic u32]
@@ -124,7 +134,7 @@ struct pgroup_opts {
 struct pgroup_stats {
     uint64_t proposals, duplicates, replies, waiters_dropped;
     uint64_t appends, syncs, commits, truncations, superblock_writes;
-    uint64_t repairs_served, state_transfers, enospc;
+    uint64_t repairs_served, state_transfers, enospc, stale;
 };
 
 /* The body of a consumer-offset op (VS_OP_STORE_CONSUMER_OFFSET /
@@ -166,8 +176,10 @@ void pgroup_close(struct vs_pgroup *g);
  * without a new op), -EREMOTE (not the primary: pgroup_primary() names
  * the replica to forward to), -EAGAIN (no settled primary), -EBUSY
  * (pipeline or journal window full), -EALREADY (this client has another
- * request in flight), -EINVAL (batch refused; *berr says why), -VS_EFATAL
- * (the group stopped). A refused batch is left unstamped. */
+ * request in flight), -ESTALE (a request number below the client's
+ * highest committed one that is not among its cached proposals: a late
+ * copy, never proposed again), -EINVAL (batch refused; *berr says why),
+ * -VS_EFATAL (the group stopped). A refused batch is left unstamped. */
 int pgroup_on_send(struct vs_pgroup *g, const struct vs_hdr_request *req,
                    uint8_t *batch, size_t len, uint64_t wall_us,
                    enum batch_err *berr);
