@@ -16,8 +16,11 @@
  *     the new session into the frame, resend it unchanged otherwise (go
  *     to 2). The server's client table answers a request it already
  *     executed with the cached reply.
- *  4. Status 57/58: resend the identical frame every 50 ms until the
- *     deadline.
+ *  4. Status 57/58: resend the identical frame until the deadline, after
+ *     a pause that starts at 2 ms and doubles up to 50 ms, each drawn
+ *     between half and all of that bound (jitter, so clients refused
+ *     together do not come back together; a full pipeline usually frees
+ *     within a few ms, so a fixed 50 ms made every 57 a 50 ms tail).
  *  5. An eviction throws the session away (the server ended it): the
  *     connection is closed and the handle is logged out.
  * Leader following (a cluster): after every Register the handle reads
@@ -617,6 +620,23 @@ vsc_refused_for_leader(const struct vsc *c, char *addr, size_t cap)
     return strcmp(addr, c->addr) != 0;
 }
 
+/* The pause before the next resend of a 57/58: a bound that starts at
+ * 2 ms and doubles up to 50 ms, the pause drawn in [bound/2, bound]. The
+ * jitter comes from the monotonic clock's low bits (no shared state). */
+static uint32_t
+vsc_backoff_ms(uint32_t *bound)
+{
+    if (*bound == 0)
+        *bound = 2;
+    uint32_t b = *bound;
+    *bound = b >= 25 ? 50 : b * 2;
+    uint64_t x = vs_monotonic_ns();
+    x ^= x >> 33;
+    x *= UINT64_C(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    return b / 2 + (uint32_t)(x % (b - b / 2 + 1));
+}
+
 static int
 vsc_is_transport(int rc)
 {
@@ -630,7 +650,7 @@ static int
 vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok)
 {
     uint64_t deadline = vsc_deadline(c->io_timeout_ms);
-    uint32_t attempts = 0;
+    uint32_t attempts = 0, backoff = 0;
     int rc, lost = 0;
     /* The frame of a replicated request was written and its reply lost:
      * it may have been executed. */
@@ -696,7 +716,7 @@ vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok)
         if ((rc == VS_E_TRANSIENT_NOT_COMMITTED || rc == VS_E_NOT_ACCEPTED) &&
             r->command == VS_CMD_REPLY &&
             vs_monotonic_ns() + 250000000ull < deadline) {
-            vsc_sleep_ms(50);
+            vsc_sleep_ms(vsc_backoff_ms(&backoff));
             continue;
         }
         if (r->command == VS_CMD_EVICTION) {
