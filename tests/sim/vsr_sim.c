@@ -31,6 +31,8 @@
 #include "common/checksum.h"
 #include "common/layout.h"
 #include "common/log.h"
+#include "shard/meta/lookup.h"
+#include "shard/meta/ops.h"
 #include "shard/meta/snapshot_codec.h"
 #include "shard/zero/transfer.h"
 #include "tests/sim/sim_world.h"
@@ -1209,6 +1211,183 @@ sc_xfer_retransfer_margin(struct sim_world *w)
     return w->failed;
 }
 
+/* A client outside the simulated ones (its replies go nowhere): the
+ * scenario registers it and logs it out at the primary, so the primary's
+ * client table grows, then shrinks. */
+static const struct vs_u128 EXTRA_CLIENT = {0x5ce0a11, 0x10};
+
+/* Hands request (operation, session, request) of EXTRA_CLIENT to the
+ * settled primary. 0, or -1 when there is none. */
+static int
+extra_request(struct sim_world *w, uint8_t operation, uint64_t session,
+              uint64_t request)
+{
+    unsigned p = primary_now(w);
+    struct sim_node *n = &w->node[p];
+    if (!n->up || !vsr_is_settled_primary(n->eng))
+        return -1;
+    struct meta_op op;
+    meta_op_init(&op, operation);
+    struct vs_wbuf b;
+    vs_wbuf_init(&b);
+    VS_ASSERT(meta_op_encode(&op, &b) == 0);
+    struct vs_hdr_request r;
+    memset(&r, 0, sizeof(r));
+    r.f.cluster = w->cluster;
+    r.f.size = (uint32_t)(VS_HEADER_SIZE + b.len);
+    r.f.command = VS_CMD_REQUEST;
+    r.client = EXTRA_CLIENT;
+    r.request = request;
+    r.operation = operation;
+    r.session = session;
+    r.request_checksum = vs_checksum(b.data, b.len);
+    sim_node_request(n, &r, b.data, (uint32_t)b.len);
+    vs_wbuf_fini(&b);
+    return 0;
+}
+
+static uint32_t
+sessions_of(const struct sim_node *n)
+{
+    return n->up ? meta_hdr_c(n->state)->count[META_TAB_SESSION] : 0;
+}
+
+/* Steps until the primary's state holds (want = 1) or lacks (0) the
+ * extra client's session, resending the request now and then. Returns
+ * its epoch (1 when it lacks it), 0 on timeout. */
+static uint64_t
+extra_until(struct sim_world *w, uint8_t operation, uint64_t session,
+            uint64_t request, int want)
+{
+    for (uint64_t t = 0; t < 3000 && !w->failed; t++) {
+        const struct sim_node *n = &w->node[primary_now(w)];
+        if (n->up) {
+            const struct meta_session *s =
+                meta_session_by_client(n->state, EXTRA_CLIENT);
+            if (want && s != NULL)
+                return s->epoch;
+            if (!want && s == NULL)
+                return 1;
+        }
+        if (t % 200 == 0)
+            (void)extra_request(w, operation, session, request);
+        sim_world_step(w);
+    }
+    return 0;
+}
+
+/* Holds every available Target to replica `to` (dropped, the first kept
+ * in t.target) while `hold`; counts the later ones of the same session
+ * and whether their manifests equal the first's. */
+struct target_hold {
+    struct xfer_tamper t; /* first: tamper_xfer's context */
+    int hold;
+    unsigned held, later, later_same;
+};
+
+static int
+tamper_target_hold(struct sim_world *w, unsigned from, unsigned to,
+                   uint8_t *frame, uint32_t len)
+{
+    struct target_hold *th = w->tamper_ctx;
+    const struct vs_header *h = (const struct vs_header *)frame;
+    if (to != th->t.to || h->f.command != VS_CMD_STATE_TRANSFER_TARGET ||
+        len <= VS_HEADER_SIZE)
+        return 0;
+    if (th->t.target != NULL) {
+        const struct vs_hdr_state_transfer_target *a =
+            (const void *)th->t.target;
+        const struct vs_hdr_state_transfer_target *b = (const void *)frame;
+        if (vs_u128_eq(a->nonce, b->nonce)) {
+            th->later++;
+            if (len == th->t.target_len &&
+                memcmp(frame + VS_HEADER_SIZE, th->t.target + VS_HEADER_SIZE,
+                       len - VS_HEADER_SIZE) == 0)
+                th->later_same++;
+        }
+    }
+    (void)tamper_xfer(w, from, to, frame, len); /* keeps the first */
+    if (th->hold) {
+        th->held++;
+        return 1;
+    }
+    return 0;
+}
+
+/* The primary's client table shrinks between the offer a receiver holds
+ * and its retry, and a delayed duplicate of that offer's manifest (the
+ * larger table) arrives late: the retry with the same nonce gets the
+ * same manifest (first wins: the table artifact of the offer, never a
+ * rebuild of the smaller live table), the duplicate is dropped by the
+ * stage while fetching and once idle, nothing of the fetch moves, and
+ * the receiver installs the offer's table, then applies the Logout that
+ * shrank it: the same state as its peers. */
+static int
+sc_xfer_shrunk_table_manifest(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 250);
+    sim_world_crash(w, 2);
+    generations(w, 2, 3);
+    uint64_t epoch = extra_until(w, VS_OP_REGISTER, 0, 0, 1);
+    if (!w->failed && epoch == 0)
+        sim_world_failf(w, "scenario: the extra client never registered");
+    uint32_t before = sessions_of(&w->node[primary_now(w)]);
+    struct target_hold th;
+    memset(&th, 0, sizeof(th));
+    th.t.to = 2;
+    th.hold = 1;
+    w->tamper = tamper_target_hold;
+    w->tamper_ctx = &th;
+    struct xfer_watch x;
+    xfer_watch(w, &x, 2);
+    sim_world_restart(w, 2);
+    for (uint64_t t = 0; t < 3000 && !w->failed && th.t.target == NULL; t++)
+        sim_world_step(w);
+    if (!w->failed && th.t.target == NULL)
+        sim_world_failf(w, "scenario: no offer reached replica 2");
+    /* the table shrinks after the offer was built */
+    if (!w->failed && extra_until(w, VS_OP_LOGOUT, epoch, 1, 0) == 0)
+        sim_world_failf(w, "scenario: the extra client never logged out");
+    uint32_t after = sessions_of(&w->node[primary_now(w)]);
+    if (!w->failed && after >= before)
+        sim_world_failf(w,
+                        "scenario: the primary's table did not shrink (%u "
+                        "then %u sessions)",
+                        before, after);
+    th.hold = 0; /* the receiver's retry (same nonce) is answered */
+    if (!w->failed && !until_fetching(w, 2, 3000))
+        sim_world_failf(w, "scenario: replica 2 never fetched");
+    if (!w->failed && (th.held == 0 || th.later == 0))
+        sim_world_failf(w, "scenario: no retry of the held offer (%u held)",
+                        th.held);
+    if (!w->failed && th.later_same != th.later)
+        sim_world_failf(w,
+                        "scenario: a retry with the same nonce got another "
+                        "manifest after the table shrank (%u of %u the same)",
+                        th.later_same, th.later);
+    /* the delayed duplicate of the old manifest, while fetching */
+    if (!w->failed)
+        stale_target(w, &th.t, 2);
+    if (!w->failed && !until_installed(w, &x, XFER_TICK_BOUND))
+        sim_world_failf(w,
+                        "scenario: replica 2 installed no transfer within "
+                        "%u ticks",
+                        XFER_TICK_BOUND);
+    /* and once idle again */
+    if (!w->failed && w->node[2].up)
+        stale_target(w, &th.t, 2);
+    tamper_end(w, &th.t);
+    if (finish(w))
+        return 1;
+    check_equal_state(w);
+    if (!w->failed &&
+        meta_session_by_client(w->node[2].state, EXTRA_CLIENT) != NULL)
+        sim_world_failf(w, "scenario: replica 2 still holds the session "
+                           "that logged out");
+    return w->failed;
+}
+
 static const struct scenario SCENARIOS[] = {
     {"single-torn-tail", 1, NULL, sc_single_torn_tail},
     {"single-cluster-restart", 1, NULL, sc_cluster_restart},
@@ -1421,6 +1600,7 @@ static const struct scenario SCENARIOS[] = {
     {"xfer-stale-target-after-restart", 3, NULL, sc_xfer_stale_target},
     /* the repair margin and a shrinking client table (state transfer) */
     {"xfer-retransfer-under-load", 3, NULL, sc_xfer_retransfer_margin},
+    {"xfer-shrunk-table-manifest", 3, NULL, sc_xfer_shrunk_table_manifest},
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
 
