@@ -1321,7 +1321,9 @@ tamper_target_hold(struct sim_world *w, unsigned from, unsigned to,
  * rebuild of the smaller live table), the duplicate is dropped by the
  * stage while fetching and once idle, nothing of the fetch moves, and
  * the receiver installs the offer's table, then applies the Logout that
- * shrank it: the same state as its peers. */
+ * shrank it. Later a second offer (the smaller table) goes to a new
+ * session and the old manifest arrives in it again: dropped by its nonce
+ * and by the stage. Every replica ends in the same state. */
 static int
 sc_xfer_shrunk_table_manifest(struct sim_world *w)
 {
@@ -1377,6 +1379,42 @@ sc_xfer_shrunk_table_manifest(struct sim_world *w)
     /* and once idle again */
     if (!w->failed && w->node[2].up)
         stale_target(w, &th.t, 2);
+    /* a second offer, built from the smaller table, to a new session:
+     * the old manifest (larger table, old nonce) arrives in it while
+     * awaiting the Target and while fetching */
+    w->tamper = NULL;
+    w->tamper_ctx = NULL;
+    sim_world_crash(w, 2);
+    generations(w, 2, 3);
+    xfer_watch(w, &x, 2);
+    sim_world_restart(w, 2);
+    int awaiting = 0, fetching = 0;
+    for (uint64_t k = 0; k < 3000 && !w->failed && !fetching; k++) {
+        const struct sim_node *n = &w->node[2];
+        if (n->up && n->zt != NULL) {
+            struct zt_info info;
+            zt_info(n->zt, &info);
+            if (info.stage == XFER_AWAITING_TARGET && !awaiting) {
+                stale_target(w, &th.t, 2);
+                awaiting = 1;
+            } else if (info.stage == XFER_FETCHING) {
+                stale_target(w, &th.t, 2);
+                fetching = 1;
+            }
+        }
+        if (!fetching)
+            sim_world_step(w);
+    }
+    if (!w->failed && (!awaiting || !fetching))
+        sim_world_failf(w,
+                        "scenario: replica 2 was never %s in its second "
+                        "session",
+                        awaiting ? "fetching" : "awaiting a Target");
+    if (!w->failed && !until_installed(w, &x, XFER_TICK_BOUND))
+        sim_world_failf(w,
+                        "scenario: replica 2 installed no second transfer "
+                        "within %u ticks",
+                        XFER_TICK_BOUND);
     tamper_end(w, &th.t);
     if (finish(w))
         return 1;
