@@ -745,6 +745,15 @@ wal_drain(struct wal *w, uint64_t up_to_op)
 }
 
 int
+wal_drain_margin(struct wal *w, uint64_t checkpoint_op, uint64_t margin)
+{
+    if (w->count == 0 || checkpoint_op > wal_last_op(w))
+        return wal_drain(w, checkpoint_op);
+    uint64_t from = checkpoint_op > margin ? checkpoint_op - margin : 1;
+    return wal_drain(w, from);
+}
+
+int
 wal_truncate_from(struct wal *w, uint64_t op)
 {
     if (w->count == 0 || op > wal_last_op(w))

@@ -37,7 +37,11 @@
  *  - CHAIN BREAK: two valid entries that do not chain: refuse.
  *
  * drain(up_to_op) keeps up_to_op itself (so the next entry's parent can
- * still be verified) and drops older ones; truncate_from(op) drops op and
+ * still be verified) and drops older ones; drain_margin(checkpoint_op,
+ * margin) is the checkpoint's drain: it also keeps up to `margin` ops
+ * below the checkpoint op, so a peer lagging by less than that repairs
+ * from this journal rather than by state transfer (shard/vsr/engine.h,
+ * vsr_drain_keep_from); truncate_from(op) drops op and
  * later ones. Both rewrite the survivors through atomic_file
  * (journal.wal.tmp, fsync, rename, dir fsync). Lookup by op is O(1): ops
  * are consecutive, so the index is an array of (offset, header) by
@@ -168,6 +172,12 @@ long wal_read_body(struct wal *w, uint64_t op, void *buf, size_t cap);
 /* Keeps ops >= up_to_op (so up_to_op stays); if up_to_op > last op the
  * journal becomes empty. 0, -ENOSPC (unchanged), -errno, -VS_EFATAL. */
 int wal_drain(struct wal *w, uint64_t up_to_op);
+/* The checkpoint drain: keeps checkpoint_op and the `margin` ops below
+ * it (those still held: a repair margin for peers that lag), drops older
+ * ones; a journal whose last op is below checkpoint_op becomes empty, as
+ * wal_drain. Never keeps less than wal_drain(checkpoint_op). The same
+ * returns as wal_drain. */
+int wal_drain_margin(struct wal *w, uint64_t checkpoint_op, uint64_t margin);
 /* Drops ops >= op. 0, -ENOSPC (unchanged), -errno, -VS_EFATAL. */
 int wal_truncate_from(struct wal *w, uint64_t op);
 

@@ -881,8 +881,18 @@ on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
         return VSR_DROP_NOT_PRIMARY;
     if (body_len > v->body_max)
         return VSR_DROP_BODY_MAX;
-    if (p->op <= v->commit_min)
+    if (p->op <= v->commit_min) {
+        /* Committed here already, maybe not yet on the primary of this
+         * view (it was behind this replica when it took the view): our
+         * PrepareOk may be the quorum it waits for. Only for an op the
+         * journal still holds (a drain keeps vsr_drain_keep_from on). */
+        struct vsr_slot *s = vsr_slot_get(v, p->op);
+        if (s != NULL && s->durable && vsr_may_ack(v) &&
+            p->op >= vsr_drain_keep_from(v, v->durable.checkpoint_op) &&
+            vs_u128_eq(s->h.f.checksum, p->f.checksum))
+            vsr_send_prepare_ok(v, s);
         return VSR_DROP_LATE;
+    }
     if (p->op <= v->head) {
         /* A retransmit, re-stamped with this view by its primary; its
          * replica byte names the primary that built it (the identity

@@ -484,6 +484,16 @@ int vsr_on_commit_applied(struct vs_vsr *v, uint64_t op, const void *output,
  * the journal below op, and the journal window moves. Returns 0, -EINVAL
  * (op out of range) or -EBUSY (a checkpoint is already pending). */
 int vsr_checkpoint(struct vs_vsr *v, uint64_t op, struct vs_u128 checksum);
+/* The repair margin: a drain at checkpoint op C keeps the journal's ops
+ * from vsr_drain_keep_from(v, C) = C - max(pipeline_max, journal_slots /
+ * 2) (at least op 1; the margin is 0 for a single replica) on, so a replica
+ * that installed the previous checkpoint (or lags by less than the margin)
+ * still repairs its suffix instead of transferring again. The binding drains to
+ * exactly this op (wal_drain_margin); repair serves ops below C only while the
+ * journal window still holds them (never below head - journal_slots + 1) and
+ * answers RangeEvicted below that. Pure: no state changes. */
+uint64_t vsr_repair_margin(const struct vs_vsr *v);
+uint64_t vsr_drain_keep_from(const struct vs_vsr *v, uint64_t checkpoint_op);
 
 /* ---- state transfer (iggy-server-ng.md §5, vsr-safety.md §4) ----
  *

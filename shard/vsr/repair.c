@@ -8,7 +8,10 @@
  * most VSR_REPAIR_MAX ops per round from one peer, re-requested from the
  * next peer after `repair` ticks. Serves other replicas' requests from
  * the journal (SEND_PREPARE) or from bodies in memory, highest op first,
- * so each answer reveals the checksum of the op below it.
+ * so each answer reveals the checksum of the op below it. The oldest op
+ * served is the drain's (vsr_drain_keep_from: the checkpoint op less the
+ * repair margin), never one the journal window no longer holds; below it
+ * the answer is RangeEvicted.
  *
  * Invariants: a repaired prepare is taken only if its identity equals
  * the checksum this replica expects for that op: the known header's, the
@@ -215,6 +218,22 @@ send_done(struct vs_vsr *v, uint8_t to, uint8_t command, struct vs_u128 nonce,
     vsr_msg_unref(m);
 }
 
+uint64_t
+vsr_repair_margin(const struct vs_vsr *v)
+{
+    if (v->n == 1)
+        return 0; /* no peer repairs from this journal */
+    uint64_t m = v->slots_n / 2;
+    return m > v->pipeline_max ? m : v->pipeline_max;
+}
+
+uint64_t
+vsr_drain_keep_from(const struct vs_vsr *v, uint64_t checkpoint_op)
+{
+    uint64_t m = vsr_repair_margin(v);
+    return checkpoint_op > m ? checkpoint_op - m : 1;
+}
+
 enum vsr_verdict
 vsr_on_request_prepares(struct vs_vsr *v,
                         const struct vs_hdr_request_prepares *h)
@@ -223,11 +242,20 @@ vsr_on_request_prepares(struct vs_vsr *v,
         h->to_op - h->from_op >= VSR_REPAIR_MAX)
         return VSR_DROP_RANGE;
     uint8_t to = h->f.replica;
-    /* The journal keeps the checkpoint op's entry when it drains. */
-    uint64_t oldest =
-        v->durable.checkpoint_op > 0 ? v->durable.checkpoint_op : 1;
+    /* The journal keeps the checkpoint op's entry and the repair margin
+     * below it when it drains. */
+    uint64_t ckpt = v->durable.checkpoint_op;
+    uint64_t oldest = ckpt > 0 ? vsr_drain_keep_from(v, ckpt) : 1;
     if (v->head >= v->slots_n && v->head - v->slots_n + 1 > oldest)
         oldest = v->head - v->slots_n + 1;
+    /* Below the checkpoint only what is still durable here (a boot, an
+     * install or an older drain may have left less than the margin). */
+    while (oldest < ckpt) {
+        const struct vsr_slot *s = vsr_slot_cget(v, oldest);
+        if (s != NULL && s->durable)
+            break;
+        oldest++;
+    }
     /* A journal rebuilt above an installed snapshot starts after it. */
     if (v->floor >= oldest && vsr_slot_cget(v, v->floor) == NULL)
         oldest = v->floor + 1;

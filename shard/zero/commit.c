@@ -641,11 +641,16 @@ commit_do_append(struct commit *c, const struct vs_vsr_action *a)
     return commit_set_fatal(c, msg);
 }
 
-/* Phase 3: drop the journal prefix below the durable checkpoint op. */
+/* Phase 3: drop the journal prefix below the durable checkpoint op less
+ * the engine's repair margin (vsr_drain_keep_from; 0 for a single
+ * replica): a backup that lags by less than the margin, or installed the
+ * previous checkpoint by state transfer, still repairs its suffix from
+ * this journal. */
 static int
 commit_do_wal_drain(struct commit *c)
 {
-    int rc = wal_drain(&c->journal, c->ckpt_op);
+    int rc =
+        wal_drain_margin(&c->journal, c->ckpt_op, vsr_repair_margin(c->engine));
     if (rc == 0) {
         c->ckpt = COMMIT_CKPT_IDLE;
         c->ckpt_enospc = 0;

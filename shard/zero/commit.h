@@ -35,8 +35,10 @@
  * cfg->checkpoint_margin of cfg->wal_slots are free, (1) snapshot of the
  * state at commit_min with the client table -> snapshot.bin, (2) the
  * superblock pairing (checkpoint_op, XXH3 of the payload) through the
- * engine, (3) wal_drain(op) keeping op itself. A cluster replica also
- * checkpoints right after applying every multiple of (wal_slots -
+ * engine, (3) wal_drain_margin(op) keeping op itself and, on a cluster,
+ * the engine's repair margin below it (vsr_drain_keep_from), so a backup
+ * that installed the previous checkpoint still repairs its suffix. A cluster
+ * replica also checkpoints right after applying every multiple of (wal_slots -
  * checkpoint_margin - VSR_PIPELINE_MAX), so all replicas snapshot the
  * same ops and their checkpoint checksums compare.
  *

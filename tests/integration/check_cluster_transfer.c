@@ -14,7 +14,11 @@
  * transfer's stage and last result). A snapshot corrupted at rest
  * on the primary (one byte flipped inside a stream name) is refused with
  * a logged reason on both ends and never installed; once the primary
- * checkpoints again the backup installs the fresh one.
+ * checkpoints again the backup installs the fresh one. Partition stats
+ * (message counts, sizes, offsets of a topic's partitions, as GetStream
+ * and GetTopic report them) read through every node are the same before
+ * a transfer of the node that holds the messages, after its install and
+ * after its next restart.
  */
 #include "config.h"
 
@@ -356,6 +360,181 @@ START_TEST(test_recover_wiped_backup)
 }
 END_TEST
 
+/* ---- partition stats across an install */
+
+#define PS_PARTS 3u
+
+/* What GetStream and GetTopic report for the stats stream "ps"/"t". */
+struct ps_stats {
+    uint64_t stream_size, stream_msgs, topic_size, topic_msgs;
+    uint64_t offset[PS_PARTS], size[PS_PARTS], msgs[PS_PARTS];
+};
+
+/* Reads them through c. 0, or -1 when a call failed or something is
+ * missing (a node that is not ready yet). */
+static int
+ps_read(struct vsc *c, struct ps_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct vsc_id sid = vsc_id_name("ps"), tid = vsc_id_name("t");
+    struct vsc_stream st;
+    struct vsc_topic tp;
+    int found = 0;
+    if (vsc_stream_get(c, &sid, &st, &found) != 0 || !found)
+        return -1;
+    out->stream_size = st.size_bytes;
+    out->stream_msgs = st.messages_count;
+    vsc_stream_fini(&st);
+    found = 0;
+    if (vsc_topic_get(c, &sid, &tid, &tp, &found) != 0 || !found)
+        return -1;
+    int rc = tp.n_partitions == PS_PARTS ? 0 : -1;
+    out->topic_size = tp.size_bytes;
+    out->topic_msgs = tp.messages_count;
+    for (size_t k = 0; rc == 0 && k < tp.n_partitions; k++) {
+        uint32_t id = tp.partitions[k].id;
+        if (id >= PS_PARTS) {
+            rc = -1;
+            break;
+        }
+        out->offset[id] = tp.partitions[k].current_offset;
+        out->size[id] = tp.partitions[k].size_bytes;
+        out->msgs[id] = tp.partitions[k].messages_count;
+    }
+    vsc_topic_fini(&tp);
+    return rc;
+}
+
+static void
+ps_format(const struct ps_stats *s, char *out, size_t cap)
+{
+    int n = snprintf(
+        out, cap,
+        "stream %llu B %llu msgs, topic %llu B %llu "
+        "msgs;",
+        (unsigned long long)s->stream_size, (unsigned long long)s->stream_msgs,
+        (unsigned long long)s->topic_size, (unsigned long long)s->topic_msgs);
+    for (unsigned k = 0; k < PS_PARTS && n > 0 && (size_t)n < cap; k++)
+        n += snprintf(out + n, cap - (size_t)n, " p%u: off %llu %llu B %llu", k,
+                      (unsigned long long)s->offset[k],
+                      (unsigned long long)s->size[k],
+                      (unsigned long long)s->msgs[k]);
+}
+
+/* Reads them through node i (bounded wait: a restarted node's owner
+ * opens its partitions at its first sync, until then it reports zeros)
+ * until they equal `want`; asserts they do. */
+static void
+ps_assert_node(unsigned i, const struct ps_stats *want, const char *when)
+{
+    struct vsc *c = NULL;
+    struct ps_stats got;
+    memset(&got, 0, sizeof(got));
+    int rc = -1;
+    uint64_t end = now_ms() + 20000;
+    while (now_ms() < end) {
+        if (c == NULL)
+            c = vs_cluster_login(&cl, i, 3000);
+        rc = c != NULL ? ps_read(c, &got) : -1;
+        if (rc == 0 && memcmp(&got, want, sizeof(got)) == 0)
+            break;
+        usleep(100 * 1000);
+    }
+    char a[512], b[512];
+    ps_format(&got, a, sizeof(a));
+    ps_format(want, b, sizeof(b));
+    ck_assert_msg(rc == 0 && memcmp(&got, want, sizeof(got)) == 0,
+                  "%s: node %u reports %s; expected %s", when, i, a, b);
+    if (c != NULL)
+        vsc_destroy(c);
+}
+
+/* Partition stats live outside the op log. On a cluster the metadata
+ * primary's node serves the partitions (the others list them, empty): so
+ * the node that takes the messages is the one that then falls behind and
+ * installs a transferred snapshot. What every node reports for the
+ * partitions (GetStream, GetTopic) is the same before the transfer, after
+ * the install and after a further restart of the transferred node; the
+ * transferred node keeps reporting exactly what its sends produced. */
+START_TEST(test_partition_stats_survive_install)
+{
+    struct vsc *c0 = vs_cluster_login(&cl, 0, 20000);
+    ck_assert_ptr_nonnull(c0);
+    struct vsc_stream st;
+    ck_assert_int_eq(vsc_stream_create(c0, "ps", &st), 0);
+    vsc_stream_fini(&st);
+    struct vsc_id sid = vsc_id_name("ps"), tid = vsc_id_name("t");
+    ck_assert_int_eq(vsc_topic_create(c0, &sid, PS_PARTS, "t", NULL, 0, NULL),
+                     0);
+    /* a different count and payload size per partition */
+    char payload[300];
+    memset(payload, 'p', sizeof(payload));
+    for (uint32_t p = 0; p < PS_PARTS; p++) {
+        for (uint32_t k = 0; k < 4 + 3 * p; k++) {
+            struct vsc_msg m[5];
+            memset(m, 0, sizeof(m));
+            for (unsigned j = 0; j < 5; j++) {
+                m[j].payload = payload;
+                m[j].payload_len = 10 + 90 * p + j;
+            }
+            struct vsc_partitioning pp = vsc_part_id(p);
+            struct vsc_sent sent;
+            int rc = vsc_send(c0, &sid, &tid, &pp, m, 5, &sent);
+            ck_assert_msg(rc == 0, "send to partition %u: %d %s", p, rc,
+                          vsc_last_error(c0));
+        }
+    }
+    struct ps_stats before[VS_CLUSTER_MAX];
+    ck_assert_int_eq(ps_read(c0, &before[0]), 0);
+    ck_assert_uint_eq(before[0].topic_msgs, 5u * (4 + 7 + 10));
+    ck_assert_uint_eq(before[0].stream_msgs, before[0].topic_msgs);
+    for (unsigned p = 0; p < PS_PARTS; p++) {
+        ck_assert_uint_eq(before[0].msgs[p], 5u * (4 + 3 * p));
+        ck_assert_uint_eq(before[0].offset[p], before[0].msgs[p] - 1);
+        ck_assert_uint_gt(before[0].size[p], 5u * (10 + 90 * p));
+    }
+    vsc_destroy(c0);
+    /* every node's reading, once its partitions are open */
+    for (unsigned i = 1; i < cl.n; i++) {
+        struct vsc *c = vs_cluster_login(&cl, i, 20000);
+        ck_assert_ptr_nonnull(c);
+        int rc = -1;
+        for (int k = 0; k < 100 && rc != 0; k++) {
+            rc = ps_read(c, &before[i]);
+            if (rc != 0)
+                usleep(100 * 1000);
+        }
+        ck_assert_int_eq(rc, 0);
+        vsc_destroy(c);
+    }
+    /* node 0 (the primary, holding the messages) falls behind the drained
+     * journals of the others, which elect a new primary; back, it
+     * installs a transferred snapshot */
+    ck_assert_int_eq(vs_node_stop(&cl.node[0], 10000), 0);
+    struct vsc *c1 = vs_cluster_login(&cl, 1, 30000);
+    ck_assert_ptr_nonnull(c1);
+    create_range(c1, "s", 0, N_OPS);
+    ck_assert_int_eq(vs_cluster_start_node(&cl, 0, VS_CLUSTER_START_MS), 0);
+    ck_assert_int_eq(vs_wait_file_contains(cl.node[0].log_file,
+                                           "state transfer: installed the "
+                                           "snapshot",
+                                           30000),
+                     0);
+    struct vsc *c = wait_caught_up(0, "s", N_OPS, 30000);
+    vsc_destroy(c);
+    for (unsigned i = 0; i < cl.n; i++)
+        ps_assert_node(i, &before[i], "after node 0's install");
+    /* and after a further restart of the transferred node */
+    ck_assert_int_eq(vs_node_stop(&cl.node[0], 10000), 0);
+    ck_assert_int_eq(vs_cluster_start_node(&cl, 0, VS_CLUSTER_START_MS), 0);
+    c = wait_caught_up(0, "s", N_OPS, 30000);
+    vsc_destroy(c);
+    for (unsigned i = 0; i < cl.n; i++)
+        ps_assert_node(i, &before[i], "after a restart of node 0");
+    vsc_destroy(c1);
+}
+END_TEST
+
 /* Flips one byte of a stream name inside node i's snapshot.bin payload.
  * Returns 0, or -1 if no name was found. */
 static int
@@ -436,6 +615,7 @@ transfer_suite(void)
     tcase_add_test(t, test_backup_transfers_after_drain);
     tcase_add_test(t, test_recover_wiped_backup);
     tcase_add_test(t, test_corrupt_snapshot_never_served);
+    tcase_add_test(t, test_partition_stats_survive_install);
     suite_add_tcase(s, t);
     return s;
 }

@@ -539,8 +539,9 @@ sim_complete_superblock(struct sim *s, unsigned i)
         return -ENOENT;
     r->sb_pending = 0;
     r->sb = r->sb_writing;
-    /* Checkpoint phase 3: the pairing is durable, drain below it. */
-    journal_drain_below(r, r->sb.checkpoint_op);
+    /* Checkpoint phase 3: the pairing is durable, drain below it less
+     * the engine's repair margin (as shard 0 does). */
+    journal_drain_below(r, vsr_drain_keep_from(r->eng, r->sb.checkpoint_op));
     if (vsr_on_superblock_durable(r->eng, &r->sb) != 0)
         violate(s, "replica %u: superblock completion refused", i);
     sim_drain(s);
@@ -814,6 +815,14 @@ sim_restart(struct sim *s, unsigned i, char *reason, size_t reason_len)
     for (uint64_t op = r->journal_first;
          op > 0 && op <= SIM_OPS_MAX && r->journal[op].present; op++)
         h[count++] = r->journal[op].h;
+    /* The engine's window is journal_slots ops: older entries (the repair
+     * margin a drain keeps) are below the state op (as shard 0 trims). */
+    size_t skip =
+        count > s->opt.journal_slots ? count - s->opt.journal_slots : 0;
+    if (skip > 0) {
+        memmove(h, h + skip, (count - skip) * sizeof(*h));
+        count -= skip;
+    }
     r->applied = r->snap_op;
     r->sm_hash = r->snap_hash;
     memset(&r->applied_checksum, 0, sizeof(r->applied_checksum));

@@ -696,7 +696,8 @@ sim_node_tick(struct sim_node *n)
             int rc = vsr_on_superblock_durable(n->eng, &e.persist);
             VS_ASSERT(rc == 0);
             if (n->ckpt_pending && e.persist.checkpoint_op == n->ckpt_op) {
-                rc = wal_drain(&n->journal, n->ckpt_op);
+                rc = wal_drain_margin(&n->journal, n->ckpt_op,
+                                      vsr_repair_margin(n->eng));
                 if (rc != 0) {
                     sim_node_fail(n, "journal drain", rc);
                     return;

@@ -23,7 +23,9 @@
  * leads the engine's headers with it when the journal no longer holds
  * that op, as shard 0 does. Checkpoint every
  * `ckpt_every` applied ops: snapshot (meta_snapshot_encode + snapfile_write) ->
- * vsr_checkpoint -> when that superblock write is durable, wal_drain. Client
+ * vsr_checkpoint -> when that superblock write is durable, wal_drain_margin
+ * keeping the engine's repair margin below the checkpoint op (as shard 0).
+ * Client
  * requests: the client table first (Duplicate -> the cached frame, evictions),
  * Register always proposes; then vsr_on_request; refusals answer with a status
  * reply (57 transient, 1 error, 3 invalid).

@@ -31,6 +31,8 @@
 #include "common/checksum.h"
 #include "common/layout.h"
 #include "common/log.h"
+#include "shard/meta/lookup.h"
+#include "shard/meta/ops.h"
 #include "shard/meta/snapshot_codec.h"
 #include "shard/zero/transfer.h"
 #include "tests/sim/sim_world.h"
@@ -343,8 +345,13 @@ sc_damaged_last_entry(struct sim_world *w)
 {
     w->faults_on = 1;
     steps(w, 500);
+    /* its own last entry (it may hold prepares above the history) */
+    const struct sim_node *b = &w->node[1];
+    uint64_t last = b->up && b->journal_open && !wal_empty(&b->journal)
+                        ? wal_last_op(&b->journal)
+                        : w->hist_max;
     sim_world_crash(w, 1);
-    sim_world_rot_op(w, 1, w->hist_max, 0);
+    sim_world_rot_op(w, 1, last, 0);
     sim_world_restart(w, 1);
     steps(w, 600);
     return finish(w);
@@ -537,7 +544,8 @@ xfer_finish(struct sim_world *w, const struct xfer_watch *x)
 }
 
 /* A backup crashes right after a checkpoint drained its journal (it
- * holds only the checkpoint op); the others checkpoint past it. */
+ * holds the checkpoint op and the repair margin below it, nothing above);
+ * the others checkpoint past it. */
 static int
 sc_xfer_drained_journal(struct sim_world *w)
 {
@@ -549,7 +557,8 @@ sc_xfer_drained_journal(struct sim_world *w)
         if (n->up && !n->ckpt_pending && n->last_ckpt_op > 0 &&
             n->last_ckpt_op == vsr_commit_min(n->eng) &&
             !wal_empty(&n->journal) &&
-            wal_first_op(&n->journal) == n->last_ckpt_op &&
+            wal_first_op(&n->journal) >=
+                vsr_drain_keep_from(n->eng, n->last_ckpt_op) &&
             wal_last_op(&n->journal) == n->last_ckpt_op)
             break;
         sim_world_step(w);
@@ -663,10 +672,11 @@ sc_xfer_start_view_fetching(struct sim_world *w)
 
 /* The serving primary's snapshot is older than the receiver's commit:
  * the receiver keeps its state machine (table-only install). The primary
- * checkpoints rarely (only when its journal is full) while a backup that
- * was down catches up: a peer that drained past what a replica asks for
- * answers RangeEvicted, and the primary then offers a checkpoint below
- * that replica's commit. */
+ * checkpoints rarely (only when its journal is full); a backup is down
+ * while the other drains past it (its checkpoint less the repair margin)
+ * and, back, repairs from that backup only (its requests to the primary
+ * are dropped): RangeEvicted, and the primary then offers a checkpoint
+ * below that replica's commit. */
 static uint64_t
 table_only_sum(const struct sim_world *w)
 {
@@ -676,17 +686,68 @@ table_only_sum(const struct sim_world *w)
     return t;
 }
 
+/* Drops r's repair requests to the primary p (tamper hook): r repairs
+ * from the other backup only. */
+struct repair_cut {
+    unsigned r, p;
+};
+
+static int
+tamper_repair_cut(struct sim_world *w, unsigned from, unsigned to,
+                  uint8_t *frame, uint32_t len)
+{
+    const struct repair_cut *c = w->tamper_ctx;
+    const struct vs_header *h = (const struct vs_header *)frame;
+    (void)len;
+    return from == c->r && to == c->p &&
+           h->f.command == VS_CMD_REQUEST_PREPARES;
+}
+
 static int
 sc_xfer_table_only(struct sim_world *w)
 {
     w->faults_on = 1;
     steps(w, 300);
     unsigned p = primary_now(w);
-    unsigned r = p == 2 ? 1 : 2;
+    unsigned r = p == 2 ? 1 : 2, b = 3 - p - r;
     w->node[p].cfg.ckpt_every = 100000;
-    sim_world_crash(w, r);
-    steps(w, 1200);
-    uint64_t t0 = table_only_sum(w), now0 = w->now;
+    /* r goes down above the primary's checkpoint and stays down until
+     * the other backup drained past it (checkpoint less the repair
+     * margin); a primary that checkpointed past r meanwhile (its journal
+     * filled) starts another round */
+    int ready = 0;
+    for (int round = 0; round < 12 && !w->failed && !ready; round++) {
+        for (uint64_t t = 0; t < 3000 && !w->failed; t++) {
+            const struct sim_node *nr = &w->node[r];
+            if (nr->up && vsr_commit_min(nr->eng) > w->node[p].last_ckpt_op &&
+                vsr_is_primary(w->node[p].eng))
+                break;
+            sim_world_step(w);
+        }
+        uint64_t c = vsr_commit_min(w->node[r].eng);
+        uint64_t m = vsr_repair_margin(w->node[b].eng);
+        sim_world_crash(w, r);
+        for (uint64_t t = 0; t < 3000 && !w->failed; t++) {
+            if (w->node[p].last_ckpt_op >= c)
+                break;
+            if (w->node[b].last_ckpt_op > c + m + 1) {
+                ready = 1;
+                break;
+            }
+            sim_world_step(w);
+        }
+        if (!ready)
+            sim_world_restart(w, r);
+    }
+    if (!w->failed && !ready)
+        sim_world_failf(w,
+                        "scenario: never a backup drained past replica "
+                        "%u while the primary's checkpoint stayed below it",
+                        r);
+    struct repair_cut cut = {.r = r, .p = p};
+    w->tamper = tamper_repair_cut;
+    w->tamper_ctx = &cut;
+    uint64_t t0 = table_only_sum(w);
     sim_world_restart(w, r);
     for (uint64_t t = 0; t < XFER_TICK_BOUND && !w->failed; t++) {
         if (table_only_sum(w) > t0)
@@ -696,7 +757,8 @@ sc_xfer_table_only(struct sim_world *w)
     if (!w->failed && table_only_sum(w) == t0)
         sim_world_failf(w, "scenario: no table-only install within %u ticks",
                         XFER_TICK_BOUND);
-    (void)now0;
+    w->tamper = NULL;
+    w->tamper_ctx = NULL;
     w->node[p].cfg.ckpt_every = w->p.ckpt_every;
     if (finish(w))
         return 1;
@@ -1064,6 +1126,306 @@ sc_xfer_stale_target(struct sim_world *w)
     return xfer_finish(w, &x);
 }
 
+/* ---- state transfer: the repair margin and a shrinking client table */
+
+/* Drops every repair request of replica `r` while `on` (tamper hook). */
+struct repair_hold {
+    unsigned r;
+    int on;
+};
+
+static int
+tamper_repair_hold(struct sim_world *w, unsigned from, unsigned to,
+                   uint8_t *frame, uint32_t len)
+{
+    const struct repair_hold *hd = w->tamper_ctx;
+    const struct vs_header *h = (const struct vs_header *)frame;
+    (void)to;
+    (void)len;
+    return hd->on && from == hd->r && h->f.command == VS_CMD_REQUEST_PREPARES;
+}
+
+/* The re-transfer loop under sustained load: a replica that installed
+ * snapshot S repairs its suffix only after the primary checkpointed (and
+ * drained) past S again -- a transfer slower than a checkpoint interval,
+ * held here by dropping its repair requests until then, after every
+ * install. The drain's repair margin (vsr_drain_keep_from) keeps S + 1
+ * in the primary's journal: one install, then repair, convergence.
+ * Without it every install is followed by RangeEvicted and another
+ * transfer, for as long as the load lasts. */
+static int
+sc_xfer_retransfer_margin(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 250);
+    sim_world_crash(w, 2);
+    generations(w, 2, 3);
+    struct repair_hold hold = {.r = 2, .on = 0};
+    w->tamper = tamper_repair_hold;
+    w->tamper_ctx = &hold;
+    const struct sim_node *n = &w->node[2];
+    uint64_t done0 = xfer_done(n), seen = done0, held_at = 0, holds = 0;
+    sim_world_restart(w, 2);
+    uint64_t t;
+    for (t = 0; t < 3 * XFER_TICK_BOUND && !w->failed; t++) {
+        if (!n->up)
+            break;
+        if (xfer_done(n) > seen && holds < 4) {
+            /* an install: its suffix waits for the next checkpoint */
+            seen = xfer_done(n);
+            held_at = vsr_commit_min(n->eng);
+            hold.on = 1;
+            holds++;
+        }
+        unsigned p = primary_now(w);
+        if (hold.on && p != 2 && w->node[p].last_ckpt_op > held_at + 1 &&
+            !w->node[p].ckpt_pending)
+            hold.on = 0;
+        if (!hold.on && holds > 0 && !xfer_fetching(w, 2) &&
+            vsr_commit_min(n->eng) >= w->node[p].last_ckpt_op &&
+            vsr_commit_min(n->eng) > held_at)
+            break; /* repaired past the primary's checkpoint */
+        sim_world_step(w);
+    }
+    uint64_t installs = xfer_done(n) - done0;
+    if (!w->failed && holds == 0)
+        sim_world_failf(w, "scenario: replica 2 installed no transfer");
+    if (!w->failed && t == 3 * XFER_TICK_BOUND)
+        sim_world_failf(w,
+                        "scenario: replica 2 did not repair past the "
+                        "primary's checkpoint within %u ticks (%llu "
+                        "installs)",
+                        3 * XFER_TICK_BOUND, (unsigned long long)installs);
+    if (!w->failed && installs > 1)
+        sim_world_failf(w,
+                        "scenario: replica 2 transferred again after its "
+                        "install (%llu installs): the suffix was drained "
+                        "(re-transfer loop)",
+                        (unsigned long long)installs);
+    hold.on = 0;
+    w->tamper = NULL;
+    w->tamper_ctx = NULL;
+    if (finish(w))
+        return 1;
+    check_equal_state(w);
+    return w->failed;
+}
+
+/* A client outside the simulated ones (its replies go nowhere): the
+ * scenario registers it and logs it out at the primary, so the primary's
+ * client table grows, then shrinks. */
+static const struct vs_u128 EXTRA_CLIENT = {0x5ce0a11, 0x10};
+
+/* Hands request (operation, session, request) of EXTRA_CLIENT to the
+ * settled primary. 0, or -1 when there is none. */
+static int
+extra_request(struct sim_world *w, uint8_t operation, uint64_t session,
+              uint64_t request)
+{
+    unsigned p = primary_now(w);
+    struct sim_node *n = &w->node[p];
+    if (!n->up || !vsr_is_settled_primary(n->eng))
+        return -1;
+    struct meta_op op;
+    meta_op_init(&op, operation);
+    struct vs_wbuf b;
+    vs_wbuf_init(&b);
+    VS_ASSERT(meta_op_encode(&op, &b) == 0);
+    struct vs_hdr_request r;
+    memset(&r, 0, sizeof(r));
+    r.f.cluster = w->cluster;
+    r.f.size = (uint32_t)(VS_HEADER_SIZE + b.len);
+    r.f.command = VS_CMD_REQUEST;
+    r.client = EXTRA_CLIENT;
+    r.request = request;
+    r.operation = operation;
+    r.session = session;
+    r.request_checksum = vs_checksum(b.data, b.len);
+    sim_node_request(n, &r, b.data, (uint32_t)b.len);
+    vs_wbuf_fini(&b);
+    return 0;
+}
+
+static uint32_t
+sessions_of(const struct sim_node *n)
+{
+    return n->up ? meta_hdr_c(n->state)->count[META_TAB_SESSION] : 0;
+}
+
+/* Steps until the primary's state holds (want = 1) or lacks (0) the
+ * extra client's session, resending the request now and then. Returns
+ * its epoch (1 when it lacks it), 0 on timeout. */
+static uint64_t
+extra_until(struct sim_world *w, uint8_t operation, uint64_t session,
+            uint64_t request, int want)
+{
+    for (uint64_t t = 0; t < 3000 && !w->failed; t++) {
+        const struct sim_node *n = &w->node[primary_now(w)];
+        if (n->up) {
+            const struct meta_session *s =
+                meta_session_by_client(n->state, EXTRA_CLIENT);
+            if (want && s != NULL)
+                return s->epoch;
+            if (!want && s == NULL)
+                return 1;
+        }
+        if (t % 200 == 0)
+            (void)extra_request(w, operation, session, request);
+        sim_world_step(w);
+    }
+    return 0;
+}
+
+/* Holds every available Target to replica `to` (dropped, the first kept
+ * in t.target) while `hold`; counts the later ones of the same session
+ * and whether their manifests equal the first's. */
+struct target_hold {
+    struct xfer_tamper t; /* first: tamper_xfer's context */
+    int hold;
+    unsigned held, later, later_same;
+};
+
+static int
+tamper_target_hold(struct sim_world *w, unsigned from, unsigned to,
+                   uint8_t *frame, uint32_t len)
+{
+    struct target_hold *th = w->tamper_ctx;
+    const struct vs_header *h = (const struct vs_header *)frame;
+    if (to != th->t.to || h->f.command != VS_CMD_STATE_TRANSFER_TARGET ||
+        len <= VS_HEADER_SIZE)
+        return 0;
+    if (th->t.target != NULL) {
+        const struct vs_hdr_state_transfer_target *a =
+            (const void *)th->t.target;
+        const struct vs_hdr_state_transfer_target *b = (const void *)frame;
+        if (vs_u128_eq(a->nonce, b->nonce)) {
+            th->later++;
+            if (len == th->t.target_len &&
+                memcmp(frame + VS_HEADER_SIZE, th->t.target + VS_HEADER_SIZE,
+                       len - VS_HEADER_SIZE) == 0)
+                th->later_same++;
+        }
+    }
+    (void)tamper_xfer(w, from, to, frame, len); /* keeps the first */
+    if (th->hold) {
+        th->held++;
+        return 1;
+    }
+    return 0;
+}
+
+/* The primary's client table shrinks between the offer a receiver holds
+ * and its retry, and a delayed duplicate of that offer's manifest (the
+ * larger table) arrives late: the retry with the same nonce gets the
+ * same manifest (first wins: the table artifact of the offer, never a
+ * rebuild of the smaller live table), the duplicate is dropped by the
+ * stage while fetching and once idle, nothing of the fetch moves, and
+ * the receiver installs the offer's table, then applies the Logout that
+ * shrank it. Later a second offer (the smaller table) goes to a new
+ * session and the old manifest arrives in it again: dropped by its nonce
+ * and by the stage. Every replica ends in the same state. */
+static int
+sc_xfer_shrunk_table_manifest(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 250);
+    sim_world_crash(w, 2);
+    generations(w, 2, 3);
+    uint64_t epoch = extra_until(w, VS_OP_REGISTER, 0, 0, 1);
+    if (!w->failed && epoch == 0)
+        sim_world_failf(w, "scenario: the extra client never registered");
+    uint32_t before = sessions_of(&w->node[primary_now(w)]);
+    struct target_hold th;
+    memset(&th, 0, sizeof(th));
+    th.t.to = 2;
+    th.hold = 1;
+    w->tamper = tamper_target_hold;
+    w->tamper_ctx = &th;
+    struct xfer_watch x;
+    xfer_watch(w, &x, 2);
+    sim_world_restart(w, 2);
+    for (uint64_t t = 0; t < 3000 && !w->failed && th.t.target == NULL; t++)
+        sim_world_step(w);
+    if (!w->failed && th.t.target == NULL)
+        sim_world_failf(w, "scenario: no offer reached replica 2");
+    /* the table shrinks after the offer was built */
+    if (!w->failed && extra_until(w, VS_OP_LOGOUT, epoch, 1, 0) == 0)
+        sim_world_failf(w, "scenario: the extra client never logged out");
+    uint32_t after = sessions_of(&w->node[primary_now(w)]);
+    if (!w->failed && after >= before)
+        sim_world_failf(w,
+                        "scenario: the primary's table did not shrink (%u "
+                        "then %u sessions)",
+                        before, after);
+    th.hold = 0; /* the receiver's retry (same nonce) is answered */
+    if (!w->failed && !until_fetching(w, 2, 3000))
+        sim_world_failf(w, "scenario: replica 2 never fetched");
+    if (!w->failed && (th.held == 0 || th.later == 0))
+        sim_world_failf(w, "scenario: no retry of the held offer (%u held)",
+                        th.held);
+    if (!w->failed && th.later_same != th.later)
+        sim_world_failf(w,
+                        "scenario: a retry with the same nonce got another "
+                        "manifest after the table shrank (%u of %u the same)",
+                        th.later_same, th.later);
+    /* the delayed duplicate of the old manifest, while fetching */
+    if (!w->failed)
+        stale_target(w, &th.t, 2);
+    if (!w->failed && !until_installed(w, &x, XFER_TICK_BOUND))
+        sim_world_failf(w,
+                        "scenario: replica 2 installed no transfer within "
+                        "%u ticks",
+                        XFER_TICK_BOUND);
+    /* and once idle again */
+    if (!w->failed && w->node[2].up)
+        stale_target(w, &th.t, 2);
+    /* a second offer, built from the smaller table, to a new session:
+     * the old manifest (larger table, old nonce) arrives in it while
+     * awaiting the Target and while fetching */
+    w->tamper = NULL;
+    w->tamper_ctx = NULL;
+    sim_world_crash(w, 2);
+    generations(w, 2, 3);
+    xfer_watch(w, &x, 2);
+    sim_world_restart(w, 2);
+    int awaiting = 0, fetching = 0;
+    for (uint64_t k = 0; k < 3000 && !w->failed && !fetching; k++) {
+        const struct sim_node *n = &w->node[2];
+        if (n->up && n->zt != NULL) {
+            struct zt_info info;
+            zt_info(n->zt, &info);
+            if (info.stage == XFER_AWAITING_TARGET && !awaiting) {
+                stale_target(w, &th.t, 2);
+                awaiting = 1;
+            } else if (info.stage == XFER_FETCHING) {
+                stale_target(w, &th.t, 2);
+                fetching = 1;
+            }
+        }
+        if (!fetching)
+            sim_world_step(w);
+    }
+    if (!w->failed && (!awaiting || !fetching))
+        sim_world_failf(w,
+                        "scenario: replica 2 was never %s in its second "
+                        "session",
+                        awaiting ? "fetching" : "awaiting a Target");
+    if (!w->failed && !until_installed(w, &x, XFER_TICK_BOUND))
+        sim_world_failf(w,
+                        "scenario: replica 2 installed no second transfer "
+                        "within %u ticks",
+                        XFER_TICK_BOUND);
+    tamper_end(w, &th.t);
+    if (finish(w))
+        return 1;
+    check_equal_state(w);
+    if (!w->failed &&
+        meta_session_by_client(w->node[2].state, EXTRA_CLIENT) != NULL)
+        sim_world_failf(w, "scenario: replica 2 still holds the session "
+                           "that logged out");
+    return w->failed;
+}
+
 static const struct scenario SCENARIOS[] = {
     {"single-torn-tail", 1, NULL, sc_single_torn_tail},
     {"single-cluster-restart", 1, NULL, sc_cluster_restart},
@@ -1274,6 +1636,9 @@ static const struct scenario SCENARIOS[] = {
     {"xfer-corrupt-chunk-in-flight", 3, NULL, sc_xfer_corrupt_chunk},
     {"xfer-zero-byte-chunks", 3, NULL, sc_xfer_empty_chunks},
     {"xfer-stale-target-after-restart", 3, NULL, sc_xfer_stale_target},
+    /* the repair margin and a shrinking client table (state transfer) */
+    {"xfer-retransfer-under-load", 3, NULL, sc_xfer_retransfer_margin},
+    {"xfer-shrunk-table-manifest", 3, NULL, sc_xfer_shrunk_table_manifest},
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
 

@@ -621,6 +621,51 @@ START_TEST(test_drain_and_truncate)
 }
 END_TEST
 
+/* The checkpoint drain keeps the repair margin below the checkpoint op
+ * (bounded by what is held), across a reopen; a checkpoint past the last
+ * op empties the journal as wal_drain does. */
+START_TEST(test_drain_keeps_margin)
+{
+    struct sio_fault f;
+    sio_fault_init(&f, 1);
+    struct fixture fx;
+    build(&fx, &f.io, NULL, NULL);
+    struct wal w;
+    struct wal_scan s;
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), 0);
+    ck_assert_uint_ge(N_ENTRIES, 6);
+    /* a margin reaching below the first op keeps everything */
+    ck_assert_int_eq(wal_drain_margin(&w, 3, 5), 0);
+    ck_assert_uint_eq(wal_first_op(&w), 1);
+    /* checkpoint 5, margin 2: ops 3.. kept, 1 and 2 dropped */
+    ck_assert_int_eq(wal_drain_margin(&w, 5, 2), 0);
+    ck_assert_uint_eq(wal_first_op(&w), 3);
+    ck_assert_uint_eq(wal_last_op(&w), N_ENTRIES);
+    ck_assert_ptr_null(wal_header(&w, 2));
+    ck_assert_ptr_nonnull(wal_header(&w, 3));
+    uint8_t buf[256];
+    ck_assert_int_eq(wal_read_body(&w, 3, buf, sizeof(buf)),
+                     (long)body_len_of(3));
+    wal_close(&w);
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_CLEAN);
+    ck_assert_uint_eq(s.first_op, 3);
+    /* a later checkpoint moves the margin with it; margin 0 is wal_drain */
+    ck_assert_int_eq(wal_drain_margin(&w, 6, 1), 0);
+    ck_assert_uint_eq(wal_first_op(&w), 5);
+    ck_assert_int_eq(wal_drain_margin(&w, 6, 0), 0);
+    ck_assert_uint_eq(wal_first_op(&w), 6);
+    /* an older checkpoint never brings anything back nor drops more */
+    ck_assert_int_eq(wal_drain_margin(&w, 4, 1), 0);
+    ck_assert_uint_eq(wal_first_op(&w), 6);
+    /* a checkpoint past the last op empties the journal */
+    ck_assert_int_eq(wal_drain_margin(&w, N_ENTRIES + 1, 3), 0);
+    ck_assert(wal_empty(&w));
+    wal_close(&w);
+    tu_rm_rf(fx.dir);
+}
+END_TEST
+
 /* ENOSPC on an append: clean failure, partial append cut back, the file
  * still scans clean and the next append works. */
 START_TEST(test_append_enospc)
@@ -906,6 +951,7 @@ suite(void)
     tcase_add_test(tc, test_format_gate);
     tcase_add_test(tc, test_chain_break);
     tcase_add_test(tc, test_drain_and_truncate);
+    tcase_add_test(tc, test_drain_keeps_margin);
     tcase_add_test(tc, test_append_enospc);
     tcase_add_test(tc, test_append_fatal);
     tcase_add_test(tc, test_drain_faults);

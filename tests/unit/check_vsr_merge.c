@@ -652,6 +652,72 @@ START_TEST(test_serve_repair)
 }
 END_TEST
 
+/* The repair margin: a replica serves the ops of its journal from its
+ * checkpoint op less the margin (vsr_drain_keep_from, the op a drain
+ * keeps) on, RangeEvicted below; a journal holding less than the margin
+ * (a boot, an install) answers from its first held op. */
+static void
+start_serving(struct bind *b, const struct chain *c, unsigned first,
+              unsigned last, uint64_t ckpt)
+{
+    memset(b, 0, sizeof(*b));
+    struct vs_vsr_options o;
+    options(&o, 1);
+    o.journal_slots = 10; /* margin max(4, 10 / 2) = 5 */
+    struct vs_hdr_prepare hs[CHAIN_MAX];
+    for (unsigned op = first; op <= last; op++)
+        hs[op - first] = *hdr(c, op);
+    o.headers = hs;
+    o.header_count = last - first + 1;
+    o.durable.view = 1;
+    o.durable.log_view = 1;
+    o.durable.checkpoint_op = ckpt;
+    o.durable.commit_max = ckpt;
+    o.commit_min = ckpt;
+    o.recovering = 1;
+    o.incarnation.lo = 1;
+    ck_assert_int_eq(vsr_create(&o, &b->v, NULL, 0), 0);
+    bind_drain(b);
+}
+
+START_TEST(test_serve_repair_margin)
+{
+    struct chain c;
+    chain_build(&c, 12, NULL, 0, 11);
+    struct bind b;
+    start_serving(&b, &c, 3, 12, 10);
+    ck_assert_uint_eq(vsr_repair_margin(b.v), 5);
+    ck_assert_uint_eq(vsr_drain_keep_from(b.v, 10), 5);
+    ck_assert_uint_eq(vsr_drain_keep_from(b.v, 3), 1);
+    /* below the checkpoint, within the margin: served */
+    ck_assert_int_eq(feed_request_prepares(&b, 2, 5, 9, 90), VSR_ACCEPTED);
+    ck_assert_uint_eq(vsr_stats(b.v)->repair_served, 5);
+    const struct vs_hdr_repair_done *rd =
+        (const void *)last_sent(&b, VS_CMD_REPAIR_DONE, 2);
+    ck_assert_ptr_nonnull(rd);
+    ck_assert_uint_eq(rd->nonce.lo, 90);
+    /* op 4 is held but below the margin (a drain dropped it) */
+    ck_assert_int_eq(feed_request_prepares(&b, 2, 4, 9, 91), VSR_ACCEPTED);
+    const struct vs_hdr_repair_done *re =
+        (const void *)last_sent(&b, VS_CMD_RANGE_EVICTED, 2);
+    ck_assert_ptr_nonnull(re);
+    ck_assert_uint_eq(re->nonce.lo, 91);
+    ck_assert_uint_eq(re->op, 5);
+    ck_assert_uint_eq(vsr_stats(b.v)->repair_served, 5);
+    bind_fini(&b);
+    /* a journal holding less than the margin below the checkpoint */
+    start_serving(&b, &c, 8, 12, 10);
+    ck_assert_int_eq(feed_request_prepares(&b, 2, 6, 9, 92), VSR_ACCEPTED);
+    re = (const void *)last_sent(&b, VS_CMD_RANGE_EVICTED, 2);
+    ck_assert_ptr_nonnull(re);
+    ck_assert_uint_eq(re->op, 8);
+    ck_assert_uint_eq(vsr_stats(b.v)->repair_served, 0);
+    ck_assert_int_eq(feed_request_prepares(&b, 2, 8, 9, 93), VSR_ACCEPTED);
+    ck_assert_uint_eq(vsr_stats(b.v)->repair_served, 2);
+    bind_fini(&b);
+}
+END_TEST
+
 /* Exact frame sizes, for every replica command the engine reads. */
 START_TEST(test_frame_sizes)
 {
@@ -737,6 +803,7 @@ main(void)
     tcase_add_test(tc, test_dvc_golden_and_withheld);
     tcase_add_test(tc, test_recovering_refuses_stale_sv);
     tcase_add_test(tc, test_serve_repair);
+    tcase_add_test(tc, test_serve_repair_margin);
     tcase_add_test(tc, test_frame_sizes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

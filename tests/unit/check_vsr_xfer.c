@@ -284,6 +284,9 @@ struct world {
     int drop_every;       /* drop every Nth frame to the fetcher */
     int corrupt_chunk_at; /* flip a body byte of the Nth chunk */
     int misplace_chunks;  /* serve every chunk at offset + 1 */
+    int empty_chunks;     /* serve every chunk with zero bytes, handed to
+                             the fetcher past the frame check (which
+                             refuses it): the fetcher's own rule */
     unsigned frames;
     unsigned chunk_seen;
     uint64_t delivered[XFER_DROP_COUNT];
@@ -364,6 +367,18 @@ serve_one(struct world *w, const void *req, struct xfer_manifest *m)
         out_len = VS_HEADER_SIZE + n;
         if (++w->chunk_seen == (unsigned)w->corrupt_chunk_at)
             out[VS_HEADER_SIZE + n / 2] ^= 0x01; /* in transit */
+        if (w->empty_chunks) {
+            struct vs_hdr_state_chunk *c = (struct vs_hdr_state_chunk *)out;
+            c->f.size = VS_HEADER_SIZE;
+            memset(&c->f.checksum_body, 0, sizeof(c->f.checksum_body));
+            vs_frame_seal((struct vs_header *)out);
+            ck_assert_int_ne(
+                xfer_frame_check(out, VS_HEADER_SIZE, cluster, GROUP, CHUNK),
+                XFER_FRAME_OK);
+            w->delivered[xfer_fetch_on_chunk(&w->f, PRIMARY, out,
+                                             VS_HEADER_SIZE)]++;
+            return;
+        }
     }
     w->frames++;
     if (w->drop_every && w->frames % (unsigned)w->drop_every == 0)
@@ -388,7 +403,9 @@ run(struct world *w, struct xfer_manifest *m, int rounds)
     uint8_t req[VS_HEADER_SIZE];
     for (int r = 0; r < rounds; r++) {
         uint8_t peer;
-        while (xfer_fetch_pop(&w->f, req, &peer)) {
+        /* frames per round bounded: a fetcher that re-requests at once
+         * after every answer (a livelock) ends the round */
+        for (int k = 0; k < 64 && xfer_fetch_pop(&w->f, req, &peer); k++) {
             ck_assert_uint_eq(peer, PRIMARY);
             serve_one(w, req, m);
         }
@@ -506,6 +523,31 @@ START_TEST(test_misplaced_chunks_stall_then_give_up_on_peer)
     ck_assert_uint_eq(peer, 1);
     ck_assert_int_eq(((struct vs_header *)req)->f.command,
                      VS_CMD_REQUEST_STATE_TRANSFER);
+    world_free(&w);
+}
+END_TEST
+
+/* A peer answering every chunk with zero bytes (the upstream empty-chunk
+ * livelock): even past the frame check, a zero-byte chunk is never
+ * progress and never resets the idle or stall counters, so the budget
+ * runs out exactly as with silence. */
+START_TEST(test_zero_byte_chunks_never_reset_counters)
+{
+    struct world w;
+    world_init(&w, 3000, 300);
+    w.empty_chunks = 1;
+    struct xfer_manifest m = manifest_of(w.art[0], w.art_len[0], w.snap_op,
+                                         w.art[1], w.art_len[1], w.commit);
+    xfer_fetch_arm(&w.f, (struct vs_u128){9, 9}, PRIMARY);
+    int rounds = run(&w, &m, 1000);
+    ck_assert_uint_eq(w.f.stats.chunks, 0);
+    ck_assert_uint_eq(w.f.stats.bytes, 0);
+    ck_assert_uint_ge(w.delivered[XFER_DROP_POSITION], 4);
+    ck_assert_uint_eq(w.f.stats.stalls, 4); /* 3 re-requests + give up */
+    ck_assert_int_eq(w.f.stage, XFER_AWAITING_TARGET);
+    ck_assert(w.f.want_peer);
+    /* within the budget of silence: (stalls_max + 1) * stall_ticks */
+    ck_assert_int_le(rounds, 4 * 10 + 1);
     world_free(&w);
 }
 END_TEST
@@ -918,6 +960,7 @@ main(void)
     tcase_add_test(tt, test_loss_and_corrupt_chunk_recover_by_stall);
     tcase_add_test(tt, test_corruption_at_rest_refused);
     tcase_add_test(tt, test_misplaced_chunks_stall_then_give_up_on_peer);
+    tcase_add_test(tt, test_zero_byte_chunks_never_reset_counters);
     tcase_add_test(tt, test_first_wins_and_delayed_duplicate_target);
     tcase_add_test(tt, test_serve_refuses_end_and_unknown);
     tcase_add_test(tt, test_fully_served_offer_expires_sooner);
