@@ -103,6 +103,11 @@ enum vs_command {
 /* Frames of the data shards' links only (shard/link/beat.h): above
  * VS_CMD_MAX on purpose, so no engine ever takes one for its own. */
 #define VS_CMD_GROUP_BEAT 64u
+/* shard 0's links: a backup tells the primary which consumer-group
+ * members are alive on its node and which connections ended (struct
+ * vs_hdr_member_report). Above VS_CMD_MAX too: shard 0's commit path
+ * takes it before the engine. */
+#define VS_CMD_MEMBER_REPORT 65u
 
 /* Operations (request/prepare/reply operation byte). */
 enum vs_operation {
@@ -462,7 +467,11 @@ struct vs_hdr_forward_request { /* command 30 */
     struct vs_u128 client; /* 136 */
     uint64_t request;      /* 152 */
     uint8_t operation;     /* 160 */
-    uint8_t reserved[95];  /* 161 */
+    uint8_t reserved0[7];  /* 161 */
+    /* 168: the forwarder's shard-0 incarnation (random per boot; 0 from
+     * a release that did not send it) */
+    uint64_t incarnation;
+    uint8_t reserved[80]; /* 176 */
 };
 
 /* ForwardResult, primary -> backup, sealed: body = the frame for the
@@ -480,6 +489,24 @@ struct vs_hdr_forward_result { /* command 31 */
     struct vs_u128 client; /* 160 */
     uint8_t reserved[80];  /* 176 */
 };
+
+/* MemberReport, backup -> primary, sealed: body = (claims + events)
+ * entries of 32 bytes [client u128][session u64][0 u64] (the layout of
+ * shard/fwd.h's struct fwd_member): first the members alive on the
+ * sender's node (with the session of their connection), then the
+ * (client, session) whose connection ended there. Consumer-group
+ * liveness, shard/zero/groups0.h. */
+struct vs_hdr_member_report { /* command 32 */
+    struct vs_frame f;
+    uint64_t incarnation;  /* 128: the sender's shard-0 incarnation */
+    uint64_t seq;          /* 136: counts the sender's reports */
+    uint32_t claims;       /* 144 */
+    uint32_t events;       /* 148 */
+    uint32_t flags;        /* 152: VS_MEMBER_REPORT_COMPLETE */
+    uint8_t reserved[100]; /* 156 */
+};
+#define VS_MEMBER_REPORT_COMPLETE 1u /* the claims are the node's all */
+#define VS_MEMBER_ENTRY_SIZE      32u
 
 /* ---- layout pins: size and offset of every field ---- */
 #define VS_WIRE_AT(type, field, off)                                           \
@@ -529,6 +556,13 @@ VS_WIRE_AT(struct vs_hdr_forward_request, nonce, 128);
 VS_WIRE_AT(struct vs_hdr_forward_request, client, 136);
 VS_WIRE_AT(struct vs_hdr_forward_request, request, 152);
 VS_WIRE_AT(struct vs_hdr_forward_request, operation, 160);
+VS_WIRE_AT(struct vs_hdr_forward_request, incarnation, 168);
+VS_WIRE_SIZE(struct vs_hdr_member_report);
+VS_WIRE_AT(struct vs_hdr_member_report, incarnation, 128);
+VS_WIRE_AT(struct vs_hdr_member_report, seq, 136);
+VS_WIRE_AT(struct vs_hdr_member_report, claims, 144);
+VS_WIRE_AT(struct vs_hdr_member_report, events, 148);
+VS_WIRE_AT(struct vs_hdr_member_report, flags, 152);
 VS_WIRE_AT(struct vs_hdr_forward_result, nonce, 128);
 VS_WIRE_AT(struct vs_hdr_forward_result, op, 136);
 VS_WIRE_AT(struct vs_hdr_forward_result, session, 144);

@@ -6,11 +6,11 @@
  * leader's node with its client id (the partition plane is served there)
  * and keeps its partitions; the offsets it stores are read back by
  * handles that started on every node; a member leaving through its
- * backup hands its partitions over on every node.
- * Gated (VS_TEST_BACKUP_MEMBER_LIVENESS=1, see cluster_groups_suite): a
- * member on a backup whose connection closes, or whose node is
- * SIGKILLed, and a member of a SIGKILLed leader's node that never comes
- * back, are removed within a bounded time (they are not today).
+ * backup hands its partitions over on every node. Liveness across
+ * nodes (shard/zero/groups0.h "Cluster rules"): a member on a backup
+ * whose connection closes, or whose node is SIGKILLed, and a member of a
+ * SIGKILLed leader's node that never comes back, are removed within a
+ * bounded time, while the live member keeps its membership throughout.
  */
 #include "config.h"
 
@@ -252,7 +252,9 @@ START_TEST(test_group_across_nodes)
 }
 END_TEST
 
-/* Liveness of members whose connection is on a backup: see the suite. */
+/* Liveness of members whose connection is on a backup: a closed
+ * connection (an event to the primary), then a SIGKILLed node (its link
+ * down past the liveness timeout, 1.2 x 5000 ms here). */
 START_TEST(test_backup_member_liveness)
 {
     struct vsc *a, *b;
@@ -276,7 +278,8 @@ END_TEST
 
 /* Members on the leader's node; the leader dies; A follows the new leader
  * (its handle reconnects with its client id), B never comes back: B must
- * be removed, A must get every partition. See the suite's gate. */
+ * be removed (unclaimed past the new primary's lease), A must get every
+ * partition. */
 START_TEST(test_leader_death_member_liveness)
 {
     struct vsc *lead = vs_cluster_login(&cl, 0, 20000);
@@ -319,18 +322,8 @@ groups_suite(void)
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_group_across_nodes);
-    /* Gate: member liveness acts only on connections of the primary's
-     * node. A member on a backup is never removed when its connection
-     * closes or its node dies (the primary keeps no binding for clients
-     * registered through a backup, and a backup cannot propose the
-     * removal), nor is a member of a dead leader's node that never comes
-     * back (the new primary never bound it). VS_TEST_BACKUP_MEMBER_LIVENESS=1
-     * runs the checks that show both, until shard 0's commit path
-     * handles them (README, "A cluster"). */
-    if (getenv("VS_TEST_BACKUP_MEMBER_LIVENESS") != NULL) {
-        tcase_add_test(t, test_backup_member_liveness);
-        tcase_add_test(t, test_leader_death_member_liveness);
-    }
+    tcase_add_test(t, test_backup_member_liveness);
+    tcase_add_test(t, test_leader_death_member_liveness);
     suite_add_tcase(s, t);
     return s;
 }
