@@ -504,6 +504,49 @@ groups0_bind_remote(struct groups0 *g, struct vs_u128 client, uint64_t session,
     b->seen = n->reports;
 }
 
+static int
+groups0_u128_cmp(const void *a, const void *b)
+{
+    const struct vs_u128 *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return 0;
+}
+
+/* A complete report of `node` claims members only: its bindings of
+ * clients that are no members now count as seen, so a client that joins
+ * a group later is not taken for absent. */
+static void
+groups0_refresh_others(struct groups0 *g, const void *st, uint8_t node)
+{
+    const struct meta_hdr *h = meta_hdr_c(st);
+    uint32_t cap = meta_tab_cap(st, META_TAB_MEMBER);
+    uint32_t seen = 0;
+    size_t nm = 0;
+    struct vs_u128 *ids = NULL;
+    if (h->count[META_TAB_MEMBER] > 0)
+        ids = vs_xmalloc(h->count[META_TAB_MEMBER] * sizeof(*ids));
+    for (uint32_t i = 0; i < cap && seen < h->count[META_TAB_MEMBER]; i++) {
+        const struct meta_member *m = meta_rec_c(st, META_TAB_MEMBER, i);
+        if (!m->in_use)
+            continue;
+        seen++;
+        ids[nm++] = m->client_id;
+    }
+    if (nm > 1)
+        qsort(ids, nm, sizeof(*ids), groups0_u128_cmp);
+    for (size_t i = 0; i < g->nb; i++) {
+        struct groups0_bind *b = &g->b[i];
+        if (b->node == node &&
+            (nm == 0 || bsearch(&b->client, ids, nm, sizeof(*ids),
+                                groups0_u128_cmp) == NULL))
+            b->seen = g->nodes[node].reports;
+    }
+    free(ids);
+}
+
 int
 groups0_report(struct groups0 *g, const void *st, uint8_t node, uint64_t inc,
                int complete, const struct fwd_member *e, size_t n)
@@ -515,8 +558,10 @@ groups0_report(struct groups0 *g, const void *st, uint8_t node, uint64_t inc,
         nd->inc = inc;
         nd->reports = 0;
     }
-    if (complete)
+    if (complete) {
         nd->reports++;
+        groups0_refresh_others(g, st, node);
+    }
     int claimed = 0;
     for (size_t i = 0; i < n; i++) {
         if (!groups0_is_member(st, e[i].client))

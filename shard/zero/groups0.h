@@ -72,7 +72,9 @@
  *    its node has been down for T; or the node reported a new
  *    incarnation (it restarted) and its first complete report did not
  *    claim the client; or GROUPS0_MISSED_REPORTS complete reports of the
- *    node in a row did not claim it (a lost event). Absence counts in
+ *    node in a row did not claim it while it was a member (a lost
+ *    event; reports claim members only, so a client bound there that
+ *    joins a group later starts counting at its join). Absence counts in
  *    reports received, never in time: a slow or partitioned node whose
  *    link stays up and whose reports stop arriving loses no member, and
  *    a live member is in every complete report of its node.
