@@ -10,7 +10,9 @@
  * nodes (shard/zero/groups0.h "Cluster rules"): a member on a backup
  * whose connection closes, or whose node is SIGKILLed, and a member of a
  * SIGKILLed leader's node that never comes back, are removed within a
- * bounded time, while the live member keeps its membership throughout.
+ * bounded time, while the live member keeps its membership throughout;
+ * after a failover, live members on the backups keep theirs past the new
+ * primary's lease.
  */
 #include "config.h"
 
@@ -314,6 +316,42 @@ START_TEST(test_leader_death_member_liveness)
 }
 END_TEST
 
+/* Members on both backups; the leader dies: the new primary knows no
+ * binding, yet both members' connections live on, so their nodes claim
+ * them within the lease and neither is removed past it (both stay busy,
+ * so heartbeat loss cannot count either). */
+START_TEST(test_failover_keeps_live_members)
+{
+    struct vsc *a, *b;
+    int64_t ma, mb;
+    struct vsc *lead = make_group(&a, &b, &ma, &mb);
+    vsc_destroy(lead);
+    e2e_kill_node(&cl.node[0]);
+    /* the new primary settled once a write through it commits */
+    struct vsc *r = vs_cluster_login(&cl, 1, 30000);
+    ck_assert_ptr_nonnull(r);
+    uint64_t end = now_ms() + 30000;
+    int rc = -1;
+    while ((rc = vsc_stream_create(r, "after", NULL)) != 0 && now_ms() < end)
+        usleep(200 * 1000);
+    ck_assert_msg(rc == 0, "no write after the failover: %s",
+                  vsc_last_error(r));
+    /* past the lease (1.2 x 5000 ms) and a sweep: an unclaimed member
+     * would be gone by then (r idles: its session may lapse) */
+    end = now_ms() + 7500;
+    while (now_ms() < end) {
+        ck_assert_int_eq(synced(a), ma);
+        ck_assert_int_eq(synced(b), mb);
+        usleep(300 * 1000);
+    }
+    ck_assert_int_eq(members_on(a), 2);
+    ck_assert_int_eq(members_on(b), 2);
+    vsc_destroy(r);
+    vsc_destroy(b);
+    vsc_destroy(a);
+}
+END_TEST
+
 static Suite *
 groups_suite(void)
 {
@@ -324,6 +362,7 @@ groups_suite(void)
     tcase_add_test(t, test_group_across_nodes);
     tcase_add_test(t, test_backup_member_liveness);
     tcase_add_test(t, test_leader_death_member_liveness);
+    tcase_add_test(t, test_failover_keeps_live_members);
     suite_add_tcase(s, t);
     return s;
 }
