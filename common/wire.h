@@ -400,15 +400,21 @@ struct vs_hdr_replica_hello { /* command 14: the dialer's first frame,
     uint8_t shard;         /* 169: the mesh: 0 = shard 0, s = data shard s */
     uint16_t shard_count;  /* 170: data shards per node (data meshes); 0 on
                               shard 0's mesh (not checked there) */
-    uint8_t reserved[84];  /* 172 */
+    uint8_t reserved0[4];  /* 172 */
+    /* 176: vs_names_digest of the dialer's replica names (0: not sent,
+     * not compared) */
+    uint64_t names_digest;
+    uint8_t reserved[72]; /* 184 */
 };
 
 struct vs_hdr_replica_challenge { /* command 15 */
     struct vs_frame f;
-    uint8_t nonce_a[32];  /* 128 */
-    uint8_t mac_a[32];    /* 160 */
-    uint8_t status;       /* 192 */
-    uint8_t reserved[63]; /* 193 */
+    uint8_t nonce_a[32];   /* 128 */
+    uint8_t mac_a[32];     /* 160 */
+    uint8_t status;        /* 192 */
+    uint8_t reserved0[7];  /* 193 */
+    uint64_t names_digest; /* 200: the acceptor's (0: not compared) */
+    uint8_t reserved[48];  /* 208 */
 };
 
 struct vs_hdr_replica_finish { /* command 16 */
@@ -702,12 +708,16 @@ VS_WIRE_AT(struct vs_hdr_replica_hello, release_max, 164);
 VS_WIRE_AT(struct vs_hdr_replica_hello, replica_count, 168);
 VS_WIRE_AT(struct vs_hdr_replica_hello, shard, 169);
 VS_WIRE_AT(struct vs_hdr_replica_hello, shard_count, 170);
-VS_WIRE_AT(struct vs_hdr_replica_hello, reserved, 172);
+VS_WIRE_AT(struct vs_hdr_replica_hello, reserved0, 172);
+VS_WIRE_AT(struct vs_hdr_replica_hello, names_digest, 176);
+VS_WIRE_AT(struct vs_hdr_replica_hello, reserved, 184);
 
 VS_WIRE_AT(struct vs_hdr_replica_challenge, nonce_a, 128);
 VS_WIRE_AT(struct vs_hdr_replica_challenge, mac_a, 160);
 VS_WIRE_AT(struct vs_hdr_replica_challenge, status, 192);
-VS_WIRE_AT(struct vs_hdr_replica_challenge, reserved, 193);
+VS_WIRE_AT(struct vs_hdr_replica_challenge, reserved0, 193);
+VS_WIRE_AT(struct vs_hdr_replica_challenge, names_digest, 200);
+VS_WIRE_AT(struct vs_hdr_replica_challenge, reserved, 208);
 
 VS_WIRE_AT(struct vs_hdr_replica_finish, reserved0, 128);
 VS_WIRE_AT(struct vs_hdr_replica_finish, mac_d, 160);
