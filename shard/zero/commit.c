@@ -1862,6 +1862,9 @@ commit_on_conn_ended(struct commit *c, uint32_t src, const struct fwd_hdr *fh,
     if (session == 0)
         session = fh->session;
     if (commit_groups_backup(c)) {
+        if (!groups0_is_member(st, fh->client))
+            return 0; /* nothing to remove (a join not applied here yet
+                         is caught by the absence rule) */
         struct fwd_member e;
         memset(&e, 0, sizeof(e));
         e.client = fh->client;

@@ -515,17 +515,15 @@ groups0_u128_cmp(const void *a, const void *b)
     return 0;
 }
 
-/* A complete report of `node` claims members only: its bindings of
- * clients that are no members now count as seen, so a client that joins
- * a group later is not taken for absent. */
-static void
-groups0_refresh_others(struct groups0 *g, const void *st, uint8_t node)
+/* The sorted client ids of every member of st (heap), *n of them. */
+static struct vs_u128 *
+groups0_member_ids(const void *st, size_t *n)
 {
     const struct meta_hdr *h = meta_hdr_c(st);
     uint32_t cap = meta_tab_cap(st, META_TAB_MEMBER);
     uint32_t seen = 0;
-    size_t nm = 0;
     struct vs_u128 *ids = NULL;
+    *n = 0;
     if (h->count[META_TAB_MEMBER] > 0)
         ids = vs_xmalloc(h->count[META_TAB_MEMBER] * sizeof(*ids));
     for (uint32_t i = 0; i < cap && seen < h->count[META_TAB_MEMBER]; i++) {
@@ -533,18 +531,32 @@ groups0_refresh_others(struct groups0 *g, const void *st, uint8_t node)
         if (!m->in_use)
             continue;
         seen++;
-        ids[nm++] = m->client_id;
+        ids[(*n)++] = m->client_id;
     }
-    if (nm > 1)
-        qsort(ids, nm, sizeof(*ids), groups0_u128_cmp);
+    if (*n > 1)
+        qsort(ids, *n, sizeof(*ids), groups0_u128_cmp);
+    return ids;
+}
+
+static int
+groups0_in_ids(const struct vs_u128 *ids, size_t n, struct vs_u128 client)
+{
+    return n > 0 &&
+           bsearch(&client, ids, n, sizeof(*ids), groups0_u128_cmp) != NULL;
+}
+
+/* A complete report of `node` claims members only: its bindings of
+ * clients that are no members now count as seen, so a client that joins
+ * a group later is not taken for absent. */
+static void
+groups0_refresh_others(struct groups0 *g, const struct vs_u128 *ids, size_t nm,
+                       uint8_t node)
+{
     for (size_t i = 0; i < g->nb; i++) {
         struct groups0_bind *b = &g->b[i];
-        if (b->node == node &&
-            (nm == 0 || bsearch(&b->client, ids, nm, sizeof(*ids),
-                                groups0_u128_cmp) == NULL))
+        if (b->node == node && !groups0_in_ids(ids, nm, b->client))
             b->seen = g->nodes[node].reports;
     }
-    free(ids);
 }
 
 int
@@ -558,13 +570,15 @@ groups0_report(struct groups0 *g, const void *st, uint8_t node, uint64_t inc,
         nd->inc = inc;
         nd->reports = 0;
     }
+    size_t nm;
+    struct vs_u128 *ids = groups0_member_ids(st, &nm);
     if (complete) {
         nd->reports++;
-        groups0_refresh_others(g, st, node);
+        groups0_refresh_others(g, ids, nm, node);
     }
     int claimed = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!groups0_is_member(st, e[i].client))
+        if (!groups0_in_ids(ids, nm, e[i].client))
             continue;
         const struct meta_session *m = meta_session_by_client(st, e[i].client);
         if (m == NULL || e[i].session == 0 || m->epoch != e[i].session)
@@ -579,6 +593,7 @@ groups0_report(struct groups0 *g, const void *st, uint8_t node, uint64_t inc,
         b->seen = nd->reports;
         claimed++;
     }
+    free(ids);
     return claimed;
 }
 
