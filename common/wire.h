@@ -103,6 +103,11 @@ enum vs_command {
 /* Frames of the data shards' links only (shard/link/beat.h): above
  * VS_CMD_MAX on purpose, so no engine ever takes one for its own. */
 #define VS_CMD_GROUP_BEAT 64u
+/* shard 0's links: a backup tells the primary which consumer-group
+ * members are alive on its node and which connections ended (struct
+ * vs_hdr_member_report). Above VS_CMD_MAX too: shard 0's commit path
+ * takes it before the engine. */
+#define VS_CMD_MEMBER_REPORT 65u
 
 /* Operations (request/prepare/reply operation byte). */
 enum vs_operation {
@@ -395,15 +400,21 @@ struct vs_hdr_replica_hello { /* command 14: the dialer's first frame,
     uint8_t shard;         /* 169: the mesh: 0 = shard 0, s = data shard s */
     uint16_t shard_count;  /* 170: data shards per node (data meshes); 0 on
                               shard 0's mesh (not checked there) */
-    uint8_t reserved[84];  /* 172 */
+    uint8_t reserved0[4];  /* 172 */
+    /* 176: vs_names_digest of the dialer's replica names (0: not sent,
+     * not compared) */
+    uint64_t names_digest;
+    uint8_t reserved[72]; /* 184 */
 };
 
 struct vs_hdr_replica_challenge { /* command 15 */
     struct vs_frame f;
-    uint8_t nonce_a[32];  /* 128 */
-    uint8_t mac_a[32];    /* 160 */
-    uint8_t status;       /* 192 */
-    uint8_t reserved[63]; /* 193 */
+    uint8_t nonce_a[32];   /* 128 */
+    uint8_t mac_a[32];     /* 160 */
+    uint8_t status;        /* 192 */
+    uint8_t reserved0[7];  /* 193 */
+    uint64_t names_digest; /* 200: the acceptor's (0: not compared) */
+    uint8_t reserved[48];  /* 208 */
 };
 
 struct vs_hdr_replica_finish { /* command 16 */
@@ -462,7 +473,11 @@ struct vs_hdr_forward_request { /* command 30 */
     struct vs_u128 client; /* 136 */
     uint64_t request;      /* 152 */
     uint8_t operation;     /* 160 */
-    uint8_t reserved[95];  /* 161 */
+    uint8_t reserved0[7];  /* 161 */
+    /* 168: the forwarder's shard-0 incarnation (random per boot; 0 from
+     * a release that did not send it) */
+    uint64_t incarnation;
+    uint8_t reserved[80]; /* 176 */
 };
 
 /* ForwardResult, primary -> backup, sealed: body = the frame for the
@@ -480,6 +495,24 @@ struct vs_hdr_forward_result { /* command 31 */
     struct vs_u128 client; /* 160 */
     uint8_t reserved[80];  /* 176 */
 };
+
+/* MemberReport, backup -> primary, sealed: body = (claims + events)
+ * entries of 32 bytes [client u128][session u64][0 u64] (the layout of
+ * shard/fwd.h's struct fwd_member): first the members alive on the
+ * sender's node (with the session of their connection), then the
+ * (client, session) whose connection ended there. Consumer-group
+ * liveness, shard/zero/groups0.h. */
+struct vs_hdr_member_report { /* command 32 */
+    struct vs_frame f;
+    uint64_t incarnation;  /* 128: the sender's shard-0 incarnation */
+    uint64_t seq;          /* 136: counts the sender's reports */
+    uint32_t claims;       /* 144 */
+    uint32_t events;       /* 148 */
+    uint32_t flags;        /* 152: VS_MEMBER_REPORT_COMPLETE */
+    uint8_t reserved[100]; /* 156 */
+};
+#define VS_MEMBER_REPORT_COMPLETE 1u /* the claims are the node's all */
+#define VS_MEMBER_ENTRY_SIZE      32u
 
 /* ---- layout pins: size and offset of every field ---- */
 #define VS_WIRE_AT(type, field, off)                                           \
@@ -529,6 +562,13 @@ VS_WIRE_AT(struct vs_hdr_forward_request, nonce, 128);
 VS_WIRE_AT(struct vs_hdr_forward_request, client, 136);
 VS_WIRE_AT(struct vs_hdr_forward_request, request, 152);
 VS_WIRE_AT(struct vs_hdr_forward_request, operation, 160);
+VS_WIRE_AT(struct vs_hdr_forward_request, incarnation, 168);
+VS_WIRE_SIZE(struct vs_hdr_member_report);
+VS_WIRE_AT(struct vs_hdr_member_report, incarnation, 128);
+VS_WIRE_AT(struct vs_hdr_member_report, seq, 136);
+VS_WIRE_AT(struct vs_hdr_member_report, claims, 144);
+VS_WIRE_AT(struct vs_hdr_member_report, events, 148);
+VS_WIRE_AT(struct vs_hdr_member_report, flags, 152);
 VS_WIRE_AT(struct vs_hdr_forward_result, nonce, 128);
 VS_WIRE_AT(struct vs_hdr_forward_result, op, 136);
 VS_WIRE_AT(struct vs_hdr_forward_result, session, 144);
@@ -668,12 +708,16 @@ VS_WIRE_AT(struct vs_hdr_replica_hello, release_max, 164);
 VS_WIRE_AT(struct vs_hdr_replica_hello, replica_count, 168);
 VS_WIRE_AT(struct vs_hdr_replica_hello, shard, 169);
 VS_WIRE_AT(struct vs_hdr_replica_hello, shard_count, 170);
-VS_WIRE_AT(struct vs_hdr_replica_hello, reserved, 172);
+VS_WIRE_AT(struct vs_hdr_replica_hello, reserved0, 172);
+VS_WIRE_AT(struct vs_hdr_replica_hello, names_digest, 176);
+VS_WIRE_AT(struct vs_hdr_replica_hello, reserved, 184);
 
 VS_WIRE_AT(struct vs_hdr_replica_challenge, nonce_a, 128);
 VS_WIRE_AT(struct vs_hdr_replica_challenge, mac_a, 160);
 VS_WIRE_AT(struct vs_hdr_replica_challenge, status, 192);
-VS_WIRE_AT(struct vs_hdr_replica_challenge, reserved, 193);
+VS_WIRE_AT(struct vs_hdr_replica_challenge, reserved0, 193);
+VS_WIRE_AT(struct vs_hdr_replica_challenge, names_digest, 200);
+VS_WIRE_AT(struct vs_hdr_replica_challenge, reserved, 208);
 
 VS_WIRE_AT(struct vs_hdr_replica_finish, reserved0, 128);
 VS_WIRE_AT(struct vs_hdr_replica_finish, mac_d, 160);

@@ -87,6 +87,20 @@
  *               of the new one counts and the old shard's restart does
  *               not end the memberships of a client that lives on.
  *
+ *  FWD_MEMBERS  data shard -> shard 0, on a cluster node, every
+ *               LIVE_MEMBERS_MS: payload = n struct fwd_member, this
+ *               shard's COMPLETE current set of bound connections whose
+ *               client is a consumer-group member and whose session is
+ *               the client's current one (meta_session.epoch) in the
+ *               published state. A set larger than one ring frame is
+ *               split: FWD_F_MORE on all but the last piece. Shard 0
+ *               claims these members live (shard/zero/groups0.h): the
+ *               primary for its own node, a backup in its report to the
+ *               primary.
+ *  FWD_CLOSED   (as above) also carries `session`, the closed
+ *               connection's session, so a node with no binding for the
+ *               client can still tell the primary which session ended.
+ *
  * Between data shards (shard/serve/data.h): a partition lives on
  * one data shard (meta_partition_owner); a data-plane request (send, poll,
  * consumer offsets, flush) arriving on another shard's connection is
@@ -135,6 +149,7 @@ enum fwd_kind {
     FWD_GROUP_REPORT = 7,
     FWD_CLUSTER = 8,
     FWD_REBIND = 9,
+    FWD_MEMBERS = 10,
 };
 
 enum fwd_flags {
@@ -175,6 +190,15 @@ struct fwd_rebind {
     uint64_t from_conn_id;
 };
 _Static_assert(sizeof(struct fwd_rebind) == 24, "fwd_rebind layout");
+
+/* One entry of FWD_MEMBERS (and of the replica links' MemberReport,
+ * common/wire.h, with conn_id 0). */
+struct fwd_member {
+    struct vs_u128 client;
+    uint64_t session; /* the connection's session (meta_session.epoch) */
+    uint64_t conn_id; /* the data shard's connection id */
+};
+_Static_assert(sizeof(struct fwd_member) == 32, "fwd_member layout");
 
 /* One entry of FWD_GROUP_REPORT (same binary on both ends). */
 struct fwd_group_part {

@@ -64,6 +64,14 @@ enum link_refusal {
     LINK_REFUSE_MALFORMED = 5,
     LINK_REFUSE_SHARD = 6,  /* the HELLO names another mesh */
     LINK_REFUSE_SHARDS = 7, /* another data-shard count per node */
+    LINK_REFUSE_NAMES = 8,  /* other replica names (names_digest) */
+};
+
+/* Refusal log rate limit: the reasons last logged for one peer. */
+#define LINKS_REFUSAL_SLOTS 8u
+struct link_refusal_log {
+    uint64_t key; /* hash of the reason text */
+    uint64_t last_ns;
 };
 
 enum link_hs {
@@ -95,7 +103,7 @@ struct link_peer {
     struct link_conn *conn;
     struct event *retry;
     uint32_t backoff_ms;
-    uint64_t last_refusal_log_ns;
+    struct link_refusal_log rlog[LINKS_REFUSAL_SLOTS];
     int want_writable; /* back-pressure: a send was refused with -EAGAIN */
     struct links_peer_info info;
 };
@@ -112,7 +120,8 @@ struct links {
     struct link_peer peers[VS_REPLICAS_MAX];
     struct link_conn *pending;
     unsigned pending_count;
-    uint64_t last_unknown_log_ns; /* refusals of ids out of range */
+    /* refusals of ids out of range */
+    struct link_refusal_log unknown_rlog[LINKS_REFUSAL_SLOTS];
     /* for logs: "replica link" / "link" on shard 0 (as they always
      * read), "shard S data link" on a data mesh */
     char name[40], up_name[40];
@@ -156,22 +165,55 @@ refusal_name(uint8_t r)
         return "another shard's link (shard index differs)";
     case LINK_REFUSE_SHARDS:
         return "different data shard count";
+    case LINK_REFUSE_NAMES:
+        return "different replica names (replica_names)";
     }
     return "refused";
 }
 
-/* Logs a refusal at most once per minute per claimed peer id (ids out of
- * range share one slot). */
+/* FNV-1a of a reason text: the rate limit's key. */
+static uint64_t
+reason_key(const char *what)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)what; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return h;
+}
+
+/* 1 if `what` may be logged now for the peer whose slots are r: not
+ * logged within the last minute (a reason not in the slots takes the
+ * oldest one). */
+static int
+refusal_log_due(struct link_refusal_log *r, const char *what, uint64_t now)
+{
+    uint64_t key = reason_key(what);
+    struct link_refusal_log *slot = &r[0];
+    for (size_t i = 0; i < LINKS_REFUSAL_SLOTS; i++) {
+        if (r[i].last_ns != 0 && r[i].key == key) {
+            slot = &r[i];
+            break;
+        }
+        if (r[i].last_ns < slot->last_ns)
+            slot = &r[i];
+    }
+    if (slot->last_ns != 0 && slot->key == key &&
+        now - slot->last_ns < (uint64_t)LINKS_REFUSAL_LOG_MS * 1000000u)
+        return 0;
+    slot->key = key;
+    slot->last_ns = now;
+    return 1;
+}
+
+/* Logs a refusal at most once per minute per (claimed peer id, reason);
+ * ids out of range share one peer slot. */
 static void
 log_refusal(struct links *l, int peer, const char *what)
 {
-    uint64_t now = vs_monotonic_ns();
     int known = peer >= 0 && peer < l->o.count && peer != l->o.self;
-    uint64_t *last =
-        known ? &l->peers[peer].last_refusal_log_ns : &l->last_unknown_log_ns;
-    if (*last != 0 && now - *last < (uint64_t)LINKS_REFUSAL_LOG_MS * 1000000u)
+    struct link_refusal_log *r = known ? l->peers[peer].rlog : l->unknown_rlog;
+    if (!refusal_log_due(r, what, vs_monotonic_ns()))
         return;
-    *last = now;
     if (known)
         vs_log_warn("%s with replica %d refused: %s", l->name, peer, what);
     else
@@ -362,6 +404,9 @@ on_hello(struct link_conn *c, const struct vs_hdr_replica_hello *h,
     else if (h->release_min > l->o.release_max ||
              h->release_max < l->o.release_min)
         status = LINK_REFUSE_RELEASE;
+    else if (l->o.names_digest != 0 && h->names_digest != 0 &&
+             h->names_digest != l->o.names_digest)
+        status = LINK_REFUSE_NAMES;
     if (status != LINK_OK) {
         log_refusal(l, peer, refusal_name(status));
         if (peer >= 0 && peer < l->o.count)
@@ -377,6 +422,7 @@ on_hello(struct link_conn *c, const struct vs_hdr_replica_hello *h,
     memcpy(c->nonce_d, h->nonce_d, LINKS_NONCE_BYTES);
     randombytes_buf(c->nonce_a, LINKS_NONCE_BYTES);
     memcpy(ch.nonce_a, c->nonce_a, LINKS_NONCE_BYTES);
+    ch.names_digest = l->o.names_digest;
     mac_compute(l, "vsl-a", (uint8_t)peer, l->o.self, c->nonce_d, c->nonce_a,
                 ch.mac_a);
     /* the dialer's advertised address, trusted once FINISH proves it */
@@ -419,6 +465,14 @@ on_challenge(struct link_conn *c, const struct vs_hdr_replica_challenge *h,
         p->info.refusals++;
         log_refusal(l, c->peer, "bad MAC (wrong cluster secret?)");
         conn_close(c, "bad MAC from the peer (wrong cluster secret?)");
+        return -1;
+    }
+    if (l->o.names_digest != 0 && h->names_digest != 0 &&
+        h->names_digest != l->o.names_digest) {
+        /* an acceptor that did not compare (or could not): we do */
+        p->info.refusals++;
+        log_refusal(l, c->peer, refusal_name(LINK_REFUSE_NAMES));
+        conn_close(c, "the peer has other replica names");
         return -1;
     }
     struct vs_hdr_replica_finish fin;
@@ -592,6 +646,7 @@ send_hello(struct link_conn *c)
     h.replica_count = c->l->o.count;
     h.shard = c->l->o.shard;
     h.shard_count = c->l->o.shard_count;
+    h.names_digest = c->l->o.names_digest;
     send_handshake(c, (struct vs_header *)&h, VS_CMD_REPLICA_HELLO,
                    c->l->client_addr);
     c->hs = HS_WAIT_CHALLENGE;

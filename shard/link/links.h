@@ -48,10 +48,13 @@
  * dialer's link is up once it verified mac_a and sent FINISH; the
  * acceptor's once it verified mac_d. Only then are frames delivered.
  * A wrong cluster id, an unknown or out-of-range replica id, a replica
- * count that differs, another mesh (shard index) or data-shard count, a
+ * count that differs, other replica names (names_digest, compared on
+ * both sides when both send one: the acceptor refuses with a status, the
+ * dialer closes), another mesh (shard index) or data-shard count, a
  * release window that does not overlap, a bad seal
- * or a bad MAC closes the connection and is logged at most once per peer
- * (per claimed id; one shared slot for ids out of range) per minute.
+ * or a bad MAC closes the connection and is logged at most once per
+ * minute per (peer, reason): per claimed id, one shared peer slot for
+ * ids out of range, and a reason that changed is logged at once.
  *
  * TLS (optional): with tls_server/tls_client set, every link runs inside
  * TLS 1.2+ (common/tls.h policy) before the handshake above: the
@@ -115,6 +118,11 @@ struct links_opts {
      * (1 <= s <= shard_count). */
     uint8_t shard;
     uint16_t shard_count; /* data shards per node; 0 with shard 0 */
+    /* vs_names_digest of this cluster's replica names (common/names.h),
+     * sent in the HELLO (dialer) and the CHALLENGE (acceptor); a peer
+     * whose nonzero digest differs is refused. 0: neither sent nor
+     * compared. */
+    uint64_t names_digest;
     /* Back-pressure mode (see the header comment); NULL: drop mode. The
      * callback gets the ctx of links_create. */
     void (*on_writable)(void *ctx, uint8_t peer);

@@ -21,6 +21,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/names.h"
 #include "common/secret.h"
 #include "common/wire.h"
 #include "server/listen.h"
@@ -171,6 +172,21 @@ dlinks_start(struct event_base *base, const struct vs_shard_ctx *ctx,
     }
     o.links.release_min = VS_WIRE_FORMAT_VERSION;
     o.links.release_max = VS_WIRE_FORMAT_VERSION;
+    /* a peer configured with other replica names is refused, as on
+     * shard 0's links */
+    struct vs_names *names = malloc(sizeof(*names));
+    if (names == NULL) {
+        snprintf(err, errlen, "data links: out of memory");
+        rc = -ENOMEM;
+        goto fail;
+    }
+    rc = vs_names_resolve(cfg, names, why, sizeof(why));
+    o.links.names_digest = rc == 0 ? vs_names_digest(names) : 0;
+    free(names);
+    if (rc != 0) {
+        snprintf(err, errlen, "data links: %s", why);
+        goto fail;
+    }
     rc = link_tls_load(cfg, &d->tls_server, &d->tls_client, why, sizeof(why));
     if (rc != 0) {
         snprintf(err, errlen, "data links: %s", why);

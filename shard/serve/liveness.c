@@ -31,10 +31,13 @@
 #include "shard/serve/polled.h"
 #include "shard/serve/server.h"
 #include "shard/serve/sessend.h"
+#include "server/listen.h"
 
 struct serve_live {
     struct polled rec;
     uint64_t last_scan_ms;
+    int cluster; /* a node of a cluster: FWD_MEMBERS */
+    uint64_t last_members_ms;
     struct fwd_group_part *sent; /* the in-flight set shard 0 has */
     size_t nsent;
     uint64_t sent_inc; /* shard 0's incarnation it went to (0: none) */
@@ -60,6 +63,7 @@ serve_live_init(struct serve *s)
 {
     s->live = vs_xcalloc(1, sizeof(*s->live));
     polled_init(&s->live->rec);
+    s->live->cluster = sup_addr_list_count(s->cfg->replica_addrs) > 1;
 }
 
 void
@@ -355,6 +359,98 @@ live_groups(struct serve *s)
     free(done);
 }
 
+/* ---------------------------------------------------------- members */
+
+static int
+live_u128_cmp(const void *a, const void *b)
+{
+    const struct vs_u128 *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return 0;
+}
+
+/* Read section: the sorted client ids of every group member. */
+static struct vs_u128 *
+live_member_ids(const void *st, size_t *n)
+{
+    const struct meta_hdr *h = meta_hdr_c(st);
+    uint32_t cap = meta_tab_cap(st, META_TAB_MEMBER);
+    uint32_t seen = 0;
+    struct vs_u128 *v = NULL;
+    *n = 0;
+    if (h->count[META_TAB_MEMBER] > 0)
+        v = vs_xmalloc(h->count[META_TAB_MEMBER] * sizeof(*v));
+    for (uint32_t i = 0; i < cap && seen < h->count[META_TAB_MEMBER]; i++) {
+        const struct meta_member *m = meta_rec_c(st, META_TAB_MEMBER, i);
+        if (!m->in_use)
+            continue;
+        seen++;
+        v[(*n)++] = m->client_id;
+    }
+    if (*n > 1)
+        qsort(v, *n, sizeof(*v), live_u128_cmp);
+    return v;
+}
+
+/* FWD_MEMBERS (shard/fwd.h): this shard's complete set of live members
+ * (bound, not closing, current session), in ring-sized pieces. */
+static void
+live_members(struct serve *s)
+{
+    if (live_shard0(s) == 0)
+        return;
+    struct fwd_member *e = NULL;
+    size_t n = 0, cap = 0, nids = 0;
+    const void *st = lr_read_begin(s->lr, NULL);
+    struct vs_u128 *ids = live_member_ids(st, &nids);
+    for (struct serve_conn *c = s->all; c != NULL && nids > 0; c = c->next) {
+        if (!c->bound || c->closing ||
+            bsearch(&c->client, ids, nids, sizeof(*ids), live_u128_cmp) == NULL)
+            continue;
+        const struct meta_session *m = meta_session_by_client(st, c->client);
+        if (m == NULL || m->epoch != c->session)
+            continue; /* an older session: the client moved on */
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            e = vs_xrealloc(e, cap * sizeof(*e));
+        }
+        memset(&e[n], 0, sizeof(*e));
+        e[n].client = c->client;
+        e[n].session = c->session;
+        e[n].conn_id = c->id;
+        n++;
+    }
+    lr_read_end(s->lr);
+    free(ids);
+    size_t ring = s->ctx->seg->hdr->ring_bytes;
+    size_t per = (ring / 4 - sizeof(struct fwd_hdr)) / sizeof(*e);
+    size_t off = 0;
+    do {
+        size_t k = n - off < per ? n - off : per;
+        struct vs_wbuf w;
+        vs_wbuf_init(&w);
+        struct fwd_hdr h;
+        memset(&h, 0, sizeof(h));
+        h.kind = FWD_MEMBERS;
+        h.worker_slot = s->ctx->slot;
+        h.worker_incarnation = s->ctx->incarnation;
+        h.payload_len = (uint32_t)(k * sizeof(*e));
+        h.flags = off + k < n ? FWD_F_MORE : 0;
+        vs_wr_bytes(&w, &h, sizeof(h));
+        if (k > 0)
+            vs_wr_bytes(&w, e + off, k * sizeof(*e));
+        int rc = port_send(s->port, 0, w.data, (uint32_t)w.len);
+        vs_wbuf_fini(&w);
+        if (rc < 0)
+            break; /* the next period sends the whole set again */
+        off += k;
+    } while (off < n);
+    free(e);
+}
+
 void
 serve_live_tick(struct serve *s)
 {
@@ -366,5 +462,9 @@ serve_live_tick(struct serve *s)
     if (now - s->live->last_scan_ms >= LIVE_SCAN_MS) {
         s->live->last_scan_ms = now;
         live_groups(s);
+    }
+    if (s->live->cluster && now - s->live->last_members_ms >= LIVE_MEMBERS_MS) {
+        s->live->last_members_ms = now;
+        live_members(s);
     }
 }

@@ -21,6 +21,12 @@
  *    reported when it changes (or shard 0 restarted) so shard 0 can fill
  *    a JoinGroup's in-flight list.
  *
+ *  - live members (a node of a cluster): every LIVE_MEMBERS_MS the
+ *    complete set of this shard's bound connections whose client is a
+ *    group member with its current session goes to shard 0
+ *    (FWD_MEMBERS), which claims them alive to the primary
+ *    (shard/zero/groups0.h "Cluster rules").
+ *
  * Invariants: read sections on the published state never span I/O (the
  * offsets are read after the section); records whose group, partition or
  * member is gone are pruned on every scan. Callers: the data shard's loop
@@ -34,7 +40,8 @@
 #include "common/wire.h"
 #include "shard/serve/data.h"
 
-#define LIVE_SCAN_MS 200u
+#define LIVE_SCAN_MS    200u
+#define LIVE_MEMBERS_MS 500u
 
 struct serve;
 struct serve_conn;

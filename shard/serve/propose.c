@@ -272,6 +272,7 @@ serve_propose_on_reply(struct serve *s, const void *frame, uint32_t len)
             cl.worker_incarnation = s->ctx->incarnation;
             cl.conn_id = fh.conn_id;
             cl.client = fh.client;
+            cl.session = fh.session;
             (void)port_send(s->port, 0, &cl, sizeof(cl));
         } else if (c != NULL) {
             vs_log_warn("client %s: reply from shard 0 with no request in "
@@ -326,5 +327,6 @@ serve_propose_closed(struct serve *s, const struct serve_conn *c)
     cl.worker_incarnation = s->ctx->incarnation;
     cl.conn_id = c->id;
     cl.client = c->client;
+    cl.session = c->session;
     (void)port_send(s->port, 0, &cl, sizeof(cl));
 }

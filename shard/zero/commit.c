@@ -100,7 +100,8 @@ struct commit_origin {
     uint32_t worker_slot;
     uint64_t incarnation;
     uint64_t conn_id;
-    int remote;   /* 1: answer with a ForwardResult to `peer` */
+    int remote; /* 1: answer with a ForwardResult to `peer` */
+    /* remote: `incarnation` is the forwarder's shard-0 incarnation */
     uint8_t peer; /* the forwarding replica */
     uint64_t nonce;
 };
@@ -206,6 +207,11 @@ struct commit {
     uint32_t sweep_ticks;
     struct vs_u128 *retry_remove; /* removals not proposed yet */
     size_t n_retry;
+    /* cluster member liveness (groups0.h "Cluster rules") */
+    int g_primary;          /* the settled primary at the last tick */
+    uint64_t g_boot_us;     /* when this shard 0 started */
+    uint64_t g_report_seq;  /* MemberReports sent */
+    uint64_t g_liveness_us; /* T: 1.2 x group_heartbeat_interval_ms */
 
     /* metadata state transfer (a cluster; transfer.h, install_state.h) */
     struct zt *zt;
@@ -566,6 +572,12 @@ commit_forward_answer(void *ctx, const struct forward0_answer *a)
     commit_send_local(c, to.worker_slot, to.incarnation, to.conn_id,
                       a->origin.req.client, a->flags, a->session, a->user_id,
                       a->frame, a->frame_len);
+    /* this node holds the connection: its own binding (groups0.h) */
+    if (a->flags & FWD_F_BIND)
+        groups0_bind_session(c->groups, a->origin.req.client, a->session,
+                             to.worker_slot, to.incarnation, to.conn_id);
+    else if (a->flags & FWD_F_UNBIND)
+        groups0_unbind(c->groups, a->origin.req.client);
 }
 
 /* Reports the held appends durable, in op order (an fsync covered them).
@@ -810,8 +822,12 @@ commit_do_commit(struct commit *c, const struct vs_vsr_action *a)
                 pd->user_id = vs_load_u32(c->res.payload.data);
                 pd->session = vs_load_u64(c->res.payload.data + 4);
                 if (!pd->to.remote)
-                    groups0_bind(c->groups, p->client, pd->to.worker_slot,
-                                 pd->to.incarnation, pd->to.conn_id);
+                    groups0_bind_session(c->groups, p->client, pd->session,
+                                         pd->to.worker_slot, pd->to.incarnation,
+                                         pd->to.conn_id);
+                else
+                    groups0_bind_remote(c->groups, p->client, pd->session,
+                                        pd->to.peer, pd->to.incarnation);
             } else if (p->operation == VS_OP_LOGOUT) {
                 pd->flags = FWD_F_UNBIND;
                 groups0_unbind(c->groups, p->client);
@@ -1679,19 +1695,55 @@ commit_remove_member(struct commit *c, struct vs_u128 client)
     return rc;
 }
 
+static int commit_groups_backup(const struct commit *c);
+static void commit_member_report(struct commit *c, int with_claims,
+                                 const struct fwd_member *e, size_t ne);
+
 /* The once-a-second consumer-group sweep (commit_tick). */
 static int
 commit_groups_sweep(struct commit *c)
 {
     int rc = 0;
     struct vs_u128 *dead = NULL;
+    uint64_t *sessions = NULL;
     size_t n = 0;
     if (c->incarnation != NULL)
-        groups0_sweep_dead(c->groups, c->incarnation, c->incarnation_ctx, &dead,
-                           &n);
+        groups0_sweep_dead_sessions(c->groups, c->incarnation,
+                                    c->incarnation_ctx, &dead, &sessions, &n);
+    if (commit_groups_backup(c)) {
+        /* the primary decides: events for the dead data shard's
+         * connections, and this node's claim (groups0.h) */
+        struct fwd_member *ev = vs_xcalloc(n + 1, sizeof(*ev));
+        for (size_t i = 0; i < n; i++) {
+            ev[i].client = dead[i];
+            ev[i].session = sessions[i];
+        }
+        commit_member_report(c, 1, ev, n);
+        free(ev);
+        free(dead);
+        free(sessions);
+        c->n_retry = 0; /* only a primary proposes removals */
+        return 0;
+    }
     for (size_t i = 0; i < n; i++)
         commit_retry_add(c, dead[i]);
     free(dead);
+    free(sessions);
+    if (c->replica_count > 1 && c->g_primary) {
+        struct vs_u128 *gone = NULL;
+        size_t ng = 0;
+        groups0_sweep_members(c->groups, lr_writer_live(c->lr), commit_wall(c),
+                              c->g_liveness_us, &gone, &ng);
+        for (size_t i = 0; i < ng; i++)
+            commit_retry_add(c, gone[i]);
+        if (ng > 0)
+            vs_log_info("%zu consumer-group member(s) alive on no node "
+                        "(connection ended on a backup, origin unreachable "
+                        "or restarted, or unclaimed past the liveness "
+                        "timeout): removing",
+                        ng);
+        free(gone);
+    }
     struct vs_u128 *retry = c->retry_remove;
     size_t nr = c->n_retry;
     c->retry_remove = NULL;
@@ -1783,6 +1835,163 @@ commit_on_group_report(struct commit *c, const struct fwd_hdr *fh,
     return rc;
 }
 
+/* ---------------------------------------------------------------- */
+/* Cluster member liveness (groups0.h "Cluster rules")              */
+/* ---------------------------------------------------------------- */
+
+/* 1 on a backup of a cluster: member removals are the primary's. */
+static int
+commit_groups_backup(const struct commit *c)
+{
+    return c->replica_count > 1 && !vsr_is_primary(c->engine);
+}
+
+/* A backup: sends the primary this node's claim (with_claims) and the
+ * events e[0..ne) in one MemberReport. Nothing without a settled primary
+ * whose link is up: claims repeat every second, and a lost event is
+ * caught by the absence rule. */
+static void
+commit_member_report(struct commit *c, int with_claims,
+                     const struct fwd_member *e, size_t ne)
+{
+    uint8_t primary;
+    if (!commit_primary_peer(c, &primary) || c->replica_send == NULL ||
+        (!with_claims && ne == 0))
+        return;
+    struct fwd_member *claims = NULL;
+    size_t nc = 0;
+    uint32_t flags = 0;
+    if (with_claims) {
+        groups0_node_members(c->groups, c->incarnation, c->incarnation_ctx,
+                             &claims, &nc);
+        if (commit_wall(c) - c->g_boot_us >= GROUPS0_COMPLETE_US)
+            flags = VS_MEMBER_REPORT_COMPLETE;
+    }
+    vs_wbuf_reset(&c->out);
+    forward0_report_frame(c->cluster, c->replica, vsr_view(c->engine),
+                          c->fwd.incarnation, ++c->g_report_seq, flags, claims,
+                          nc, e, ne, &c->out);
+    free(claims);
+    int rc = c->replica_send(c->replica_ctx, primary, c->out.data,
+                             (uint32_t)c->out.len);
+    if (rc != 0)
+        vs_log_debug("member report to replica %u not sent (%s)", primary,
+                     strerror(-rc));
+}
+
+/* FWD_CLOSED (closed 1) or FWD_MEMBER_SILENT (0) of a bound connection
+ * of this node. */
+static int
+commit_on_conn_ended(struct commit *c, uint32_t src, const struct fwd_hdr *fh,
+                     int closed)
+{
+    if (vs_u128_is_zero(fh->client))
+        return 0;
+    const void *st = lr_writer_live(c->lr);
+    int has = groups0_has(c->groups, fh->client);
+    uint64_t session = groups0_session_of(c->groups, fh->client);
+    int act = closed ? groups0_closed(c->groups, fh->client, src,
+                                      fh->worker_incarnation, fh->conn_id)
+                     : groups0_silent(c->groups, fh->client, src,
+                                      fh->worker_incarnation, fh->conn_id);
+    if (!act)
+        return 0; /* an older connection; the client lives elsewhere */
+    if (!has && fh->session != 0 &&
+        !groups0_session_current(st, fh->client, fh->session))
+        return 0; /* the client registered again since (any node) */
+    if (session == 0)
+        session = fh->session;
+    if (commit_groups_backup(c)) {
+        if (!groups0_is_member(st, fh->client))
+            return 0; /* nothing to remove (a join not applied here yet
+                         is caught by the absence rule) */
+        struct fwd_member e;
+        memset(&e, 0, sizeof(e));
+        e.client = fh->client;
+        e.session = session;
+        commit_member_report(c, 0, &e, 1);
+        return 0;
+    }
+    if (!groups0_is_member(st, fh->client))
+        return 0;
+    if (!closed)
+        vs_log_info("shard %u: a consumer-group member sent nothing for 1.2 x "
+                    "the heartbeat interval: removed from its groups",
+                    src);
+    return commit_remove_member(c, fh->client);
+}
+
+/* FWD_MEMBERS: a piece of a data shard's member set (shard/fwd.h). */
+static int
+commit_on_members(struct commit *c, const struct fwd_hdr *fh,
+                  const uint8_t *payload)
+{
+    if (fh->payload_len % sizeof(struct fwd_member) != 0) {
+        c->stats.dropped++;
+        vs_log_warn("FWD_MEMBERS from shard %u: bad length; dropped",
+                    fh->worker_slot);
+        return 0;
+    }
+    size_t n = fh->payload_len / sizeof(struct fwd_member);
+    struct fwd_member *e = NULL;
+    if (n > 0) {
+        e = vs_xmalloc(n * sizeof(*e));
+        memcpy(e, payload, n * sizeof(*e));
+    }
+    groups0_members_piece(c->groups, fh->worker_slot, fh->worker_incarnation, e,
+                          n, (fh->flags & FWD_F_MORE) != 0);
+    groups0_claim_local(c->groups, lr_writer_live(c->lr), fh->worker_slot,
+                        fh->worker_incarnation, e, n);
+    free(e);
+    return 0;
+}
+
+/* MemberReport from backup `peer`: the settled primary takes its claims
+ * and events (ends wait for their grace: the sweep removes); any other
+ * replica drops it (the backup sends the next one
+ * to whoever is primary then). */
+static int
+commit_on_member_report(struct commit *c, uint8_t peer, const void *frame,
+                        size_t len)
+{
+    struct vs_hdr_member_report h;
+    const struct fwd_member *e;
+    if (forward0_decode_report(frame, len, peer, c->cluster, &h, &e) != 0) {
+        c->stats.dropped++;
+        vs_log_warn("member report from replica %u: malformed; dropped", peer);
+        return 0;
+    }
+    if (!c->g_primary)
+        return 0;
+    const void *st = lr_writer_live(c->lr);
+    (void)groups0_report(c->groups, st, peer, h.incarnation,
+                         (h.flags & VS_MEMBER_REPORT_COMPLETE) != 0, e,
+                         h.claims);
+    for (uint32_t i = 0; i < h.events; i++) {
+        struct fwd_member ev;
+        memcpy(&ev, &e[h.claims + i], sizeof(ev));
+        groups0_remote_closed(c->groups, st, peer, ev.client, ev.session,
+                              commit_wall(c));
+    }
+    return 0;
+}
+
+/* Every tick: a replica that just became the settled primary of a
+ * cluster starts its tenure (groups0_tenure: leases from now). */
+static void
+commit_groups_tenure(struct commit *c)
+{
+    int prim = c->replica_count > 1 && vsr_is_settled_primary(c->engine);
+    if (prim && !c->g_primary) {
+        groups0_tenure(c->groups, commit_wall(c));
+        vs_log_info("settled primary of view %u: consumer-group members not "
+                    "claimed by any node within %llu ms are removed",
+                    vsr_view(c->engine),
+                    (unsigned long long)(c->g_liveness_us / 1000u));
+    }
+    c->g_primary = prim;
+}
+
 int
 commit_on_frame(struct commit *c, uint32_t src, const void *frame, uint32_t len)
 {
@@ -1811,21 +2020,11 @@ commit_on_frame(struct commit *c, uint32_t src, const void *frame, uint32_t len)
          * the client may reconnect and resend. */
         vs_log_debug("shard %u: connection %llu of a bound client closed", src,
                      (unsigned long long)fh.conn_id);
-        if (vs_u128_is_zero(fh.client) ||
-            !groups0_closed(c->groups, fh.client, src, fh.worker_incarnation,
-                            fh.conn_id))
-            return 0;
-        return commit_remove_member(c, fh.client);
+        return commit_on_conn_ended(c, src, &fh, 1);
     case FWD_MEMBER_SILENT:
-        if (vs_u128_is_zero(fh.client) ||
-            !groups0_silent(c->groups, fh.client, src, fh.worker_incarnation,
-                            fh.conn_id) ||
-            !groups0_is_member(lr_writer_live(c->lr), fh.client))
-            return 0;
-        vs_log_info("shard %u: a consumer-group member sent nothing for 1.2 x "
-                    "the heartbeat interval: removed from its groups",
-                    src);
-        return commit_remove_member(c, fh.client);
+        return commit_on_conn_ended(c, src, &fh, 0);
+    case FWD_MEMBERS:
+        return commit_on_members(c, &fh, payload);
     case FWD_GROUP_REPORT:
         return commit_on_group_report(c, &fh, payload);
     case FWD_REBIND: {
@@ -1852,6 +2051,7 @@ commit_on_link(struct commit *c, uint8_t peer, int up)
 {
     if (peer >= c->replica_count || peer >= 32)
         return;
+    groups0_link(c->groups, peer, up, commit_wall(c));
     if (up)
         c->peer_up |= 1u << peer;
     else
@@ -1868,8 +2068,9 @@ commit_on_forward_request(struct commit *c, uint8_t peer, const void *frame,
     struct vs_hdr_request req;
     const uint8_t *body;
     uint32_t body_len;
-    if (forward0_decode_request(frame, len, c->cluster, &nonce, &req, &body,
-                                &body_len) != 0) {
+    uint64_t peer_inc = 0;
+    if (forward0_decode_request_inc(frame, len, c->cluster, &nonce, &peer_inc,
+                                    &req, &body, &body_len) != 0) {
         c->stats.dropped++;
         vs_log_warn("forwarded request from replica %u: malformed; dropped",
                     peer);
@@ -1880,6 +2081,7 @@ commit_on_forward_request(struct commit *c, uint8_t peer, const void *frame,
     to.remote = 1;
     to.peer = peer;
     to.nonce = nonce;
+    to.incarnation = peer_inc;
     c->stats.forwarded_in++;
     const uint8_t *payload = (const uint8_t *)frame + VS_HEADER_SIZE;
     return commit_on_propose(c, &to, payload, (uint32_t)(len - VS_HEADER_SIZE));
@@ -1937,6 +2139,8 @@ commit_on_replica_frame(struct commit *c, uint8_t peer, const void *frame,
     }
     if (command == VS_CMD_FORWARD_REQUEST)
         return commit_on_forward_request(c, peer, frame, len);
+    if (command == VS_CMD_MEMBER_REPORT)
+        return commit_on_member_report(c, peer, frame, len);
     if (command == VS_CMD_FORWARD_RESULT) {
         if (forward0_on_result(&c->fwd, peer, frame, len, c->cluster) ==
             -EBADMSG)
@@ -2039,6 +2243,7 @@ commit_tick(struct commit *c)
         if (rc != 0)
             return rc;
     }
+    commit_groups_tenure(c);
     if (++c->sweep_ticks >= 100) {
         c->sweep_ticks = 0;
         rc = commit_groups_sweep(c);
@@ -2239,6 +2444,9 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
     c->clock = o->clock;
     c->clock_ctx = o->clock_ctx;
     c->groups = groups0_create();
+    c->g_boot_us = commit_wall(c);
+    c->g_liveness_us =
+        (uint64_t)o->cfg->group_heartbeat_interval_ms * 1000u * 6u / 5u;
     c->incarnation = o->incarnation;
     c->group_commit = o->group_commit;
     c->incarnation_ctx = o->incarnation_ctx;
@@ -2253,6 +2461,7 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
                      o->cfg->data_dir, VS_METADATA_DIR);
     vs_config_cluster_id(o->cfg, &c->cluster.lo, &c->cluster.hi);
     c->replica = (uint8_t)o->cfg->replica_id;
+    groups0_set_self(c->groups, c->replica);
     c->replica_count = (uint8_t)shard0_replica_count(o->cfg);
     meta_caps_from_config(&c->caps, o->cfg);
     meta_ct_init(&c->ct);

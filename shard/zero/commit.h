@@ -171,8 +171,10 @@ int commit_genesis_needed(const struct commit *c);
  * -errno with one line in err. */
 int commit_genesis(struct commit *c, char *err, size_t errlen);
 
-/* One IPC frame from process slot src (FWD_PROPOSE or FWD_CLOSED; a
- * malformed frame is logged and dropped). 0 or -VS_EFATAL.
+/* One IPC frame from process slot src (FWD_PROPOSE, FWD_CLOSED,
+ * FWD_MEMBERS, ...; a malformed frame is logged and dropped). 0 or
+ * -VS_EFATAL. On a backup of a cluster a connection end of a member is
+ * passed to the primary (groups0.h "Cluster rules"), not proposed.
  * FWD_CLOSED of a client's current connection (groups0.h) whose client is
  * a member of any consumer group proposes RemoveConsumerGroupMember (op
  * 66) for it: an internal op (client 0, request 0, no reply) through the
@@ -204,7 +206,10 @@ int commit_flush(struct commit *c);
 int commit_flush_needed(const struct commit *c);
 /* A frame from the authenticated link of replica `peer` (shard/zero/
  * links.h): ForwardRequest / ForwardResult go to the forwarding path
- * (forward.h), every other command to the engine. 0 or -VS_EFATAL. */
+ * (forward.h), a backup's MemberReport (consumer-group claims and
+ * connection ends, groups0.h "Cluster rules") to the settled primary's
+ * liveness bookkeeping, every other command to the engine. 0 or
+ * -VS_EFATAL. */
 int commit_on_replica_frame(struct commit *c, uint8_t peer, const void *frame,
                             size_t len);
 /* The link to `peer` came up (1) or went down (0): a backup forwards only
@@ -214,7 +219,9 @@ void commit_on_link(struct commit *c, uint8_t peer, int up);
 /* A 10 ms tick: engine timers, retries of a failed superblock write or
  * WAL drain, the checkpoint check; once a second (100 ticks) the
  * consumer-group sweep: removals for clients bound to a dead data shard
- * and for removals that could not be proposed earlier, and
+ * and for removals that could not be proposed earlier, on the settled
+ * primary of a cluster the members alive on no node (groups0.h), on a
+ * backup this node's MemberReport to the primary instead, and
  * CompleteConsumerGroupRevocation (op 67) for revocations pending past
  * the rebalancing timeout. 0 or -VS_EFATAL. */
 int commit_tick(struct commit *c);

@@ -42,6 +42,7 @@ forward0_init(struct forward0 *f, uint64_t nonce_base)
     memset(f, 0, sizeof(*f));
     f->e = vs_xcalloc(FORWARD0_MAX, sizeof(*f->e));
     f->nonce_next = nonce_base | 1u; /* never 0 */
+    f->incarnation = f->nonce_next;
 }
 
 void
@@ -99,6 +100,7 @@ forward0_request(struct forward0 *f, const struct forward0_origin *o,
     h.client = o->req.client;
     h.request = o->req.request;
     h.operation = o->req.operation;
+    h.incarnation = f->incarnation;
     h.f.checksum_body = vs_body_checksum(payload, len);
     vs_frame_seal((struct vs_header *)&h);
     vs_wr_bytes(out, &h, sizeof(h));
@@ -222,6 +224,16 @@ forward0_decode_request(const void *frame, size_t len, struct vs_u128 cluster,
                         uint64_t *nonce, struct vs_hdr_request *req,
                         const uint8_t **body, uint32_t *body_len)
 {
+    return forward0_decode_request_inc(frame, len, cluster, nonce, NULL, req,
+                                       body, body_len);
+}
+
+int
+forward0_decode_request_inc(const void *frame, size_t len,
+                            struct vs_u128 cluster, uint64_t *nonce,
+                            uint64_t *incarnation, struct vs_hdr_request *req,
+                            const uint8_t **body, uint32_t *body_len)
+{
     struct vs_hdr_forward_request h;
     if (forward0_verify(frame, len, cluster, VS_CMD_FORWARD_REQUEST,
                         (struct vs_header *)&h) != 0 ||
@@ -233,6 +245,8 @@ forward0_decode_request(const void *frame, size_t len, struct vs_u128 cluster,
         req->operation != h.operation)
         return -EBADMSG;
     *nonce = h.nonce;
+    if (incarnation != NULL)
+        *incarnation = h.incarnation;
     *body = p + VS_HEADER_SIZE;
     *body_len = (uint32_t)(len - 2u * VS_HEADER_SIZE);
     return 0;
@@ -263,4 +277,59 @@ forward0_result_frame(struct vs_u128 cluster, uint8_t self, uint32_t view,
     vs_frame_seal((struct vs_header *)&h);
     vs_wr_bytes(out, &h, sizeof(h));
     vs_wr_bytes(out, frame, frame_len);
+}
+
+void
+forward0_report_frame(struct vs_u128 cluster, uint8_t self, uint32_t view,
+                      uint64_t incarnation, uint64_t seq, uint32_t flags,
+                      const struct fwd_member *c, size_t nc,
+                      const struct fwd_member *e, size_t ne,
+                      struct vs_wbuf *out)
+{
+    size_t start = out->len;
+    struct vs_hdr_member_report h;
+    memset(&h, 0, sizeof(h));
+    vs_wr_bytes(out, &h, sizeof(h)); /* patched below */
+    const struct fwd_member *lists[2] = {c, e};
+    size_t counts[2] = {nc, ne};
+    for (int l = 0; l < 2; l++)
+        for (size_t i = 0; i < counts[l]; i++) {
+            struct fwd_member m = lists[l][i];
+            m.conn_id = 0;
+            vs_wr_bytes(out, &m, sizeof(m));
+        }
+    size_t body_len = out->len - start - VS_HEADER_SIZE;
+    h.f.cluster = cluster;
+    h.f.size = (uint32_t)(VS_HEADER_SIZE + body_len);
+    h.f.view = view;
+    h.f.release = VS_WIRE_FORMAT_VERSION;
+    h.f.command = VS_CMD_MEMBER_REPORT;
+    h.f.replica = self;
+    h.incarnation = incarnation;
+    h.seq = seq;
+    h.claims = (uint32_t)nc;
+    h.events = (uint32_t)ne;
+    h.flags = flags;
+    h.f.checksum_body =
+        vs_body_checksum(out->data + start + VS_HEADER_SIZE, body_len);
+    vs_frame_seal((struct vs_header *)&h);
+    memcpy(out->data + start, &h, sizeof(h));
+}
+
+int
+forward0_decode_report(const void *frame, size_t len, uint8_t from,
+                       struct vs_u128 cluster, struct vs_hdr_member_report *h,
+                       const struct fwd_member **entries)
+{
+    if (forward0_verify(frame, len, cluster, VS_CMD_MEMBER_REPORT,
+                        (struct vs_header *)h) != 0 ||
+        h->f.replica != from)
+        return -EBADMSG;
+    uint64_t n = (uint64_t)h->claims + h->events;
+    if (n * VS_MEMBER_ENTRY_SIZE != len - VS_HEADER_SIZE ||
+        (h->flags & ~VS_MEMBER_REPORT_COMPLETE) != 0)
+        return -EBADMSG;
+    *entries =
+        (const struct fwd_member *)((const uint8_t *)frame + VS_HEADER_SIZE);
+    return 0;
 }

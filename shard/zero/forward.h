@@ -16,6 +16,11 @@
  * replicated client table turns a request that did commit into its
  * cached reply (at-most-once holds).
  *
+ * The same link carries the backup's consumer-group liveness reports
+ * (MemberReport, forward0_report_frame), and every ForwardRequest names
+ * the forwarder's shard-0 incarnation, so the primary binds a client
+ * registered through a backup to that node's life (groups0.h).
+ *
  * Invariants: each entry is answered exactly once (released, expired or
  * failed); nonces are unique per table (a random per-boot base plus a
  * counter), so a result for an earlier shard 0 incarnation matches
@@ -31,6 +36,7 @@
 
 #include "common/buf.h"
 #include "common/wire.h"
+#include "shard/fwd.h"
 
 #define FORWARD0_MAX 4096u
 /* Ticks (10 ms) a forwarded request may wait for the primary's answer,
@@ -66,6 +72,7 @@ struct forward0 {
     struct forward0_entry *e; /* FORWARD0_MAX slots */
     size_t used;
     uint64_t nonce_next;
+    uint64_t incarnation; /* this shard 0's (the nonce base), never 0 */
     uint64_t forwarded, results, relayed, expired, failed, dropped;
 };
 
@@ -99,11 +106,35 @@ void forward0_tick(struct forward0 *f, int primary_ok, uint8_t primary,
                    forward0_answer_fn *fn, void *ctx);
 
 /* Decodes a ForwardRequest (primary side): verified header, *req and the
- * op body. 0 or -EBADMSG. */
+ * op body; *incarnation (may be NULL) the forwarder's shard-0
+ * incarnation (0: not sent). 0 or -EBADMSG. */
 int forward0_decode_request(const void *frame, size_t len,
                             struct vs_u128 cluster, uint64_t *nonce,
                             struct vs_hdr_request *req, const uint8_t **body,
                             uint32_t *body_len);
+int forward0_decode_request_inc(const void *frame, size_t len,
+                                struct vs_u128 cluster, uint64_t *nonce,
+                                uint64_t *incarnation,
+                                struct vs_hdr_request *req,
+                                const uint8_t **body, uint32_t *body_len);
+
+/* MemberReport (common/wire.h, command 65): a backup's consumer-group
+ * liveness report to the primary (shard/zero/groups0.h). Appends the
+ * sealed frame to out: claims c[0..nc) then events e[0..ne) (their
+ * conn_id is sent as 0). */
+void forward0_report_frame(struct vs_u128 cluster, uint8_t self, uint32_t view,
+                           uint64_t incarnation, uint64_t seq, uint32_t flags,
+                           const struct fwd_member *c, size_t nc,
+                           const struct fwd_member *e, size_t ne,
+                           struct vs_wbuf *out);
+/* Verifies a MemberReport (size, seal, body checksum, cluster, the
+ * entry counts against the size, sender `from`): 0 and *h, with the
+ * entries at *entries (claims first; pointing into frame, which must be
+ * 8-byte aligned), or -EBADMSG. */
+int forward0_decode_report(const void *frame, size_t len, uint8_t from,
+                           struct vs_u128 cluster,
+                           struct vs_hdr_member_report *h,
+                           const struct fwd_member **entries);
 
 /* Appends a sealed ForwardResult answering `nonce` to out. */
 void forward0_result_frame(struct vs_u128 cluster, uint8_t self, uint32_t view,

@@ -37,6 +37,57 @@
  *    (FWD_GROUP_REPORT `inflight`); a JoinGroup proposal gets its
  *    in-flight list filled from the sets of the live incarnations.
  *
+ *
+ * Cluster rules (replica_count > 1; the primary removes, through op 66,
+ * every member whose client is not alive on ANY node, within a bounded
+ * time T = the liveness timeout, 1.2 x group_heartbeat_interval_ms):
+ *  - Claims: every data shard of every node sends its shard 0 the
+ *    complete set of its bound connections whose client is a member and
+ *    whose session is the client's current one (FWD_MEMBERS, every
+ *    LIVE_MEMBERS_MS, shard/fwd.h). Each node's shard 0 keeps the last
+ *    complete set per live data shard (groups0_members_piece); the union
+ *    (groups0_node_members) is the node's claim. Local claims bind the
+ *    client to its connection here (groups0_claim_local; on any node).
+ *  - Reports: a backup sends the primary, over the replica link, its
+ *    node's claim once a second (a MemberReport, common/wire.h), marked
+ *    complete once its shard 0 has run for GROUPS0_COMPLETE_US (every
+ *    live data shard has sent a set to it), with its shard 0's
+ *    incarnation (a random per-boot nonce). Connection ends on a backup
+ *    (FWD_CLOSED of a bound connection, a dead data shard) are sent at
+ *    once as events of a report (client, session).
+ *  - Binding to the origin: the primary binds a client registered
+ *    through a backup (a forwarded Register's commit) and a client
+ *    claimed by a node's report (session = its current one) to that node
+ *    and the node's incarnation (groups0_bind_remote, groups0_report).
+ *  - Events: a remote event (client, session) removes the client if the
+ *    session is still its current one in the replicated state
+ *    GROUPS0_CLOSE_GRACE_US later (a client that registered again
+ *    anywhere has a newer session, so an event of its old connection
+ *    changes nothing; the grace covers an SDK that closes its connection
+ *    on a backup just before it logs in again on the leader); session 0
+ *    (unknown to the node) counts only if the primary's binding names
+ *    that node, and then if the client is still unbound at the end of
+ *    the grace.
+ *  - A remote binding is dead (groups0_sweep_members) when: the link to
+ *    its node has been down for T; or the node reported a new
+ *    incarnation (it restarted) and its first complete report did not
+ *    claim the client; or GROUPS0_MISSED_REPORTS complete reports of the
+ *    node in a row did not claim it while it was a member (a lost
+ *    event; reports claim members only, so a client bound there that
+ *    joins a group later starts counting at its join). Absence counts in
+ *    reports received, never in time: a slow or partitioned node whose
+ *    link stays up and whose reports stop arriving loses no member, and
+ *    a live member is in every complete report of its node.
+ *  - Lease: a member with no binding (after a view change the new
+ *    primary knows only its own node's connections; groups0_tenure drops
+ *    every remote binding and every lease) is kept for T from the first
+ *    sweep that saw it unbound; a claim within T binds it, else it is
+ *    removed. A member of the new primary's own node is claimed by its
+ *    own data shards (a local binding: the connection rules above).
+ *  The sweep runs only on the settled primary of a cluster. A one-node
+ *  server keeps the connection rules above only (its shard 0 sees every
+ *  connection).
+ *
  * Invariants: pure bookkeeping over memory, no clock (callers pass the
  * time), no I/O. Callers: shard 0 only (commit.c), tests.
  */
@@ -51,6 +102,17 @@
 #include "shard/meta/ops.h"
 
 #define GROUPS0_REBALANCING_TIMEOUT_US (30ull * 1000000ull)
+/* Complete reports of a node in a row that must miss a client bound
+ * there before it counts as gone (a bind reaches the node's data shard
+ * and then its report within about two reports). */
+#define GROUPS0_MISSED_REPORTS 4u
+/* A node's report interval, and the shard-0 uptime after which its
+ * claim is complete (its data shards send sets every 500 ms). */
+#define GROUPS0_REPORT_US 1000000ull
+/* How long a remote connection end waits for the client to log in
+ * again elsewhere (groups0_remote_closed). */
+#define GROUPS0_CLOSE_GRACE_US 2000000ull
+#define GROUPS0_COMPLETE_US    2000000ull
 
 struct groups0;
 
@@ -116,6 +178,71 @@ void groups0_set_inflight(struct groups0 *g, uint32_t slot, uint64_t inc,
 size_t groups0_fill_inflight(const struct groups0 *g, const void *st,
                              groups0_incarnation_fn *fn, void *ctx,
                              struct meta_op *op);
+
+/* A Register committed on (slot, inc, conn_id) with session `session`
+ * (the Register's op). groups0_bind is this with session 0 (unknown). */
+void groups0_bind_session(struct groups0 *g, struct vs_u128 client,
+                          uint64_t session, uint32_t slot, uint64_t inc,
+                          uint64_t conn_id);
+/* groups0_sweep_dead, also giving each client's bound session (heap,
+ * when sessions is not NULL; 0 unknown). */
+void groups0_sweep_dead_sessions(struct groups0 *g, groups0_incarnation_fn *fn,
+                                 void *ctx, struct vs_u128 **out,
+                                 uint64_t **sessions, size_t *n);
+/* 1 if client has a binding (local or remote). */
+int groups0_has(const struct groups0 *g, struct vs_u128 client);
+/* The bound session of client (0: none or unknown). */
+uint64_t groups0_session_of(const struct groups0 *g, struct vs_u128 client);
+/* 1 if `session` is client's current session in st, or the client has
+ * none at all (no connection can hold it any more). */
+int groups0_session_current(const void *st, struct vs_u128 client,
+                            uint64_t session);
+
+/* This replica's id (bindings of this node are local). Default 0. */
+void groups0_set_self(struct groups0 *g, uint8_t self);
+/* The replica link to `node` went up (1) or down (0) at now_us. */
+void groups0_link(struct groups0 *g, uint8_t node, int up, uint64_t now_us);
+/* This replica became the settled primary: remote bindings, node report
+ * counts and leases are forgotten; down links count from now_us. */
+void groups0_tenure(struct groups0 *g, uint64_t now_us);
+/* A Register forwarded by `node` (incarnation node_inc, 0 unknown)
+ * committed with session `session`. */
+void groups0_bind_remote(struct groups0 *g, struct vs_u128 client,
+                         uint64_t session, uint8_t node, uint64_t node_inc);
+/* A MemberReport of `node` (incarnation inc): claims e[0..n) (checked
+ * against st: members with their current session) bind their clients to
+ * the node; `complete` counts the report for the absence rule. Returns
+ * the number of claims taken, or -1 for node = self or out of range. */
+int groups0_report(struct groups0 *g, const void *st, uint8_t node,
+                   uint64_t inc, int complete, const struct fwd_member *e,
+                   size_t n);
+/* A MemberReport event of `node` at now_us: if it counts (the rule
+ * above) the binding it names is dropped and the end waits
+ * GROUPS0_CLOSE_GRACE_US; groups0_sweep_members then removes the client
+ * if that session is still its current one. */
+void groups0_remote_closed(struct groups0 *g, const void *st, uint8_t node,
+                           struct vs_u128 client, uint64_t session,
+                           uint64_t now_us);
+/* FWD_MEMBERS claims of this node's data shard (slot, inc): binds each
+ * member with its current session to its connection here. */
+void groups0_claim_local(struct groups0 *g, const void *st, uint32_t slot,
+                         uint64_t inc, const struct fwd_member *e, size_t n);
+/* One FWD_MEMBERS piece of data shard (slot, inc); `more`: pieces
+ * follow. Returns 1 when the set is complete (then it replaces the
+ * slot's previous one), else 0. */
+int groups0_members_piece(struct groups0 *g, uint32_t slot, uint64_t inc,
+                          const struct fwd_member *e, size_t n, int more);
+/* This node's claim: the last complete sets of the data shards whose
+ * incarnation is current (fn NULL: all), in *out (heap), *n entries. */
+void groups0_node_members(const struct groups0 *g, groups0_incarnation_fn *fn,
+                          void *ctx, struct fwd_member **out, size_t *n);
+/* The primary's sweep: the members of st whose remote connection end is
+ * due, whose remote binding is dead or whose lease ran out (timeout_us),
+ * in *out (heap; a client may appear twice).
+ * Local bindings are left to the connection rules. */
+void groups0_sweep_members(struct groups0 *g, const void *st, uint64_t now_us,
+                           uint64_t timeout_us, struct vs_u128 **out,
+                           size_t *n);
 
 /* Number of recorded bindings (tests). */
 size_t groups0_bindings(const struct groups0 *g);

@@ -60,6 +60,20 @@ tests_unit_check_groups0_LDADD = libvs_server.a libvs_data.a libvs_ipc.a \
 	$(CHECK_LIBS)
 endif
 
+# Consumer-group liveness across the nodes of a cluster (groups0.h's
+# cluster rules, the MemberReport frame).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_groups0_cluster
+check_PROGRAMS += tests/unit/check_groups0_cluster
+tests_unit_check_groups0_cluster_SOURCES = \
+	tests/unit/check_groups0_cluster.c tests/unit/commit_fixture.h \
+	tests/unit/groups_fixture.h
+tests_unit_check_groups0_cluster_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_groups0_cluster_LDADD = libvs_server.a libvs_data.a \
+	libvs_ipc.a libvs_meta.a libvs_vsr.a libvs_storage.a libvs_common.a \
+	$(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
 # Consumer-group liveness reports on shard 0 (heartbeat loss, early
 # revocation completion, JoinGroup in-flight list) and their pure parts.
 if HAVE_CHECK

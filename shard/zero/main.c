@@ -25,7 +25,8 @@
  * Cluster (replica_addrs names more than one replica): shard 0 loads the
  * cluster secret (refusing to start without a valid one, exit 2), takes
  * the replica listener over into the replica links (shard/link/links.h)
- * and binds them to the commit path: the engine's SEND actions go to
+ * (comparing the replica names' digest with every peer's) and binds them
+ * to the commit path: the engine's SEND actions go to
  * links_send, every frame of an authenticated link to
  * commit_on_replica_frame, link state changes to commit_on_link. The
  * node's client address advertised to the peers is the bound address of
@@ -61,6 +62,7 @@
 #include "shard/zero/cluster_view.h"
 #include "shard/link/links.h"
 #include "shard/link/replica_tls.h"
+#include "common/names.h"
 #include "common/secret.h"
 #include "server/listen.h"
 
@@ -238,6 +240,11 @@ shard0_links_start(struct shard0_serve *s)
     o.release_min = VS_WIRE_FORMAT_VERSION;
     o.release_max = VS_WIRE_FORMAT_VERSION;
     o.client_addr = s->client_addr;
+    /* a peer configured with other replica names is refused */
+    static struct vs_names names;
+    if (vs_names_resolve(cfg, &names, err, sizeof(err)) != 0)
+        shard_fatal(ctx, "%s", err);
+    o.names_digest = vs_names_digest(&names);
     /* mutual TLS (replica_tls_enabled): shard/link/replica_tls.h */
     if (link_tls_load(cfg, &s->tls_server, &s->tls_client, err, sizeof(err)) !=
         0)

@@ -6,7 +6,9 @@
  * refuse its links with a log line naming the reason, none of its links
  * comes up and it never learns a committed op (it never joins a quorum),
  * and the other two keep committing. The real replica 2 then rejoins and
- * catches up, so a refusal leaves nothing behind. A node whose config names
+ * catches up, so a refusal leaves nothing behind. A peer configured with
+ * other replica names is refused too, and a refusal is logged once a
+ * minute per (peer, reason): a new reason at once. A node whose config names
  * another cluster than its data dir, or whose replica_names repeat or
  * break the name rules, refuses to boot (exit 2, the reason on stderr).
  */
@@ -79,10 +81,11 @@ has_stream(struct vsc *c, const char *name)
 
 /* Replica 2's arguments with one thing changed: `name` (cluster name,
  * NULL = the cluster's), `four` (a replica count of 4: a fourth address
- * nobody serves), `secret` (NULL = the cluster's). */
+ * nobody serves), `secret` (NULL = the cluster's), `names` (replica
+ * names, NULL = the cluster's defaults). */
 static void
 intruder_args(const char **argv, size_t max, char *addrs, size_t alen,
-              const char *name, int four, const char *secret)
+              const char *name, int four, const char *secret, const char *names)
 {
     size_t k = 0;
     snprintf(addrs, alen, "%s,%s,%s%s%s", cl.replica[0], cl.replica[1],
@@ -100,13 +103,18 @@ intruder_args(const char **argv, size_t max, char *addrs, size_t alen,
         argv[k++] = "--cluster-name";
         argv[k++] = name;
     }
+    if (names != NULL) {
+        argv[k++] = "--replica-names";
+        argv[k++] = names;
+    }
     ck_assert_uint_lt(k, max);
     argv[k] = NULL;
 }
 
 /* Formats the intruder's (fresh) data dir and starts it. */
 static void
-intruder_start(const char *name, int four, const char *secret)
+intruder_start(const char *name, int four, const char *secret,
+               const char *names)
 {
     const char *argv[24];
     char addrs[256];
@@ -115,12 +123,13 @@ intruder_start(const char *name, int four, const char *secret)
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", intruder.data_dir);
     ck_assert_int_eq(system(cmd), 0);
     argv[0] = "format";
-    intruder_args(argv + 1, 23, addrs, sizeof(addrs), name, four, secret);
+    intruder_args(argv + 1, 23, addrs, sizeof(addrs), name, four, secret,
+                  names);
     ck_assert_int_eq(vs_node_spawn(&intruder, argv), 0);
     int st = vs_node_wait_exit(&intruder, 20000);
     ck_assert_msg(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
                   "format: %d", st);
-    intruder_args(argv, 24, addrs, sizeof(addrs), name, four, secret);
+    intruder_args(argv, 24, addrs, sizeof(addrs), name, four, secret, names);
     int rc = vs_node_start(&intruder, argv, VS_CLUSTER_START_MS);
     ck_assert_msg(rc == 0, "intruder start: %d", rc);
 }
@@ -161,14 +170,14 @@ expect_refused(struct vsc *c0, const char *reason, const char *probe)
 /* Starts the intruder with one wrong setting, checks the refusal, and
  * then (rejoin) lets the real replica 2 come back and catch up. */
 static void
-run_case(const char *name, int four, const char *secret, const char *reason,
-         int rejoin)
+run_case(const char *name, int four, const char *secret, const char *names,
+         const char *reason, int rejoin)
 {
     struct vsc *c0 = vs_cluster_login(&cl, 0, 20000);
     ck_assert_ptr_nonnull(c0);
     create_ok(c0, "before");
     ck_assert_int_eq(vs_node_stop(&cl.node[2], 10000), 0);
-    intruder_start(name, four, secret);
+    intruder_start(name, four, secret, names);
     expect_refused(c0, reason, "probe");
     if (rejoin) {
         ck_assert_int_eq(vs_cluster_start_node(&cl, 2, VS_CLUSTER_START_MS), 0);
@@ -192,16 +201,35 @@ run_case(const char *name, int four, const char *secret, const char *reason,
 
 START_TEST(test_wrong_name_refused)
 {
-    run_case("another-cluster", 0, NULL, "another cluster", 1);
+    run_case("another-cluster", 0, NULL, NULL, "another cluster", 1);
 }
 END_TEST
 
 START_TEST(test_wrong_count_refused)
 {
-    run_case(NULL, 1, NULL, "different replica count", 0);
+    run_case(NULL, 1, NULL, NULL, "different replica count", 0);
 }
 END_TEST
 
+/* Occurrences of `what` in file path. */
+static unsigned
+count_in_file(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    unsigned n = 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strstr(line, what) != NULL)
+            n++;
+    fclose(f);
+    return n;
+}
+
+/* Another secret: bad MAC, logged once a minute however often the
+ * peers redial. Then, within that minute, an intruder with the right
+ * secret but other replica names: refused for that (both sides compare
+ * the names' digest), and the new reason is logged at once. */
 START_TEST(test_wrong_secret_refused)
 {
     char bad[320];
@@ -212,7 +240,20 @@ START_TEST(test_wrong_secret_refused)
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, key, sizeof(key)), 32);
     close(fd);
-    run_case(NULL, 0, bad, "bad MAC", 0);
+    struct vsc *c0 = vs_cluster_login(&cl, 0, 20000);
+    ck_assert_ptr_nonnull(c0);
+    create_ok(c0, "before");
+    ck_assert_int_eq(vs_node_stop(&cl.node[2], 10000), 0);
+    intruder_start(NULL, 0, bad, NULL);
+    expect_refused(c0, "bad MAC", "probe");
+    const char *mac_line = "replica link with replica 2 refused: bad MAC";
+    ck_assert_uint_eq(count_in_file(cl.node[0].log_file, mac_line), 1);
+    ck_assert_uint_eq(count_in_file(cl.node[1].log_file, mac_line), 1);
+    intruder_start(NULL, 0, NULL, "x0,x1,x2");
+    expect_refused(c0, "different replica names", "probe2");
+    ck_assert_uint_eq(count_in_file(cl.node[0].log_file, mac_line), 1);
+    ck_assert(vs_file_contains(intruder.log_file, "different replica names"));
+    vsc_destroy(c0);
     unlink(bad);
 }
 END_TEST
