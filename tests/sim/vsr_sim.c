@@ -1289,6 +1289,12 @@ static const struct scenario SCENARIOS[] = {
      * the schedule); the name gives the stall each showed first. The
      * gated three pass today only because the fixes changed their
      * schedule: the stall they showed first is still open. */
+    /* Safety (found by the soak of these fixes): a lagging replica
+     * adopted a StartView whose top lay beyond its journal window and
+     * lowered the reach mark to its head at once; its next DVC, of the
+     * newest log_view, claimed a shorter log and a view change cut
+     * committed op 92. The mark is lowered only to the log's top. */
+    {"safety-702275-reach-lowered-to-head", 3, NULL, NULL, 702275, 0, {0}},
     {"stall-gate-700600-old-builder", 3, NULL, NULL, 700600, 0, {0}},
     {"stall-gate-700614-reach-vs-cut", 3, NULL, NULL, 700614, 0, {0}},
     {"stall-gate-700834-reach-vs-cut", 3, NULL, NULL, 700834, 0, {0}},
