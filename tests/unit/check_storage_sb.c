@@ -554,6 +554,9 @@ suite(void)
 {
     Suite *s = suite_create("storage_sb");
     TCase *tc = tcase_create("sb");
+    /* every bit flip of three records writes and reads ~9000 files: on a
+     * loaded machine under ASan that is more than Check's default 4 s */
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_vsr_state_golden);
     tcase_add_test(tc, test_vsr_state_refusals);
     tcase_add_test(tc, test_record_golden);
