@@ -1,6 +1,7 @@
 /*
  * shard/storage/vsr_state.c - encode/decode of the VsrState payload
- * (version 1: 66 bytes, read only; version 2: 330 bytes).
+ * (version 1: 66 bytes and version 2: 330 bytes, read only; version 3:
+ * 338 bytes).
  * Pure functions over explicit little-endian offsets (never a struct
  * memcpy, so padding can never leak into the format). Any process.
  */
@@ -62,6 +63,7 @@ vsr_state_encode(const struct vs_vsr_state *s, uint8_t out[VSR_STATE_SIZE])
     put_u64(out + 66, s->faulty_op);
     /* the header is itself a little-endian wire struct (common/wire.h) */
     memcpy(out + 74, &s->checkpoint_prepare, VS_HEADER_SIZE);
+    put_u64(out + 330, s->nonack_op);
 }
 
 int
@@ -97,11 +99,13 @@ vsr_state_decode(uint16_t version, const void *payload, size_t len,
         want = VSR_STATE_V1_SIZE;
     else if (version == VSR_STATE_V2)
         want = VSR_STATE_V2_SIZE;
+    else if (version == VSR_STATE_V3)
+        want = VSR_STATE_V3_SIZE;
     else
         return fail_with(VSR_STATE_UNKNOWN_VERSION, reason, reason_len,
                          "VsrState format version %u is unknown to this "
-                         "release (knows %u and %u)",
-                         (unsigned)version, VSR_STATE_V1, VSR_STATE_V2);
+                         "release (knows %u to %u)",
+                         (unsigned)version, VSR_STATE_V1, VSR_STATE_V3);
     if (len != want)
         return fail_with(VSR_STATE_BAD_LENGTH, reason, reason_len,
                          "VsrState payload is %zu bytes, version %u has "
@@ -120,10 +124,14 @@ vsr_state_decode(uint16_t version, const void *payload, size_t len,
     s.checkpoint_checksum.lo = get_u64(p + 42);
     s.checkpoint_checksum.hi = get_u64(p + 50);
     s.offset_frontier = get_u64(p + 58);
-    if (version == VSR_STATE_V2) {
+    if (version >= VSR_STATE_V2) {
         s.faulty_op = get_u64(p + 66);
         memcpy(&s.checkpoint_prepare, p + 74, VS_HEADER_SIZE);
+        /* version 2 had one mark for both meanings: never nacked */
+        s.nonack_op = s.faulty_op;
     }
+    if (version >= VSR_STATE_V3)
+        s.nonack_op = get_u64(p + 330);
     if (s.log_view > s.view)
         return fail_with(VSR_STATE_LOG_VIEW_AHEAD, reason, reason_len,
                          "VsrState log_view %u is ahead of view %u", s.log_view,
@@ -143,6 +151,12 @@ vsr_state_decode(uint16_t version, const void *payload, size_t len,
                          "verify as the prepare of checkpoint op %llu",
                          (unsigned long long)s.checkpoint_prepare.op,
                          (unsigned long long)s.checkpoint_op);
+    if (s.nonack_op > s.faulty_op)
+        return fail_with(VSR_STATE_BAD_FAULTY_RANGE, reason, reason_len,
+                         "VsrState never-nacked op %llu is above the faulty "
+                         "range's top %llu",
+                         (unsigned long long)s.nonack_op,
+                         (unsigned long long)s.faulty_op);
     *out = s;
     if (reason && reason_len)
         reason[0] = '\0';
@@ -165,6 +179,8 @@ vsr_state_error_name(enum vsr_state_error e)
         return "bad replica id/count";
     case VSR_STATE_BAD_CHECKPOINT_PREPARE:
         return "bad checkpoint prepare";
+    case VSR_STATE_BAD_FAULTY_RANGE:
+        return "bad faulty range";
     }
     return "unknown";
 }

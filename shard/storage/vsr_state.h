@@ -15,11 +15,12 @@
  *   58 offset_frontier      u64   (0 for the metadata replica)
  *   66 end of version 1 (66 bytes)
  *   66 faulty_op            u64   (0 = none) the top of the faulty
- *                                  range: a cluster replica cut a damaged
- *                                  tail at boot that may have held every
- *                                  op above its recovered head up to this
- *                                  one; it never nacks an op of that
- *                                  range until it holds it again
+ *                                  range: the ops above the recovered
+ *                                  head up to this one may belong to the
+ *                                  replica's log without being in its
+ *                                  journal (a damaged tail cut at boot,
+ *                                  or the reach of an adopted log); a
+ *                                  DoViewChange claims op >= it
  *   74 checkpoint_prepare   256   the stored header of the prepare at
  *                                  checkpoint_op (all zero: not
  *                                  recorded, checkpoint_op 0 or written
@@ -27,15 +28,28 @@
  *                                  needs to restart from the checkpoint
  *                                  without that op's WAL entry
  *  330 end of version 2 (330 bytes)
+ *  330 nonack_op            u64   (0 = none, <= faulty_op) the top of
+ *                                  the never-nacked part of that range:
+ *                                  a damaged tail cut at some boot may
+ *                                  have held the ops above the head up to
+ *                                  it (journaled and acknowledged before
+ *                                  the damage): never nacked until held
+ *                                  again. The ops above it up to
+ *                                  faulty_op are an adopted log's reach
+ *                                  never journaled: nackable
+ *  338 end of version 3 (338 bytes)
  *
- * Version 1 payloads decode with faulty_op = 0 and no checkpoint
- * prepare; this release writes version 2.
+ * Version 1 payloads decode with faulty_op = nonack_op = 0 and no
+ * checkpoint prepare; version 2 (one field for both meanings) decodes
+ * with nonack_op = faulty_op (the whole range never nacked, as that
+ * release did); this release writes version 3.
  *
  * Invariants: decode refuses (typed, never misparses) an unknown record
  * version, a payload of the wrong length for its version, log_view >
  * view, a replica count of 0 or above VS_REPLICAS_MAX, replica_id >=
- * replica_count, and (version 2) a recorded checkpoint prepare whose op
- * is not checkpoint_op or that is not a prepare.
+ * replica_count, (version 2 and 3) a recorded checkpoint prepare whose
+ * op is not checkpoint_op or that is not a prepare, and (version 3)
+ * nonack_op above faulty_op.
  * Golden bytes are pinned by tests/unit/check_storage_sb.c.
  * Callers: any process (pure functions).
  */
@@ -51,8 +65,10 @@
 #define VSR_STATE_V1_SIZE 66u
 #define VSR_STATE_V2      2u /* superblock record version 2 */
 #define VSR_STATE_V2_SIZE 330u
-#define VSR_STATE_VERSION VSR_STATE_V2 /* written by this release */
-#define VSR_STATE_SIZE    VSR_STATE_V2_SIZE
+#define VSR_STATE_V3      3u /* superblock record version 3 */
+#define VSR_STATE_V3_SIZE 338u
+#define VSR_STATE_VERSION VSR_STATE_V3 /* written by this release */
+#define VSR_STATE_SIZE    VSR_STATE_V3_SIZE
 
 struct vs_vsr_state {
     struct vs_u128 cluster;
@@ -65,6 +81,7 @@ struct vs_vsr_state {
     struct vs_u128 checkpoint_checksum;
     uint64_t offset_frontier;
     uint64_t faulty_op; /* 0 = none */
+    uint64_t nonack_op; /* 0 = none, <= faulty_op */
     /* zero (checksum 0) when not recorded */
     struct vs_hdr_prepare checkpoint_prepare;
 };
@@ -76,6 +93,7 @@ enum vsr_state_error {
     VSR_STATE_LOG_VIEW_AHEAD,
     VSR_STATE_BAD_REPLICA,
     VSR_STATE_BAD_CHECKPOINT_PREPARE,
+    VSR_STATE_BAD_FAULTY_RANGE,
 };
 
 /* Writes the VSR_STATE_SIZE-byte encoding of VSR_STATE_VERSION. */

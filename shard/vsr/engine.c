@@ -404,7 +404,8 @@ send_allowed(const struct vs_vsr *v, const struct vs_header *h)
             (const struct vs_hdr_do_view_change *)h;
         return h->f.view <= v->durable.view &&
                d->log_view <= v->durable.log_view &&
-               v->faulty_op == v->durable.faulty_op;
+               v->faulty_op == v->durable.faulty_op &&
+               v->nonack_top == v->durable.nonack_op;
     }
     case VS_CMD_PREPARE_OK:
     case VS_CMD_COMMIT:
@@ -475,7 +476,8 @@ vsr_superblock_maybe_write(struct vs_vsr *v)
     if (v->sb_inflight)
         return;
     if (v->view == v->durable.view && v->log_view == v->durable.log_view &&
-        v->faulty_op == v->durable.faulty_op && !v->ckpt_pending)
+        v->faulty_op == v->durable.faulty_op &&
+        v->nonack_top == v->durable.nonack_op && !v->ckpt_pending)
         return;
     struct vs_vsr_persist p;
     memset(&p, 0, sizeof(p));
@@ -488,6 +490,7 @@ vsr_superblock_maybe_write(struct vs_vsr *v)
     p.checkpoint_checksum =
         v->ckpt_pending ? v->ckpt_checksum : v->durable.checkpoint_checksum;
     p.faulty_op = v->faulty_op;
+    p.nonack_op = v->nonack_top;
     struct vsr_act a;
     memset(&a, 0, sizeof(a));
     a.kind = VSR_ACT_SUPERBLOCK_WRITE;
@@ -882,14 +885,18 @@ on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
     if (body_len > v->body_max)
         return VSR_DROP_BODY_MAX;
     if (p->op <= v->commit_min) {
-        /* Committed here already, maybe not yet on the primary of this
-         * view (it was behind this replica when it took the view): our
-         * PrepareOk may be the quorum it waits for. Only for an op the
-         * journal still holds (a drain keeps vsr_drain_keep_from on). */
-        struct vsr_slot *s = vsr_slot_get(v, p->op);
-        if (s != NULL && s->durable && vsr_may_ack(v) &&
+        /* Applied here, but its primary still retransmits it: it may be
+         * a pipeline op of this view (the new primary had not committed
+         * it, being behind this replica when it took the view) whose
+         * PrepareOk was lost. Unless this view's primary announced it
+         * committed, an applied op our journal still holds (a drain keeps
+         * vsr_drain_keep_from on; not below an installed snapshot) is
+         * durable: ack it again, or that pipeline never completes. */
+        const struct vsr_slot *s = vsr_slot_cget(v, p->op);
+        if ((v->primary_commit_view != v->view || p->op > v->primary_commit) &&
+            s != NULL && s->durable && p->op > v->floor &&
             p->op >= vsr_drain_keep_from(v, v->durable.checkpoint_op) &&
-            vs_u128_eq(s->h.f.checksum, p->f.checksum))
+            vs_u128_eq(s->h.f.checksum, p->f.checksum) && vsr_may_ack(v))
             vsr_send_prepare_ok(v, s);
         return VSR_DROP_LATE;
     }
@@ -909,7 +916,18 @@ on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
             vsr_send_prepare_ok(v, s);
         return VSR_DROP_DUPLICATE;
     }
-    if (p->f.replica != vsr_primary_index(v->view, v->n))
+    /* No check of the replica byte here: it names the primary that built
+     * the prepare (the identity covers it), and this view's primary
+     * retransmits the ops of earlier views' primaries re-stamped with
+     * its view. A Prepare frame of our view comes from that view's
+     * primary only (a replica sends Prepare frames only as the primary
+     * of the view it stamps), so an op above our head that the primary
+     * built before this view is taken like its own; refusing it left a
+     * backup that had skipped the op (its journal window was full when
+     * it adopted the StartView) short of it forever. A builder that was
+     * the primary of no view up to ours (index above the view) is
+     * impossible. */
+    if (p->f.replica > v->view)
         return VSR_DROP_NOT_PRIMARY;
     v->primary_silence = 0;
     if (p->op > v->head + 1)
@@ -1024,6 +1042,10 @@ on_commit(struct vs_vsr *v, const struct vs_hdr_commit *c)
         return VSR_DROP_STALE;
     v->heartbeat_seen = c->timestamp_monotonic;
     v->primary_silence = 0;
+    if (v->primary_commit_view != v->view || c->commit > v->primary_commit) {
+        v->primary_commit = c->commit;
+        v->primary_commit_view = v->view;
+    }
     send_pong(v, c);
     if (c->commit > v->commit_max)
         v->commit_max = c->commit;
@@ -1308,7 +1330,7 @@ persist_eq(const struct vs_vsr_persist *a, const struct vs_vsr_persist *b)
            a->commit_max == b->commit_max &&
            a->checkpoint_op == b->checkpoint_op &&
            vs_u128_eq(a->checkpoint_checksum, b->checkpoint_checksum) &&
-           a->faulty_op == b->faulty_op;
+           a->faulty_op == b->faulty_op && a->nonack_op == b->nonack_op;
 }
 
 int
@@ -1374,6 +1396,10 @@ check_options(const struct vs_vsr_options *o, char *reason, size_t reason_len)
         FAIL("body_max %u above the frame limit", o->body_max);
     if (d->log_view > d->view)
         FAIL("log_view %u > view %u", d->log_view, d->view);
+    if (d->nonack_op > d->faulty_op)
+        FAIL("never-nacked op %llu above the faulty range's top %llu",
+             (unsigned long long)d->nonack_op,
+             (unsigned long long)d->faulty_op);
     if (o->replica_count == 1 && o->recovering)
         FAIL("a one-replica group never starts recovering");
     if (o->recovering && vs_u128_is_zero(o->incarnation))
@@ -1590,12 +1616,17 @@ vsr_create(const struct vs_vsr_options *o, struct vs_vsr **out, char *reason,
     v->probe_deadline = 1; /* first probe at the first tick */
     /* The faulty range (head, faulty_op]: the union of the one cut at
      * this boot and the persisted one, never above the journal window
-     * (nothing above it was ever journaled). */
+     * (nothing above it was ever journaled). Its never-nacked part is
+     * the union of this boot's cut and the persisted cuts of earlier
+     * boots (durable.nonack_op); the rest of the persisted range is an
+     * adopted log's reach this replica never journaled (had it, the
+     * journal would hold it or this boot would have cut it): nackable. */
     uint64_t cut =
         o->faulty_op < vsr_window_top(v) ? o->faulty_op : vsr_window_top(v);
     uint64_t f = cut > o->durable.faulty_op ? cut : o->durable.faulty_op;
+    uint64_t na = cut > o->durable.nonack_op ? cut : o->durable.nonack_op;
     v->faulty_op = f > v->head ? f : 0;
-    v->nonack_top = v->faulty_op;
+    v->nonack_top = na > v->head ? na : 0;
     const struct vs_hdr_prepare *fh = o->faulty_header;
     if (fh != NULL && v->faulty_op >= fh->op && fh->op == v->head + 1 &&
         fh->op <= vsr_window_top(v) && fh->f.command == VS_CMD_PREPARE &&

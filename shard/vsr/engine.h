@@ -36,14 +36,16 @@
  *    until the view and log_view they carry are durable in the superblock,
  *    i.e. <= the values last confirmed by vsr_on_superblock_durable() (or
  *    given at construction, which came from the superblock). A
- *    DoViewChange also waits until the faulty-op mark is durable.
+ *    DoViewChange also waits until the faulty-op marks (faulty_op and
+ *    nonack_op) are durable.
  *    RequestStartView, RequestPrepares, RepairPrepare, RepairDone and
  *    RangeEvicted are exempt (they claim nothing about the view).
  *  - R2: one DoViewChange per view: it is built once and every
  *    retransmit sends the same bytes.
  *  - A present-but-faulty op (in the range a damaged tail cut at boot may
  *    have held: above the recovered head up to options.faulty_op, or
- *    after a restart the whole persisted range) is never nacked in a
+ *    after a restart up to the persisted durable.nonack_op) is never
+ *    nacked in a
  *    DoViewChange until it is journaled again; it is repaired only with
  *    the header the view's canonical log names. The range shrinks only
  *    when a canonical log (StartView or the merge) ends below it.
@@ -190,9 +192,16 @@ struct vs_vsr_persist {
      * log in that log_view). A DoViewChange claims op >= it. The
      * superblock (VsrState v2) persists it; the engine lowers it when a
      * canonical log ends below it and writes 0 once every op of the range
-     * is durable again (or no longer in the log). After a restart every
-     * lacked op of the range is treated as possibly acknowledged. */
+     * is durable again (or no longer in the log). */
     uint64_t faulty_op;
+    /* Top of the never-nacked part of that range (0 = none, <=
+     * faulty_op): the ops a damaged tail cut at this or an earlier boot
+     * may have held (possibly acknowledged). After a restart the lacked
+     * ops above it up to faulty_op are an adopted log's reach this
+     * replica never journaled: nacked. Persisted apart from faulty_op
+     * (VsrState v3; a v2 mark reads as wholly never-nacked), lowered and
+     * cleared with it. */
+    uint64_t nonack_op;
 };
 
 /* Timeouts, in ticks of 10 ms. Zero fields take the defaults below (from

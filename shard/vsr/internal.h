@@ -94,9 +94,9 @@ struct vs_vsr {
      * nacked. Wanted mark (durable.faulty_op once written). */
     uint64_t faulty_op;
     /* Top of the ops never nacked (0 = none, <= faulty_op): the damaged
-     * range cut at this boot, or, after a restart, the whole persisted
-     * mark (it may stem from a cut). Ops above it up to faulty_op that
-     * we lack are ops of an adopted log we never journaled: nacked. */
+     * range cut at this boot or persisted from an earlier one
+     * (durable.nonack_op once written). Ops above it up to faulty_op
+     * that we lack are ops of an adopted log we never journaled: nacked. */
     uint64_t nonack_top;
 
     /* log state */
@@ -125,6 +125,10 @@ struct vs_vsr {
     uint32_t lease_view;
     uint64_t hb_commit_op; /* backup: commit op + checksum announced */
     struct vs_u128 hb_commit_checksum;
+    /* backup: the highest commit the primary of view primary_commit_view
+     * announced in a Commit heartbeat (it needs no PrepareOk up to it) */
+    uint64_t primary_commit;
+    uint32_t primary_commit_view;
 
     /* view change */
     uint32_t svc_from;   /* SVCs for `view` counted, by replica */

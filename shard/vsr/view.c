@@ -512,8 +512,12 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
     if (commit > v->commit_max)
         v->commit_max = commit;
     /* A faulty op the view's log does not reach was never committed:
-     * nothing to repair (the mark goes with the log_view write). */
-    vsr_faulty_settle(v, v->head);
+     * nothing to repair (the mark goes with the log_view write). The log
+     * reaches `top`, which a lagging journal window may leave above our
+     * head: lowering the mark to the head would let a later DVC claim a
+     * shorter log of this log_view (and nack a cut op that may have
+     * been acknowledged). */
+    vsr_faulty_settle(v, top);
     return 0;
 }
 
@@ -613,7 +617,7 @@ merge_try(struct vs_vsr *v)
             vsr_journal_truncate(v, new_top + 1);
         if (commit > v->commit_max)
             v->commit_max = commit;
-        vsr_faulty_settle(v, v->head);
+        vsr_faulty_settle(v, new_top);
     }
     /* Where to repair each op from: the DVCs that hold it. */
     for (uint64_t x = lo; x <= new_top && keep > 0; x++) {
@@ -823,7 +827,7 @@ vsr_on_sv(struct vs_vsr *v, const struct vs_header *hh, const uint8_t *frame)
             vsr_journal_truncate(v, h->op + 1);
         if (h->commit > v->commit_max)
             v->commit_max = h->commit;
-        vsr_faulty_settle(v, v->head);
+        vsr_faulty_settle(v, h->op);
     }
     for (size_t i = 0; i < count; i++) {
         struct vsr_slot *s = vsr_slot_get(v, canon[i]->op);
@@ -837,7 +841,8 @@ vsr_on_sv(struct vs_vsr *v, const struct vs_header *hh, const uint8_t *frame)
      * rather than a shorter one that would hide committed ops. */
     if (h->op > v->faulty_op)
         v->faulty_op = h->op;
-    vsr_faulty_settle(v, v->head);
+    vsr_faulty_settle(v, h->op); /* the log's top, not our head: see
+                                    log_adopt */
     int was_recovering = v->status == VSR_STATUS_RECOVERING;
     v->status = VSR_STATUS_NORMAL;
     v->view = h->f.view;

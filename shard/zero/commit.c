@@ -488,6 +488,7 @@ commit_engine_build(struct commit *c, const struct vs_vsr_persist *durable,
         o.rebuilt = c->rebuilt;
     } else {
         o.durable.faulty_op = 0;
+        o.durable.nonack_op = 0;
     }
     char why[256];
     struct vs_vsr *v = NULL;
@@ -700,6 +701,9 @@ commit_do_superblock(struct commit *c, const struct vs_vsr_persist *p)
     /* A cluster's engine owns the faulty-op mark; a single replica keeps
      * what its boot recorded (never repaired: no peer). */
     s.faulty_op = c->replica_count > 1 ? p->faulty_op : c->faulty_op;
+    /* the part of it a damaged cut may have held (never nacked); a
+     * single replica's mark is always a cut */
+    s.nonack_op = c->replica_count > 1 ? p->nonack_op : c->faulty_op;
     const struct vs_hdr_prepare *cp = wal_header(&c->journal, p->checkpoint_op);
     if (cp != NULL)
         c->ckpt_prepare = *cp;
@@ -2573,6 +2577,7 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
         .checkpoint_op = rec->r.state.checkpoint_op,
         .checkpoint_checksum = rec->r.state.checkpoint_checksum,
         .faulty_op = rec->r.state.faulty_op,
+        .nonack_op = rec->r.state.nonack_op,
     };
     rc = commit_engine_build(c, &d, op, err, errlen);
     if (rc != 0)

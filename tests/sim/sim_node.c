@@ -328,6 +328,7 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         .checkpoint_op = r.state.checkpoint_op,
         .checkpoint_checksum = r.state.checkpoint_checksum,
         .faulty_op = n->cfg.replica_count > 1 ? r.state.faulty_op : 0,
+        .nonack_op = n->cfg.replica_count > 1 ? r.state.nonack_op : 0,
     };
     recovery_result_fini(&r);
     rc = sb_open(&n->sb, &n->disk->io, n->meta_dir, NULL);
@@ -403,6 +404,7 @@ do_superblock(struct sim_node *n, const struct vs_vsr_persist *p)
     s.checkpoint_op = p->checkpoint_op;
     s.checkpoint_checksum = p->checkpoint_checksum;
     s.faulty_op = p->faulty_op; /* the mark outlives a second crash */
+    s.nonack_op = p->nonack_op; /* and which part of it is a cut */
     const struct vs_hdr_prepare *cp = wal_header(&n->journal, p->checkpoint_op);
     if (cp != NULL)
         n->ckpt_prepare = *cp;

@@ -664,7 +664,7 @@ START_TEST(test_boot_without_checkpoint_entry)
     ck_assert_int_eq(vsr_state_decode(sbr.version, sbr.payload, sbr.payload_len,
                                       &vst, NULL, 0),
                      VSR_STATE_OK);
-    ck_assert_uint_eq(sbr.version, 2);
+    ck_assert_uint_eq(sbr.version, VSR_STATE_VERSION);
     ck_assert(vsr_state_has_checkpoint_prepare(&vst));
     ck_assert_uint_eq(vst.checkpoint_prepare.op, ck);
 

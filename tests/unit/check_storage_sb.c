@@ -30,6 +30,7 @@ golden_state(void)
                                 .hi = 0x3938373635343332ull},
         .offset_frontier = 0x4140393837363534ull,
         .faulty_op = 0x4948474645444342ull,
+        .nonack_op = 0x4948474645444341ull, /* <= faulty_op */
     };
     return s;
 }
@@ -58,24 +59,39 @@ START_TEST(test_vsr_state_golden)
         /* 66 faulty_op (version 2) */
         0x42, 0x43, 0x44, 0x45, 0x46, 0x47, 0x48, 0x49};
     /* 74..330 checkpoint_prepare: zero = not recorded */
-    _Static_assert(VSR_STATE_SIZE == 330, "VsrState v2 is 330 bytes");
-    _Static_assert(VSR_STATE_VERSION == 2, "this release writes v2");
+    /* 330 nonack_op (version 3) */
+    static const uint8_t want_nonack[8] = {0x41, 0x43, 0x44, 0x45,
+                                           0x46, 0x47, 0x48, 0x49};
+    _Static_assert(VSR_STATE_SIZE == 338, "VsrState v3 is 338 bytes");
+    _Static_assert(VSR_STATE_VERSION == 3, "this release writes v3");
     struct vs_vsr_state s = golden_state();
     uint8_t out[VSR_STATE_SIZE];
     vsr_state_encode(&s, out);
     ck_assert_int_eq(memcmp(out, want, sizeof(want)), 0);
-    for (size_t i = sizeof(want); i < VSR_STATE_SIZE; i++)
+    for (size_t i = sizeof(want); i < VSR_STATE_V2_SIZE; i++)
         ck_assert_uint_eq(out[i], 0);
+    ck_assert_int_eq(memcmp(out + VSR_STATE_V2_SIZE, want_nonack, 8), 0);
     struct vs_vsr_state d;
-    ck_assert_int_eq(vsr_state_decode(2, out, sizeof(out), &d, NULL, 0),
+    ck_assert_int_eq(vsr_state_decode(3, out, sizeof(out), &d, NULL, 0),
                      VSR_STATE_OK);
     ck_assert_uint_eq(d.faulty_op, s.faulty_op);
+    ck_assert_uint_eq(d.nonack_op, s.nonack_op);
     ck_assert(!vsr_state_has_checkpoint_prepare(&d));
+    /* version 2: the first 330 bytes; one mark for both meanings, so the
+     * whole range reads as never nacked */
+    memset(&d, 0xee, sizeof(d));
+    ck_assert_int_eq(vsr_state_decode(2, out, VSR_STATE_V2_SIZE, &d, NULL, 0),
+                     VSR_STATE_OK);
+    ck_assert_uint_eq(d.faulty_op, s.faulty_op);
+    ck_assert_uint_eq(d.nonack_op, s.faulty_op);
+    ck_assert(!vsr_state_has_checkpoint_prepare(&d));
+    ck_assert_uint_eq(d.view, s.view);
     /* version 1: the first 66 bytes, faulty_op reads as 0 */
     memset(&d, 0xee, sizeof(d));
     ck_assert_int_eq(vsr_state_decode(1, want, VSR_STATE_V1_SIZE, &d, NULL, 0),
                      VSR_STATE_OK);
     ck_assert_uint_eq(d.faulty_op, 0);
+    ck_assert_uint_eq(d.nonack_op, 0);
     ck_assert(!vsr_state_has_checkpoint_prepare(&d));
     ck_assert(memcmp(&d.cluster, &s.cluster, 16) == 0);
     ck_assert_uint_eq(d.replica_id, 2);
@@ -94,7 +110,7 @@ START_TEST(test_vsr_state_golden)
     vsr_state_encode(&s, out);
     ck_assert_int_eq(memcmp(out, want, sizeof(want)), 0);
     ck_assert_int_eq(memcmp(out + 74, &s.checkpoint_prepare, 256), 0);
-    ck_assert_int_eq(vsr_state_decode(2, out, sizeof(out), &d, NULL, 0),
+    ck_assert_int_eq(vsr_state_decode(3, out, sizeof(out), &d, NULL, 0),
                      VSR_STATE_OK);
     ck_assert(vsr_state_has_checkpoint_prepare(&d));
     ck_assert_int_eq(memcmp(&d.checkpoint_prepare, &s.checkpoint_prepare, 256),
@@ -109,9 +125,9 @@ START_TEST(test_vsr_state_refusals)
     char why[160];
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(4, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_UNKNOWN_VERSION);
-    ck_assert_ptr_nonnull(strstr(why, "version 3"));
+    ck_assert_ptr_nonnull(strstr(why, "version 4"));
     ck_assert_int_eq(vsr_state_decode(1, buf, 58, &d, why, sizeof(why)),
                      VSR_STATE_BAD_LENGTH);
     ck_assert_int_eq(
@@ -121,8 +137,22 @@ START_TEST(test_vsr_state_refusals)
         vsr_state_decode(2, buf, VSR_STATE_V1_SIZE, &d, why, sizeof(why)),
         VSR_STATE_BAD_LENGTH);
     ck_assert_int_eq(
-        vsr_state_decode(2, buf, VSR_STATE_SIZE + 1, &d, why, sizeof(why)),
+        vsr_state_decode(2, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_BAD_LENGTH);
+    ck_assert_int_eq(
+        vsr_state_decode(3, buf, VSR_STATE_V2_SIZE, &d, why, sizeof(why)),
+        VSR_STATE_BAD_LENGTH);
+    ck_assert_int_eq(
+        vsr_state_decode(3, buf, VSR_STATE_SIZE + 1, &d, why, sizeof(why)),
+        VSR_STATE_BAD_LENGTH);
+    /* version 3: the never-nacked top above the faulty range's top */
+    s.nonack_op = s.faulty_op + 1;
+    vsr_state_encode(&s, buf);
+    ck_assert_int_eq(
+        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        VSR_STATE_BAD_FAULTY_RANGE);
+    ck_assert_ptr_nonnull(strstr(why, "never-nacked"));
+    s = golden_state();
     /* a recorded checkpoint prepare that does not verify, or is not the
      * checkpoint op's */
     uint8_t body[4] = {9, 9, 9, 9};
@@ -131,25 +161,25 @@ START_TEST(test_vsr_state_refusals)
     s.checkpoint_prepare.timestamp ^= 1;
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(2, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_BAD_CHECKPOINT_PREPARE);
     tu_prepare(&s.checkpoint_prepare, body, sizeof(body), s.checkpoint_op + 1,
                (struct vs_u128){1, 0}, VS_WIRE_FORMAT_VERSION);
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(2, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_BAD_CHECKPOINT_PREPARE);
     s = golden_state();
     s.log_view = s.view + 1;
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(2, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_LOG_VIEW_AHEAD);
     s = golden_state();
     s.replica_id = 3;
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(2, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_BAD_REPLICA);
 }
 END_TEST
@@ -316,7 +346,7 @@ put_combo_slot(const char *dir, int slot, enum combo c)
         if (c == C_CORRUPT)
             rec[40] ^= 0x10;
         break;
-    default: /* unknown version: a clean record of version 3 */
+    default: /* unknown version: a clean record of the next version */
         payload_for(2, p);
         n = sb_record_encode(SB_VERSION + 1, 2, p, sizeof(p), rec);
         break;
@@ -475,11 +505,58 @@ START_TEST(test_crash_leaves_tmp)
 }
 END_TEST
 
+/* Every VsrState version this release reads boots from a store that
+ * holds it (DESIGN §4), and the next write upgrades it to version 3. */
+START_TEST(test_boot_each_version)
+{
+    static const size_t size[] = {0, VSR_STATE_V1_SIZE, VSR_STATE_V2_SIZE,
+                                  VSR_STATE_V3_SIZE};
+    struct vs_sio io;
+    sio_init_real(&io);
+    static struct sb_read r;
+    for (uint16_t ver = VSR_STATE_V1; ver <= VSR_STATE_V3; ver++) {
+        char dir[256];
+        tu_mkdtemp(dir, sizeof(dir), NULL, 0);
+        struct vs_vsr_state s = golden_state(), d;
+        uint8_t p[VSR_STATE_SIZE], rec[SB_RECORD_MAX];
+        vsr_state_encode(&s, p); /* each version is a prefix of v3 */
+        size_t n = sb_record_encode(ver, 1, p, size[ver], rec);
+        tu_write_file(dir, sb_slot_name(0), rec, n);
+        ck_assert_int_eq(sb_read_latest(&io, dir, &r), 0);
+        ck_assert_int_eq(r.verdict, SB_PRESENT);
+        ck_assert_uint_eq(r.version, ver);
+        ck_assert_int_eq(
+            vsr_state_decode(r.version, r.payload, r.payload_len, &d, NULL, 0),
+            VSR_STATE_OK);
+        ck_assert_uint_eq(d.view, s.view);
+        ck_assert_uint_eq(d.commit_max, s.commit_max);
+        ck_assert_uint_eq(d.faulty_op, ver >= 2 ? s.faulty_op : 0);
+        ck_assert_uint_eq(d.nonack_op, ver == 3   ? s.nonack_op
+                                       : ver == 2 ? s.faulty_op
+                                                  : 0);
+        struct sb_store st;
+        ck_assert_int_eq(sb_open(&st, &io, dir, &r), 0);
+        ck_assert_int_eq(sb_write(&st, p, sizeof(p)), 0);
+        ck_assert_int_eq(sb_read_latest(&io, dir, &r), 0);
+        ck_assert_uint_eq(r.version, VSR_STATE_VERSION);
+        ck_assert_uint_eq(r.sequence, 2);
+        ck_assert_int_eq(
+            vsr_state_decode(r.version, r.payload, r.payload_len, &d, NULL, 0),
+            VSR_STATE_OK);
+        ck_assert_uint_eq(d.nonack_op, s.nonack_op);
+        tu_rm_rf(dir);
+    }
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
     Suite *s = suite_create("storage_sb");
     TCase *tc = tcase_create("sb");
+    /* every bit flip of three records writes and reads ~9000 files: on a
+     * loaded machine under ASan that is more than Check's default 4 s */
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_vsr_state_golden);
     tcase_add_test(tc, test_vsr_state_refusals);
     tcase_add_test(tc, test_record_golden);
@@ -489,6 +566,7 @@ suite(void)
     tcase_add_test(tc, test_write_faults);
     tcase_add_test(tc, test_write_enospc);
     tcase_add_test(tc, test_crash_leaves_tmp);
+    tcase_add_test(tc, test_boot_each_version);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1083,6 +1083,60 @@ START_TEST(test_faulty_op_requires_recovering)
 }
 END_TEST
 
+/* The persisted faulty range keeps its two parts apart (VsrState v3):
+ * after a restart only the ops up to durable.nonack_op (cut as damaged at
+ * an earlier boot) are never nacked; the rest up to durable.faulty_op is
+ * an adopted log's reach this replica never journaled. A damaged tail cut
+ * at this boot joins the never-nacked part and is persisted with it. */
+START_TEST(test_faulty_parts_after_restart)
+{
+    struct vs_vsr_options o;
+    sim_default_options(&o, 3);
+    o.replica = 1;
+    o.recovering = 1;
+    o.incarnation.lo = 9;
+    o.durable.faulty_op = 3; /* reach only */
+    struct vs_vsr *v = NULL;
+    char why[160];
+    struct vs_vsr_info info;
+    ck_assert_int_eq(vsr_create(&o, &v, why, sizeof(why)), 0);
+    vsr_info(v, &info);
+    ck_assert_uint_eq(info.faulty_op, 3);
+    ck_assert_uint_eq(info.nonack_top, 0);
+    vsr_destroy(v);
+    /* a cut persisted by an earlier boot stays never nacked */
+    o.durable.nonack_op = 2;
+    ck_assert_int_eq(vsr_create(&o, &v, why, sizeof(why)), 0);
+    vsr_info(v, &info);
+    ck_assert_uint_eq(info.faulty_op, 3);
+    ck_assert_uint_eq(info.nonack_top, 2);
+    vsr_destroy(v);
+    /* this boot's cut: never nacked, written with the mark */
+    o.durable.nonack_op = 0;
+    o.faulty_op = 1;
+    ck_assert_int_eq(vsr_create(&o, &v, why, sizeof(why)), 0);
+    vsr_info(v, &info);
+    ck_assert_uint_eq(info.faulty_op, 3);
+    ck_assert_uint_eq(info.nonack_top, 1);
+    struct vs_vsr_action a;
+    int written = 0;
+    while (vsr_pop(v, &a))
+        if (a.kind == VSR_ACT_SUPERBLOCK_WRITE) {
+            ck_assert_uint_eq(a.persist.faulty_op, 3);
+            ck_assert_uint_eq(a.persist.nonack_op, 1);
+            written++;
+        }
+    ck_assert_int_eq(written, 1);
+    vsr_destroy(v);
+    /* an impossible pair is refused */
+    o.faulty_op = 0;
+    o.durable.nonack_op = 4;
+    ck_assert_int_eq(vsr_create(&o, &v, why, sizeof(why)), -EINVAL);
+    ck_assert_ptr_null(v);
+    ck_assert_ptr_nonnull(strstr(why, "never-nacked op 4"));
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1109,6 +1163,7 @@ main(void)
     tcase_add_test(tc, test_lost_disk_rebuild);
     tcase_add_test(tc, test_two_replicas);
     tcase_add_test(tc, test_faulty_op_requires_recovering);
+    tcase_add_test(tc, test_faulty_parts_after_restart);
     suite_add_tcase(su, tc);
     TCase *tr = tcase_create("random");
     tcase_set_timeout(tr, 300);
