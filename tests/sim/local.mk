@@ -7,6 +7,7 @@ VSR_WORLD_SOURCES = tests/sim/vsr_sim.c \
 	tests/sim/sim_xfer.c tests/sim/sim_xfer.h \
 	tests/sim/sim_disk.c tests/sim/sim_disk.h \
 	tests/sim/sim_sio.c tests/sim/sim_sio.h \
+	tests/sim/sim_parts.c tests/sim/sim_parts.h \
 	tests/sim/sim_model.c tests/sim/sim_model.h \
 	tests/model/meta_model.c tests/model/meta_model.h
 

@@ -4,6 +4,8 @@
  *
  *   vsr-sim --seed S [--replicas N] [--ticks T] [--trace]   one seed
  *   vsr-sim --seeds FIRST COUNT [--replicas N]              a range
+ *   ... --partitions P     P replicated partition groups beside the
+ *                          metadata group (sim_parts.h), 0 by default
  *   vsr-sim --scenario NAME [--trace] | --scenarios | --list
  *   vsr-sim --beyond-model FIRST COUNT                      must halt
  * Every run prints one `marks` line (summed by tests/sim/soak); a failing
@@ -33,6 +35,7 @@
 #include "common/log.h"
 #include "shard/meta/snapshot_codec.h"
 #include "shard/zero/transfer.h"
+#include "tests/sim/sim_parts.h"
 #include "tests/sim/sim_world.h"
 
 /* Fault profiles. `gate` (make check, and the default) holds the faults
@@ -53,6 +56,40 @@ static const char PROFILE_FULL[] =
     "loss,dup,delay,torn,restart,sb_corrupt,crash_backup,crash_primary,"
     "partitions,cluster_restart,bitrot,latent,wipe";
 static const char *faults_spec = NULL; /* --faults / --full */
+/* Replicated partition groups beside the metadata group (sim_parts.h):
+ * --partitions N (0: none); --no-offsets-fsync leaves the consumer-offset
+ * directories as part_open creates them. */
+static unsigned g_partitions = 0;
+static int g_no_offsets_fsync = 0;
+
+/* Attaches the partition groups to a built world (if asked). 0 or -errno
+ * with w->failure set. */
+static int
+attach_parts(struct sim_world *w, unsigned partitions)
+{
+    if (partitions == 0)
+        return 0;
+    struct sim_parts_opts o = {
+        .partitions = partitions,
+        .clients = partitions + 1 > 8 ? 8 : partitions + 1,
+        .no_offsets_fsync = g_no_offsets_fsync,
+    };
+    int rc = sim_parts_attach(w, &o);
+    if (rc != 0 && w->failure[0] == '\0')
+        snprintf(w->failure, sizeof(w->failure),
+                 "cannot attach the partition groups: %s", strerror(-rc));
+    return rc;
+}
+
+/* The replay options of the partition groups ("" without). */
+static const char *
+parts_args(void)
+{
+    static char b[64];
+    snprintf(b, sizeof(b), g_partitions ? " --partitions %u%s" : "",
+             g_partitions, g_no_offsets_fsync ? " --no-offsets-fsync" : "");
+    return b;
+}
 
 static int
 set_faults(struct sim_faults *f, const char *spec)
@@ -152,6 +189,44 @@ print_marks(const struct sim_world *w)
     printf("marks n=%u", w->p.n);
     for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
         printf(" %s=%llu", k[i].name, (unsigned long long)k[i].v);
+    if (w->parts != NULL) {
+        struct sim_parts_marks pm;
+        sim_parts_get_marks(w, &pm);
+        const struct {
+            const char *name;
+            uint64_t v;
+        } q[] = {
+            {"p_commits", pm.commits},
+            {"p_acked", pm.acked},
+            {"p_sends", pm.sends},
+            {"p_stores", pm.stores},
+            {"p_polls", pm.polls},
+            {"p_polled_batches", pm.polled_batches},
+            {"p_forwards", pm.forwards},
+            {"p_not_ready", pm.not_ready},
+            {"p_dedup_hits", pm.dedup_hits},
+            {"p_reconnects", pm.reconnects},
+            {"p_side_crashes", pm.side_crashes},
+            {"p_side_fatal", pm.side_fatal},
+            {"p_boots", pm.boots},
+            {"p_torn_cut", pm.torn_cut},
+            {"p_faulty_cut", pm.faulty_cut},
+            {"p_interior_cut", pm.interior_cut},
+            {"p_part_rebuilt", pm.part_rebuilt},
+            {"p_part_refused", pm.part_refused},
+            {"p_flips", pm.flips},
+            {"p_latent", pm.latent},
+            {"p_damaged_reads", pm.damaged_reads},
+            {"p_view_changes", pm.view_changes},
+            {"p_repairs", pm.repairs},
+            {"p_truncations", pm.truncations},
+            {"p_faulty_repaired", pm.faulty_repaired},
+            {"p_state_transfer", pm.state_transfer},
+            {"p_waived_refused", pm.waived_refused},
+        };
+        for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++)
+            printf(" %s=%llu", q[i].name, (unsigned long long)q[i].v);
+    }
     printf("\n");
 }
 
@@ -184,6 +259,8 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     faults_spec = saved;
     struct sim_world *w = calloc(1, sizeof(*w));
     int rc = sim_world_init(w, seed, &p, &f, trace);
+    if (rc == 0)
+        rc = attach_parts(w, g_partitions);
     if (rc != 0) {
         fprintf(stderr, "vsr-sim: seed %llu: cannot build the world: %s\n",
                 (unsigned long long)seed, w->failure);
@@ -195,12 +272,12 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     if (rc) {
         printf("FAIL seed %llu (n=%u): %s\n", (unsigned long long)seed, p.n,
                w->failure);
-        printf("replay: tests/sim/vsr-sim%s%s --seed %llu --replicas %u "
+        printf("replay: tests/sim/vsr-sim%s%s%s --seed %llu --replicas %u "
                "--ticks %llu --trace\n",
                spec == NULL           ? ""
                : spec == PROFILE_FULL ? " --full"
                                       : " --faults ",
-               spec == NULL || spec == PROFILE_FULL ? "" : spec,
+               spec == NULL || spec == PROFILE_FULL ? "" : spec, parts_args(),
                (unsigned long long)seed, p.n, (unsigned long long)p.ticks);
     }
     print_marks(w);
@@ -1420,9 +1497,9 @@ run_isolated(uint64_t seed, unsigned n, uint64_t ticks, int beyond)
     printf("FAIL seed %llu (n=%u): the run died (signal %d): an assertion "
            "in the product\n",
            (unsigned long long)seed, p.n, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    printf("replay: tests/sim/vsr-sim%s %s %llu --replicas %u --ticks %llu "
+    printf("replay: tests/sim/vsr-sim%s%s %s %llu --replicas %u --ticks %llu "
            "--trace\n",
-           faults_spec == PROFILE_FULL ? " --full" : "",
+           faults_spec == PROFILE_FULL ? " --full" : "", parts_args(),
            beyond ? "--beyond-model" : "--seed", (unsigned long long)seed, p.n,
            (unsigned long long)(ticks ? ticks : p.ticks));
     return 1;
@@ -1439,6 +1516,8 @@ usage(void)
             "                crash_backup,crash_primary,restart,torn,bitrot,\n"
             "                latent,sb_corrupt,cluster_restart,wipe]\n"
             "       vsr-sim --seeds FIRST COUNT [--replicas N]\n"
+            "       (any run: [--partitions P] partition groups beside the\n"
+            "        metadata group, [--no-offsets-fsync])\n"
             "       vsr-sim --scenario NAME [--trace] | --scenarios | --list\n"
             "       vsr-sim --beyond-model FIRST COUNT\n");
 }
@@ -1497,6 +1576,13 @@ main(int argc, char **argv)
         } else if (strcmp(a, "--ticks") == 0 && i + 1 < argc) {
             if (parse_u64(argv[++i], &ticks) != 0 || ticks == 0)
                 goto bad;
+        } else if (strcmp(a, "--partitions") == 0 && i + 1 < argc) {
+            uint64_t v;
+            if (parse_u64(argv[++i], &v) != 0 || v > SIM_PARTS_MAX)
+                goto bad;
+            g_partitions = (unsigned)v;
+        } else if (strcmp(a, "--no-offsets-fsync") == 0) {
+            g_no_offsets_fsync = 1;
         } else if (strcmp(a, "--full") == 0) {
             faults_spec = PROFILE_FULL;
         } else if (strcmp(a, "--faults") == 0 && i + 1 < argc) {

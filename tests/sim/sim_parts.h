@@ -1,0 +1,134 @@
+/*
+ * tests/sim/sim_parts.h - replicated partitions in the simulator: P
+ * partition consensus groups on every simulated node beside the metadata
+ * group, their clients (sends, polls, consumer offsets) and their
+ * checkers.
+ *
+ * Binding (sim-local, interim): each replica of a group is the real VSR
+ * engine (shard/vsr/engine.h, group id = SIM_PARTS_GROUP0 + partition)
+ * bound directly here, not through shard/serve/pgroup.c (not in this tree
+ * yet), over the real partition storage (shard/data/partition.h) on the
+ * node's sim_sio file system:
+ *   p<k>.journal  the group's prepares (header + body, padded to 8), in
+ *                 op order; recovery verifies identity, body and chain;
+ *                 a torn or damaged tail is cut and marked faulty (never
+ *                 nacked, repaired), damage inside is cut there with the
+ *                 ops the cut bytes may hold marked faulty;
+ *   p<k>.state    the group's superblock: two slots (view, log_view,
+ *                 commit_max, faulty_op, sequence, XXH3);
+ *   partitions/   the partition itself, the state machine: a committed
+ *                 send is stamped and appended there by part_append (so
+ *                 every replica stamps the same offsets and bytes), a
+ *                 consumer-offset op is part_offset_store. At boot the
+ *                 applied op is the committed batch ending at the
+ *                 partition's next offset; a partition that refuses to
+ *                 open or disagrees with the journal is rebuilt from the
+ *                 committed log (repaired from peers when cut).
+ * Deduplication is by the client id and request number of the request
+ * header (the table is rebuilt from the committed log at boot); the
+ * header's session field carries a transport id the binding never uses.
+ * A send reaching a backup is forwarded to the group's primary.
+ *
+ * Faults: a partition frame crosses the same faulty network model as the
+ * metadata group (loss, duplication, delay, the world's partitions);
+ * a group replica is down whenever its node is (a node crash crashes its
+ * sim_sio: unsynced writes lost or torn); crashes armed inside storage
+ * calls, flips and latent sectors in the journal and segments while a
+ * node is down (at most f replicas of a group). Every draw comes from
+ * this module's own stream, so the metadata group's runs are unchanged.
+ *
+ * Checkers (a failure stops the run through sim_world_failf):
+ *  - one committed history per partition: no op committed with two
+ *    checksums, commits in op order on every replica;
+ *  - no acknowledged batch lost: an acked send stays at its op and its
+ *    offsets forever, and after the faults stop every replica converges
+ *    past it;
+ *  - offsets never handed out twice: no two different committed batches
+ *    (stamped bytes) at one offset, on any replica, in any life;
+ *  - equal outputs: every replica's apply output of an op is equal, and
+ *    equal to the committed-log model's (offsets, stores' results);
+ *  - polls never return an uncommitted or foreign batch;
+ *  - persist-before-send and no PrepareOk before the append is durable;
+ *  - after convergence the replicas' partitions are byte-identical up to
+ *    their commit and their consumer offsets equal.
+ *
+ * Callers: tests/sim/sim_world.c (step, liveness) and vsr_sim.c (one
+ * thread).
+ */
+#ifndef VS_TESTS_SIM_PARTS_H
+#define VS_TESTS_SIM_PARTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/wire.h"
+
+struct sim_world;
+
+#define SIM_PARTS_MAX    8
+#define SIM_PARTS_GROUP0 ((uint64_t)1 << 40) /* group id of partition 0 */
+
+struct sim_parts_opts {
+    unsigned partitions; /* 1..SIM_PARTS_MAX */
+    unsigned clients;    /* partition clients */
+    /* 0: leave the partition's offsets/ subdirectories as part_open
+     * created them (their entries are never fsynced: a crash may lose
+     * them); 1: the binding fsyncs offsets/ after every open */
+    int no_offsets_fsync;
+};
+
+struct sim_parts_marks {
+    uint64_t commits, acked, sends, stores, polls, polled_batches, forwards,
+        not_ready, dedup_hits, reconnects, side_crashes, side_fatal, boots,
+        torn_cut, faulty_cut, interior_cut, part_rebuilt, part_refused, flips,
+        latent, damaged_reads, view_changes, repairs, truncations,
+        faulty_repaired, state_transfer, waived_refused;
+};
+
+struct sim_parts;
+
+/* Attaches P partition groups to every node of `w` (after
+ * sim_world_init); the world steps them, and its liveness phase waits for
+ * them. 0 or -errno. */
+int sim_parts_attach(struct sim_world *w, const struct sim_parts_opts *o);
+/* Called by the world (sim_world.c). */
+void sim_parts_step(struct sim_world *w);
+void sim_parts_heal(struct sim_world *w);
+int sim_parts_converged(struct sim_world *w);
+/* After the liveness phase: the convergence checks, or the reason the
+ * groups did not converge. */
+void sim_parts_finish(struct sim_world *w);
+void sim_parts_detach(struct sim_world *w);
+void sim_parts_get_marks(const struct sim_world *w, struct sim_parts_marks *m);
+
+/* ---- scenario building blocks ---- */
+/* The node hosting replica index `replica` of partition k. */
+unsigned sim_parts_node_of(const struct sim_world *w, unsigned k,
+                           unsigned replica);
+/* The node of partition k's current primary, or -1. */
+int sim_parts_primary(const struct sim_world *w, unsigned k);
+/* Acked sends so far, and the highest committed op of partition k on
+ * any replica. */
+uint64_t sim_parts_acked(const struct sim_world *w);
+uint64_t sim_parts_commit(const struct sim_world *w, unsigned k);
+/* Arms a crash of node i's partition storage at its nth next mutating
+ * call (the side then stops and restarts like a crashed data shard). */
+void sim_parts_arm_crash(struct sim_world *w, unsigned node, uint64_t nth);
+/* Damages the last journal record of partition k on node i (down): its
+ * body (in_header 0) or its header. 1 done, 0 nothing to damage. */
+int sim_parts_rot_tail(struct sim_world *w, unsigned node, unsigned k,
+                       int in_header);
+/* Scenarios: sees every partition frame before the network takes it
+ * (1: drop it). */
+void sim_parts_set_tamper(struct sim_world *w,
+                          int (*fn)(void *ctx, unsigned from, unsigned to,
+                                    uint8_t *frame, uint32_t len),
+                          void *ctx);
+/* Every partition client changes its transport id (a reconnect) and
+ * resends its outstanding request. */
+void sim_parts_reconnect_all(struct sim_world *w);
+/* Engine counters of partition k's replica on node i (this life). */
+const struct vs_vsr_stats *sim_parts_stats(const struct sim_world *w,
+                                           unsigned node, unsigned k);
+
+#endif /* VS_TESTS_SIM_PARTS_H */
