@@ -89,6 +89,7 @@ struct sp_rep {
     uint64_t mend; /* next offset by the committed log, as of applied */
     uint64_t lives;
     struct vs_vsr_stats acc;
+    uint64_t verdicts[VSR_VERDICT_COUNT]; /* earlier lives */
 };
 
 struct sp_node {
@@ -650,6 +651,17 @@ do_commit(struct sp_rep *r, const struct vs_vsr_action *a)
     } else {
         model_output(h, body, len, r->mend, out, &out_len, &adv);
         check_output(r, hs, op, out, out_len);
+        for (uint64_t k = 1; k < op && !vs_u128_is_zero(h->client); k++) {
+            const struct sp_hist *e = &ps->hist[r->part][k];
+            if (e->set && vs_u128_eq(e->client, h->client) &&
+                e->request == h->request)
+                fail(ps,
+                     "at-most-once: group %u node %u executes request "
+                     "%llu of a client again at op %llu (first at op "
+                     "%llu)",
+                     r->part, r->node, (unsigned long long)h->request,
+                     (unsigned long long)op, (unsigned long long)k);
+        }
         if (h->operation == VS_OP_SEND_MESSAGES) {
             uint8_t *copy = vs_xmalloc(len ? len : 1);
             memcpy(copy, body, len);
@@ -1073,9 +1085,10 @@ rep_boot(struct sp_rep *r)
     }
     r->joff[s.head + 1] = pos;
     if (s.cut_at < jlen || s.torn || s.damaged) {
-        if (s.damaged)
+        if (s.damaged) {
             ps->m.faulty_cut++;
-        else
+            ps->rot_reps[r->part] |= 1u << r->node; /* counts as damage */
+        } else
             ps->m.torn_cut++;
         if (s.interior)
             ps->m.interior_cut++;
@@ -1195,6 +1208,8 @@ rep_stop(struct sp_rep *r)
         r->acc.truncations += st->truncations;
         r->acc.faulty_repaired += st->faulty_repaired;
         r->acc.divergences += st->divergences;
+        for (unsigned v = 0; v < VSR_VERDICT_COUNT; v++)
+            r->verdicts[v] += st->verdicts[v];
         vsr_destroy(r->eng);
         r->eng = NULL;
     }
@@ -1228,8 +1243,13 @@ static void
 side_crash(struct sim_parts *ps, unsigned i)
 {
     struct sp_node *nd = &ps->node[i];
-    for (unsigned k = 0; k < ps->o.partitions; k++)
+    for (unsigned k = 0; k < ps->o.partitions; k++) {
+        /* an unsynced append may come back full length but torn (a
+         * sector hole): damage that counts against the group's f */
+        if (ps->rep[i][k].up && ps->rep[i][k].jhead > ps->rep[i][k].jdur)
+            ps->rot_reps[k] |= 1u << i;
         rep_stop(&ps->rep[i][k]);
+    }
     if (sim_sio_crash(nd->fs) != 0)
         fail(ps, "the simulated file system of node %u failed", i);
     nd->up = 0;
@@ -1644,7 +1664,8 @@ faults_tick(struct sim_parts *ps)
         unsigned k = (unsigned)(prand(ps) % ps->o.partitions);
         if (!(nd->rotted & (1u << k)) &&
             (unsigned)__builtin_popcount(ps->rot_reps[k]) >= f)
-            continue; /* at most f replicas of a group carry damage */
+            continue; /* at most f replicas of a group carry damage (a
+                       * torn append cut as damaged counts too) */
         char path[700];
         int latent = w->f.latent && pchance(ps, 1, 3);
         if (pchance(ps, 1, 2)) {
@@ -2152,4 +2173,32 @@ sim_parts_stats(const struct sim_world *w, unsigned node, unsigned k)
 {
     const struct sp_rep *r = &parts_of(w)->rep[node][k];
     return r->eng ? vsr_stats(r->eng) : NULL;
+}
+
+int64_t
+sim_parts_head(const struct sim_world *w, unsigned node, unsigned k)
+{
+    const struct sp_rep *r = &parts_of(w)->rep[node][k];
+    return r->up ? (int64_t)r->jhead : -1;
+}
+
+uint64_t
+sim_parts_verdicts(const struct sim_world *w, enum vsr_verdict v)
+{
+    const struct sim_parts *ps = parts_of(w);
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < w->p.n; i++)
+        for (unsigned k = 0; k < ps->o.partitions; k++) {
+            const struct sp_rep *r = &ps->rep[i][k];
+            sum += r->verdicts[v];
+            if (r->eng != NULL)
+                sum += vsr_stats(r->eng)->verdicts[v];
+        }
+    return sum;
+}
+
+uint64_t
+sim_parts_frame_group(const uint8_t *frame, uint32_t len)
+{
+    return frame_group(frame, len);
 }

@@ -62,6 +62,7 @@
 #include <stdint.h>
 
 #include "common/wire.h"
+#include "shard/vsr/engine.h"
 
 struct sim_world;
 
@@ -118,6 +119,8 @@ void sim_parts_arm_crash(struct sim_world *w, unsigned node, uint64_t nth);
  * body (in_header 0) or its header. 1 done, 0 nothing to damage. */
 int sim_parts_rot_tail(struct sim_world *w, unsigned node, unsigned k,
                        int in_header);
+/* The group id a replica frame carries (by command), 0 if none. */
+uint64_t sim_parts_frame_group(const uint8_t *frame, uint32_t len);
 /* Scenarios: sees every partition frame before the network takes it
  * (1: drop it). */
 void sim_parts_set_tamper(struct sim_world *w,
@@ -127,6 +130,10 @@ void sim_parts_set_tamper(struct sim_world *w,
 /* Every partition client changes its transport id (a reconnect) and
  * resends its outstanding request. */
 void sim_parts_reconnect_all(struct sim_world *w);
+/* The journal head of partition k's replica on node i (-1: down). */
+int64_t sim_parts_head(const struct sim_world *w, unsigned node, unsigned k);
+/* Verdict `v` counted by every replica of every group (all lives). */
+uint64_t sim_parts_verdicts(const struct sim_world *w, enum vsr_verdict v);
 /* Engine counters of partition k's replica on node i (this life). */
 const struct vs_vsr_stats *sim_parts_stats(const struct sim_world *w,
                                            unsigned node, unsigned k);

@@ -1141,6 +1141,231 @@ sc_xfer_stale_target(struct sim_world *w)
     return xfer_finish(w, &x);
 }
 
+/* ------------------------------------ replicated partitions (sim_parts) */
+
+/* Attaches two partition groups to a scenario's world (faults on). */
+static int
+parts_begin(struct sim_world *w)
+{
+    if (w->parts == NULL && attach_parts(w, 2) != 0)
+        return 1;
+    w->faults_on = 1;
+    return w->failed;
+}
+
+static int
+parts_mark(const struct sim_world *w, const char *what, uint64_t v)
+{
+    if (v == 0 && !w->failed)
+        sim_world_failf((struct sim_world *)w, "scenario: no %s", what);
+    return w->failed;
+}
+
+/* The primary of group 0 crashes (inside its storage, then the node)
+ * while producers send: a new primary takes over, nothing acknowledged
+ * is lost, the old one rejoins. */
+static int
+sc_part_primary_crash(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 500))
+        return 1;
+    int p = sim_parts_primary(w, 0);
+    if (p < 0) {
+        sim_world_failf(w, "scenario: group 0 has no primary");
+        return 1;
+    }
+    uint64_t acked = sim_parts_acked(w);
+    sim_parts_arm_crash(w, (unsigned)p, 3);
+    steps(w, 100);
+    sim_world_crash(w, (unsigned)p);
+    steps(w, 1200);
+    int q = sim_parts_primary(w, 0);
+    if (!w->failed && (q < 0 || q == p))
+        sim_world_failf(w, "scenario: no new primary of group 0 (%d)", q);
+    if (!w->failed && sim_parts_acked(w) <= acked)
+        sim_world_failf(w, "scenario: no send acknowledged after the crash");
+    sim_world_restart(w, (unsigned)p);
+    steps(w, 400);
+    struct sim_parts_marks m;
+    sim_parts_get_marks(w, &m);
+    if (parts_mark(w, "partition view change", m.view_changes))
+        return 1;
+    return finish(w);
+}
+
+/* A backup's last journal record is damaged while it is down: it cuts
+ * it, marks it faulty (never nacked) and repairs it from its peers. */
+static int
+sc_part_damaged_tail(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 600))
+        return 1;
+    int p = sim_parts_primary(w, 0);
+    if (p < 0) {
+        sim_world_failf(w, "scenario: group 0 has no primary");
+        return 1;
+    }
+    unsigned b = ((unsigned)p + 1) % w->p.n;
+    sim_world_crash(w, b);
+    steps(w, 1);
+    if (!sim_parts_rot_tail(w, b, 0, 0))
+        sim_world_failf(w, "scenario: no journal record to damage");
+    sim_world_restart(w, b);
+    steps(w, 1000);
+    struct sim_parts_marks m;
+    sim_parts_get_marks(w, &m);
+    if (parts_mark(w, "damaged tail cut", m.faulty_cut) ||
+        parts_mark(w, "faulty op repaired", m.faulty_repaired))
+        return 1;
+    return finish(w);
+}
+
+/* Repaired prepares keep the hash chain (upstream #3978: repairs
+ * rewound the journal's parent and nodes could not restart): a backup
+ * cut off misses ops, repairs them after the heal, then restarts twice
+ * and recovers its whole journal each time, nothing cut. */
+static int
+sc_part_repaired_chain(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 300))
+        return 1;
+    int p = sim_parts_primary(w, 0);
+    if (p < 0) {
+        sim_world_failf(w, "scenario: group 0 has no primary");
+        return 1;
+    }
+    unsigned b = ((unsigned)p + 1) % w->p.n;
+    for (unsigned i = 0; i < w->p.n; i++)
+        w->part[i][b] = w->part[b][i] = i != b;
+    steps(w, 700);
+    memset(w->part, 0, sizeof(w->part));
+    steps(w, 900);
+    struct sim_parts_marks m;
+    sim_parts_get_marks(w, &m);
+    if (parts_mark(w, "partition repair", m.repairs))
+        return 1;
+    for (int round = 0; round < 2 && !w->failed; round++) {
+        int64_t head = sim_parts_head(w, b, 0);
+        uint64_t cut = m.torn_cut + m.faulty_cut;
+        sim_world_crash(w, b);
+        steps(w, 1);
+        sim_world_restart(w, b);
+        steps(w, 1);
+        sim_parts_get_marks(w, &m);
+        if (!w->failed && (sim_parts_head(w, b, 0) != head ||
+                           m.torn_cut + m.faulty_cut != cut))
+            sim_world_failf(w,
+                            "scenario: the repaired journal of node %u did not "
+                            "survive a restart (head %lld, before %lld)",
+                            b, (long long)sim_parts_head(w, b, 0),
+                            (long long)head);
+        steps(w, 300);
+    }
+    return finish(w);
+}
+
+/* A leader restarts with nothing to repair (upstream #4230 panicked on
+ * an empty repair range): it rejoins, and no replica ever sends or takes
+ * an empty, inverted or oversized repair range. */
+static int
+sc_part_leader_restart_empty_repair(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 600))
+        return 1;
+    for (int round = 0; round < 3 && !w->failed; round++) {
+        int p = sim_parts_primary(w, round % 2);
+        if (p < 0)
+            break;
+        sim_world_crash(w, (unsigned)p);
+        steps(w, 1);
+        sim_world_restart(w, (unsigned)p);
+        steps(w, 700);
+    }
+    if (!w->failed && sim_parts_verdicts(w, VSR_DROP_RANGE) > 0)
+        sim_world_failf(
+            w,
+            "scenario: %llu repair requests with an invalid "
+            "range",
+            (unsigned long long)sim_parts_verdicts(w, VSR_DROP_RANGE));
+    return finish(w);
+}
+
+struct part_drop {
+    unsigned from, to; /* frames of group 0 from -> to */
+    int on;
+};
+
+static int
+drop_group0(void *ctx, unsigned from, unsigned to, uint8_t *frame, uint32_t len)
+{
+    struct part_drop *d = ctx;
+    return d->on && sim_parts_frame_group(frame, len) == SIM_PARTS_GROUP0 &&
+           ((from == d->from && to == d->to) ||
+            (from == d->to && to == d->from));
+}
+
+/* A commit on a suffix no live replica can repair is bounded (upstream
+ * #4075 stalled forever): the primary's prepares reach one backup only,
+ * whose acknowledgements are lost; primary and that backup die, the
+ * backup's copy of the newest op is damaged; the survivors cannot
+ * decide it until a holder is back, commit nothing else meanwhile, and
+ * once the old primary returns the group commits within the bound. */
+static int
+sc_part_unrepairable_suffix(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 500))
+        return 1;
+    int p = sim_parts_primary(w, 0);
+    if (p < 0) {
+        sim_world_failf(w, "scenario: group 0 has no primary");
+        return 1;
+    }
+    unsigned b1 = ((unsigned)p + 1) % w->p.n, b2 = ((unsigned)p + 2) % w->p.n;
+    struct part_drop d = {(unsigned)p, b2, 1};
+    sim_parts_set_tamper(w, drop_group0, &d);
+    steps(w, 200);
+    uint64_t before = sim_parts_commit(w, 0);
+    sim_world_crash(w, (unsigned)p);
+    sim_world_crash(w, b1);
+    steps(w, 1);
+    d.on = 0;
+    (void)sim_parts_rot_tail(w, b1, 0, 0);
+    sim_world_restart(w, b1);
+    steps(w, 1500);
+    sim_world_restart(w, (unsigned)p);
+    uint64_t t0 = w->now;
+    while (!w->failed && w->now < t0 + 3000 && sim_parts_commit(w, 0) <= before)
+        steps(w, 10);
+    if (!w->failed && sim_parts_commit(w, 0) <= before)
+        sim_world_failf(w,
+                        "scenario: group 0 committed nothing within 3000 "
+                        "ticks of a holder's return (commit %llu)",
+                        (unsigned long long)before);
+    sim_parts_set_tamper(w, NULL, NULL);
+    return finish(w);
+}
+
+/* Clients reconnect again and again with new transport ids and resend
+ * their outstanding requests (upstream #3958 keyed deduplication by the
+ * transport): every request executes at most once, duplicates get the
+ * committed answer. */
+static int
+sc_part_reconnect_dedup(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 300))
+        return 1;
+    for (int round = 0; round < 40 && !w->failed; round++) {
+        steps(w, 25);
+        sim_parts_reconnect_all(w);
+    }
+    struct sim_parts_marks m;
+    sim_parts_get_marks(w, &m);
+    if (parts_mark(w, "duplicate answered from the committed log",
+                   m.dedup_hits))
+        return 1;
+    return finish(w);
+}
+
 static const struct scenario SCENARIOS[] = {
     {"single-torn-tail", 1, NULL, sc_single_torn_tail},
     {"single-cluster-restart", 1, NULL, sc_cluster_restart},
@@ -1351,6 +1576,15 @@ static const struct scenario SCENARIOS[] = {
     {"xfer-corrupt-chunk-in-flight", 3, NULL, sc_xfer_corrupt_chunk},
     {"xfer-zero-byte-chunks", 3, NULL, sc_xfer_empty_chunks},
     {"xfer-stale-target-after-restart", 3, NULL, sc_xfer_stale_target},
+    /* Replicated partitions: two partition groups beside the metadata
+     * group (sim_parts.h); the upstream bugs vstream must not have. */
+    {"part-primary-crash-mid-sends", 3, NULL, sc_part_primary_crash},
+    {"part-backup-damaged-tail", 3, NULL, sc_part_damaged_tail},
+    {"part-repaired-chain-restarts", 3, NULL, sc_part_repaired_chain},
+    {"part-leader-restart-empty-repair", 3, NULL,
+     sc_part_leader_restart_empty_repair},
+    {"part-unrepairable-suffix-bounded", 3, NULL, sc_part_unrepairable_suffix},
+    {"part-reconnect-keeps-dedup", 3, NULL, sc_part_reconnect_dedup},
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
 
