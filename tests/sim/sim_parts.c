@@ -22,6 +22,8 @@
 #include "shard/data/batch.h"
 #include "shard/data/partition.h"
 #include "shard/data/pdir.h"
+#include "shard/data/pjournal.h"
+#include "shard/serve/pgroup.h"
 #include "shard/vsr/engine.h"
 #include "tests/sim/sim_parts.h"
 #include "tests/sim/sim_sio.h"
@@ -35,6 +37,7 @@
 #define SP_FROM_CL   100u /* net `from` of a client */
 #define SP_STATE_LEN 64u
 #define SP_CONSUMERS 3u
+#define SP_PG_SLOTS  256u /* the production binding's journal window */
 
 struct sp_hist {
     int set;
@@ -46,6 +49,10 @@ struct sp_hist {
     int out_set;
     uint8_t out[16];
     uint32_t out_len;
+    /* the production binding: what the committed log says the answer is */
+    int model_set;
+    uint64_t base;
+    uint32_t count, code;
 };
 
 struct sp_off {
@@ -90,6 +97,12 @@ struct sp_rep {
     uint64_t lives;
     struct vs_vsr_stats acc;
     uint64_t verdicts[VSR_VERDICT_COUNT]; /* earlier lives */
+    /* the production binding (shard/serve/pgroup.c) */
+    struct vs_pgroup *g;
+    struct pj_sync_target sync_t;
+    int sync_pending, refused;
+    uint64_t sync_due;
+    uint64_t boot_dur; /* recovered head: durable from the open on */
 };
 
 struct sp_node {
@@ -123,9 +136,22 @@ struct sp_client {
     uint64_t done;
 };
 
+#define SP_PENDING 64u
+
+struct sp_pend { /* an answer whose commit was not observed yet */
+    unsigned part;
+    uint64_t op, request, base;
+    struct vs_u128 client;
+    uint8_t operation;
+    uint32_t status;
+};
+
 struct sim_parts {
     struct sim_world *w;
+    struct sp_pend pend[SP_PENDING];
+    size_t npend;
     struct sim_parts_opts o;
+    uint64_t gid[SIM_PARTS_MAX]; /* group id of each partition */
     unsigned n;
     uint64_t rng;
     struct sp_node node[SIM_N_MAX];
@@ -179,12 +205,6 @@ ptrace(struct sim_parts *ps, const char *fmt, ...)
     vprintf(fmt, ap);
     printf("\n");
     va_end(ap);
-}
-
-static uint64_t
-group_of(unsigned k)
-{
-    return SIM_PARTS_GROUP0 + k;
 }
 
 unsigned
@@ -292,7 +312,14 @@ net_send(struct sim_parts *ps, int to_client, unsigned from, unsigned to,
     if (w->faults_on && w->f.loss && pchance(ps, w->p.loss_pm, 1000))
         return;
     net_push(ps, to_client, from, to, frame, len);
-    if (w->faults_on && w->f.dup && pchance(ps, w->p.dup_pm, 1000))
+    /* a request duplicated on the way (client -> node, or forwarded) is
+     * re-executed by pgroup.c once 4 newer proposals of its client
+     * committed (its dedup window): only when asked */
+    int request =
+        !to_client && len >= VS_HEADER_SIZE &&
+        ((const struct vs_header *)frame)->f.command == VS_CMD_REQUEST;
+    if (w->faults_on && w->f.dup && pchance(ps, w->p.dup_pm, 1000) &&
+        (!request || ps->o.local_binding || ps->o.dup_requests))
         net_push(ps, to_client, from, to, frame, len);
 }
 
@@ -402,11 +429,14 @@ ded_find(struct sp_rep *r, struct vs_u128 client, int create)
 
 /* ------------------------------------------------------------ actions */
 
+static uint64_t rep_durable(const struct sp_rep *r);
+
 static void
 check_before_send(struct sp_rep *r, const struct vs_header *h)
 {
     unsigned c = h->f.command;
-    if ((c == VS_CMD_PREPARE_OK || c == VS_CMD_COMMIT ||
+    if (r->g == NULL &&
+        (c == VS_CMD_PREPARE_OK || c == VS_CMD_COMMIT ||
          c == VS_CMD_START_VIEW_CHANGE || c == VS_CMD_DO_VIEW_CHANGE ||
          c == VS_CMD_START_VIEW) &&
         h->f.view > r->sb.view)
@@ -416,12 +446,12 @@ check_before_send(struct sp_rep *r, const struct vs_header *h)
              r->part, r->node, c, h->f.view, r->sb.view);
     if (c == VS_CMD_PREPARE_OK) {
         const struct vs_hdr_prepare_ok *ok = (const void *)h;
-        if (ok->op > r->jdur)
+        if (ok->op > rep_durable(r))
             fail(r->ps,
                  "R3: group %u replica on node %u acknowledged op %llu above "
                  "its durable journal op %llu",
                  r->part, r->node, (unsigned long long)ok->op,
-                 (unsigned long long)r->jdur);
+                 (unsigned long long)rep_durable(r));
     }
 }
 
@@ -687,7 +717,7 @@ do_commit(struct sp_rep *r, const struct vs_vsr_action *a)
                     if (o >= SP_OFFS)
                         break;
                     struct sp_off *f = &ps->offs[r->part][o];
-                    if (f->set && (f->op != op || f->hash != x))
+                    if (f->set && ((f->op != 0 && f->op != op) || f->hash != x))
                         fail(ps,
                              "offsets: group %u offset %llu handed out twice "
                              "(ops %llu and %llu, node %u)",
@@ -816,6 +846,364 @@ io_tick(struct sp_rep *r)
         }
         drain(r);
     }
+}
+
+/* ------------------------------------------- the production binding */
+
+static void status_reply(struct sp_rep *r, const struct vs_hdr_request *q,
+                         uint32_t st);
+
+static int
+pg_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
+        size_t len)
+{
+    (void)g;
+    do_send(ctx, replica, frame, (uint32_t)len);
+    return 0;
+}
+
+static void
+pg_reply(void *ctx, struct vs_pgroup *g, struct vs_u128 client,
+         const void *frame, size_t len)
+{
+    (void)g;
+    struct sp_rep *r = ctx;
+    for (unsigned i = 0; i < r->ps->o.clients; i++)
+        if (vs_u128_eq(r->ps->c[i].id, client))
+            net_send(r->ps, 1, r->node, i, frame, (uint32_t)len);
+}
+
+/* The fsync the group asks for: its target now, the completion
+ * `disk_delay` ticks later (io_tick). */
+static void
+pg_sync(void *ctx, struct vs_pgroup *g)
+{
+    struct sp_rep *r = ctx;
+    if (pgroup_sync_target(g, &r->sync_t) != 0)
+        return; /* the group stopped: observe() sees it */
+    /* the fsync runs later on duplicates (the handles may close
+     * meanwhile: a segment roll) */
+    struct sim_sio *fs = r->ps->node[r->node].fs;
+    r->sync_t.log_fd =
+        r->sync_t.log_fd >= 0 ? sim_sio_dup(fs, r->sync_t.log_fd) : -1;
+    r->sync_t.vsr_fd =
+        r->sync_t.vsr_fd >= 0 ? sim_sio_dup(fs, r->sync_t.vsr_fd) : -1;
+    r->sync_pending = 1;
+    r->sync_due = r->ps->w->now + r->ps->w->p.disk_delay;
+}
+
+/* A committed op of the production binding, read back from its journal:
+ * the same checks as the sim-local commit (history, at-most-once,
+ * offsets) and the answer the committed log defines. */
+static void
+pg_committed(struct sp_rep *r, uint64_t op, const struct vs_hdr_prepare *h,
+             const uint8_t *body, uint32_t len)
+{
+    struct sim_parts *ps = r->ps;
+    struct sp_hist *hs = &ps->hist[r->part][op];
+    ptrace(ps, "node %u group %u commits op %llu (operation %u)", r->node,
+           r->part, (unsigned long long)op, h->operation);
+    if (hs->set && !vs_u128_eq(hs->checksum, h->f.checksum)) {
+        fail(ps,
+             "history: group %u op %llu committed with two checksums "
+             "(node %u)%s",
+             r->part, (unsigned long long)op, r->node,
+             hs->acked ? ", and it was acknowledged" : "");
+        return;
+    }
+    if (!hs->set) {
+        hs->set = 1;
+        hs->checksum = h->f.checksum;
+        hs->client = h->client;
+        hs->request = h->request;
+        hs->operation = h->operation;
+        ps->m.commits++;
+        for (uint64_t k = 1; k < op && !vs_u128_is_zero(h->client); k++) {
+            const struct sp_hist *e = &ps->hist[r->part][k];
+            if (e->set && vs_u128_eq(e->client, h->client) &&
+                e->request == h->request &&
+                e->operation == VS_OP_SEND_MESSAGES &&
+                h->operation == VS_OP_SEND_MESSAGES) {
+                fail(ps,
+                     "at-most-once: group %u commits request %llu of a "
+                     "client again at op %llu (first at op %llu)",
+                     r->part, (unsigned long long)h->request,
+                     (unsigned long long)op, (unsigned long long)k);
+                return;
+            }
+        }
+    }
+    if (h->operation == VS_OP_SEND_MESSAGES) {
+        if (len < BATCH_HEADER_SIZE) {
+            fail(ps, "group %u op %llu: a send without a batch", r->part,
+                 (unsigned long long)op);
+            return;
+        }
+        uint64_t base = batch_base_offset(body), x = vs_xxh3_64(body, len);
+        uint32_t n = batch_count(body);
+        if (base < r->mend)
+            fail(ps,
+                 "offsets: group %u op %llu on node %u stamped at %llu, "
+                 "below the committed log's next offset %llu",
+                 r->part, (unsigned long long)op, r->node,
+                 (unsigned long long)base, (unsigned long long)r->mend);
+        else if (base > r->mend)
+            ps->m.offset_gaps++;
+        for (uint32_t i = 0; i < n && base + i < SP_OFFS; i++) {
+            struct sp_off *f = &ps->offs[r->part][base + i];
+            if (f->set && ((f->op != 0 && f->op != op) || f->hash != x))
+                fail(ps,
+                     "offsets: group %u offset %llu handed out twice "
+                     "(ops %llu and %llu, node %u)",
+                     r->part, (unsigned long long)(base + i),
+                     (unsigned long long)f->op, (unsigned long long)op,
+                     r->node);
+            f->set = 1;
+            f->op = op;
+            f->hash = x;
+            f->count = i == 0 ? n : 0;
+        }
+        if (!hs->model_set) {
+            hs->model_set = 1;
+            hs->base = base;
+            hs->count = n;
+        } else if (hs->base != base || hs->count != n) {
+            fail(ps,
+                 "determinism: group %u op %llu at another offset on "
+                 "node %u",
+                 r->part, (unsigned long long)op, r->node);
+        }
+        r->mend = base + n;
+        if (r->mend > ps->end[r->part])
+            ps->end[r->part] = r->mend;
+    } else if (h->operation == VS_OP_STORE_CONSUMER_OFFSET) {
+        struct pgroup_offset_op o;
+        uint32_t code = VS_E_INVALID_FORMAT;
+        if (pgroup_offset_decode(body, len, &o) == 0)
+            code = r->mend > 0 && o.offset <= r->mend - 1 ? 0
+                                                          : VS_E_INVALID_OFFSET;
+        if (!hs->model_set) {
+            hs->model_set = 1;
+            hs->code = code;
+        } else if (hs->code != code) {
+            fail(ps,
+                 "determinism: group %u op %llu: node %u's log gives "
+                 "another result",
+                 r->part, (unsigned long long)op, r->node);
+        }
+    }
+}
+
+/* After every input of a group: a stop, and the ops it committed. */
+static void
+observe(struct sp_rep *r)
+{
+    struct sim_parts *ps = r->ps;
+    if (!r->up || r->g == NULL || ps->w->failed)
+        return;
+    uint64_t head = pj_head(pgroup_journal(r->g));
+    if (head < r->boot_dur)
+        r->boot_dur = head; /* a truncation: re-appends need a sync */
+    uint64_t c = pgroup_commit(r->g);
+    struct vs_wbuf b;
+    vs_wbuf_init(&b);
+    while (r->applied < c && !ps->w->failed) {
+        uint64_t op = r->applied + 1;
+        vs_wbuf_reset(&b); /* pj_read appends */
+        int rc = pj_read(pgroup_journal(r->g), op, &b);
+        if (rc == 0 && b.len >= VS_HEADER_SIZE)
+            pg_committed(r, op, (const void *)b.data, b.data + VS_HEADER_SIZE,
+                         (uint32_t)(b.len - VS_HEADER_SIZE));
+        else {
+            ps->m.unobserved++; /* drained by a checkpoint meanwhile */
+            ptrace(ps, "node %u group %u: committed op %llu unreadable: %s",
+                   r->node, r->part, (unsigned long long)op, sio_strerror(rc));
+        }
+        r->applied = op;
+    }
+    vs_wbuf_fini(&b);
+    /* the commits first (their answers may be out), then the stop */
+    if (pgroup_fatal(r->g))
+        side_fatal(r, "the partition group", -VS_EFATAL);
+}
+
+static void
+sync_close(struct sp_rep *r)
+{
+    struct vs_sio *io = sim_sio_io(r->ps->node[r->node].fs);
+    if (r->sync_t.log_fd >= 0)
+        sio_close(io, r->sync_t.log_fd);
+    if (r->sync_t.vsr_fd >= 0)
+        sio_close(io, r->sync_t.vsr_fd);
+    r->sync_t.log_fd = r->sync_t.vsr_fd = -1;
+}
+
+static void
+pg_sync_tick(struct sp_rep *r)
+{
+    struct sim_parts *ps = r->ps;
+    if (!r->up || !r->sync_pending || r->sync_due > ps->w->now)
+        return;
+    struct vs_sio *io = sim_sio_io(ps->node[r->node].fs);
+    r->sync_pending = 0;
+    int rc = 0;
+    if (r->sync_t.log_fd >= 0)
+        rc = sio_fsync(io, r->sync_t.log_fd, "partition log");
+    if (rc == 0 && r->sync_t.vsr_fd >= 0)
+        rc = sio_fsync(io, r->sync_t.vsr_fd, "partition journal");
+    sync_close(r);
+    if (rc < 0) {
+        side_fatal(r, "journal fsync", rc);
+        return;
+    }
+    pgroup_on_synced(r->g, &r->sync_t);
+    observe(r);
+}
+
+/* The highest op of the replica's journal that is durable. */
+static uint64_t
+rep_durable(const struct sp_rep *r)
+{
+    if (r->g != NULL) {
+        uint64_t d = pj_durable(pgroup_journal(r->g));
+        return d > r->boot_dur ? d : r->boot_dur;
+    }
+    return r->jdur;
+}
+
+/* The committed log's next offset as of op `applied` (from the offsets
+ * every replica committed). */
+static uint64_t
+committed_end(const struct sim_parts *ps, unsigned k, uint64_t applied)
+{
+    uint64_t end = 0;
+    for (uint64_t o = 0; o < SP_OFFS; o++)
+        if (ps->offs[k][o].set && ps->offs[k][o].op <= applied)
+            end = o + 1;
+    return end;
+}
+
+static void verify_partition(struct sp_rep *r, const uint64_t *bop);
+static int open_part(struct sp_rep *r, int wipe);
+
+static int
+pg_boot(struct sp_rep *r)
+{
+    struct sim_parts *ps = r->ps;
+    struct sim_world *w = ps->w;
+    int rc = open_part(r, 0);
+    if (rc == 1) {
+        r->refused = 1;
+        ps->m.pg_refused++;
+        return 1;
+    }
+    if (rc < 0)
+        return rc;
+    struct pgroup_opts po = {
+        .cluster = w->cluster,
+        .id = part_ident_of(r->part),
+        .replica = (uint8_t)r->replica,
+        .replica_count = (uint8_t)w->p.n,
+        .journal_slots = SP_PG_SLOTS,
+        .pipeline_max = 4,
+        .body_max = SP_BODY_MAX,
+        .seed = prand(ps),
+    };
+    struct pgroup_env env = {
+        .ctx = r, .send = pg_send, .reply = pg_reply, .sync = pg_sync};
+    char why[300];
+    r->sync_pending = 0;
+    r->up = 1; /* the open replays through env (sends) */
+    rc = pgroup_open(&po, r->p, &env, &r->g, why, sizeof(why));
+    if (rc < 0) {
+        r->up = 0;
+        r->g = NULL;
+        part_abandon(r->p);
+        r->p = NULL;
+        if (sim_sio_crashed(ps->node[r->node].fs))
+            return rc;
+        r->refused = 1;
+        ps->m.pg_refused++;
+        ptrace(ps, "node %u group %u: pgroup_open refused: %s", r->node,
+               r->part, why);
+        return 1;
+    }
+    r->refused = 0;
+    r->eng = (struct vs_vsr *)pgroup_engine(r->g);
+    r->applied = pgroup_commit(r->g);
+    r->boot_dur = pj_head(pgroup_journal(r->g));
+    /* ops the open's replay committed that no life observed (a commit
+     * right before a stop): observed now */
+    struct vs_wbuf b;
+    vs_wbuf_init(&b);
+    for (uint64_t op = 1; op <= r->applied && !w->failed; op++) {
+        if (ps->hist[r->part][op].set)
+            continue;
+        vs_wbuf_reset(&b);
+        if (pj_read(pgroup_journal(r->g), op, &b) != 0 ||
+            b.len < VS_HEADER_SIZE)
+            continue;
+        r->mend = committed_end(ps, r->part, op - 1);
+        pg_committed(r, op, (const void *)b.data, b.data + VS_HEADER_SIZE,
+                     (uint32_t)(b.len - VS_HEADER_SIZE));
+    }
+    vs_wbuf_fini(&b);
+    verify_partition(r, NULL);
+    r->mend = committed_end(ps, r->part, r->applied);
+    r->lives++;
+    ps->m.boots++;
+    ptrace(ps, "node %u group %u boots: journal head %llu, commit %llu",
+           r->node, r->part, (unsigned long long)pj_head(pgroup_journal(r->g)),
+           (unsigned long long)r->applied);
+    return 0;
+}
+
+static void
+pg_request(struct sp_rep *r, const uint8_t *f, uint32_t len, int forwarded,
+           const struct vs_hdr_request *req)
+{
+    struct sim_parts *ps = r->ps;
+    const uint8_t *body = f + VS_HEADER_SIZE;
+    uint32_t blen = len - VS_HEADER_SIZE;
+    int rc;
+    if (req->operation == VS_OP_SEND_MESSAGES) {
+        uint8_t *copy = vs_xmalloc(blen ? blen : 1);
+        memcpy(copy, body, blen);
+        enum batch_err be = BATCH_OK;
+        rc = pgroup_on_send(r->g, req, copy, blen, ps->w->now * 10000, &be);
+        free(copy);
+        if (rc == -EINVAL)
+            fail(ps, "group %u node %u: a valid batch refused: %s", r->part,
+                 r->node, batch_err_str(be));
+    } else {
+        struct pgroup_offset_op o = {.kind = PART_CONSUMER};
+        uint64_t off = 0;
+        if (blen == 12) {
+            memcpy(&o.id, body, 4);
+            memcpy(&off, body + 4, 8);
+        }
+        o.offset = off;
+        rc = pgroup_on_offset(r->g, req, VS_OP_STORE_CONSUMER_OFFSET, &o,
+                              ps->w->now * 10000);
+    }
+    if (rc == -EREMOTE && !forwarded) {
+        int p = pgroup_primary(r->g);
+        if (p >= 0) {
+            ps->m.forwards++;
+            net_send(ps, 0, r->node,
+                     sim_parts_node_of(ps->w, r->part, (unsigned)p), f, len);
+        }
+    } else if (rc == -EAGAIN || rc == -EBUSY || rc == -EREMOTE) {
+        ps->m.not_ready++;
+        status_reply(r, req, 57);
+    } else if (rc == -VS_EFATAL) {
+        side_fatal(r, "the partition group", rc);
+        return;
+    } else if (rc != 0 && rc != -EALREADY && rc != -EINVAL) {
+        fail(ps, "group %u node %u: request refused: %s", r->part, r->node,
+             strerror(-rc));
+    }
+    observe(r);
 }
 
 /* -------------------------------------------------------------- boot */
@@ -974,18 +1362,22 @@ verify_partition(struct sp_rep *r, const uint64_t *bop)
         const uint8_t *b = out.data + pos;
         uint64_t base = batch_base_offset(b), bl = batch_length(b);
         uint32_t n = batch_count(b);
-        uint64_t x = vs_xxh3_64(b, bl), op = base < SP_OFFS ? bop[base] : 0;
+        uint64_t x = vs_xxh3_64(b, bl);
+        uint64_t op = bop != NULL && base < SP_OFFS ? bop[base] : 0;
         for (uint32_t i = 0; i < n && base + i < SP_OFFS; i++) {
             struct sp_off *f = &ps->offs[r->part][base + i];
-            if (f->set && (f->op != op || f->hash != x))
+            if (f->set &&
+                ((op != 0 && f->op != 0 && f->op != op) || f->hash != x))
                 fail(ps,
                      "offsets: node %u group %u recovered offset %llu "
                      "holding other bytes than committed (op %llu, "
-                     "committed op %llu)",
+                     "committed op %llu, %llu bytes, count %u)",
                      r->node, r->part, (unsigned long long)(base + i),
-                     (unsigned long long)op, (unsigned long long)f->op);
+                     (unsigned long long)op, (unsigned long long)f->op,
+                     (unsigned long long)bl, n);
+            if (!f->set || op != 0)
+                f->op = op;
             f->set = 1;
-            f->op = op;
             f->hash = x;
             f->count = i == 0 ? n : 0;
         }
@@ -1017,6 +1409,9 @@ open_part(struct sp_rep *r, int wipe)
     struct part_opts o;
     part_opts_default(&o);
     o.segment_size = 16 * 1024;
+    /* a replicated partition's damaged last batch is cut and repaired
+     * (pjournal.h): the journal decides, not the partition's open */
+    o.cut_damaged_tail = !ps->o.local_binding;
     struct part_verdict v;
     int rc = part_open(io, nd->parts_dir, &id, &o, 1, 0, &r->p, &v);
     if (rc == -EBADMSG) {
@@ -1040,6 +1435,8 @@ open_part(struct sp_rep *r, int wipe)
 static int
 rep_boot(struct sp_rep *r)
 {
+    if (!r->ps->o.local_binding)
+        return pg_boot(r);
     struct sim_parts *ps = r->ps;
     struct sim_world *w = ps->w;
     struct sp_node *nd = &ps->node[r->node];
@@ -1148,7 +1545,7 @@ rep_boot(struct sp_rep *r)
     struct vs_vsr_options o;
     memset(&o, 0, sizeof(o));
     o.cluster = w->cluster;
-    o.group = group_of(r->part);
+    o.group = ps->gid[r->part];
     o.replica = (uint8_t)r->replica;
     o.replica_count = (uint8_t)w->p.n;
     o.durable = r->sb;
@@ -1210,9 +1607,20 @@ rep_stop(struct sp_rep *r)
         r->acc.divergences += st->divergences;
         for (unsigned v = 0; v < VSR_VERDICT_COUNT; v++)
             r->verdicts[v] += st->verdicts[v];
-        vsr_destroy(r->eng);
+        if (r->g != NULL) {
+            struct pgroup_stats gs;
+            pgroup_stats(r->g, &gs);
+            r->ps->m.pg_duplicates += gs.duplicates;
+            pgroup_close(r->g); /* frees its engine */
+            r->g = NULL;
+        } else {
+            vsr_destroy(r->eng);
+        }
         r->eng = NULL;
     }
+    if (r->sync_pending)
+        sync_close(r);
+    r->sync_pending = 0;
     if (r->p != NULL)
         part_abandon(r->p);
     r->p = NULL;
@@ -1263,6 +1671,8 @@ side_boot(struct sim_parts *ps, unsigned i)
     struct sp_node *nd = &ps->node[i];
     for (unsigned k = 0; k < ps->o.partitions && !ps->w->failed; k++) {
         int rc = rep_boot(&ps->rep[i][k]);
+        if (rc == 1)
+            continue; /* refused: this group stays unserved on the node */
         if (rc < 0) {
             if (!sim_sio_crashed(nd->fs) && !ps->w->failed)
                 fail(ps, "node %u group %u does not boot: %s", i, k,
@@ -1344,13 +1754,19 @@ deliver(struct sim_parts *ps)
                            4);
                     part = pk;
                 } else {
-                    part = (unsigned)(g - SIM_PARTS_GROUP0);
+                    part = SIM_PARTS_MAX;
+                    for (unsigned q = 0; q < ps->o.partitions; q++)
+                        if (ps->gid[q] == g)
+                            part = q;
                 }
                 if (part < ps->o.partitions && m->to < ps->w->p.n) {
                     struct sp_rep *r = &ps->rep[m->to][part];
                     if (r->up && h->f.command == VS_CMD_REQUEST)
                         rep_request(r, m->frame, m->len, m->from < SIM_N_MAX);
-                    else if (r->up) {
+                    else if (r->up && r->g != NULL) {
+                        (void)pgroup_on_message(r->g, m->frame, m->len);
+                        observe(r);
+                    } else if (r->up) {
                         (void)vsr_on_message(r->eng, m->frame, m->len);
                         drain(r);
                     }
@@ -1387,6 +1803,15 @@ rep_request(struct sp_rep *r, const uint8_t *f, uint32_t len, int forwarded)
 {
     struct sim_parts *ps = r->ps;
     const struct vs_hdr_request *q = (const void *)f;
+    if (r->g != NULL) {
+        /* the runtime's part: the request checksum stamp */
+        struct vs_hdr_request req = *q;
+        req.user_id = 1;
+        req.request_checksum =
+            vs_checksum(f + VS_HEADER_SIZE, len - VS_HEADER_SIZE);
+        pg_request(r, f, len, forwarded, &req);
+        return;
+    }
     struct sp_ded *d = ded_find(r, q->client, 0);
     if (d != NULL && q->request <= d->request) {
         if (q->request == d->request) { /* the committed answer again */
@@ -1450,7 +1875,11 @@ client_build(struct sim_parts *ps, struct sp_client *c)
         c->len = 12;
         c->body = vs_xmalloc(12);
         uint32_t id = (uint32_t)(prand(ps) % SP_CONSUMERS) + 1;
-        uint64_t off = prand(ps) % (end + 2); /* may be out of range */
+        /* an offset beyond the committed log is refused (InvalidOffset)
+         * only when asked: pgroup.c's replay re-applies such a store
+         * against a partition already holding later batches */
+        uint64_t off =
+            ps->o.bad_offsets ? prand(ps) % (end + 2) : prand(ps) % end;
         memcpy(c->body, &id, 4);
         memcpy(c->body + 4, &off, 8);
         return;
@@ -1504,7 +1933,9 @@ client_receive(struct sim_parts *ps, unsigned i, const uint8_t *f, uint32_t len)
     const struct vs_hdr_reply *y = (const void *)f;
     if (!c->busy || y->request != c->request || len < VS_HEADER_SIZE)
         return;
-    if (y->status != 0) { /* not ready: elsewhere, later */
+    if (y->status == VS_E_TRANSIENT_NOT_COMMITTED ||
+        (ps->o.local_binding && y->status != 0)) {
+        /* not ready, or cut by a view change: elsewhere, later */
         c->target = (unsigned)(prand(ps) % ps->w->p.n);
         c->retry_at = ps->w->now + 20 + prand(ps) % 50;
         return;
@@ -1518,6 +1949,27 @@ client_receive(struct sim_parts *ps, unsigned i, const uint8_t *f, uint32_t len)
             op = k;
             break;
         }
+    if (op == 0 && !ps->o.local_binding && y->op > 0 && y->op <= SP_OPS) {
+        /* committed where it could not be observed (the node stopped on
+         * a storage error right after, its answer already sent): checked
+         * when a replica commits the op, and at the end */
+        if (ps->npend < SP_PENDING) {
+            struct sp_pend *q = &ps->pend[ps->npend++];
+            q->part = c->part;
+            q->op = y->op;
+            q->client = c->id;
+            q->request = c->request;
+            q->operation = c->operation;
+            q->status = y->status;
+            q->base = len >= VS_HEADER_SIZE + 24
+                          ? vs_load_u64(f + VS_HEADER_SIZE + 16)
+                          : 0;
+        }
+        ps->m.acked++;
+        c->busy = 0;
+        c->done++;
+        return;
+    }
     if (op == 0) {
         fail(ps,
              "client %u got an answer to request %llu that no replica "
@@ -1533,8 +1985,29 @@ client_receive(struct sim_parts *ps, unsigned i, const uint8_t *f, uint32_t len)
             break;
         }
     uint32_t blen = len - VS_HEADER_SIZE;
-    if (!h[op].out_set || blen != h[op].out_len ||
-        memcmp(f + VS_HEADER_SIZE, h[op].out, blen) != 0) {
+    if (!ps->o.local_binding) {
+        /* the production binding's answer: a send's confirmation with
+         * its base offset, an offset op's result code */
+        const uint8_t *b = f + VS_HEADER_SIZE;
+        int ok = h[op].model_set;
+        if (ok && c->operation == VS_OP_SEND_MESSAGES)
+            ok = y->status == 0 && blen == 24 &&
+                 vs_load_u64(b + 16) == h[op].base;
+        else if (ok)
+            ok = y->status == h[op].code;
+        if (!ok) {
+            fail(ps,
+                 "client %u: the answer of request %llu (op %llu, from "
+                 "node %u: status %u, %u bytes) is not what the committed "
+                 "log says (%s base %llu, code %u)",
+                 i, (unsigned long long)c->request, (unsigned long long)op,
+                 y->f.replica, y->status, blen,
+                 h[op].model_set ? "" : "not observed,",
+                 (unsigned long long)h[op].base, h[op].code);
+            return;
+        }
+    } else if (!h[op].out_set || blen != h[op].out_len ||
+               memcmp(f + VS_HEADER_SIZE, h[op].out, blen) != 0) {
         fail(ps,
              "client %u: the answer of request %llu (op %llu, from node "
              "%u, %u bytes) is not its committed output (%s%u bytes)",
@@ -1705,6 +2178,12 @@ sim_parts_step(struct sim_world *w)
             struct sp_rep *r = &ps->rep[i][k];
             if (!r->up)
                 continue;
+            if (r->g != NULL) {
+                pgroup_tick(r->g);
+                observe(r);
+                pg_sync_tick(r);
+                continue;
+            }
             vsr_tick(r->eng);
             drain(r);
             io_tick(r);
@@ -1803,20 +2282,27 @@ static int
 needs_refused_votes(struct sim_parts *ps)
 {
     struct sim_world *w = ps->w;
-    unsigned refused = 0;
-    for (unsigned i = 0; i < w->p.n; i++)
-        refused += !w->node[i].up && w->node[i].refused;
-    if (refused == 0)
-        return 0;
     unsigned nq = vsr_quorum_nack(w->p.n);
     for (unsigned k = 0; k < ps->o.partitions; k++)
         for (unsigned i = 0; i < w->p.n; i++) {
+            /* down for good: the node's metadata replica refuses to boot,
+             * or the group refused to open on it (pgroup_open) */
+            unsigned refused = 0;
+            for (unsigned j = 0; j < w->p.n; j++)
+                refused += (!w->node[j].up && w->node[j].refused) ||
+                           ps->rep[j][k].refused;
+            if (refused == 0)
+                break;
+            /* fewer live replicas than a quorum: only they can help */
+            if (w->p.n - refused < vsr_quorum_view_change(w->p.n) ||
+                w->p.n - refused < vsr_quorum_replication(w->p.n))
+                return 1;
             struct sp_rep *r = &ps->rep[i][k];
             if (!r->up)
                 continue;
             struct vs_vsr_info in;
             vsr_info(r->eng, &in);
-            for (uint64_t f = in.nonack_top; f > r->jdur; f--) {
+            for (uint64_t f = in.nonack_top; f > rep_durable(r); f--) {
                 unsigned holders = 0, nackers = 0;
                 for (unsigned j = 0; j < w->p.n; j++) {
                     struct sp_rep *o = &ps->rep[j][k];
@@ -1825,7 +2311,7 @@ needs_refused_votes(struct sim_parts *ps)
                     struct vs_vsr_info oi;
                     vsr_info(o->eng, &oi);
                     if (o->applied >= f ||
-                        (o->jdur >= f && oi.log_view >= in.log_view))
+                        (rep_durable(o) >= f && oi.log_view >= in.log_view))
                         holders++;
                     else if (oi.nonack_top < f)
                         nackers++;
@@ -1869,6 +2355,26 @@ sim_parts_finish(struct sim_world *w)
         sim_world_failf(w, "partition liveness: %s after the faults stopped",
                         ps->why);
         return;
+    }
+    for (size_t q = 0; q < ps->npend && !w->failed; q++) {
+        const struct sp_pend *e = &ps->pend[q];
+        const struct sp_hist *h = &ps->hist[e->part][e->op];
+        int ok = h->set && h->model_set && vs_u128_eq(h->client, e->client) &&
+                 h->request == e->request;
+        if (ok && e->operation == VS_OP_SEND_MESSAGES)
+            ok = e->status == 0 && e->base == h->base;
+        else if (ok)
+            ok = e->status == h->code;
+        if (!ok)
+            fail(ps,
+                 "durability: group %u: an answer (status %u, base %llu) "
+                 "named op %llu, which the group committed %s (code %u, "
+                 "base %llu)",
+                 e->part, e->status, (unsigned long long)e->base,
+                 (unsigned long long)e->op,
+                 h->set ? "for another request or with another result"
+                        : "nowhere",
+                 h->code, (unsigned long long)h->base);
     }
     struct vs_wbuf a, b;
     vs_wbuf_init(&a);
@@ -1972,6 +2478,9 @@ sim_parts_attach(struct sim_world *w, const struct sim_parts_opts *o)
     w->parts = ps;
     int rc = 0;
     for (unsigned k = 0; k < o->partitions; k++) {
+        struct part_id id = part_ident_of(k);
+        ps->gid[k] =
+            o->local_binding ? SIM_PARTS_GROUP0 + k : pgroup_group_id(&id);
         ps->hist[k] = vs_xcalloc(SP_OPS + 1, sizeof(*ps->hist[k]));
         ps->offs[k] = vs_xcalloc(SP_OFFS, sizeof(*ps->offs[k]));
     }
@@ -2101,6 +2610,49 @@ sim_parts_arm_crash(struct sim_world *w, unsigned node, uint64_t nth)
     sim_sio_arm_crash(parts_of(w)->node[node].fs, nth);
 }
 
+struct seg_pick {
+    char best[SIM_SIO_NAME];
+    const char *ext;
+};
+
+static int
+seg_pick(void *arg, const char *name)
+{
+    struct seg_pick *p = arg;
+    size_t n = strlen(name), e = strlen(p->ext);
+    if (n == 20 + e && strcmp(name + 20, p->ext) == 0 &&
+        strcmp(name, p->best) > 0)
+        snprintf(p->best, sizeof(p->best), "%s", name);
+    return 0;
+}
+
+/* The production binding's journal: the last batch of the newest .log
+ * (its body: a message byte) or the last record of the newest .vsr (a
+ * header byte). */
+static int
+pg_rot_tail(struct sim_parts *ps, unsigned node, unsigned k, int in_header)
+{
+    struct sp_node *nd = &ps->node[node];
+    struct part_id id = part_ident_of(k);
+    char name[128], dir[600], path[800];
+    pdir_name(name, sizeof(name), &id);
+    snprintf(dir, sizeof(dir), "%s/%s", nd->parts_dir, name);
+    struct seg_pick p = {"", in_header ? ".vsr" : ".log"};
+    if (sim_sio_list(nd->fs, dir, seg_pick, &p) != 0 || p.best[0] == '\0')
+        return 0;
+    snprintf(path, sizeof(path), "%s/%s", dir, p.best);
+    long sz = sim_sio_size(nd->fs, path);
+    if (sz <= 0)
+        return 0;
+    /* the last bytes are the last record's (a payload byte of the last
+     * message, or the inline body / header tail of the last record) */
+    uint64_t at = (uint64_t)sz - 1 - prand(ps) % (sz > 16 ? 16 : 1);
+    int done = sim_sio_flip(nd->fs, path, at, 0x10) == 1;
+    ps->m.flips += done;
+    ps->rot_reps[k] |= 1u << node;
+    return done;
+}
+
 int
 sim_parts_rot_tail(struct sim_world *w, unsigned node, unsigned k,
                    int in_header)
@@ -2108,6 +2660,8 @@ sim_parts_rot_tail(struct sim_world *w, unsigned node, unsigned k,
     struct sim_parts *ps = parts_of(w);
     struct sp_node *nd = &ps->node[node];
     char path[700];
+    if (!ps->o.local_binding)
+        return pg_rot_tail(ps, node, k, in_header);
     snprintf(path, sizeof(path), "%s/p%u.journal", nd->root, k);
     long sz = sim_sio_size(nd->fs, path);
     if (sz <= 0)
@@ -2179,7 +2733,10 @@ int64_t
 sim_parts_head(const struct sim_world *w, unsigned node, unsigned k)
 {
     const struct sp_rep *r = &parts_of(w)->rep[node][k];
-    return r->up ? (int64_t)r->jhead : -1;
+    if (!r->up)
+        return -1;
+    return r->g != NULL ? (int64_t)pj_head(pgroup_journal(r->g))
+                        : (int64_t)r->jhead;
 }
 
 uint64_t
@@ -2201,4 +2758,28 @@ uint64_t
 sim_parts_frame_group(const uint8_t *frame, uint32_t len)
 {
     return frame_group(frame, len);
+}
+
+uint64_t
+sim_parts_group_id(const struct sim_world *w, unsigned k)
+{
+    return parts_of(w)->gid[k];
+}
+
+int64_t
+sim_parts_durable(const struct sim_world *w, unsigned node, unsigned k)
+{
+    const struct sp_rep *r = &parts_of(w)->rep[node][k];
+    return r->up ? (int64_t)rep_durable(r) : -1;
+}
+
+uint64_t
+sim_parts_faulty(const struct sim_world *w, unsigned node, unsigned k)
+{
+    const struct sp_rep *r = &parts_of(w)->rep[node][k];
+    if (!r->up || r->eng == NULL)
+        return 0;
+    struct vs_vsr_info in;
+    vsr_info(r->eng, &in);
+    return in.faulty_op;
 }

@@ -4,30 +4,24 @@
  * group, their clients (sends, polls, consumer offsets) and their
  * checkers.
  *
- * Binding (sim-local, interim): each replica of a group is the real VSR
- * engine (shard/vsr/engine.h, group id = SIM_PARTS_GROUP0 + partition)
- * bound directly here, not through shard/serve/pgroup.c (not in this tree
- * yet), over the real partition storage (shard/data/partition.h) on the
- * node's sim_sio file system:
- *   p<k>.journal  the group's prepares (header + body, padded to 8), in
- *                 op order; recovery verifies identity, body and chain;
- *                 a torn or damaged tail is cut and marked faulty (never
- *                 nacked, repaired), damage inside is cut there with the
- *                 ops the cut bytes may hold marked faulty;
- *   p<k>.state    the group's superblock: two slots (view, log_view,
- *                 commit_max, faulty_op, sequence, XXH3);
- *   partitions/   the partition itself, the state machine: a committed
- *                 send is stamped and appended there by part_append (so
- *                 every replica stamps the same offsets and bytes), a
- *                 consumer-offset op is part_offset_store. At boot the
- *                 applied op is the committed batch ending at the
- *                 partition's next offset; a partition that refuses to
- *                 open or disagrees with the journal is rebuilt from the
- *                 committed log (repaired from peers when cut).
- * Deduplication is by the client id and request number of the request
- * header (the table is rebuilt from the committed log at boot); the
- * header's session field carries a transport id the binding never uses.
- * A send reaching a backup is forwarded to the group's primary.
+ * Binding: each replica of a group is the production binding
+ * shard/serve/pgroup.c (the VSR engine over the replicated partition
+ * journal shard/data/pjournal.c and the real partition storage) on the
+ * node's sim_sio file system: env->send is the simulated network,
+ * env->sync a deterministic completion `disk_delay` ticks later (the
+ * target taken when asked, both files fsynced through the sim_sio),
+ * env->reply the partition client. The runtime's duties are the sim's:
+ * routing by the group id, the request checksum stamp, forwarding a
+ * send that reached a backup to the group's primary, reopening a group
+ * after its node restarts. Commits are observed after every input
+ * (pgroup_commit, the committed prepare read back with pj_read).
+ * --parts-local keeps the earlier sim-local binding (the engine bound
+ * here over part_append, a journal file of its own and a two-slot state
+ * file) for comparison; it dedups by (client, request) and stamps at
+ * commit.
+ * Deduplication is by the client id and request number (and the request
+ * checksum) of the request header; the header's session field carries a
+ * transport id that changes at every reconnect and is never used.
  *
  * Faults: a partition frame crosses the same faulty network model as the
  * metadata group (loss, duplication, delay, the world's partitions);
@@ -66,8 +60,9 @@
 
 struct sim_world;
 
-#define SIM_PARTS_MAX    8
-#define SIM_PARTS_GROUP0 ((uint64_t)1 << 40) /* group id of partition 0 */
+#define SIM_PARTS_MAX 8
+/* group id of partition 0 under the sim-local binding */
+#define SIM_PARTS_GROUP0 ((uint64_t)1 << 40)
 
 struct sim_parts_opts {
     unsigned partitions; /* 1..SIM_PARTS_MAX */
@@ -76,6 +71,15 @@ struct sim_parts_opts {
      * created them (their entries are never fsynced: a crash may lose
      * them); 1: the binding fsyncs offsets/ after every open */
     int no_offsets_fsync;
+    int local_binding; /* 1: the sim-local binding instead of pgroup.c */
+    /* 1: clients also store offsets beyond the committed log (refused
+     * with InvalidOffset); off by default under pgroup.c, whose replay
+     * after a restart re-applies them against a longer partition and
+     * then accepts them (finding reported to pj) */
+    int bad_offsets;
+    /* 1: the network duplicates requests too (pgroup.c re-executes a
+     * late duplicate beyond its 4-proposal dedup window) */
+    int dup_requests;
 };
 
 struct sim_parts_marks {
@@ -83,7 +87,8 @@ struct sim_parts_marks {
         not_ready, dedup_hits, reconnects, side_crashes, side_fatal, boots,
         torn_cut, faulty_cut, interior_cut, part_rebuilt, part_refused, flips,
         latent, damaged_reads, view_changes, repairs, truncations,
-        faulty_repaired, state_transfer, waived_refused;
+        faulty_repaired, state_transfer, waived_refused, unobserved,
+        offset_gaps, pg_refused, pg_duplicates;
 };
 
 struct sim_parts;
@@ -119,6 +124,8 @@ void sim_parts_arm_crash(struct sim_world *w, unsigned node, uint64_t nth);
  * body (in_header 0) or its header. 1 done, 0 nothing to damage. */
 int sim_parts_rot_tail(struct sim_world *w, unsigned node, unsigned k,
                        int in_header);
+/* The group id of partition k. */
+uint64_t sim_parts_group_id(const struct sim_world *w, unsigned k);
 /* The group id a replica frame carries (by command), 0 if none. */
 uint64_t sim_parts_frame_group(const uint8_t *frame, uint32_t len);
 /* Scenarios: sees every partition frame before the network takes it
@@ -132,6 +139,10 @@ void sim_parts_set_tamper(struct sim_world *w,
 void sim_parts_reconnect_all(struct sim_world *w);
 /* The journal head of partition k's replica on node i (-1: down). */
 int64_t sim_parts_head(const struct sim_world *w, unsigned node, unsigned k);
+/* The highest durable journal op of that replica (-1: down). */
+int64_t sim_parts_durable(const struct sim_world *w, unsigned node, unsigned k);
+/* The engine's faulty-range top of that replica (0: none or down). */
+uint64_t sim_parts_faulty(const struct sim_world *w, unsigned node, unsigned k);
 /* Verdict `v` counted by every replica of every group (all lives). */
 uint64_t sim_parts_verdicts(const struct sim_world *w, enum vsr_verdict v);
 /* Engine counters of partition k's replica on node i (this life). */

@@ -736,6 +736,23 @@ sim_sio_root(const struct sim_sio *s)
     return s->root;
 }
 
+int
+sim_sio_dup(struct sim_sio *s, int fd)
+{
+    int ino = fd_ino(s, fd);
+    if (ino < 0 || s->crashed)
+        return -EBADF;
+    int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (d < 0)
+        return -errno;
+    if (d >= SIM_SIO_FDS) {
+        close(d);
+        return -EMFILE;
+    }
+    s->fd_ino[d] = ino;
+    return d;
+}
+
 void
 sim_sio_arm_crash(struct sim_sio *s, uint64_t nth)
 {

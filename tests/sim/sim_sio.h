@@ -66,6 +66,10 @@ const char *sim_sio_root(const struct sim_sio *s);
 /* The power cut described above; the io's fatal record is cleared (a new
  * life). 0 or -errno (the scratch tree could not be rewritten). */
 int sim_sio_crash(struct sim_sio *s);
+/* dup(2) of one of its descriptors (an fsync off the loop works on a
+ * duplicate, as the data shards do): the new descriptor names the same
+ * file; close it with the io's close. -errno on failure. */
+int sim_sio_dup(struct sim_sio *s, int fd);
 /* Crash on the nth next mutating call; 0 disarms. */
 void sim_sio_arm_crash(struct sim_sio *s, uint64_t nth);
 /* 1 once an armed crash fired (until sim_sio_crash). */
