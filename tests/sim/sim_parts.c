@@ -2367,7 +2367,7 @@ sim_parts_finish(struct sim_world *w)
             ok = e->status == h->code;
         if (!ok)
             fail(ps,
-                 "durability: group %u: an answer (status %u, base %llu) "
+                 "answer: group %u: an answer (status %u, base %llu) "
                  "named op %llu, which the group committed %s (code %u, "
                  "base %llu)",
                  e->part, e->status, (unsigned long long)e->base,
