@@ -5,7 +5,8 @@
  * a name created without a directory fsync may vanish, never with one;
  * an armed crash fails its call and every later one (the storage helpers
  * make it fatal) and a crash clears it; latent sectors fail reads until
- * rewritten; flips change the durable image; errors are clean refusals;
+ * rewritten; flips change the durable image; an fsync through a dup
+ * covers the file; errors are clean refusals;
  * the real partition storage opens, appends, crashes and recovers on it.
  * Test code only.
  */
@@ -270,6 +271,33 @@ START_TEST(latent_and_flip)
 }
 END_TEST
 
+/* An fsync through a duplicate (taken before the handle closed) makes the
+ * file's bytes durable. */
+START_TEST(dup_fsync)
+{
+    struct sim_sio *s;
+    ck_assert_int_eq(sim_sio_create(g_fs, 8, 1000, &s), 0);
+    struct vs_sio *io = sim_sio_io(s);
+    char p[400];
+    path_of(p, sizeof(p), "f");
+    int fd = sio_open(io, p, O_CREAT | O_RDWR, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(sio_dir_fsync(io, g_fs), 0);
+    ck_assert_int_eq(sio_pwrite_all(io, fd, "durable", 7, 0, p), 0);
+    int d = sim_sio_dup(s, fd);
+    ck_assert_int_ge(d, 0);
+    ck_assert_int_eq(sim_sio_dup(s, 1000), -EBADF);
+    sio_close(io, fd);
+    ck_assert_int_eq(sio_fsync(io, d, p), 0);
+    sio_close(io, d);
+    ck_assert_int_eq(sim_sio_crash(s), 0);
+    char buf[16];
+    ck_assert_int_eq(get(io, "f", buf, sizeof(buf)), 7);
+    ck_assert_str_eq(buf, "durable");
+    sim_sio_destroy(s);
+}
+END_TEST
+
 START_TEST(refusals)
 {
     struct sim_sio *s;
@@ -382,6 +410,7 @@ suite(void)
     tcase_add_test(t, dir_rename_moves_subtree);
     tcase_add_test(t, armed_crash_is_fatal_until_crash);
     tcase_add_test(t, latent_and_flip);
+    tcase_add_test(t, dup_fsync);
     tcase_add_test(t, refusals);
     tcase_add_test(t, partition_on_sim_sio);
     suite_add_tcase(s, t);
