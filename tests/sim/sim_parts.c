@@ -2487,8 +2487,8 @@ sim_parts_attach(struct sim_world *w, const struct sim_parts_opts *o)
     for (unsigned i = 0; i < w->p.n; i++) {
         struct sp_node *nd = &ps->node[i];
         snprintf(nd->root, sizeof(nd->root), "%s/r%u/pdata", w->root, i);
-        snprintf(nd->parts_dir, sizeof(nd->parts_dir), "%s/partitions",
-                 nd->root);
+        snprintf(nd->parts_dir, sizeof(nd->parts_dir),
+                 "%s/r%u/pdata/partitions", w->root, i);
         if ((rc = sim_sio_create(nd->root, prand(ps), w->p.tear_pm, &nd->fs)) <
             0)
             return rc;
