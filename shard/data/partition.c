@@ -454,7 +454,13 @@ create_dir(struct vs_sio *io, const char *parent, const char *name,
         if (rc < 0)
             return rc;
     }
-    rc = sio_dir_fsync(io, tmp);
+    /* offsets/ holds the two directories just made: durable before the
+     * partition is (a crash must not lose them under a renamed dir) */
+    rc = afile_join(sub, sizeof(sub), tmp, "offsets");
+    if (rc == 0)
+        rc = sio_dir_fsync(io, sub);
+    if (rc == 0)
+        rc = sio_dir_fsync(io, tmp);
     if (rc == 0)
         rc = sio_dir_rename(io, tmp, final);
     if (rc == 0)

@@ -266,19 +266,29 @@ pj_state_write(struct vs_pjournal *j, const struct pj_state *s)
     if (sio_is_fatal(j->io))
         return -VS_EFATAL;
     int rc;
-    if (j->state_fd < 0) {
-        int fd = sio_open(j->io, j->state_path, O_RDWR | O_CREAT, 0600);
-        if (fd < 0)
-            return sio_set_fatal(j->io, SIO_OPEN, -fd, j->state_path);
-        j->state_fd = fd;
-        /* the file's name is durable before any slot counts */
-        rc = sio_dir_fsync(j->io, part_dir(j->p));
-        if (rc < 0)
-            return rc;
-    }
     uint8_t b[PJ_SLOT_SIZE];
     uint64_t seq = j->state_seq + 1;
     slot_encode(b, seq, s);
+    if (j->state_fd < 0) {
+        /* the first write creates the file whole (temp, fsync, rename,
+         * directory fsync): a crash leaves it absent or with one valid
+         * slot, never a file without one */
+        uint8_t img[2 * PJ_SLOT_SIZE];
+        memset(img, 0, sizeof(img));
+        memcpy(img + (seq & 1) * PJ_SLOT_SIZE, b, PJ_SLOT_SIZE);
+        rc = afile_replace(j->io, part_dir(j->p), PJ_STATE_FILE, img,
+                           sizeof(img));
+        if (rc == -ENOSPC)
+            rc = sio_set_fatal(j->io, SIO_WRITE, ENOSPC, j->state_path);
+        if (rc < 0)
+            return rc;
+        int fd = sio_open(j->io, j->state_path, O_RDWR, 0);
+        if (fd < 0)
+            return sio_set_fatal(j->io, SIO_OPEN, -fd, j->state_path);
+        j->state_fd = fd;
+        j->state_seq = seq;
+        return 0;
+    }
     rc = sio_pwrite_all(j->io, j->state_fd, b, sizeof(b),
                         (off_t)((seq & 1) * PJ_SLOT_SIZE), j->state_path);
     if (rc == -ENOSPC) /* the slot lies inside the file after the first
@@ -428,6 +438,19 @@ walk_push(struct walk *w)
     return r;
 }
 
+/* Bounds the walk's memory: once 2 * keep records are held, only the
+ * newest `keep` stay (the engine gets at most window + 1 headers). Never
+ * after a record without its batch was seen: the tail rule needs every
+ * record from it on. */
+static void
+walk_trim(struct walk *w, size_t keep, int gone_seen)
+{
+    if (gone_seen || w->n < 2 * keep)
+        return;
+    memmove(w->r, w->r + (w->n - keep), keep * sizeof(*w->r));
+    w->n = keep;
+}
+
 /* Checks the batch a record names: 0 present and matching, 1 absent or
  * failing. `verify_body` also checks the body checksum. */
 static int
@@ -518,6 +541,7 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
     size_t vf_cut = files.n; /* first file index touched by a cut */
     uint64_t vf_cut_len = 0;
     int tail_damage = 0; /* the walk stopped on a damaged tail record */
+    int gone_seen = 0;   /* a record without its batch was read */
     uint64_t faulty_top = 0;
     for (size_t fi = 0; fi < files.n && !tail_damage; fi++) {
         uint64_t vstart = files.v[fi];
@@ -552,6 +576,10 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
         }
         int last_file = fi + 1 == files.n;
         int torn = 0;
+        /* a segment's first batch starts at its start offset: the first
+         * retained record (older segments removed) takes it from there */
+        if (!have_prev)
+            offset = vstart;
         while (pos < fsize) {
             uint64_t left = fsize - pos;
             size_t got = 0;
@@ -688,7 +716,11 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
             have_prev = 1;
             expect_op = op + 1;
             pos += rlen;
-            if (r->bad) {
+            if (r->body_gone)
+                gone_seen = 1;
+            int stop = r->bad;
+            walk_trim(&w, (size_t)window + 2, gone_seen);
+            if (stop) {
                 faulty_top = op;
                 tail_damage = 1;
                 break;
@@ -767,14 +799,10 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
         if (rc < 0)
             goto fail;
     }
-    uint64_t keep_offset = w.n ? w.r[w.n - 1].e.offset_after : 0;
-    if (w.n == 0) {
-        /* no record: a partition that never was a journal keeps its
-         * batches (committed before replication) */
-        struct part_stats ps;
-        part_stats(p, &ps);
-        keep_offset = ps.next_offset;
-    }
+    /* no record kept: every batch goes (a batch whose record was lost:
+     * the two files have no write order); the log restarts at its first
+     * segment's start */
+    uint64_t keep_offset = w.n ? w.r[w.n - 1].e.offset_after : seg_first;
     {
         struct part_stats ps;
         part_stats(p, &ps);
@@ -920,6 +948,8 @@ pj_sync_target(const struct vs_pjournal *j, struct pj_sync_target *t)
     t->vsr_fd = j->cur_fd;
     t->op = j->head;
     t->seq = j->appends;
+    t->log_unsynced = pt.unsynced_bytes;
+    t->log_next = pt.next_offset;
     return 0;
 }
 
@@ -928,6 +958,11 @@ pj_sync_done(struct vs_pjournal *j, const struct pj_sync_target *t)
 {
     if (t->op > j->durable)
         j->durable = t->op;
+    struct part_sync_target pt = {.fd = t->log_fd,
+                                  .path = NULL,
+                                  .unsynced_bytes = t->log_unsynced,
+                                  .next_offset = t->log_next};
+    part_sync_done(j->p, &pt, 0);
 }
 
 int

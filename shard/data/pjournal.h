@@ -49,7 +49,10 @@
  *    with its batch present after such a record, a hole, a chain break, or
  *    a damaged record followed by others -> refuse with a part_verdict
  *    naming the op (nothing modified). Batches the partition holds past
- *    the last kept record (its record torn) are cut. Body checksums are
+ *    the last kept record (its record torn) are cut, all of them when no
+ *    record is kept (the log restarts at its first segment's start: a
+ *    replicated partition has no batch outside its journal). Body
+ *    checksums are
  *    verified for the ops above the superblock's commit_max and the last
  *    op (the partition's open verified every batch of the active
  *    segment; older records are checked against their batch's header).
@@ -137,6 +140,7 @@ struct pj_sync_target {
     uint64_t seq; /* pj_appends() when the target was taken: the appends
                      numbered <= seq become durable (an op number alone
                      is ambiguous after a truncation re-appends it) */
+    uint64_t log_unsynced, log_next; /* the partition's part_sync_target */
 };
 int pj_sync_target(const struct vs_pjournal *j, struct pj_sync_target *t);
 void pj_sync_done(struct vs_pjournal *j, const struct pj_sync_target *t);
@@ -153,9 +157,10 @@ int pj_truncate_from(struct vs_pjournal *j, uint64_t op);
 /* The committed op: polls see only batches of ops <= it
  * (part_visible_next of the partition is capped accordingly). */
 void pj_set_commit(struct vs_pjournal *j, uint64_t op);
-/* Writes vsr_state durably (both slots alternate; the file is created,
- * and its directory fsynced, by the first write). 0 or -VS_EFATAL (a
- * slot write out of space is fatal too: the superblock cannot lag). */
+/* Writes vsr_state durably (both slots alternate; the first write
+ * creates the whole file atomically: temp, fsync, rename, directory
+ * fsync). 0 or -VS_EFATAL (out of space is fatal too: the superblock
+ * cannot lag). */
 int pj_state_write(struct vs_pjournal *j, const struct pj_state *s);
 
 uint64_t pj_head(const struct vs_pjournal *j);   /* last op appended */

@@ -33,6 +33,7 @@
 #include "common/mem.h"
 #include "shard/data/batch.h"
 #include "shard/serve/pgroup.h"
+#include "shard/storage/atomic_file.h"
 
 #define PG_CLIENTS_MAX 4096u /* client table entries kept per group */
 #define PG_CLIENT_KEEP 4u    /* committed proposals kept per client */
@@ -70,7 +71,8 @@ struct pg_client {
     struct vs_u128 client;
     struct pg_done done[PG_CLIENT_KEEP]; /* ring, newest at next - 1 */
     unsigned next;
-    uint64_t used; /* commit counter value when last updated (LRU) */
+    uint64_t max_request; /* highest request number committed */
+    uint64_t used;        /* commit counter value when last updated (LRU) */
 };
 
 struct pg_waiter {
@@ -103,9 +105,12 @@ struct vs_pgroup {
     struct pg_waiter waiters[PG_WAITERS_MAX];
     size_t nwaiters;
     uint64_t waiter_age;
-    uint64_t last_ts;    /* newest base timestamp stamped or stored */
-    uint64_t stamp_next; /* next offset to stamp (prepared, maybe not
-                            appended yet) */
+    uint64_t last_ts;         /* newest base timestamp stamped or stored */
+    uint64_t stamp_next;      /* next offset to stamp (prepared, maybe not
+                                 appended yet) */
+    uint64_t offsets_applied; /* highest consumer-offset op applied to
+                                 the offsets files (persisted) */
+    char applied_path[700];
     struct pgroup_stats stats;
     struct vs_wbuf out;
 };
@@ -203,6 +208,8 @@ client_record(struct vs_pgroup *g, const struct vs_hdr_prepare *h,
     d->operation = h->operation;
     d->code = code;
     d->used = 1;
+    if (h->request > e->max_request)
+        e->max_request = h->request;
     e->used = ++g->commits;
 }
 
@@ -469,15 +476,74 @@ do_superblock(struct vs_pgroup *g, const struct vs_vsr_persist *p)
     return 0;
 }
 
-/* Applies a consumer-offset op (body layout in pgroup.h); the result code
- * is the op's output. */
-static uint32_t
-apply_offset(struct vs_pgroup *g, uint8_t operation, const uint8_t *b,
-             uint32_t len)
+#define PG_APPLIED_FILE "offsets_applied"
+
+/* Reads the highest applied consumer-offset op (0 when absent). */
+static int
+applied_load(struct vs_pgroup *g)
+{
+    uint8_t *b = NULL;
+    size_t len = 0;
+    int rc = afile_join(g->applied_path, sizeof(g->applied_path),
+                        part_dir(g->p), PG_APPLIED_FILE);
+    if (rc < 0)
+        return rc;
+    rc = afile_read_all(part_io(g->p), g->applied_path, 64, &b, &len);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc < 0)
+        return rc;
+    if (len != 20 || memcmp(b, "VSPA", 4) != 0 ||
+        vs_load_u64(b + 12) != vs_xxh3_64(b, 12)) {
+        free(b);
+        return -EBADMSG;
+    }
+    g->offsets_applied = vs_load_u64(b + 4);
+    free(b);
+    return 0;
+}
+
+static int
+applied_store(struct vs_pgroup *g, uint64_t op)
+{
+    uint8_t b[20];
+    memcpy(b, "VSPA", 4);
+    vs_store_u64(b + 4, op);
+    vs_store_u64(b + 12, vs_xxh3_64(b, 12));
+    int rc = afile_replace(part_io(g->p), part_dir(g->p), PG_APPLIED_FILE, b,
+                           sizeof(b));
+    if (rc == 0)
+        g->offsets_applied = op;
+    return rc;
+}
+
+/* Applies a consumer-offset op (body layout in pgroup.h). Its result is
+ * a function of the committed log up to the op: a store is checked
+ * against the committed frontier (the offset after the batches of the
+ * ops before it: what polls see), never against uncommitted batches the
+ * partition may hold. An op at or below the persisted applied mark (a
+ * replay after a restart) is not applied again: a store's result is
+ * recomputed from the frontier, a delete's is taken as 0. Any storage
+ * failure stops the group before the op counts as applied (the restart
+ * applies it again). 0 and *code, or -1 (stopped). */
+static int
+apply_offset(struct vs_pgroup *g, uint64_t op, uint8_t operation,
+             const uint8_t *b, uint32_t len, uint32_t *code)
 {
     struct pgroup_offset_op o;
-    if (pgroup_offset_decode(b, len, &o) < 0)
-        return VS_E_INVALID_FORMAT;
+    *code = 0;
+    if (pgroup_offset_decode(b, len, &o) < 0) {
+        *code = VS_E_INVALID_FORMAT;
+        return 0;
+    }
+    uint64_t frontier = part_visible_next(g->p);
+    if (operation == VS_OP_STORE_CONSUMER_OFFSET &&
+        (frontier == 0 || o.offset > frontier - 1)) {
+        *code = VS_E_INVALID_OFFSET;
+        return 0;
+    }
+    if (op <= g->offsets_applied)
+        return 0; /* applied in a prior life */
     struct part_consumer c = {.kind = o.kind == PART_GROUP ? PART_GROUP
                                                            : PART_CONSUMER,
                               .id = o.id,
@@ -485,17 +551,17 @@ apply_offset(struct vs_pgroup *g, uint8_t operation, const uint8_t *b,
     int rc = operation == VS_OP_STORE_CONSUMER_OFFSET
                  ? part_offset_store(g->p, &c, o.offset)
                  : part_offset_delete(g->p, &c);
-    if (rc == -VS_EFATAL) {
-        (void)set_fatal(g, "consumer offset", rc);
-        return VS_E_ERROR;
+    if (rc == -ENOENT && operation == VS_OP_DELETE_CONSUMER_OFFSET) {
+        *code = VS_E_CONSUMER_OFFSET_NOT_FOUND;
+        rc = 0;
     }
-    if (rc == -ERANGE)
-        return VS_E_INVALID_OFFSET;
-    if (rc == -ENOENT)
-        return VS_E_CONSUMER_OFFSET_NOT_FOUND;
-    if (rc == -ENOSPC)
-        return VS_E_DISK_FULL;
-    return rc < 0 ? VS_E_ERROR : 0;
+    if (rc == 0)
+        rc = applied_store(g, op);
+    if (rc < 0) {
+        (void)set_fatal(g, "consumer offset apply", rc);
+        return -1;
+    }
+    return 0;
 }
 
 static int
@@ -533,13 +599,14 @@ do_commit(struct vs_pgroup *g, const struct vs_vsr_action *a)
             }
             body = rb.data + sizeof(struct vs_hdr_prepare);
         }
-        pj_set_commit(g->j, a->op);
+        int rc = 0;
         if (h->operation == VS_OP_STORE_CONSUMER_OFFSET ||
             h->operation == VS_OP_DELETE_CONSUMER_OFFSET)
-            code = apply_offset(g, h->operation, body, a->body_len);
+            rc = apply_offset(g, a->op, h->operation, body, a->body_len, &code);
         vs_wbuf_fini(&rb);
-        if (g->fatal)
-            return -VS_EFATAL;
+        if (rc < 0 || g->fatal)
+            return -VS_EFATAL; /* the COMMIT stays unapplied */
+        pj_set_commit(g->j, a->op);
     }
     g->stats.commits++;
     client_record(g, h, base, code);
@@ -731,6 +798,13 @@ pgroup_open(const struct pgroup_opts *o, struct vs_part *p,
     part_stats(p, &ps);
     g->last_ts = ps.last_timestamp;
     g->stamp_next = ps.next_offset;
+    rc = applied_load(g);
+    if (rc < 0) {
+        if (reason)
+            snprintf(reason, reason_len, "%s/%s unreadable: %s", part_dir(p),
+                     PG_APPLIED_FILE, sio_strerror(rc));
+        goto fail;
+    }
     drain(g); /* the replay COMMITs */
     if (g->fatal) {
         if (reason)
@@ -774,7 +848,9 @@ proposer_check(struct vs_pgroup *g)
 
 /* A proposal already known by (client, request, request checksum):
  * answered from the client table (committed) or left to its pending
- * commit (prepared, here or by a former primary). 1 handled, 0 new. */
+ * commit (prepared, here or by a former primary). 1 handled, 0 new,
+ * -ESTALE a request number below the client's highest committed one
+ * that matches no cached proposal. */
 static int
 dedup(struct vs_pgroup *g, const struct vs_hdr_request *req)
 {
@@ -784,6 +860,13 @@ dedup(struct vs_pgroup *g, const struct vs_hdr_request *req)
         g->stats.duplicates++;
         send_reply(g, &k, d->operation, d->op, 0, d->base_offset, d->code);
         return 1;
+    }
+    const struct pg_client *c = client_find(g, req->client);
+    if (c && req->request < c->max_request) {
+        /* an old request number that is not one of the cached proposals:
+         * a late copy; never proposed again */
+        g->stats.stale++;
+        return -ESTALE;
     }
     uint64_t top = vsr_op(g->v);
     for (uint64_t op = vsr_commit_min(g->v) + 1; op <= top; op++) {
@@ -827,8 +910,9 @@ pgroup_on_send(struct vs_pgroup *g, const struct vs_hdr_request *req,
     int rc = proposer_check(g);
     if (rc < 0)
         return rc;
-    if (dedup(g, req))
-        return 0;
+    rc = dedup(g, req);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
     struct batch_info info;
     enum batch_err be = batch_validate(batch, len, NULL, 1, &info);
     if (be == BATCH_OK && len > g->o.body_max)
@@ -867,8 +951,9 @@ pgroup_on_offset(struct vs_pgroup *g, const struct vs_hdr_request *req,
     int rc = proposer_check(g);
     if (rc < 0)
         return rc;
-    if (dedup(g, req))
-        return 0;
+    rc = dedup(g, req);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
     uint8_t body[PGROUP_OFFSET_BODY];
     pgroup_offset_encode(o, body);
     return propose(g, req, operation, body, sizeof(body), wall_us);

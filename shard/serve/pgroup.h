@@ -12,13 +12,16 @@
  *   JOURNAL_APPEND    -> pj_append, then an fsync (env->sync, off the loop,
  *                        shared by every group of the shard), then
  *                        vsr_on_journal_durable for each op it covered
+ *                        (interval policy: durable once written)
  *   JOURNAL_TRUNCATE  -> pj_truncate_from
  *   SUPERBLOCK_WRITE  -> pj_state_write (durable, an fsync on the loop:
  *                        view changes and checkpoints only) ->
  *                        on_superblock_durable
  *   COMMIT            -> pj_set_commit (the batch becomes visible to
- *                        polls), consumer-offset / retention ops applied
- *                        to the partition, vsr_on_commit_applied
+ *                        polls), consumer-offset ops (store, delete)
+ *                        applied to the partition, vsr_on_commit_applied
+ *                        (retention, purge and DeleteSegments are not
+ *                        ops of the group in this version)
  *   REPLY             -> not used: the COMMIT answers the proposal's
  *                        waiter through env->reply (see Replies below)
  *   SEND_PREPARE      -> pj_read, then env->send with command 19
@@ -40,8 +43,18 @@
  * again from the table; of an uncommitted one, at its commit; a proposal
  * cut by a view change is answered status 57
  * (VS_E_TRANSIENT_NOT_COMMITTED: the client resends, the new primary
- * deduplicates). The table survives a restart only for the ops the
- * recovered journal window holds (journal_slots ops).
+ * deduplicates). A request number below the client's highest committed
+ * one is never proposed again (answered if it is one of the cached four,
+ * else -ESTALE). At-least-once edge: a copy of a proposal at the client's
+ * current request number that arrives after four newer batches with that
+ * number committed is not recognised and is stored again; the table also
+ * survives a restart only for the ops the recovered journal window holds
+ * (journal_slots ops).
+ * Consumer-offset ops: a store's result is checked against the committed
+ * frontier at the op (deterministic on every replica); the highest
+ * applied offset op is persisted (<partition>/offsets_applied) so a
+ * replay after a restart does not apply it again; a storage failure in
+ * the apply stops the group (the op is applied again after the restart).
  * Reply frames (env->reply): a struct vs_hdr_reply echoing client,
  * request, request_checksum and operation, with status; status 0 carries
  * the body: a send's confirmation [1 u32][stream u32][topic u32]
@@ -62,8 +75,9 @@
  * of its log, committed or not, in op order) before it is proposed; the
  * prepare body is that stamped batch, so every replica stores the same
  * bytes.
- * Deduplication: by the Register'd client id and request number (the
- * request header's client/request), never by the transport/connection id.
+ * Deduplication: by the Register'd client id, request number and request
+ * checksum of the request header (see Replies above), never by the
+ * transport/connection id.
  * Invariants: no PrepareOk before durable; no reply before commit; polls
  * never see an uncommitted batch. Process: data shards, loop thread.
  */
@@ -120,7 +134,7 @@ struct pgroup_opts {
 struct pgroup_stats {
     uint64_t proposals, duplicates, replies, waiters_dropped;
     uint64_t appends, syncs, commits, truncations, superblock_writes;
-    uint64_t repairs_served, state_transfers, enospc;
+    uint64_t repairs_served, state_transfers, enospc, stale;
 };
 
 /* The body of a consumer-offset op (VS_OP_STORE_CONSUMER_OFFSET /
@@ -162,8 +176,10 @@ void pgroup_close(struct vs_pgroup *g);
  * without a new op), -EREMOTE (not the primary: pgroup_primary() names
  * the replica to forward to), -EAGAIN (no settled primary), -EBUSY
  * (pipeline or journal window full), -EALREADY (this client has another
- * request in flight), -EINVAL (batch refused; *berr says why), -VS_EFATAL
- * (the group stopped). A refused batch is left unstamped. */
+ * request in flight), -ESTALE (a request number below the client's
+ * highest committed one that is not among its cached proposals: a late
+ * copy, never proposed again), -EINVAL (batch refused; *berr says why),
+ * -VS_EFATAL (the group stopped). A refused batch is left unstamped. */
 int pgroup_on_send(struct vs_pgroup *g, const struct vs_hdr_request *req,
                    uint8_t *batch, size_t len, uint64_t wall_us,
                    enum batch_err *berr);

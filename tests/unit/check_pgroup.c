@@ -878,6 +878,122 @@ START_TEST(test_interval_policy)
 }
 END_TEST
 
+static int
+offset_op(int node, uint64_t client, uint64_t req, uint8_t operation,
+          uint32_t consumer, uint64_t offset)
+{
+    struct pgroup_offset_op o = {
+        .kind = PART_CONSUMER, .id = consumer, .offset = offset};
+    struct vs_hdr_request r = request(client, req);
+    r.operation = operation;
+    return pgroup_on_offset(g_n[node].g, &r, operation, &o, g_wall);
+}
+
+static void
+wait_status(uint64_t client, uint64_t req, uint32_t status)
+{
+    for (int s = 0; s < MAX_STEPS && !find_reply(client, req, status); s++)
+        step();
+    ck_assert_msg(find_reply(client, req, status) != NULL,
+                  "no reply %u for client %llu request %llu", status,
+                  (unsigned long long)client, (unsigned long long)req);
+}
+
+/* The result of an offset op is a function of the committed log up to
+ * it: a store refused at its commit stays refused when a restart replays
+ * it over a partition that meanwhile holds later batches; an applied op
+ * is not applied again; every replica ends with the same offsets. */
+START_TEST(test_offset_ops_replay_deterministic)
+{
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(1, 1, 2); /* a few messages */
+    ck_assert_int_eq(offset_op(0, 40, 1, VS_OP_STORE_CONSUMER_OFFSET, 1, 50),
+                     0);
+    wait_status(40, 1, VS_E_INVALID_OFFSET);
+    ck_assert_int_eq(offset_op(0, 40, 2, VS_OP_STORE_CONSUMER_OFFSET, 2, 1), 0);
+    wait_status(40, 2, 0);
+    ck_assert_int_eq(offset_op(0, 40, 3, VS_OP_STORE_CONSUMER_OFFSET, 3, 1), 0);
+    wait_status(40, 3, 0);
+    ck_assert_int_eq(offset_op(0, 40, 4, VS_OP_DELETE_CONSUMER_OFFSET, 3, 0),
+                     0);
+    wait_status(40, 4, 0);
+    ck_assert_int_eq(offset_op(0, 40, 5, VS_OP_DELETE_CONSUMER_OFFSET, 3, 0),
+                     0);
+    wait_status(40, 5, VS_E_CONSUMER_OFFSET_NOT_FOUND);
+    produce(2, 3, 30); /* now far more than 50 messages */
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    for (int i = 0; i < N; i++)
+        node_kill(&g_n[i]);
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    int p = wait_primary(-1);
+    produce(2, 31, 32);
+    wait_commit_all(pgroup_commit(g_n[p].g));
+    for (int i = 0; i < N; i++) {
+        struct vs_part *pp = pgroup_part(g_n[i].g);
+        struct part_consumer c1 = {.kind = PART_CONSUMER, .id = 1};
+        struct part_consumer c2 = {.kind = PART_CONSUMER, .id = 2};
+        struct part_consumer c3 = {.kind = PART_CONSUMER, .id = 3};
+        uint64_t off = 0;
+        ck_assert_int_eq(part_offset_get(pp, &c1, &off), -ENOENT);
+        ck_assert_int_eq(part_offset_get(pp, &c2, &off), 0);
+        ck_assert_uint_eq(off, 1);
+        ck_assert_int_eq(part_offset_get(pp, &c3, &off), -ENOENT);
+        ck_assert_int_eq(pgroup_fatal(g_n[i].g), 0);
+    }
+    /* retries after the restart: the table (rebuilt by the replay)
+     * answers a cached one, an older one is never proposed again */
+    uint64_t op = vsr_op(pgroup_engine(g_n[p].g));
+    size_t n0 = g_nrep;
+    ck_assert_int_eq(offset_op(p, 40, 2, VS_OP_STORE_CONSUMER_OFFSET, 2, 1), 0);
+    ck_assert_uint_eq(g_nrep, n0 + 1);
+    ck_assert_uint_eq(g_rep[n0].status, 0);
+    ck_assert_int_eq(offset_op(p, 40, 1, VS_OP_STORE_CONSUMER_OFFSET, 1, 50),
+                     -ESTALE);
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[p].g)), op);
+}
+END_TEST
+
+/* A late copy of an old request number is never proposed again. */
+START_TEST(test_stale_request_never_reproposed)
+{
+    ck_assert_int_eq(wait_primary(-1), 0);
+    for (uint64_t r = 1; r <= 6; r++) {
+        ck_assert_int_eq(send_on(0, 30, r, 1), 0);
+        wait_reply(30, r);
+    }
+    uint64_t op = vsr_op(pgroup_engine(g_n[0].g));
+    /* request 1 with another checksum (another batch): refused */
+    size_t len;
+    uint8_t *b = client_batch(77, 1, &len);
+    struct vs_hdr_request r = request(30, 1);
+    r.request_checksum.lo = 0xDEAD;
+    ck_assert_int_eq(pgroup_on_send(g_n[0].g, &r, b, len, g_wall, NULL),
+                     -ESTALE);
+    free(b);
+    /* request 1 as it was, after more than four newer ones: still never
+     * proposed again (refused: it is no longer cached) */
+    ck_assert_int_eq(send_on(0, 30, 1, 1), -ESTALE);
+    /* the newest one as it was: answered from the table */
+    size_t n0 = g_nrep;
+    ck_assert_int_eq(send_on(0, 30, 6, 1), 0);
+    ck_assert_uint_eq(g_nrep, n0 + 1);
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), op);
+    struct pgroup_stats st;
+    pgroup_stats(g_n[0].g, &st);
+    ck_assert_uint_eq(st.stale, 2);
+    /* the current request number with a new checksum: a new batch */
+    b = client_batch(78, 1, &len);
+    r = request(30, 6);
+    r.request_checksum.lo = 0xBEEF;
+    ck_assert_int_eq(pgroup_on_send(g_n[0].g, &r, b, len, g_wall, NULL), 0);
+    free(b);
+    for (int s = 0; s < 50; s++)
+        step();
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), op + 1);
+}
+END_TEST
+
 static Suite *
 pgroup_suite(void)
 {
@@ -894,6 +1010,8 @@ pgroup_suite(void)
     tcase_add_test(tc, test_damaged_tail_repaired);
     tcase_add_test(tc, test_long_run_checkpoints);
     tcase_add_test(tc, test_interval_policy);
+    tcase_add_test(tc, test_offset_ops_replay_deterministic);
+    tcase_add_test(tc, test_stale_request_never_reproposed);
     suite_add_tcase(s, tc);
     return s;
 }
