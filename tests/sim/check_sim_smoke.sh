@@ -5,6 +5,6 @@ set -u
 sim=./tests/sim/vsr-sim
 fail=0
 "$sim" --scenarios >/dev/null || fail=1
-out=$("$sim" --partitions 2 --parts-local --seeds 1000 20) || fail=1
+out=$("$sim" --partitions 2 --seeds 1000 20) || fail=1
 printf '%s\n' "$out" | grep -v '^marks'
 exit $fail

@@ -312,9 +312,8 @@ net_send(struct sim_parts *ps, int to_client, unsigned from, unsigned to,
     if (w->faults_on && w->f.loss && pchance(ps, w->p.loss_pm, 1000))
         return;
     net_push(ps, to_client, from, to, frame, len);
-    /* a request duplicated on the way (client -> node, or forwarded) is
-     * re-executed by pgroup.c once 4 newer proposals of its client
-     * committed (its dedup window): only when asked */
+    /* a request duplicated on the way (client -> node, or forwarded):
+     * only when asked (sim_parts_opts.dup_requests) */
     int request =
         !to_client && len >= VS_HEADER_SIZE &&
         ((const struct vs_header *)frame)->f.command == VS_CMD_REQUEST;
@@ -1199,6 +1198,8 @@ pg_request(struct sp_rep *r, const uint8_t *f, uint32_t len, int forwarded,
     } else if (rc == -VS_EFATAL) {
         side_fatal(r, "the partition group", rc);
         return;
+    } else if (rc == -ESTALE) {
+        ps->m.stale++; /* an old copy of an answered request: dropped */
     } else if (rc != 0 && rc != -EALREADY && rc != -EINVAL) {
         fail(ps, "group %u node %u: request refused: %s", r->part, r->node,
              strerror(-rc));
@@ -1875,9 +1876,8 @@ client_build(struct sim_parts *ps, struct sp_client *c)
         c->len = 12;
         c->body = vs_xmalloc(12);
         uint32_t id = (uint32_t)(prand(ps) % SP_CONSUMERS) + 1;
-        /* an offset beyond the committed log is refused (InvalidOffset)
-         * only when asked: pgroup.c's replay re-applies such a store
-         * against a partition already holding later batches */
+        /* an offset beyond the committed log (refused, InvalidOffset)
+         * only when asked (sim_parts_opts.bad_offsets) */
         uint64_t off =
             ps->o.bad_offsets ? prand(ps) % (end + 2) : prand(ps) % end;
         memcpy(c->body, &id, 4);
@@ -2564,6 +2564,11 @@ sim_parts_get_marks(const struct sim_world *w, struct sim_parts_marks *m)
                 st.repairs += s->repairs;
                 st.truncations += s->truncations;
                 st.faulty_repaired += s->faulty_repaired;
+            }
+            if (r->g != NULL) {
+                struct pgroup_stats gs;
+                pgroup_stats(r->g, &gs);
+                m->pg_duplicates += gs.duplicates;
             }
             m->view_changes += st.view_changes;
             m->repairs += st.repairs;

@@ -42,7 +42,9 @@
  *  - equal outputs: every replica's apply output of an op is equal, and
  *    equal to the committed-log model's (offsets, stores' results);
  *  - polls never return an uncommitted or foreign batch;
- *  - persist-before-send and no PrepareOk before the append is durable;
+ *  - no PrepareOk above the durable journal op (both bindings), and
+ *    persist-before-send (the sim-local one: pgroup.c's superblock is
+ *    its own);
  *  - after convergence the replicas' partitions are byte-identical up to
  *    their commit and their consumer offsets equal.
  *
@@ -73,12 +75,12 @@ struct sim_parts_opts {
     int no_offsets_fsync;
     int local_binding; /* 1: the sim-local binding instead of pgroup.c */
     /* 1: clients also store offsets beyond the committed log (refused
-     * with InvalidOffset); off by default under pgroup.c, whose replay
-     * after a restart re-applies them against a longer partition and
-     * then accepts them (finding reported to pj) */
+     * with InvalidOffset), and the network duplicates requests too (late
+     * copies of answered ones). Off by default: with them, seed 426
+     * shows a replica that crashed before anything was durable rejoin
+     * as fresh (reported to pj); the replay and dedup findings they were
+     * added for are fixed (pj 7dd8611). */
     int bad_offsets;
-    /* 1: the network duplicates requests too (pgroup.c re-executes a
-     * late duplicate beyond its 4-proposal dedup window) */
     int dup_requests;
 };
 
@@ -88,7 +90,7 @@ struct sim_parts_marks {
         torn_cut, faulty_cut, interior_cut, part_rebuilt, part_refused, flips,
         latent, damaged_reads, view_changes, repairs, truncations,
         faulty_repaired, state_transfer, waived_refused, unobserved,
-        offset_gaps, pg_refused, pg_duplicates;
+        offset_gaps, pg_refused, pg_duplicates, stale;
 };
 
 struct sim_parts;
