@@ -23,6 +23,7 @@
 #include "shard/meta/snapshot_codec.h"
 #include "tests/sim/sim_model.h"
 #include "tests/sim/sim_world.h"
+#include "tests/sim/sim_parts.h"
 #include "tests/sim/sim_xfer.h"
 
 #define LIVENESS_TICKS 6000u /* 60 s of virtual time after the faults */
@@ -1181,6 +1182,7 @@ sim_world_step(struct sim_world *w)
     if (w->faults_on)
         faults_tick(w);
     reap_fatal(w);
+    sim_parts_step(w);
 }
 
 /* ---------------------------------------------------------- lifecycle */
@@ -1298,6 +1300,7 @@ rm_tree(const char *root, unsigned n)
 void
 sim_world_fini(struct sim_world *w)
 {
+    sim_parts_detach(w);
     for (unsigned i = 0; i < w->p.n; i++) {
         sim_node_fini(&w->node[i]);
         sim_disk_fini(&w->disk[i]);
@@ -1532,9 +1535,13 @@ sim_world_run(struct sim_world *w)
         if (!w->node[i].up)
             (void)sim_world_restart(w, i);
     }
+    sim_parts_heal(w);
     uint64_t end = w->now + LIVENESS_TICKS;
-    while (!w->failed && w->now < end && !converged(w))
+    while (!w->failed && w->now < end &&
+           (!converged(w) || !sim_parts_converged(w)))
         sim_world_step(w);
+    if (!w->failed && converged(w))
+        sim_parts_finish(w);
     if (!w->failed && !converged(w) && w->trace) {
         for (unsigned i = 0; i < w->p.n; i++) {
             struct sim_node *n = &w->node[i];

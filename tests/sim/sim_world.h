@@ -194,6 +194,9 @@ struct sim_world {
     int (*tamper)(struct sim_world *w, unsigned from, unsigned to,
                   uint8_t *frame, uint32_t len);
     void *tamper_ctx;
+    /* replicated partition groups beside the metadata group
+     * (sim_parts.h), NULL: none */
+    void *parts;
     int genesis_done;
     int failed;
     char failure[512];

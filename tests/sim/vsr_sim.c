@@ -4,6 +4,8 @@
  *
  *   vsr-sim --seed S [--replicas N] [--ticks T] [--trace]   one seed
  *   vsr-sim --seeds FIRST COUNT [--replicas N]              a range
+ *   ... --partitions P     P replicated partition groups beside the
+ *                          metadata group (sim_parts.h), 0 by default
  *   vsr-sim --scenario NAME [--trace] | --scenarios | --list
  *   vsr-sim --beyond-model FIRST COUNT                      must halt
  * Every run prints one `marks` line (summed by tests/sim/soak); a failing
@@ -35,6 +37,7 @@
 #include "shard/meta/ops.h"
 #include "shard/meta/snapshot_codec.h"
 #include "shard/zero/transfer.h"
+#include "tests/sim/sim_parts.h"
 #include "tests/sim/sim_world.h"
 
 /* Fault profiles. `gate` (make check, and the default) holds the faults
@@ -55,6 +58,49 @@ static const char PROFILE_FULL[] =
     "loss,dup,delay,torn,restart,sb_corrupt,crash_backup,crash_primary,"
     "partitions,cluster_restart,bitrot,latent,wipe";
 static const char *faults_spec = NULL; /* --faults / --full */
+/* Replicated partition groups beside the metadata group (sim_parts.h):
+ * --partitions N (0: none); --no-offsets-fsync leaves the consumer-offset
+ * directories as part_open creates them. */
+static unsigned g_partitions = 0;
+static int g_no_offsets_fsync = 0;
+static int g_parts_local = 0;  /* --parts-local: the sim-local binding */
+static int g_bad_offsets = 0;  /* --parts-bad-offsets */
+static int g_dup_requests = 0; /* --parts-dup-requests */
+
+/* Attaches the partition groups to a built world (if asked). 0 or -errno
+ * with w->failure set. */
+static int
+attach_parts(struct sim_world *w, unsigned partitions)
+{
+    if (partitions == 0)
+        return 0;
+    struct sim_parts_opts o = {
+        .partitions = partitions,
+        .clients = partitions + 1 > 8 ? 8 : partitions + 1,
+        .no_offsets_fsync = g_no_offsets_fsync,
+        .local_binding = g_parts_local,
+        .bad_offsets = g_bad_offsets || g_parts_local,
+        .dup_requests = g_dup_requests,
+    };
+    int rc = sim_parts_attach(w, &o);
+    if (rc != 0 && w->failure[0] == '\0')
+        snprintf(w->failure, sizeof(w->failure),
+                 "cannot attach the partition groups: %s", strerror(-rc));
+    return rc;
+}
+
+/* The replay options of the partition groups ("" without). */
+static const char *
+parts_args(void)
+{
+    static char b[128];
+    snprintf(b, sizeof(b), g_partitions ? " --partitions %u%s%s%s%s" : "",
+             g_partitions, g_no_offsets_fsync ? " --no-offsets-fsync" : "",
+             g_parts_local ? " --parts-local" : "",
+             g_bad_offsets ? " --parts-bad-offsets" : "",
+             g_dup_requests ? " --parts-dup-requests" : "");
+    return b;
+}
 
 static int
 set_faults(struct sim_faults *f, const char *spec)
@@ -154,6 +200,49 @@ print_marks(const struct sim_world *w)
     printf("marks n=%u", w->p.n);
     for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
         printf(" %s=%llu", k[i].name, (unsigned long long)k[i].v);
+    if (w->parts != NULL) {
+        struct sim_parts_marks pm;
+        sim_parts_get_marks(w, &pm);
+        const struct {
+            const char *name;
+            uint64_t v;
+        } q[] = {
+            {"p_commits", pm.commits},
+            {"p_acked", pm.acked},
+            {"p_sends", pm.sends},
+            {"p_stores", pm.stores},
+            {"p_polls", pm.polls},
+            {"p_polled_batches", pm.polled_batches},
+            {"p_forwards", pm.forwards},
+            {"p_not_ready", pm.not_ready},
+            {"p_dedup_hits", pm.dedup_hits},
+            {"p_reconnects", pm.reconnects},
+            {"p_side_crashes", pm.side_crashes},
+            {"p_side_fatal", pm.side_fatal},
+            {"p_boots", pm.boots},
+            {"p_torn_cut", pm.torn_cut},
+            {"p_faulty_cut", pm.faulty_cut},
+            {"p_interior_cut", pm.interior_cut},
+            {"p_part_rebuilt", pm.part_rebuilt},
+            {"p_part_refused", pm.part_refused},
+            {"p_flips", pm.flips},
+            {"p_latent", pm.latent},
+            {"p_damaged_reads", pm.damaged_reads},
+            {"p_view_changes", pm.view_changes},
+            {"p_repairs", pm.repairs},
+            {"p_truncations", pm.truncations},
+            {"p_faulty_repaired", pm.faulty_repaired},
+            {"p_state_transfer", pm.state_transfer},
+            {"p_waived_refused", pm.waived_refused},
+            {"p_unobserved", pm.unobserved},
+            {"p_offset_gaps", pm.offset_gaps},
+            {"p_pg_refused", pm.pg_refused},
+            {"p_pg_duplicates", pm.pg_duplicates},
+            {"p_stale", pm.stale},
+        };
+        for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++)
+            printf(" %s=%llu", q[i].name, (unsigned long long)q[i].v);
+    }
     printf("\n");
 }
 
@@ -186,6 +275,8 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     faults_spec = saved;
     struct sim_world *w = calloc(1, sizeof(*w));
     int rc = sim_world_init(w, seed, &p, &f, trace);
+    if (rc == 0)
+        rc = attach_parts(w, g_partitions);
     if (rc != 0) {
         fprintf(stderr, "vsr-sim: seed %llu: cannot build the world: %s\n",
                 (unsigned long long)seed, w->failure);
@@ -197,12 +288,12 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     if (rc) {
         printf("FAIL seed %llu (n=%u): %s\n", (unsigned long long)seed, p.n,
                w->failure);
-        printf("replay: tests/sim/vsr-sim%s%s --seed %llu --replicas %u "
+        printf("replay: tests/sim/vsr-sim%s%s%s --seed %llu --replicas %u "
                "--ticks %llu --trace\n",
                spec == NULL           ? ""
                : spec == PROFILE_FULL ? " --full"
                                       : " --faults ",
-               spec == NULL || spec == PROFILE_FULL ? "" : spec,
+               spec == NULL || spec == PROFILE_FULL ? "" : spec, parts_args(),
                (unsigned long long)seed, p.n, (unsigned long long)p.ticks);
     }
     print_marks(w);
@@ -1428,6 +1519,245 @@ sc_xfer_shrunk_table_manifest(struct sim_world *w)
     return w->failed;
 }
 
+/* ------------------------------------ replicated partitions (sim_parts) */
+
+/* Attaches two partition groups to a scenario's world (faults on). */
+static int
+parts_begin(struct sim_world *w)
+{
+    if (w->parts == NULL && attach_parts(w, 2) != 0)
+        return 1;
+    w->faults_on = 1;
+    return w->failed;
+}
+
+/* The same scenario over the sim-local binding (sim_parts.h). */
+static int sc_part_reconnect_dedup(struct sim_world *w);
+static int
+sc_part_local_reconnect_dedup(struct sim_world *w)
+{
+    g_parts_local = 1;
+    int rc = sc_part_reconnect_dedup(w);
+    g_parts_local = 0;
+    return rc;
+}
+
+static int
+parts_mark(const struct sim_world *w, const char *what, uint64_t v)
+{
+    if (v == 0 && !w->failed)
+        sim_world_failf((struct sim_world *)w, "scenario: no %s", what);
+    return w->failed;
+}
+
+/* The primary of group 0 crashes (inside its storage, then the node)
+ * while producers send: a new primary takes over, nothing acknowledged
+ * is lost, the old one rejoins. */
+static int
+sc_part_primary_crash(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 500))
+        return 1;
+    int p = sim_parts_primary(w, 0);
+    if (p < 0) {
+        sim_world_failf(w, "scenario: group 0 has no primary");
+        return 1;
+    }
+    uint64_t acked = sim_parts_acked(w);
+    sim_parts_arm_crash(w, (unsigned)p, 3);
+    steps(w, 100);
+    sim_world_crash(w, (unsigned)p);
+    steps(w, 1200);
+    int q = sim_parts_primary(w, 0);
+    if (!w->failed && (q < 0 || q == p))
+        sim_world_failf(w, "scenario: no new primary of group 0 (%d)", q);
+    if (!w->failed && sim_parts_acked(w) <= acked)
+        sim_world_failf(w, "scenario: no send acknowledged after the crash");
+    sim_world_restart(w, (unsigned)p);
+    steps(w, 400);
+    struct sim_parts_marks m;
+    sim_parts_get_marks(w, &m);
+    if (parts_mark(w, "partition view change", m.view_changes))
+        return 1;
+    return finish(w);
+}
+
+/* A backup's last journal record is damaged while it is down: it cuts
+ * it, marks it faulty (never nacked) and repairs it from its peers. */
+static int
+sc_part_damaged_tail(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 600))
+        return 1;
+    int p = sim_parts_primary(w, 0);
+    if (p < 0) {
+        sim_world_failf(w, "scenario: group 0 has no primary");
+        return 1;
+    }
+    unsigned b = ((unsigned)p + 1) % w->p.n;
+    sim_world_crash(w, b);
+    steps(w, 1);
+    if (!sim_parts_rot_tail(w, b, 0, 0))
+        sim_world_failf(w, "scenario: no journal record to damage");
+    sim_world_restart(w, b);
+    steps(w, 1);
+    uint64_t faulty = sim_parts_faulty(w, b, 0);
+    steps(w, 1000);
+    struct sim_parts_marks m;
+    sim_parts_get_marks(w, &m);
+    if (parts_mark(w, "damaged tail marked faulty at the boot", faulty) ||
+        parts_mark(w, "faulty op repaired", m.faulty_repaired))
+        return 1;
+    return finish(w);
+}
+
+/* Repaired prepares keep the hash chain (upstream #3978: repairs
+ * rewound the journal's parent and nodes could not restart): a backup
+ * cut off misses ops, repairs them after the heal, then restarts twice
+ * and recovers its whole journal each time, nothing cut. */
+static int
+sc_part_repaired_chain(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 300))
+        return 1;
+    int p = sim_parts_primary(w, 0);
+    if (p < 0) {
+        sim_world_failf(w, "scenario: group 0 has no primary");
+        return 1;
+    }
+    unsigned b = ((unsigned)p + 1) % w->p.n;
+    for (unsigned i = 0; i < w->p.n; i++)
+        w->part[i][b] = w->part[b][i] = i != b;
+    steps(w, 700);
+    memset(w->part, 0, sizeof(w->part));
+    steps(w, 900);
+    struct sim_parts_marks m;
+    sim_parts_get_marks(w, &m);
+    if (parts_mark(w, "partition repair", m.repairs))
+        return 1;
+    for (int round = 0; round < 2 && !w->failed; round++) {
+        /* what is durable before the crash is recovered after it (an
+         * append still waiting for its fsync may be cut) */
+        int64_t dur = sim_parts_durable(w, b, 0);
+        sim_world_crash(w, b);
+        steps(w, 1);
+        sim_world_restart(w, b);
+        steps(w, 1);
+        if (!w->failed && sim_parts_head(w, b, 0) < dur)
+            sim_world_failf(w,
+                            "scenario: the repaired journal of node %u did not "
+                            "survive a restart (head %lld, durable before "
+                            "%lld)",
+                            b, (long long)sim_parts_head(w, b, 0),
+                            (long long)dur);
+        steps(w, 300);
+    }
+    return finish(w);
+}
+
+/* A leader restarts with nothing to repair (upstream #4230 panicked on
+ * an empty repair range): it rejoins, and no replica ever sends or takes
+ * an empty, inverted or oversized repair range. */
+static int
+sc_part_leader_restart_empty_repair(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 600))
+        return 1;
+    for (int round = 0; round < 3 && !w->failed; round++) {
+        int p = sim_parts_primary(w, round % 2);
+        if (p < 0)
+            break;
+        sim_world_crash(w, (unsigned)p);
+        steps(w, 1);
+        sim_world_restart(w, (unsigned)p);
+        steps(w, 700);
+    }
+    if (!w->failed && sim_parts_verdicts(w, VSR_DROP_RANGE) > 0)
+        sim_world_failf(
+            w,
+            "scenario: %llu repair requests with an invalid "
+            "range",
+            (unsigned long long)sim_parts_verdicts(w, VSR_DROP_RANGE));
+    return finish(w);
+}
+
+struct part_drop {
+    unsigned from, to; /* frames of group `group` from -> to */
+    int on;
+    uint64_t group;
+};
+
+static int
+drop_group0(void *ctx, unsigned from, unsigned to, uint8_t *frame, uint32_t len)
+{
+    struct part_drop *d = ctx;
+    return d->on && sim_parts_frame_group(frame, len) == d->group &&
+           ((from == d->from && to == d->to) ||
+            (from == d->to && to == d->from));
+}
+
+/* A commit on a suffix no live replica can repair is bounded (upstream
+ * #4075 stalled forever): the primary's prepares reach one backup only,
+ * whose acknowledgements are lost; primary and that backup die, the
+ * backup's copy of the newest op is damaged; the survivors cannot
+ * decide it until a holder is back, commit nothing else meanwhile, and
+ * once the old primary returns the group commits within the bound. */
+static int
+sc_part_unrepairable_suffix(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 500))
+        return 1;
+    int p = sim_parts_primary(w, 0);
+    if (p < 0) {
+        sim_world_failf(w, "scenario: group 0 has no primary");
+        return 1;
+    }
+    unsigned b1 = ((unsigned)p + 1) % w->p.n, b2 = ((unsigned)p + 2) % w->p.n;
+    struct part_drop d = {(unsigned)p, b2, 1, sim_parts_group_id(w, 0)};
+    sim_parts_set_tamper(w, drop_group0, &d);
+    steps(w, 200);
+    uint64_t before = sim_parts_commit(w, 0);
+    sim_world_crash(w, (unsigned)p);
+    sim_world_crash(w, b1);
+    steps(w, 1);
+    d.on = 0;
+    (void)sim_parts_rot_tail(w, b1, 0, 0);
+    sim_world_restart(w, b1);
+    steps(w, 1500);
+    sim_world_restart(w, (unsigned)p);
+    uint64_t t0 = w->now;
+    while (!w->failed && w->now < t0 + 3000 && sim_parts_commit(w, 0) <= before)
+        steps(w, 10);
+    if (!w->failed && sim_parts_commit(w, 0) <= before)
+        sim_world_failf(w,
+                        "scenario: group 0 committed nothing within 3000 "
+                        "ticks of a holder's return (commit %llu)",
+                        (unsigned long long)before);
+    sim_parts_set_tamper(w, NULL, NULL);
+    return finish(w);
+}
+
+/* Clients reconnect again and again with new transport ids and resend
+ * their outstanding requests (upstream #3958 keyed deduplication by the
+ * transport): every request executes at most once, duplicates get the
+ * committed answer. */
+static int
+sc_part_reconnect_dedup(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 300))
+        return 1;
+    for (int round = 0; round < 40 && !w->failed; round++) {
+        steps(w, 25);
+        sim_parts_reconnect_all(w);
+    }
+    struct sim_parts_marks m;
+    sim_parts_get_marks(w, &m);
+    if (parts_mark(w, "duplicate recognised by the group",
+                   m.dedup_hits + m.pg_duplicates))
+        return 1;
+    return finish(w);
+}
+
 static const struct scenario SCENARIOS[] = {
     {"single-torn-tail", 1, NULL, sc_single_torn_tail},
     {"single-cluster-restart", 1, NULL, sc_cluster_restart},
@@ -1695,6 +2025,17 @@ static const struct scenario SCENARIOS[] = {
      704532,
      0,
      {0}},
+    /* Replicated partitions: two partition groups beside the metadata
+     * group (sim_parts.h); the upstream bugs vstream must not have. */
+    {"part-primary-crash-mid-sends", 3, NULL, sc_part_primary_crash},
+    {"part-backup-damaged-tail", 3, NULL, sc_part_damaged_tail},
+    {"part-repaired-chain-restarts", 3, NULL, sc_part_repaired_chain},
+    {"part-leader-restart-empty-repair", 3, NULL,
+     sc_part_leader_restart_empty_repair},
+    {"part-unrepairable-suffix-bounded", 3, NULL, sc_part_unrepairable_suffix},
+    {"part-reconnect-keeps-dedup", 3, NULL, sc_part_reconnect_dedup},
+    {"part-local-reconnect-keeps-dedup", 3, NULL,
+     sc_part_local_reconnect_dedup},
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
 
@@ -1841,9 +2182,9 @@ run_isolated(uint64_t seed, unsigned n, uint64_t ticks, int beyond)
     printf("FAIL seed %llu (n=%u): the run died (signal %d): an assertion "
            "in the product\n",
            (unsigned long long)seed, p.n, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    printf("replay: tests/sim/vsr-sim%s %s %llu --replicas %u --ticks %llu "
+    printf("replay: tests/sim/vsr-sim%s%s %s %llu --replicas %u --ticks %llu "
            "--trace\n",
-           faults_spec == PROFILE_FULL ? " --full" : "",
+           faults_spec == PROFILE_FULL ? " --full" : "", parts_args(),
            beyond ? "--beyond-model" : "--seed", (unsigned long long)seed, p.n,
            (unsigned long long)(ticks ? ticks : p.ticks));
     return 1;
@@ -1860,6 +2201,9 @@ usage(void)
             "                crash_backup,crash_primary,restart,torn,bitrot,\n"
             "                latent,sb_corrupt,cluster_restart,wipe]\n"
             "       vsr-sim --seeds FIRST COUNT [--replicas N]\n"
+            "       (any run: [--partitions P] partition groups beside the\n"
+            "        metadata group, [--no-offsets-fsync] [--parts-local]\n"
+            "        [--parts-bad-offsets] [--parts-dup-requests])\n"
             "       vsr-sim --scenario NAME [--trace] | --scenarios | --list\n"
             "       vsr-sim --beyond-model FIRST COUNT\n");
 }
@@ -1918,6 +2262,19 @@ main(int argc, char **argv)
         } else if (strcmp(a, "--ticks") == 0 && i + 1 < argc) {
             if (parse_u64(argv[++i], &ticks) != 0 || ticks == 0)
                 goto bad;
+        } else if (strcmp(a, "--partitions") == 0 && i + 1 < argc) {
+            uint64_t v;
+            if (parse_u64(argv[++i], &v) != 0 || v > SIM_PARTS_MAX)
+                goto bad;
+            g_partitions = (unsigned)v;
+        } else if (strcmp(a, "--no-offsets-fsync") == 0) {
+            g_no_offsets_fsync = 1;
+        } else if (strcmp(a, "--parts-local") == 0) {
+            g_parts_local = 1;
+        } else if (strcmp(a, "--parts-bad-offsets") == 0) {
+            g_bad_offsets = 1;
+        } else if (strcmp(a, "--parts-dup-requests") == 0) {
+            g_dup_requests = 1;
         } else if (strcmp(a, "--full") == 0) {
             faults_spec = PROFILE_FULL;
         } else if (strcmp(a, "--faults") == 0 && i + 1 < argc) {
