@@ -747,6 +747,25 @@ pgroup_open(const struct pgroup_opts *o, struct vs_part *p,
                      rc == -EBADMSG ? verdict.msg : sio_strerror(rc));
         goto fail;
     }
+    if (o->replica_count > 1 && rec.fresh) {
+        /* A prior life must be visible to the next boot before this
+         * replica sends anything: a replica that restarted with nothing
+         * durable would otherwise start again as a fresh member of view 0
+         * and, as its primary, propose another op 1 over the one its
+         * peers may have acknowledged. The empty state written here makes
+         * every later open start Recovering (and probe for the view). */
+        struct pj_state s0;
+        memset(&s0, 0, sizeof(s0));
+        rc = pj_state_write(g->j, &s0);
+        if (rc < 0) {
+            pj_recovered_free(&rec);
+            if (reason)
+                snprintf(reason, reason_len,
+                         "writing the first partition superblock failed: %s",
+                         sio_strerror(rc));
+            goto fail;
+        }
+    }
     struct vs_vsr_options vo;
     memset(&vo, 0, sizeof(vo));
     vo.cluster = o->cluster;

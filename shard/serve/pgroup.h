@@ -159,7 +159,10 @@ int pgroup_offset_decode(const uint8_t *b, size_t len,
 uint64_t pgroup_group_id(const struct part_id *id);
 
 /* Opens the group on an opened partition: pj_open, then vsr_create from
- * what it recovered (Recovering when it had a prior life). 0, or -errno
+ * what it recovered (Recovering when it had a prior life). A fresh
+ * member of a multi-replica group first writes an empty partition
+ * superblock (durable), so any later open counts as a prior life even if
+ * nothing else became durable before a crash. 0, or -errno
  * with one line in `reason` (a refusal: the shard logs it and keeps the
  * partition unserved). */
 int pgroup_open(const struct pgroup_opts *o, struct vs_part *p,

@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -204,6 +205,47 @@ node_kill(struct node *n)
     n->p = NULL;
     n->up = 0;
     n->want_sync = 0;
+}
+
+/* A power loss before any fsync of the node's appends: every segment
+ * and journal record file is emptied (what was written since the
+ * partition was created never reached the disk). */
+static void
+node_lose_unsynced_appends(struct node *n)
+{
+    DIR *top = opendir(n->parts);
+    ck_assert_ptr_nonnull(top);
+    struct dirent *pd;
+    while ((pd = readdir(top)) != NULL) {
+        if (pd->d_name[0] == '.')
+            continue;
+        char dir[700];
+        snprintf(dir, sizeof dir, "%s/%s", n->parts, pd->d_name);
+        DIR *d = opendir(dir);
+        if (d == NULL)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            size_t l = strlen(e->d_name);
+            if (l > 4 && (strcmp(e->d_name + l - 4, ".log") == 0 ||
+                          strcmp(e->d_name + l - 4, ".vsr") == 0)) {
+                char f[1000];
+                snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
+                ck_assert_int_eq(truncate(f, 0), 0);
+            }
+        }
+        closedir(d);
+    }
+    closedir(top);
+}
+
+/* A lost disk: the node's partition directory is gone (a fresh member
+ * again at its next start). */
+static void
+node_wipe(struct node *n)
+{
+    dt_rm_rf(n->root);
+    dt_mkdtemp(n->root, sizeof(n->root), n->parts, sizeof(n->parts));
 }
 
 static void
@@ -815,8 +857,10 @@ END_TEST
  * repairs it. */
 START_TEST(test_long_run_checkpoints)
 {
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
         node_kill(&g_n[i]);
+        node_wipe(&g_n[i]); /* a fresh cluster with other options */
+    }
     g_slots = 64;
     for (int i = 0; i < N; i++)
         node_start(&g_n[i]);
@@ -855,8 +899,10 @@ END_TEST
  * follows within PG_INTERVAL_TICKS. */
 START_TEST(test_interval_policy)
 {
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
         node_kill(&g_n[i]);
+        node_wipe(&g_n[i]); /* a fresh cluster with other options */
+    }
     g_durability = PART_FSYNC_INTERVAL;
     for (int i = 0; i < N; i++)
         node_start(&g_n[i]);
@@ -994,6 +1040,38 @@ START_TEST(test_stale_request_never_reproposed)
 }
 END_TEST
 
+/* A primary that dies before anything of its group was durable on its
+ * disk (its fsync never ran) restarts Recovering, never as a fresh member
+ * of view 0 (whose primary it is: it would propose another op 1 over the
+ * one its backups acknowledged); the group keeps one op 1. */
+START_TEST(test_restart_before_anything_durable)
+{
+    g_hold_sync[0] = 1; /* the primary's own appends never become durable */
+    int rc = -EAGAIN;
+    for (int s = 0; s < MAX_STEPS && rc != 0; s++) {
+        rc = send_on(0, 1, 1, 2);
+        if (rc != 0)
+            step();
+    }
+    ck_assert_int_eq(rc, 0);
+    for (int s = 0; s < 20; s++)
+        step();
+    struct vs_vsr_info in;
+    vsr_info(pgroup_engine(g_n[1].g), &in);
+    ck_assert_uint_ge(in.journal_op, 1); /* the backups hold op 1 */
+    node_kill(&g_n[0]);
+    node_lose_unsynced_appends(&g_n[0]);
+    g_hold_sync[0] = 0;
+    node_start(&g_n[0]);
+    vsr_info(pgroup_engine(g_n[0].g), &in);
+    ck_assert_int_eq(in.status, VSR_STATUS_RECOVERING);
+    wait_primary(-1);
+    produce(2, 2, 4);
+    wait_commit_all(pgroup_commit(g_n[1].g));
+    files_identical();
+}
+END_TEST
+
 static Suite *
 pgroup_suite(void)
 {
@@ -1012,6 +1090,7 @@ pgroup_suite(void)
     tcase_add_test(tc, test_interval_policy);
     tcase_add_test(tc, test_offset_ops_replay_deterministic);
     tcase_add_test(tc, test_stale_request_never_reproposed);
+    tcase_add_test(tc, test_restart_before_anything_durable);
     suite_add_tcase(s, tc);
     return s;
 }
