@@ -157,6 +157,14 @@ dparts_check_fatal(struct dparts *d, int rc, const char *what)
     shard_fatal(d->ctx, "%s: %s", what, msg);
 }
 
+/* The close hook (parts.h on_close), before the handle goes. */
+static void
+dparts_notify_close(struct dparts *d, struct dpart *dp)
+{
+    if (d->on_close != NULL)
+        d->on_close(d->on_close_ctx, dp);
+}
+
 static int created_hw_read(struct dparts *d);
 
 int
@@ -260,6 +268,7 @@ dparts_fini(struct dparts *d)
 {
     while (d->all != NULL) {
         struct dpart *dp = d->all;
+        dparts_notify_close(d, dp);
         dparts_unlink(d, dp);
         stats_drop(d, dp);
         int rc = part_close(dp->p);
@@ -445,6 +454,7 @@ update_one(struct dparts *d, struct dpart *dp, const struct dlive *e)
 static void
 remove_one(struct dparts *d, struct dpart *dp)
 {
+    dparts_notify_close(d, dp);
     dparts_unlink(d, dp);
     stats_drop(d, dp);   /* a deleted partition's counters are cleared */
     part_abandon(dp->p); /* its files go away: nothing to flush */
