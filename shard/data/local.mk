@@ -8,6 +8,7 @@ libvs_data_a_SOURCES = \
 	shard/data/batch.c shard/data/batch.h \
 	shard/data/segment.c shard/data/segment.h \
 	shard/data/partition.c shard/data/partition.h \
+	shard/data/pjournal.c shard/data/pjournal.h \
 	shard/data/offsets.c \
 	shard/data/pdir.c shard/data/pdir.h
 
@@ -64,4 +65,14 @@ tests_unit_check_data_nosync_SOURCES = tests/unit/check_data_nosync.c \
 	tests/unit/data_testutil.h
 tests_unit_check_data_nosync_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_data_nosync_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
+endif
+
+# The journal of a replicated partition (.vsr records, vsr_state).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_pjournal
+check_PROGRAMS += tests/unit/check_pjournal
+tests_unit_check_pjournal_SOURCES = tests/unit/check_pjournal.c \
+	tests/unit/data_testutil.h
+tests_unit_check_pjournal_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_pjournal_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
 endif

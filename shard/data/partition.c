@@ -57,6 +57,9 @@ struct vs_part {
      * completed: reads stop at hidden_from (part_visible_next). */
     int hidden;
     uint64_t hidden_from;
+    /* Replicated partitions: reads end before visible_cap (the offset
+     * after the group's committed batches); UINT64_MAX = no cap. */
+    uint64_t visible_cap;
 };
 
 void
@@ -564,6 +567,7 @@ part_open(struct vs_sio *io, const char *partitions_dir,
         return rc;
     struct vs_part *p = vs_xcalloc(1, sizeof(*p));
     p->io = io;
+    p->visible_cap = UINT64_MAX;
     p->id = *id;
     if (opts)
         p->opts = *opts;
@@ -826,8 +830,9 @@ part_every_batch(const struct vs_part *p)
 uint64_t
 part_visible_next(const struct vs_part *p)
 {
-    return p->hidden && p->hidden_from < p->next_offset ? p->hidden_from
-                                                        : p->next_offset;
+    uint64_t v = p->hidden && p->hidden_from < p->next_offset ? p->hidden_from
+                                                              : p->next_offset;
+    return v < p->visible_cap ? v : p->visible_cap;
 }
 
 int
@@ -1246,4 +1251,253 @@ part_purge(struct vs_part *p, uint64_t purge_generation)
     /* On failure the handle has no active segment: the caller abandons it
      * and reopens, and part_open completes the purge. */
     return do_purge(p, purge_generation, start);
+}
+
+/* ---- replicated partitions (shard/data/pjournal.c) ---- */
+
+static struct dseg *
+seg_by_start(struct vs_part *p, uint64_t start)
+{
+    for (size_t i = 0; i < p->nsegs; i++)
+        if (p->segs[i].start == start)
+            return &p->segs[i];
+    return NULL;
+}
+
+int
+part_append_stamped(struct vs_part *p, const uint8_t *batch, size_t len,
+                    struct part_log_pos *pos, enum batch_err *berr)
+{
+    struct batch_info info;
+    enum batch_err be = batch_validate(batch, len, &p->opts.limits, 0, &info);
+    if (be == BATCH_OK &&
+        vs_load_u64(batch + BATCH_OFF_PARTITION_ID) != p->id.partition_id)
+        be = BATCH_E_NOT_ZEROED;
+    if (berr)
+        *berr = be;
+    if (be != BATCH_OK)
+        return -EINVAL;
+    if (batch_base_offset(batch) != p->next_offset ||
+        batch_base_timestamp(batch) < p->last_ts)
+        return -EINVAL;
+    if (p->opts.read_only)
+        return -EROFS;
+    if (sio_is_fatal(p->io))
+        return -VS_EFATAL;
+    if (p->nsegs == 0)
+        return -EIO;
+    struct dseg *a = active(p);
+    int rc;
+    if (a->size > 0 && a->size + len > p->opts.segment_size) {
+        rc = roll(p);
+        if (rc < 0)
+            return rc;
+        a = active(p);
+    }
+    uint64_t at = a->size;
+    rc = dseg_append(p->io, a, batch, len, p->opts.index_interval);
+    if (rc < 0)
+        return rc;
+    p->next_offset += info.message_count;
+    p->last_ts = batch_base_timestamp(batch);
+    p->unsynced_bytes += len;
+    if (pos) {
+        pos->seg_start = a->start;
+        pos->position = at;
+    }
+    return 0;
+}
+
+void
+part_set_visible_cap(struct vs_part *p, uint64_t next)
+{
+    p->visible_cap = next;
+}
+
+uint64_t
+part_active_start(const struct vs_part *p)
+{
+    return p->nsegs ? p->segs[p->nsegs - 1].start : 0;
+}
+
+int
+part_segment_at(const struct vs_part *p, size_t i, uint64_t *start,
+                uint64_t *size)
+{
+    if (i >= p->nsegs)
+        return -ENOENT;
+    *start = p->segs[i].start;
+    *size = p->segs[i].size;
+    return 0;
+}
+
+int
+part_read_log(struct vs_part *p, uint64_t seg_start, uint64_t pos, void *buf,
+              size_t len)
+{
+    struct dseg *s = seg_by_start(p, seg_start);
+    if (!s)
+        return -ENOENT;
+    int fdc = -1;
+    int rc = dseg_read(p->io, s, pos, buf, len, &fdc);
+    if (fdc >= 0)
+        dseg_fd_release(p->io, s, &fdc);
+    return rc;
+}
+
+/* Finds the position of the batch with base_offset `offset` in s: 0 and
+ * *pos, or -EINVAL when no batch starts there. */
+static int
+find_batch(struct vs_part *p, struct dseg *s, uint64_t offset, uint64_t *pos)
+{
+    uint64_t at = dseg_pos_for_offset(s, offset);
+    uint8_t hdr[BATCH_HEADER_SIZE];
+    int fdc = -1, rc = -EINVAL;
+    while (at < s->size) {
+        int r = dseg_read(p->io, s, at, hdr, sizeof(hdr), &fdc);
+        if (r < 0) {
+            rc = r;
+            break;
+        }
+        uint64_t base = batch_base_offset(hdr), blen = batch_length(hdr);
+        if (base == offset) {
+            *pos = at;
+            rc = 0;
+            break;
+        }
+        if (base > offset || blen < BATCH_HEADER_SIZE)
+            break;
+        at += blen;
+    }
+    if (fdc >= 0)
+        dseg_fd_release(p->io, s, &fdc);
+    return rc;
+}
+
+/* Cuts the index file of s to the entries below `cut` (a sealed
+ * segment's index is opened by path). */
+static int
+cut_index(struct vs_part *p, struct dseg *s, uint64_t cut)
+{
+    size_t keep = 0;
+    while (keep < s->nidx && s->idx[keep].position < cut)
+        keep++;
+    uint64_t len = (uint64_t)keep * 24u;
+    int fd = s->idx_fd, own = 0;
+    if (fd < 0) {
+        fd = sio_open(p->io, s->idx_path, O_WRONLY, 0);
+        if (fd == -ENOENT)
+            return 0;
+        if (fd < 0)
+            return sio_set_fatal(p->io, SIO_OPEN, -fd, s->idx_path);
+        own = 1;
+    }
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > len) {
+        rc = sio_ftruncate(p->io, fd, (off_t)len, s->idx_path);
+        if (rc == 0)
+            rc = sio_fsync(p->io, fd, s->idx_path);
+    }
+    if (own)
+        sio_close(p->io, fd);
+    return rc;
+}
+
+int
+part_truncate_tail(struct vs_part *p, uint64_t offset)
+{
+    if (p->opts.read_only)
+        return -EROFS;
+    if (sio_is_fatal(p->io))
+        return -VS_EFATAL;
+    if (offset == p->next_offset)
+        return 0;
+    if (offset > p->next_offset || p->nsegs == 0)
+        return -EINVAL;
+    /* the segment the cut falls in: the last one starting at or below */
+    size_t k = p->nsegs;
+    while (k > 0 && p->segs[k - 1].start > offset)
+        k--;
+    if (k == 0)
+        return -EINVAL; /* below the retained log */
+    k--;
+    struct dseg *s = &p->segs[k];
+    uint64_t cut = 0;
+    int rc = 0;
+    if (!s->empty && offset <= s->last_offset)
+        rc = find_batch(p, s, offset, &cut);
+    else if (offset == (s->empty ? s->start : s->last_offset + 1))
+        cut = s->size;
+    else
+        rc = -EINVAL;
+    if (rc < 0)
+        return rc;
+    /* 1. the floor first (when above the cut): a crash from here on
+     * reopens at the log's end */
+    if (p->floor > offset) {
+        rc = state_write(p, p->purge_gen, offset);
+        if (rc < 0)
+            return rc;
+    }
+    /* 2. whole segments above the cut, newest first */
+    while (p->nsegs > k + 1) {
+        struct dseg *t = &p->segs[p->nsegs - 1];
+        rc = dseg_unlink(p->io, t);
+        if (rc < 0 && rc != -ENOENT)
+            return rc == -VS_EFATAL
+                       ? rc
+                       : sio_set_fatal(p->io, SIO_UNLINK, -rc, t->log_path);
+        dseg_fini(p->io, t);
+        p->nsegs--;
+    }
+    rc = sio_dir_fsync(p->io, p->dir);
+    if (rc < 0)
+        return rc;
+    /* 3. the index below the cut, then the log, each fsynced */
+    rc = cut_index(p, s, cut);
+    if (rc < 0)
+        return rc;
+    if (cut < s->size) {
+        int fd = s->fd, own = 0;
+        if (fd < 0) {
+            fd = sio_open(p->io, s->log_path, O_WRONLY, 0);
+            if (fd < 0)
+                return sio_set_fatal(p->io, SIO_OPEN, -fd, s->log_path);
+            own = 1;
+        }
+        rc = sio_ftruncate(p->io, fd, (off_t)cut, s->log_path);
+        if (rc == 0)
+            rc = sio_fsync(p->io, fd, s->log_path);
+        if (own)
+            sio_close(p->io, fd);
+        if (rc < 0)
+            return rc;
+    }
+    /* 4. reload the segment as the active one (state, index, fds) */
+    uint64_t expect = 0;
+    if (k > 0) {
+        const struct dseg *b = &p->segs[k - 1];
+        expect = b->empty ? b->start : b->last_offset + 1;
+    }
+    uint64_t start = s->start;
+    dseg_fini(p->io, s);
+    rc = dseg_init(s, p->dir, start);
+    if (rc == 0)
+        rc = dseg_load_active(p->io, s, p->opts.index_interval, expect,
+                              p->opts.durability, 1, 0, NULL);
+    if (rc < 0) {
+        p->nsegs = k; /* the handle is unusable: the caller abandons it */
+        return rc == -VS_EFATAL
+                   ? rc
+                   : sio_set_fatal(p->io, SIO_READ, EIO, s->log_path);
+    }
+    p->next_offset = offset;
+    p->last_ts = 0;
+    for (size_t i = 0; i < p->nsegs; i++)
+        if (!p->segs[i].empty && p->segs[i].last_ts > p->last_ts)
+            p->last_ts = p->segs[i].last_ts;
+    p->unsynced_bytes = 0;
+    p->hidden = 0;
+    return 0;
 }

@@ -250,6 +250,51 @@ int part_tick(struct vs_part *p, uint64_t now_ms);
 /* Fsyncs now whatever the policy (FlushUnsavedBuffer). 0 or -VS_EFATAL. */
 int part_flush(struct vs_part *p);
 
+/* ---- replicated partitions (shard/data/pjournal.c) ----
+ * A partition that is a VSR group's journal stores batches the group's
+ * primary already stamped (the same bytes on every replica), shows polls
+ * only the committed ones, and may cut its uncommitted tail when a view
+ * change discards it. Such a partition is opened with cut_damaged_tail = 1
+ * (a damaged tail is repaired from the peers, never refused) and never
+ * uses part_append / part_append_nosync. Loop thread of the owning shard. */
+
+/* Where a stored batch lies: its segment (by start offset) and byte
+ * position in that segment's .log. */
+struct part_log_pos {
+    uint64_t seg_start;
+    uint64_t position;
+};
+/* Appends an ALREADY STAMPED batch unchanged: validated fully
+ * (batch_validate(client = 0)), partition_id must be this partition's,
+ * base_offset the next offset, base_timestamp not below the last one.
+ * Rolls the segment like part_append; never fsyncs and leaves the batch
+ * visible (the caller caps visibility with part_set_visible_cap); does
+ * not move the offset floor (offsets come from the group's log). *pos
+ * (may be NULL) gets where it landed. 0; -EINVAL (*berr says why, or
+ * BATCH_OK when only the offset or timestamp is wrong; nothing stored);
+ * -ENOSPC (nothing stored, partial write cut back); -VS_EFATAL. */
+int part_append_stamped(struct vs_part *p, const uint8_t *batch, size_t len,
+                        struct part_log_pos *pos, enum batch_err *berr);
+/* Reads end before `next` (UINT64_MAX: no cap, the default). */
+void part_set_visible_cap(struct vs_part *p, uint64_t next);
+/* Start offset of the active segment. */
+uint64_t part_active_start(const struct vs_part *p);
+/* The i-th segment, oldest first: 0, or -ENOENT past the last. */
+int part_segment_at(const struct vs_part *p, size_t i, uint64_t *start,
+                    uint64_t *size);
+/* Reads exactly len raw bytes at pos of segment seg_start's .log (no
+ * visibility cap: a journal reads its uncommitted batches too). 0,
+ * -ENOENT (no such segment), -ERANGE (past its end), -errno. */
+int part_read_log(struct vs_part *p, uint64_t seg_start, uint64_t pos,
+                  void *buf, size_t len);
+/* Removes every batch with base_offset >= offset (offset must start a
+ * batch or be the next offset), durably: the floor is lowered first, then
+ * later segments unlinked, the index and the log cut and fsynced, and the
+ * segment holding the cut reloaded as the active one. next_offset becomes
+ * `offset`. 0, -EINVAL (not a batch boundary of the retained log; nothing
+ * changed), -VS_EFATAL (the handle must be abandoned). */
+int part_truncate_tail(struct vs_part *p, uint64_t offset);
+
 /* ---- reads ---- */
 
 enum part_strategy {

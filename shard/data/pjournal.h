@@ -10,20 +10,24 @@
  * of batch.h unchanged (polls still read segment bytes as they are):
  *
  *   <start:020>.log      stamped batches, as for an unreplicated partition
- *   <start:020>.vsr      one record per op whose prepare falls in this
- *                        segment, in op order: the prepare's 256-byte
+ *   <start:020>.vsr      one record per op appended while this segment
+ *                        was the active one, in op order: a 16-byte prefix
+ *                        (op u64 | record length u32 | low 32 bits of
+ *                        XXH3-64 of those 12 bytes), the prepare's 256-byte
  *                        header (op, parent, view, release, operation, the
  *                        identity checksum over the header and the body
  *                        checksum over the stored body), then, for an op
  *                        that is not a batch (a consumer-offset or
- *                        retention op), its body inline, padded to 8.
- *                        A batch op's body is the batch in the .log at the
- *                        position its base_offset gives.
+ *                        retention op, at most PJ_INLINE_MAX bytes), its
+ *                        body inline, padded to 8. A batch op's body is
+ *                        the next batch of this segment's .log (batch ops'
+ *                        batches lie in the .log in op order).
  *   vsr_state            the partition superblock (two slots, each with a
  *                        sequence number and XXH3; the newer valid one
  *                        wins): view, log_view, commit_max, the offset
  *                        frontier (next offset of the committed log),
- *                        faulty_op, format version.
+ *                        faulty_op, checkpoint op and checksum, format
+ *                        version (128-byte slots; slot = sequence & 1).
  *
  * Invariants:
  *  - Records are consecutive ops, each chained to the one before
@@ -31,12 +35,24 @@
  *  - A batch op's record and its batch are written together; the append
  *    is durable only when both are fsynced (pj_sync_target covers both
  *    files).
- *  - Recovery (pj_open): the last record (or its batch) torn -> cut (it
- *    was never acknowledged: PrepareOk follows the fsync); the last
- *    record or batch full length with a failing checksum -> cut, and
- *    reported as faulty (rec->faulty_op, rec->bad_header when only the
- *    body failed) so the engine repairs it and never nacks it; damage
- *    before the last op -> refuse with a part_verdict naming the op.
+ *  - Recovery (pj_open): the last record torn (the file ends inside it)
+ *    -> cut (it was never acknowledged: PrepareOk follows the fsync); the
+ *    last record full length with a failing checksum -> cut, and reported
+ *    as faulty (rec->faulty_op, rec->bad_header when its header verified
+ *    and only an inline body failed) so the engine repairs it and never
+ *    nacks it; a record whose batch is absent or fails (the partition's
+ *    open cuts a damaged last batch: it is opened with cut_damaged_tail =
+ *    1) -> that record and every later one cut, reported faulty up to the
+ *    last one, with bad_header = the first one's header (a torn batch is
+ *    treated like a flipped one: the two files have no write order, so a
+ *    record without its batch may have been acknowledged); a batch op
+ *    with its batch present after such a record, a hole, a chain break, or
+ *    a damaged record followed by others -> refuse with a part_verdict
+ *    naming the op (nothing modified). Batches the partition holds past
+ *    the last kept record (its record torn) are cut. Body checksums are
+ *    verified for the ops above the superblock's commit_max and the last
+ *    op (the partition's open verified every batch of the active
+ *    segment; older records are checked against their batch's header).
  *  - Appending a repaired op never rewrites an existing record: the
  *    record of op N is written only after the records of every op < N,
  *    and truncation (pj_truncate_from) removes whole records from the top
@@ -58,6 +74,8 @@
 #include "shard/data/partition.h"
 
 #define PJ_STATE_VERSION 1u
+#define PJ_RECORD_PREFIX 16u
+#define PJ_INLINE_MAX    4096u /* largest body of a non-batch op */
 
 /* The partition superblock. */
 struct pj_state {
@@ -66,7 +84,15 @@ struct pj_state {
     uint64_t commit_max;
     uint64_t offset_frontier; /* next offset after the committed batches */
     uint64_t faulty_op;       /* engine's faulty-range top (0 = none) */
+    /* The engine's checkpoint: every op <= it is applied (its batch
+     * visible); the journal window starts there after a restart. */
+    uint64_t checkpoint_op;
+    struct vs_u128 checkpoint_checksum;
 };
+
+/* 1 for operations whose body is a stamped batch stored in the .log
+ * (VS_OP_SEND_MESSAGES); every other body is stored inline. */
+int pj_is_batch_op(uint8_t operation);
 
 /* What pj_open recovered, for vsr_create's options. */
 struct pj_recovered {
@@ -76,8 +102,8 @@ struct pj_recovered {
      * pj_recovered_free); at most `window` of them. */
     struct vs_hdr_prepare *headers;
     size_t count;
-    uint64_t faulty_op;              /* damaged tail cut at this open */
-    int has_bad_header;              /* only the body of that op failed */
+    uint64_t faulty_op; /* damaged tail cut at this open */
+    int has_bad_header; /* only the body of that op failed */
     struct vs_hdr_prepare bad_header;
 };
 void pj_recovered_free(struct pj_recovered *r);
@@ -85,11 +111,13 @@ void pj_recovered_free(struct pj_recovered *r);
 struct vs_pjournal;
 
 /* Opens the journal side of partition `p` (already opened by part_open
- * with the same sio): reads vsr_state and every .vsr record, verifies the
- * chain and the batches the records name, applies the recovery rules
- * above. `window` bounds the headers returned (the engine's
- * journal_slots). 0, or -EBADMSG with `verdict` filled (nothing modified),
- * or another -errno. */
+ * with cut_damaged_tail = 1): reads vsr_state and every .vsr record,
+ * verifies the chain and the batches the records name, applies the
+ * recovery rules above. `window` bounds the headers returned (the
+ * engine's journal_slots): those of the ops from state.checkpoint_op up,
+ * at most window + 1. Visibility is capped at the checkpoint op (the
+ * engine's replay raises it). 0, or -EBADMSG with `verdict` filled
+ * (nothing modified), or another -errno. */
 int pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
             struct pj_recovered *rec, struct part_verdict *verdict);
 void pj_close(struct vs_pjournal *j);
@@ -105,26 +133,39 @@ int pj_append(struct vs_pjournal *j, const struct vs_hdr_prepare *h,
  * completion (the ops up to `t->op` become durable). */
 struct pj_sync_target {
     int log_fd, vsr_fd;
-    uint64_t op; /* highest op the sync makes durable */
+    uint64_t op;  /* highest op the sync makes durable */
+    uint64_t seq; /* pj_appends() when the target was taken: the appends
+                     numbered <= seq become durable (an op number alone
+                     is ambiguous after a truncation re-appends it) */
 };
 int pj_sync_target(const struct vs_pjournal *j, struct pj_sync_target *t);
 void pj_sync_done(struct vs_pjournal *j, const struct pj_sync_target *t);
 /* Synchronous fsync of both files (tests, shutdown). */
 int pj_sync(struct vs_pjournal *j);
 
-/* Reads op's stored prepare (header + body) into out. 0, -ENOENT (not
- * retained), -EBADMSG (fails its checksums). */
-int pj_read(struct vs_pjournal *j, uint64_t op, struct vs_buf *out);
+/* Appends op's stored prepare (header + body) to out. 0, -ENOENT (not
+ * in the journal's in-memory window: the newest window + 1 ops and
+ * every op above the commit), -EBADMSG (fails its checksums). */
+int pj_read(struct vs_pjournal *j, uint64_t op, struct vs_wbuf *out);
 /* Removes every op >= op (records and their batches), durably. Never at
  * or below the committed op. */
 int pj_truncate_from(struct vs_pjournal *j, uint64_t op);
 /* The committed op: polls see only batches of ops <= it
  * (part_visible_next of the partition is capped accordingly). */
 void pj_set_commit(struct vs_pjournal *j, uint64_t op);
-/* Writes vsr_state durably (both slots alternate). 0 or -VS_EFATAL. */
+/* Writes vsr_state durably (both slots alternate; the file is created,
+ * and its directory fsynced, by the first write). 0 or -VS_EFATAL (a
+ * slot write out of space is fatal too: the superblock cannot lag). */
 int pj_state_write(struct vs_pjournal *j, const struct pj_state *s);
 
 uint64_t pj_head(const struct vs_pjournal *j);   /* last op appended */
 uint64_t pj_commit(const struct vs_pjournal *j); /* set by pj_set_commit */
+/* Appends made since pj_open (each pj_append returning 0 counts one:
+ * the append's number is the value right after it). */
+uint64_t pj_appends(const struct vs_pjournal *j);
+/* Highest op a completed sync covered. */
+uint64_t pj_durable(const struct vs_pjournal *j);
+/* Identity checksum of the head op (zero for an empty journal). */
+struct vs_u128 pj_head_checksum(const struct vs_pjournal *j);
 
 #endif /* VS_SHARD_DATA_PJOURNAL_H */

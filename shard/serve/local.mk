@@ -71,3 +71,16 @@ tests_integration_check_conn_balance_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_conn_balance_LDADD = libvs_common.a $(VS_DEP_LIBS) \
 	$(CHECK_LIBS)
 endif
+
+# A replicated partition's consensus group (pgroup.h) and its in-process
+# three-replica test.
+libvs_server_a_SOURCES += shard/serve/pgroup.c shard/serve/pgroup.h
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_pgroup
+check_PROGRAMS += tests/unit/check_pgroup
+tests_unit_check_pgroup_SOURCES = tests/unit/check_pgroup.c \
+	tests/unit/data_testutil.h
+tests_unit_check_pgroup_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_pgroup_LDADD = libvs_server.a libvs_vsr.a libvs_data.a \
+	libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif

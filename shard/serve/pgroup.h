@@ -19,7 +19,37 @@
  *                        to the partition, vsr_on_commit_applied
  *   REPLY             -> env->reply to the producer (after the commit)
  *   SEND_PREPARE      -> pj_read, then env->send with command 19
- *   STATE_TRANSFER    -> partition state transfer (later; counted)
+ *   STATE_TRANSFER    -> partition state transfer: not in this version;
+ *                        counted (stats.state_transfers) and logged, the
+ *                        engine stays unarmed and keeps asking other
+ *                        peers (a documented refusal, not a transfer)
+ * Replies come from COMMIT, not from the engine's REPLY action. A
+ * proposal's key is (client, request, request_checksum): a client's sends
+ * do not advance the request number, so the runtime stamps the request
+ * checksum (XXH3 of the batch as received when the client left it zero)
+ * and consecutive batches differ by it. Every replica keeps a client
+ * table (client id -> its last 4 committed proposals with op, base offset
+ * and result, built from the committed prepares' headers; at most 4096
+ * clients per group, least recently committed evicted) and the primary a
+ * list of waiters for the proposals it accepted or recognised as already
+ * prepared (an op adopted from a former primary); the COMMIT of a
+ * waiter's op answers it. A retry of a committed proposal is answered
+ * again from the table; of an uncommitted one, at its commit; a proposal
+ * cut by a view change is answered status 57
+ * (VS_E_TRANSIENT_NOT_COMMITTED: the client resends, the new primary
+ * deduplicates). The table survives a restart only for the ops the
+ * recovered journal window holds (journal_slots ops).
+ * Reply frames (env->reply): a struct vs_hdr_reply echoing client,
+ * request, request_checksum and operation, with status; status 0 carries
+ * the body: a send's confirmation [1 u32][stream u32][topic u32]
+ * [partition u32][base_offset u64] (data.h), an offset op's result
+ * section 00000000; a non-zero status has no body.
+ * Checkpoints: the applied log is the partition's state, so after every
+ * journal_slots / 2 applied ops the binding checkpoints at the applied op
+ * (checksum = its prepare's identity) and the window moves.
+ * Out of space on a journal append, or a fatal I/O error: the group stops
+ * (pgroup_fatal() is 1; nothing more is written or acknowledged); the
+ * runtime closes it and reopens it (after freeing space) or exits 2.
  *
  * Group ids: pgroup_group_id() of the partition's identity; never equal
  * to VS_METADATA_GROUP. Replica index = the node's position in the
@@ -58,8 +88,13 @@ struct pgroup_env {
     /* The committed answer of a producer's send (a reply frame). */
     void (*reply)(void *ctx, struct vs_pgroup *g, struct vs_u128 client,
                   const void *frame, size_t len);
-    /* Asks for an fsync of the group's journal off the loop; the runtime
-     * calls pgroup_on_synced(g, &t) on the loop when done. */
+    /* Asks for an fsync of the group's journal off the loop: the runtime
+     * takes the target with pj_sync_target(pgroup_journal(g), &t) (or
+     * pgroup_sync_target) on the loop, fsyncs t.log_fd and t.vsr_fd (dup
+     * them first if the fsync runs on another thread), and calls
+     * pgroup_on_synced(g, &t) on the loop when done. Not called again
+     * until pgroup_on_synced; never called under the interval policy
+     * (appends count as durable once written). */
     void (*sync)(void *ctx, struct vs_pgroup *g);
 };
 
@@ -71,9 +106,35 @@ struct pgroup_opts {
     uint32_t journal_slots;
     uint32_t pipeline_max;
     uint32_t body_max;
+    /* The engine's seed; a restarted replica's incarnation derives from
+     * it, so the runtime draws a fresh one on every boot. */
     uint64_t seed;
     struct vs_vsr_timeouts timeouts;
 };
+
+/* Counters (logs, metrics, tests). */
+struct pgroup_stats {
+    uint64_t proposals, duplicates, replies, waiters_dropped;
+    uint64_t appends, syncs, commits, truncations, superblock_writes;
+    uint64_t repairs_served, state_transfers, enospc;
+};
+
+/* The body of a consumer-offset op (VS_OP_STORE_CONSUMER_OFFSET /
+ * VS_OP_DELETE_CONSUMER_OFFSET), 24 bytes little endian:
+ * kind u8 (enum part_consumer_kind) | 3 zero bytes | id u32 |
+ * group_created_op u64 | offset u64 (0 for a delete). */
+#define PGROUP_OFFSET_BODY 24u
+struct pgroup_offset_op {
+    uint8_t kind;
+    uint32_t id;
+    uint64_t group_created_op;
+    uint64_t offset;
+};
+void pgroup_offset_encode(const struct pgroup_offset_op *o,
+                          uint8_t out[PGROUP_OFFSET_BODY]);
+/* 0, or -EINVAL for a body of another size, kind or non-zero padding. */
+int pgroup_offset_decode(const uint8_t *b, size_t len,
+                         struct pgroup_offset_op *o);
 
 /* The group id of a partition (a pure function of its identity; the same
  * on every node). */
@@ -86,16 +147,36 @@ uint64_t pgroup_group_id(const struct part_id *id);
 int pgroup_open(const struct pgroup_opts *o, struct vs_part *p,
                 const struct pgroup_env *env, struct vs_pgroup **out,
                 char *reason, size_t reason_len);
+/* Frees the group and its journal handle without any fsync (a sync in
+ * flight is abandoned: the runtime drops its completion); the partition
+ * stays open, the caller closes it after. */
 void pgroup_close(struct vs_pgroup *g);
 
 /* A producer's send on this node: stamp and propose (primary only).
- * 0 (the reply comes through env->reply after the commit), -EREMOTE (not
- * the primary: pgroup_primary() names the replica to forward to),
- * -EAGAIN (no settled primary), -EBUSY (pipeline full), -EINVAL (batch
- * refused; *berr says why). */
+ * 0 (the reply comes through env->reply after the commit; also for a
+ * retry of a request already prepared or committed, which is answered
+ * without a new op), -EREMOTE (not the primary: pgroup_primary() names
+ * the replica to forward to), -EAGAIN (no settled primary), -EBUSY
+ * (pipeline or journal window full), -EALREADY (this client has another
+ * request in flight), -EINVAL (batch refused; *berr says why), -VS_EFATAL
+ * (the group stopped). A refused batch is left unstamped. */
 int pgroup_on_send(struct vs_pgroup *g, const struct vs_hdr_request *req,
                    uint8_t *batch, size_t len, uint64_t wall_us,
                    enum batch_err *berr);
+/* A consumer-offset op on the primary (same results as pgroup_on_send;
+ * the reply's status carries the apply result: 0, 4100 InvalidOffset,
+ * 3021 not found). */
+int pgroup_on_offset(struct vs_pgroup *g, const struct vs_hdr_request *req,
+                     uint8_t operation, const struct pgroup_offset_op *o,
+                     uint64_t wall_us);
+/* The group's journal (for pj_sync_target). */
+struct vs_pjournal *pgroup_journal(struct vs_pgroup *g);
+/* Takes the sync target env->sync asked for (see pgroup_env). 0 or
+ * -errno (the group stopped). */
+int pgroup_sync_target(struct vs_pgroup *g, struct pj_sync_target *t);
+/* Takes the target, fsyncs on the calling thread, completes (tests,
+ * shutdown). 0 or -VS_EFATAL. */
+int pgroup_sync_now(struct vs_pgroup *g);
 /* A frame from a peer's shard for this group. */
 enum vsr_verdict pgroup_on_message(struct vs_pgroup *g, const void *frame,
                                    size_t len);
@@ -106,7 +187,10 @@ void pgroup_on_synced(struct vs_pgroup *g, const struct pj_sync_target *t);
 uint64_t pgroup_id(const struct vs_pgroup *g);
 int pgroup_primary(const struct vs_pgroup *g); /* replica index, -1 none */
 int pgroup_is_settled_primary(const struct vs_pgroup *g);
-uint64_t pgroup_commit(const struct vs_pgroup *g);
+uint64_t pgroup_commit(const struct vs_pgroup *g); /* applied op */
 struct vs_part *pgroup_part(struct vs_pgroup *g);
+const struct vs_vsr *pgroup_engine(const struct vs_pgroup *g);
+int pgroup_fatal(const struct vs_pgroup *g); /* 1: stopped */
+void pgroup_stats(const struct vs_pgroup *g, struct pgroup_stats *out);
 
 #endif /* VS_SHARD_SERVE_PGROUP_H */

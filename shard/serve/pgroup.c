@@ -1,0 +1,962 @@
+/*
+ * shard/serve/pgroup.c - one replicated partition's consensus group: the
+ * VSR engine bound to the partition journal (pjournal.h) and to the data
+ * shard's links through struct pgroup_env (the action table in pgroup.h).
+ *
+ * Invariants:
+ *  - actions are drained to the end after every input; a drain started
+ *    inside another one (an env callback calling back in) only queues;
+ *  - an append is reported durable only after a sync whose target was
+ *    taken after it (every-batch policy; under interval it is reported
+ *    at once: durability then comes from the quorum, pgroup.h);
+ *  - the client table and the waiters are keyed by the Register'd client
+ *    id and the request number of the prepare header, never by a
+ *    connection: a client that reconnects is still recognised;
+ *  - a reply is sent only from a COMMIT (never before the op is
+ *    committed), once per waiter;
+ *  - after a fatal I/O error nothing more is written (g->fatal).
+ * Process: the data shard owning the partition, its loop thread; tests.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/checksum.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "common/mem.h"
+#include "shard/data/batch.h"
+#include "shard/serve/pgroup.h"
+
+#define PG_CLIENTS_MAX 4096u /* client table entries kept per group */
+#define PG_CLIENT_KEEP 4u    /* committed proposals kept per client */
+#define PG_WAITERS_MAX 256u  /* proposals waiting for their commit */
+#define PG_CONFIRM_LEN 24u   /* a send's confirmation body */
+
+struct pg_held {
+    uint64_t op;
+    struct vs_u128 checksum;
+    uint64_t seq; /* pj_appends() right after the append */
+};
+
+/* One proposal's identity: a client's sends do not advance the request
+ * number, so the request checksum tells consecutive batches apart. */
+struct pg_key {
+    struct vs_u128 client;
+    uint64_t request;
+    struct vs_u128 request_checksum;
+};
+
+struct pg_done {
+    uint64_t request;
+    struct vs_u128 request_checksum;
+    uint64_t op;
+    uint64_t base_offset; /* sends */
+    uint8_t operation;
+    uint32_t code; /* apply result */
+    int used;
+};
+
+struct pg_client {
+    struct vs_u128 client;
+    struct pg_done done[PG_CLIENT_KEEP]; /* ring, newest at next - 1 */
+    unsigned next;
+    uint64_t used; /* commit counter value when last updated (LRU) */
+};
+
+struct pg_waiter {
+    struct pg_key k;
+    uint8_t operation;
+    uint64_t op; /* op it was prepared as (0 = not known here) */
+    uint64_t age;
+};
+
+struct vs_pgroup {
+    struct pgroup_opts o;
+    struct pgroup_env env;
+    struct vs_part *p;
+    struct vs_pjournal *j;
+    struct vs_vsr *v;
+    uint64_t group;
+    int every_batch;
+    int fatal;
+    int draining;
+    /* appends waiting for a sync */
+    struct pg_held *held;
+    size_t nheld, capheld;
+    int sync_asked; /* env->sync called, pgroup_on_synced not yet */
+    /* client table, rebuilt from committed prepares on every replica */
+    struct pg_client *clients;
+    size_t nclients;
+    uint64_t commits;
+    struct pg_waiter waiters[PG_WAITERS_MAX];
+    size_t nwaiters;
+    uint64_t waiter_age;
+    uint64_t last_ts;    /* newest base timestamp stamped or stored */
+    uint64_t stamp_next; /* next offset to stamp (prepared, maybe not
+                            appended yet) */
+    struct pgroup_stats stats;
+    struct vs_wbuf out;
+};
+
+uint64_t
+pgroup_group_id(const struct part_id *id)
+{
+    uint8_t b[20];
+    vs_store_u32(b, id->stream_id);
+    vs_store_u32(b + 4, id->topic_id);
+    vs_store_u32(b + 8, id->partition_id);
+    vs_store_u64(b + 12, id->created_op);
+    /* bit 63 is the metadata group's: partition groups keep it clear, and
+     * never use 0 */
+    uint64_t g = vs_xxh3_64(b, sizeof(b)) & ~VS_METADATA_GROUP;
+    return g ? g : 1;
+}
+
+static void drain(struct vs_pgroup *g);
+
+static int
+set_fatal(struct vs_pgroup *g, const char *what, int rc)
+{
+    if (!g->fatal) {
+        char msg[300];
+        sio_fatal_msg(part_io(g->p), msg, sizeof(msg));
+        const struct part_id *id = part_ident(g->p);
+        vs_log_error("partition %" PRIu32 ".%" PRIu32 ".%" PRIu32
+                     " group %" PRIx64 ": %s failed: %s%s%s",
+                     id->stream_id, id->topic_id, id->partition_id, g->group,
+                     what, sio_strerror(rc), msg[0] ? "; " : "", msg);
+    }
+    g->fatal = 1;
+    return -VS_EFATAL;
+}
+
+/* ---- client table and waiters ---- */
+
+static int
+key_eq(const struct pg_key *a, struct vs_u128 client, uint64_t request,
+       struct vs_u128 rc)
+{
+    return vs_u128_eq(a->client, client) && a->request == request &&
+           vs_u128_eq(a->request_checksum, rc);
+}
+
+static struct pg_client *
+client_find(struct vs_pgroup *g, struct vs_u128 c)
+{
+    for (size_t i = 0; i < g->nclients; i++)
+        if (vs_u128_eq(g->clients[i].client, c))
+            return &g->clients[i];
+    return NULL;
+}
+
+static const struct pg_done *
+client_done(struct vs_pgroup *g, const struct vs_hdr_request *req)
+{
+    const struct pg_client *c = client_find(g, req->client);
+    for (unsigned i = 0; c && i < PG_CLIENT_KEEP; i++) {
+        const struct pg_done *d = &c->done[i];
+        if (d->used && d->request == req->request &&
+            vs_u128_eq(d->request_checksum, req->request_checksum))
+            return d;
+    }
+    return NULL;
+}
+
+static void
+client_record(struct vs_pgroup *g, const struct vs_hdr_prepare *h,
+              uint64_t base_offset, uint32_t code)
+{
+    if (vs_u128_is_zero(h->client))
+        return;
+    struct pg_client *e = client_find(g, h->client);
+    if (!e) {
+        if (g->nclients < PG_CLIENTS_MAX) {
+            e = &g->clients[g->nclients++];
+        } else {
+            /* the least recently committed client leaves the table */
+            e = &g->clients[0];
+            for (size_t i = 1; i < g->nclients; i++)
+                if (g->clients[i].used < e->used)
+                    e = &g->clients[i];
+        }
+        memset(e, 0, sizeof(*e));
+        e->client = h->client;
+    }
+    struct pg_done *d = &e->done[e->next];
+    e->next = (e->next + 1) % PG_CLIENT_KEEP;
+    d->request = h->request;
+    d->request_checksum = h->request_checksum;
+    d->op = h->op;
+    d->base_offset = base_offset;
+    d->operation = h->operation;
+    d->code = code;
+    d->used = 1;
+    e->used = ++g->commits;
+}
+
+static struct pg_waiter *
+waiter_find(struct vs_pgroup *g, struct vs_u128 c, uint64_t request,
+            struct vs_u128 rc)
+{
+    for (size_t i = 0; i < g->nwaiters; i++)
+        if (key_eq(&g->waiters[i].k, c, request, rc))
+            return &g->waiters[i];
+    return NULL;
+}
+
+static void
+waiter_drop(struct vs_pgroup *g, struct pg_waiter *w)
+{
+    *w = g->waiters[--g->nwaiters];
+}
+
+static void
+waiter_add(struct vs_pgroup *g, const struct vs_hdr_request *req,
+           uint8_t operation, uint64_t op)
+{
+    struct pg_waiter *w =
+        waiter_find(g, req->client, req->request, req->request_checksum);
+    if (!w) {
+        if (g->nwaiters == PG_WAITERS_MAX) {
+            /* the oldest waiter is forgotten: its client retries */
+            size_t o = 0;
+            for (size_t i = 1; i < g->nwaiters; i++)
+                if (g->waiters[i].age < g->waiters[o].age)
+                    o = i;
+            waiter_drop(g, &g->waiters[o]);
+            g->stats.waiters_dropped++;
+        }
+        w = &g->waiters[g->nwaiters++];
+        w->k.client = req->client;
+        w->k.request = req->request;
+        w->k.request_checksum = req->request_checksum;
+    }
+    w->operation = operation;
+    w->op = op;
+    w->age = ++g->waiter_age;
+}
+
+/* The reply to a proposer: a struct vs_hdr_reply (Iggy framing:
+ * checksums zero, release 0) echoing client, request, request checksum
+ * and operation, with `status`; status 0 carries the body (a send's
+ * confirmation [1 u32][stream u32][topic u32][partition u32][base_offset
+ * u64], an offset op's result section 00000000), a refusal none. */
+static void
+send_reply(struct vs_pgroup *g, const struct pg_key *k, uint8_t operation,
+           uint64_t op, uint64_t timestamp, uint64_t base_offset,
+           uint32_t status)
+{
+    uint8_t frame[sizeof(struct vs_hdr_reply) + PG_CONFIRM_LEN];
+    struct vs_hdr_reply *r = (struct vs_hdr_reply *)frame;
+    uint8_t *body = frame + sizeof(*r);
+    uint32_t blen = 0;
+    memset(frame, 0, sizeof(frame));
+    if (status == 0 && pj_is_batch_op(operation)) {
+        const struct part_id *id = part_ident(g->p);
+        vs_store_u32(body, 1);
+        vs_store_u32(body + 4, id->stream_id);
+        vs_store_u32(body + 8, id->topic_id);
+        vs_store_u32(body + 12, id->partition_id);
+        vs_store_u64(body + 16, base_offset);
+        blen = PG_CONFIRM_LEN;
+    } else if (status == 0) {
+        blen = 4; /* result section: code 0 */
+    }
+    r->f.cluster = g->o.cluster;
+    r->f.size = (uint32_t)sizeof(*r) + blen;
+    r->f.command = VS_CMD_REPLY;
+    r->f.view = vsr_view(g->v);
+    r->f.replica = g->o.replica;
+    r->client = k->client;
+    r->request = k->request;
+    r->request_checksum = k->request_checksum;
+    r->op = op;
+    r->commit = status ? 0 : op;
+    r->timestamp = timestamp;
+    r->operation = operation;
+    r->status = status;
+    g->stats.replies++;
+    if (g->env.reply)
+        g->env.reply(g->env.ctx, g, k->client, frame, r->f.size);
+}
+
+/* ---- sync ---- */
+
+static void
+ask_sync(struct vs_pgroup *g)
+{
+    if (g->sync_asked || g->nheld == 0)
+        return;
+    g->sync_asked = 1;
+    if (g->env.sync)
+        g->env.sync(g->env.ctx, g);
+}
+
+struct vs_pjournal *
+pgroup_journal(struct vs_pgroup *g)
+{
+    return g->j;
+}
+
+int
+pgroup_sync_target(struct vs_pgroup *g, struct pj_sync_target *t)
+{
+    if (g->fatal)
+        return -VS_EFATAL;
+    return pj_sync_target(g->j, t);
+}
+
+void
+pgroup_on_synced(struct vs_pgroup *g, const struct pj_sync_target *t)
+{
+    g->sync_asked = 0;
+    if (g->fatal)
+        return;
+    pj_sync_done(g->j, t);
+    size_t k = 0;
+    for (size_t i = 0; i < g->nheld; i++) {
+        struct pg_held *h = &g->held[i];
+        if (h->seq <= t->seq) {
+            /* -ESTALE: a truncation removed it meanwhile */
+            (void)vsr_on_journal_durable(g->v, h->op, h->checksum);
+        } else {
+            g->held[k++] = *h;
+        }
+    }
+    g->nheld = k;
+    g->stats.syncs++;
+    ask_sync(g);
+    drain(g);
+}
+
+int
+pgroup_sync_now(struct vs_pgroup *g)
+{
+    struct pj_sync_target t;
+    int rc = pgroup_sync_target(g, &t);
+    if (rc < 0)
+        return rc;
+    rc = pj_sync(g->j);
+    if (rc < 0)
+        return set_fatal(g, "journal fsync", rc);
+    pgroup_on_synced(g, &t);
+    return 0;
+}
+
+/* ---- actions ---- */
+
+static int
+do_append(struct vs_pgroup *g, const struct vs_vsr_action *a)
+{
+    const struct vs_hdr_prepare *h = (const struct vs_hdr_prepare *)a->frame;
+    struct vs_hdr_prepare st = *h;
+    st.f.command = VS_CMD_PREPARE; /* a repaired prepare is stored as one */
+    int rc = pj_append(g->j, &st, a->body, a->body_len);
+    if (rc == -ENOSPC) {
+        /* nothing was kept; the engine believes the op appended: the
+         * group stops acknowledging until it is reopened (its journal
+         * is intact; a restart rejoins and repairs) */
+        g->stats.enospc++;
+        vs_log_warn("partition group %" PRIx64 ": journal append of op %" PRIu64
+                    " out of space; the group stops until reopened",
+                    g->group, a->op);
+        g->fatal = 1;
+        return -ENOSPC;
+    }
+    if (rc < 0) {
+        if (rc == -VS_EFATAL)
+            return set_fatal(g, "journal append", rc);
+        vs_log_error("partition group %" PRIx64
+                     ": journal append of op %" PRIu64
+                     " refused: %s (binding bug or a batch the primary "
+                     "stamped wrongly)",
+                     g->group, a->op, strerror(-rc));
+        g->fatal = 1;
+        return rc;
+    }
+    if (pj_is_batch_op(h->operation)) {
+        if (batch_base_timestamp(a->body) > g->last_ts)
+            g->last_ts = batch_base_timestamp(a->body);
+        uint64_t end = batch_base_offset(a->body) + batch_count(a->body);
+        if (end > g->stamp_next)
+            g->stamp_next = end;
+    }
+    g->stats.appends++;
+    if (!g->every_batch) {
+        rc = vsr_on_journal_durable(g->v, a->op, h->f.checksum);
+        (void)rc;
+        return 0;
+    }
+    if (g->nheld == g->capheld) {
+        g->capheld = g->capheld ? g->capheld * 2 : 32;
+        g->held = vs_xrealloc(g->held, g->capheld * sizeof(*g->held));
+    }
+    g->held[g->nheld].op = a->op;
+    g->held[g->nheld].checksum = h->f.checksum;
+    g->held[g->nheld].seq = pj_appends(g->j);
+    g->nheld++;
+    ask_sync(g);
+    return 0;
+}
+
+static int
+do_truncate(struct vs_pgroup *g, uint64_t op)
+{
+    g->stats.truncations++;
+    int rc = pj_truncate_from(g->j, op);
+    if (rc < 0)
+        return set_fatal(g, "journal truncation", rc);
+    size_t k = 0;
+    for (size_t i = 0; i < g->nheld; i++)
+        if (g->held[i].op < op)
+            g->held[k++] = g->held[i];
+    g->nheld = k;
+    /* proposals cut by the view change: 57, the client resends */
+    for (size_t i = 0; i < g->nwaiters;) {
+        struct pg_waiter *w = &g->waiters[i];
+        if (w->op >= op) {
+            send_reply(g, &w->k, w->operation, w->op, 0, 0,
+                       VS_E_TRANSIENT_NOT_COMMITTED);
+            waiter_drop(g, w);
+        } else {
+            i++;
+        }
+    }
+    struct part_stats ps;
+    part_stats(g->p, &ps);
+    g->last_ts = ps.last_timestamp;
+    g->stamp_next = ps.next_offset;
+    vs_log_info("partition group %" PRIx64
+                ": journal truncated from op %" PRIu64
+                " (uncommitted, cut by a view change)",
+                g->group, op);
+    return 0;
+}
+
+static int
+do_superblock(struct vs_pgroup *g, const struct vs_vsr_persist *p)
+{
+    struct pj_state s;
+    memset(&s, 0, sizeof(s));
+    s.view = p->view;
+    s.log_view = p->log_view;
+    s.commit_max = p->commit_max;
+    s.faulty_op = p->faulty_op;
+    s.checkpoint_op = p->checkpoint_op;
+    s.checkpoint_checksum = p->checkpoint_checksum;
+    s.offset_frontier = part_visible_next(g->p);
+    int rc = pj_state_write(g->j, &s);
+    if (rc < 0)
+        return set_fatal(g, "partition superblock write", rc);
+    g->stats.superblock_writes++;
+    rc = vsr_on_superblock_durable(g->v, p);
+    (void)rc;
+    return 0;
+}
+
+/* Applies a consumer-offset op (body layout in pgroup.h); the result code
+ * is the op's output. */
+static uint32_t
+apply_offset(struct vs_pgroup *g, uint8_t operation, const uint8_t *b,
+             uint32_t len)
+{
+    struct pgroup_offset_op o;
+    if (pgroup_offset_decode(b, len, &o) < 0)
+        return VS_E_INVALID_FORMAT;
+    struct part_consumer c = {.kind = o.kind == PART_GROUP ? PART_GROUP
+                                                           : PART_CONSUMER,
+                              .id = o.id,
+                              .group_created_op = o.group_created_op};
+    int rc = operation == VS_OP_STORE_CONSUMER_OFFSET
+                 ? part_offset_store(g->p, &c, o.offset)
+                 : part_offset_delete(g->p, &c);
+    if (rc == -VS_EFATAL) {
+        (void)set_fatal(g, "consumer offset", rc);
+        return VS_E_ERROR;
+    }
+    if (rc == -ERANGE)
+        return VS_E_INVALID_OFFSET;
+    if (rc == -ENOENT)
+        return VS_E_CONSUMER_OFFSET_NOT_FOUND;
+    if (rc == -ENOSPC)
+        return VS_E_DISK_FULL;
+    return rc < 0 ? VS_E_ERROR : 0;
+}
+
+static int
+do_commit(struct vs_pgroup *g, const struct vs_vsr_action *a)
+{
+    const struct vs_hdr_prepare *h = (const struct vs_hdr_prepare *)a->frame;
+    uint32_t code = 0;
+    uint64_t base = 0;
+    uint8_t out[4];
+    if (pj_is_batch_op(h->operation)) {
+        pj_set_commit(g->j, a->op);
+        if (a->body && a->body_len >= BATCH_HEADER_SIZE) {
+            base = batch_base_offset(a->body);
+        } else {
+            struct vs_wbuf rb; /* a recovered op: read its batch header */
+            vs_wbuf_init(&rb);
+            if (pj_read(g->j, a->op, &rb) == 0)
+                base = batch_base_offset(rb.data + sizeof(*h));
+            vs_wbuf_fini(&rb);
+        }
+    } else {
+        const uint8_t *body = a->body;
+        struct vs_wbuf rb;
+        vs_wbuf_init(&rb);
+        if (!body && a->body_len > 0) {
+            /* a recovered op: its body is in the journal */
+            int rc = pj_read(g->j, a->op, &rb);
+            if (rc < 0) {
+                vs_wbuf_fini(&rb);
+                vs_log_error("partition group %" PRIx64 ": op %" PRIu64
+                             " cannot be read for its commit: %s",
+                             g->group, a->op, sio_strerror(rc));
+                g->fatal = 1;
+                return -EIO;
+            }
+            body = rb.data + sizeof(struct vs_hdr_prepare);
+        }
+        pj_set_commit(g->j, a->op);
+        if (h->operation == VS_OP_STORE_CONSUMER_OFFSET ||
+            h->operation == VS_OP_DELETE_CONSUMER_OFFSET)
+            code = apply_offset(g, h->operation, body, a->body_len);
+        vs_wbuf_fini(&rb);
+        if (g->fatal)
+            return -VS_EFATAL;
+    }
+    g->stats.commits++;
+    client_record(g, h, base, code);
+    struct pg_waiter *w =
+        waiter_find(g, h->client, h->request, h->request_checksum);
+    if (w) {
+        send_reply(g, &w->k, h->operation, a->op, h->timestamp, base, code);
+        waiter_drop(g, w);
+    }
+    vs_store_u32(out, code);
+    int rc = vsr_on_commit_applied(g->v, a->op, out, sizeof(out));
+    (void)rc;
+    /* keep the engine's journal window moving: every applied op is the
+     * partition's state, so the checkpoint is the applied op itself */
+    struct vs_vsr_persist d;
+    vsr_durable(g->v, &d);
+    if (a->op - d.checkpoint_op >= g->o.journal_slots / 2)
+        (void)vsr_checkpoint(g->v, a->op, h->f.checksum);
+    return 0;
+}
+
+static void
+do_send_prepare(struct vs_pgroup *g, const struct vs_vsr_action *a)
+{
+    vs_wbuf_reset(&g->out);
+    int rc = pj_read(g->j, a->op, &g->out);
+    if (rc < 0)
+        return; /* gone or damaged: the requester asks elsewhere */
+    struct vs_hdr_prepare *h = (struct vs_hdr_prepare *)g->out.data;
+    if (!vs_u128_eq(h->f.checksum, a->checksum))
+        return;
+    h->f.command = VS_CMD_REPAIR_PREPARE;
+    g->stats.repairs_served++;
+    if (g->env.send)
+        (void)g->env.send(g->env.ctx, g, a->replica, g->out.data, g->out.len);
+}
+
+static void
+do_state_transfer(struct vs_pgroup *g, const struct vs_vsr_action *a)
+{
+    /* Partition state transfer (sealed segments and consumer offsets
+     * fetched from a peer) is not implemented: the engine stays unarmed
+     * and keeps asking other peers for the ops; the partition keeps
+     * serving what it has committed. */
+    g->stats.state_transfers++;
+    vs_log_warn("partition group %" PRIx64 ": replica %u retains ops only from "
+                "%" PRIu64 "; this replica needs a partition state transfer, "
+                "which this version does not perform (refused; repair from "
+                "other peers continues)",
+                g->group, a->replica, a->op);
+}
+
+static void
+drain(struct vs_pgroup *g)
+{
+    if (g->draining)
+        return;
+    g->draining = 1;
+    struct vs_vsr_action a;
+    while (!g->fatal && vsr_pop(g->v, &a)) {
+        switch (a.kind) {
+        case VSR_ACT_SEND:
+            if (g->env.send)
+                (void)g->env.send(g->env.ctx, g, a.replica, a.frame, a.size);
+            break;
+        case VSR_ACT_JOURNAL_APPEND:
+            (void)do_append(g, &a);
+            break;
+        case VSR_ACT_JOURNAL_TRUNCATE:
+            (void)do_truncate(g, a.op);
+            break;
+        case VSR_ACT_SUPERBLOCK_WRITE:
+            (void)do_superblock(g, &a.persist);
+            break;
+        case VSR_ACT_COMMIT:
+            (void)do_commit(g, &a);
+            break;
+        case VSR_ACT_REPLY:
+            /* the COMMIT answered the waiting producer already */
+            break;
+        case VSR_ACT_SEND_PREPARE:
+            do_send_prepare(g, &a);
+            break;
+        case VSR_ACT_STATE_TRANSFER:
+            do_state_transfer(g, &a);
+            break;
+        }
+    }
+    g->draining = 0;
+}
+
+/* ---- lifecycle ---- */
+
+static uint64_t
+recovered_base(struct vs_pgroup *g, const struct vs_hdr_prepare *h)
+{
+    if (!pj_is_batch_op(h->operation))
+        return 0;
+    struct vs_wbuf rb;
+    uint64_t base = 0;
+    vs_wbuf_init(&rb);
+    if (pj_read(g->j, h->op, &rb) == 0)
+        base = batch_base_offset(rb.data + sizeof(*h));
+    vs_wbuf_fini(&rb);
+    return base;
+}
+
+int
+pgroup_open(const struct pgroup_opts *o, struct vs_part *p,
+            const struct pgroup_env *env, struct vs_pgroup **out, char *reason,
+            size_t reason_len)
+{
+    *out = NULL;
+    if (reason && reason_len)
+        reason[0] = 0;
+    if (o->replica_count == 0 || o->replica >= o->replica_count ||
+        o->journal_slots < 2) {
+        if (reason)
+            snprintf(reason, reason_len,
+                     "bad group options (replica %u of %u, %u slots)",
+                     o->replica, o->replica_count, o->journal_slots);
+        return -EINVAL;
+    }
+    struct vs_pgroup *g = vs_xcalloc(1, sizeof(*g));
+    g->o = *o;
+    g->env = *env;
+    g->p = p;
+    g->group = pgroup_group_id(&o->id);
+    g->every_batch = part_every_batch(p);
+    vs_wbuf_init(&g->out);
+    g->clients = vs_xcalloc(PG_CLIENTS_MAX, sizeof(*g->clients));
+    struct pj_recovered rec;
+    struct part_verdict verdict;
+    int rc = pj_open(p, o->journal_slots, &g->j, &rec, &verdict);
+    if (rc < 0) {
+        if (reason)
+            snprintf(reason, reason_len, "%s",
+                     rc == -EBADMSG ? verdict.msg : sio_strerror(rc));
+        goto fail;
+    }
+    struct vs_vsr_options vo;
+    memset(&vo, 0, sizeof(vo));
+    vo.cluster = o->cluster;
+    vo.group = g->group;
+    vo.replica = o->replica;
+    vo.replica_count = o->replica_count;
+    vo.durable.view = rec.state.view;
+    vo.durable.log_view = rec.state.log_view;
+    vo.durable.commit_max = rec.state.commit_max;
+    vo.durable.checkpoint_op = rec.state.checkpoint_op;
+    vo.durable.checkpoint_checksum = rec.state.checkpoint_checksum;
+    vo.durable.faulty_op = o->replica_count > 1 ? rec.state.faulty_op : 0;
+    vo.headers = rec.headers;
+    vo.header_count = rec.count;
+    vo.commit_min = rec.state.checkpoint_op;
+    vo.recovering = o->replica_count > 1 && !rec.fresh;
+    if (vo.recovering) {
+        /* the per-boot nonce derives from the seed the runtime draws */
+        uint64_t s = o->seed ^ UINT64_C(0x9E3779B97F4A7C15);
+        vo.incarnation = vs_checksum(&s, sizeof(s));
+        if (vs_u128_is_zero(vo.incarnation))
+            vo.incarnation.lo = 1;
+    }
+    if (o->replica_count > 1) {
+        vo.faulty_op = rec.faulty_op;
+        vo.faulty_header = rec.has_bad_header ? &rec.bad_header : NULL;
+    }
+    vo.journal_slots = o->journal_slots;
+    vo.pipeline_max = o->pipeline_max;
+    vo.body_max = o->body_max;
+    vo.seed = o->seed;
+    vo.timeouts = o->timeouts;
+    /* ops at or below the checkpoint were applied in a prior life (the
+     * replay records the ones above it) */
+    for (size_t i = 0; i < rec.count; i++)
+        if (rec.headers[i].op <= rec.state.checkpoint_op)
+            client_record(g, &rec.headers[i],
+                          recovered_base(g, &rec.headers[i]), 0);
+    char why[256] = "";
+    rc = vsr_create(&vo, &g->v, why, sizeof(why));
+    pj_recovered_free(&rec);
+    if (rc < 0) {
+        if (reason)
+            snprintf(reason, reason_len,
+                     "the VSR engine refused the recovered journal: %s", why);
+        goto fail;
+    }
+    struct part_stats ps;
+    part_stats(p, &ps);
+    g->last_ts = ps.last_timestamp;
+    g->stamp_next = ps.next_offset;
+    drain(g); /* the replay COMMITs */
+    if (g->fatal) {
+        if (reason)
+            snprintf(reason, reason_len, "replaying the committed ops failed");
+        rc = -EIO;
+        goto fail;
+    }
+    *out = g;
+    return 0;
+fail:
+    pgroup_close(g);
+    return rc;
+}
+
+void
+pgroup_close(struct vs_pgroup *g)
+{
+    if (!g)
+        return;
+    vsr_destroy(g->v);
+    pj_close(g->j);
+    free(g->held);
+    free(g->clients);
+    vs_wbuf_fini(&g->out);
+    free(g);
+}
+
+/* ---- inputs ---- */
+
+/* -EREMOTE / -EAGAIN when this replica may not propose. */
+static int
+proposer_check(struct vs_pgroup *g)
+{
+    if (g->fatal)
+        return -VS_EFATAL;
+    if (vsr_is_settled_primary(g->v))
+        return 0;
+    int pr = vsr_primary(g->v);
+    return pr >= 0 && pr != g->o.replica ? -EREMOTE : -EAGAIN;
+}
+
+/* A proposal already known by (client, request, request checksum):
+ * answered from the client table (committed) or left to its pending
+ * commit (prepared, here or by a former primary). 1 handled, 0 new. */
+static int
+dedup(struct vs_pgroup *g, const struct vs_hdr_request *req)
+{
+    struct pg_key k = {req->client, req->request, req->request_checksum};
+    const struct pg_done *d = client_done(g, req);
+    if (d) {
+        g->stats.duplicates++;
+        send_reply(g, &k, d->operation, d->op, 0, d->base_offset, d->code);
+        return 1;
+    }
+    uint64_t top = vsr_op(g->v);
+    for (uint64_t op = vsr_commit_min(g->v) + 1; op <= top; op++) {
+        struct vs_hdr_prepare h;
+        if (vsr_header(g->v, op, &h) == 1 &&
+            key_eq(&k, h.client, h.request, h.request_checksum)) {
+            g->stats.duplicates++;
+            waiter_add(g, req, h.operation, op);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int
+propose(struct vs_pgroup *g, const struct vs_hdr_request *req, uint8_t op,
+        const uint8_t *body, uint32_t len, uint64_t wall_us)
+{
+    struct vs_hdr_request r = *req;
+    r.operation = op;
+    r.f.size = (uint32_t)sizeof(r) + len;
+    int rc = vsr_on_request(g->v, &r, body, len, wall_us);
+    if (rc == 0) {
+        g->stats.proposals++;
+        waiter_add(g, req, op, vsr_op(g->v));
+        drain(g);
+        return g->fatal ? -VS_EFATAL : 0;
+    }
+    if (rc == -ENOSPC)
+        rc = -EBUSY; /* journal window full until the checkpoint */
+    return rc;
+}
+
+int
+pgroup_on_send(struct vs_pgroup *g, const struct vs_hdr_request *req,
+               uint8_t *batch, size_t len, uint64_t wall_us,
+               enum batch_err *berr)
+{
+    if (berr)
+        *berr = BATCH_OK;
+    int rc = proposer_check(g);
+    if (rc < 0)
+        return rc;
+    if (dedup(g, req))
+        return 0;
+    struct batch_info info;
+    enum batch_err be = batch_validate(batch, len, NULL, 1, &info);
+    if (be == BATCH_OK && len > g->o.body_max)
+        be = BATCH_E_TOO_LARGE;
+    if (berr)
+        *berr = be;
+    if (be != BATCH_OK)
+        return -EINVAL;
+    /* offsets in op order: the next offset of the log, committed or not
+     * (every prepared op is appended as it is prepared) */
+    struct part_stats ps;
+    part_stats(g->p, &ps);
+    uint64_t base =
+        ps.next_offset > g->stamp_next ? ps.next_offset : g->stamp_next;
+    uint64_t ts = batch_next_timestamp(g->last_ts, wall_us);
+    batch_stamp(batch, part_ident(g->p)->partition_id, base, ts);
+    rc = propose(g, req, VS_OP_SEND_MESSAGES, batch, (uint32_t)len, wall_us);
+    if (rc == 0) {
+        g->stamp_next = base + info.message_count;
+        g->last_ts = ts;
+    } else {
+        /* not proposed: the caller may resend it; leave it unstamped */
+        batch_stamp(batch, 0, 0, 0);
+    }
+    return rc;
+}
+
+int
+pgroup_on_offset(struct vs_pgroup *g, const struct vs_hdr_request *req,
+                 uint8_t operation, const struct pgroup_offset_op *o,
+                 uint64_t wall_us)
+{
+    if (operation != VS_OP_STORE_CONSUMER_OFFSET &&
+        operation != VS_OP_DELETE_CONSUMER_OFFSET)
+        return -EINVAL;
+    int rc = proposer_check(g);
+    if (rc < 0)
+        return rc;
+    if (dedup(g, req))
+        return 0;
+    uint8_t body[PGROUP_OFFSET_BODY];
+    pgroup_offset_encode(o, body);
+    return propose(g, req, operation, body, sizeof(body), wall_us);
+}
+
+enum vsr_verdict
+pgroup_on_message(struct vs_pgroup *g, const void *frame, size_t len)
+{
+    if (g->fatal)
+        return VSR_DROP_STATUS;
+    enum vsr_verdict vd = vsr_on_message(g->v, frame, len);
+    drain(g);
+    return vd;
+}
+
+void
+pgroup_tick(struct vs_pgroup *g)
+{
+    if (g->fatal)
+        return;
+    vsr_tick(g->v);
+    drain(g);
+}
+
+/* ---- consumer-offset op bodies ---- */
+
+void
+pgroup_offset_encode(const struct pgroup_offset_op *o,
+                     uint8_t out[PGROUP_OFFSET_BODY])
+{
+    memset(out, 0, PGROUP_OFFSET_BODY);
+    out[0] = o->kind;
+    vs_store_u32(out + 4, o->id);
+    vs_store_u64(out + 8, o->group_created_op);
+    vs_store_u64(out + 16, o->offset);
+}
+
+int
+pgroup_offset_decode(const uint8_t *b, size_t len, struct pgroup_offset_op *o)
+{
+    if (len != PGROUP_OFFSET_BODY ||
+        (b[0] != PART_CONSUMER && b[0] != PART_GROUP) || b[1] || b[2] || b[3])
+        return -EINVAL;
+    o->kind = b[0];
+    o->id = vs_load_u32(b + 4);
+    o->group_created_op = vs_load_u64(b + 8);
+    o->offset = vs_load_u64(b + 16);
+    return 0;
+}
+
+/* ---- introspection ---- */
+
+uint64_t
+pgroup_id(const struct vs_pgroup *g)
+{
+    return g->group;
+}
+
+int
+pgroup_primary(const struct vs_pgroup *g)
+{
+    return vsr_primary(g->v);
+}
+
+int
+pgroup_is_settled_primary(const struct vs_pgroup *g)
+{
+    return !g->fatal && vsr_is_settled_primary(g->v);
+}
+
+uint64_t
+pgroup_commit(const struct vs_pgroup *g)
+{
+    return vsr_commit_min(g->v);
+}
+
+struct vs_part *
+pgroup_part(struct vs_pgroup *g)
+{
+    return g->p;
+}
+
+const struct vs_vsr *
+pgroup_engine(const struct vs_pgroup *g)
+{
+    return g->v;
+}
+
+int
+pgroup_fatal(const struct vs_pgroup *g)
+{
+    return g->fatal;
+}
+
+void
+pgroup_stats(const struct vs_pgroup *g, struct pgroup_stats *out)
+{
+    *out = g->stats;
+}

@@ -1,0 +1,732 @@
+/*
+ * tests/unit/check_pgroup.c - three replicas of one partition group in
+ * one process (shard/serve/pgroup.c): each on its own partition in its
+ * own temp dir, wired by an in-memory message queue (env->send), fsyncs
+ * done synchronously after each step (env->sync). Sends commit on a
+ * quorum, every replica's .log/.vsr bytes agree up to the commit, polls
+ * never see uncommitted batches, a killed primary is replaced and rejoins
+ * by repair, duplicates are answered by client id and request, and the
+ * two upstream failures (an empty repair range after a leader restart, a
+ * commit stalled on an adopted suffix nobody can repair) do not happen.
+ * Every loop is bounded in steps.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/errors.h"
+#include "common/wire.h"
+#include "shard/data/batch.h"
+#include "shard/data/partition.h"
+#include "shard/data/pjournal.h"
+#include "shard/serve/pgroup.h"
+#include "shard/storage/io.h"
+#include "tests/unit/data_testutil.h"
+
+#define N         3
+#define QMAX      20000
+#define MAX_STEPS 20000
+
+static const struct part_id g_id = {4, 5, 6, 88};
+static const struct vs_u128 g_cluster = {0xC1, 0xC2};
+
+struct msg {
+    uint8_t from, to;
+    uint32_t len;
+    uint8_t *data;
+};
+
+struct reply {
+    struct vs_u128 client;
+    uint64_t request;
+    struct vs_u128 request_checksum;
+    uint64_t base_offset; /* from a send's confirmation */
+    uint32_t body_len;
+    uint64_t op;
+    uint32_t status;
+    int node;
+};
+
+struct node {
+    int idx;
+    char root[256], parts[300];
+    struct sio_fault f;
+    struct vs_part *p;
+    struct vs_pgroup *g;
+    int up;
+    int want_sync;
+    uint64_t boots;
+};
+
+static struct node g_n[N];
+static struct msg g_q[QMAX];
+static size_t g_nq;
+/* drop[from][to]: messages on that link are lost */
+static int g_drop[N][N];
+/* drop_cmd[from][to][command]: only that command is lost */
+static int g_drop_cmd[N][N][256];
+static struct reply g_rep[4096];
+static size_t g_nrep;
+static uint64_t g_wall = 1000000;
+
+static int
+env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
+         size_t len)
+{
+    (void)g;
+    struct node *n = ctx;
+    ck_assert_uint_lt(replica, N);
+    if (g_nq == QMAX)
+        return -EAGAIN;
+    struct msg *m = &g_q[g_nq++];
+    m->from = (uint8_t)n->idx;
+    m->to = replica;
+    m->len = (uint32_t)len;
+    m->data = malloc(len);
+    memcpy(m->data, frame, len);
+    return 0;
+}
+
+static void
+env_reply(void *ctx, struct vs_pgroup *g, struct vs_u128 client,
+          const void *frame, size_t len)
+{
+    (void)g;
+    struct node *n = ctx;
+    ck_assert_uint_ge(len, sizeof(struct vs_hdr_reply));
+    const struct vs_hdr_reply *r = frame;
+    ck_assert(vs_u128_eq(r->client, client));
+    ck_assert_uint_lt(g_nrep, sizeof(g_rep) / sizeof(g_rep[0]));
+    struct reply *x = &g_rep[g_nrep++];
+    x->client = client;
+    x->request = r->request;
+    x->op = r->op;
+    x->status = r->status;
+    x->node = n->idx;
+    x->request_checksum = r->request_checksum;
+    x->body_len = (uint32_t)(len - sizeof(*r));
+    ck_assert_uint_eq(r->f.size, len);
+    if (r->status == 0 && r->operation == VS_OP_SEND_MESSAGES) {
+        const uint8_t *b = (const uint8_t *)frame + sizeof(*r);
+        ck_assert_uint_eq(x->body_len, 24);
+        ck_assert_uint_eq(vs_load_u32(b), 1);
+        ck_assert_uint_eq(vs_load_u32(b + 4), g_id.stream_id);
+        ck_assert_uint_eq(vs_load_u32(b + 12), g_id.partition_id);
+        x->base_offset = vs_load_u64(b + 16);
+    } else if (r->status != 0) {
+        ck_assert_uint_eq(x->body_len, 0);
+    }
+}
+
+static void
+env_sync(void *ctx, struct vs_pgroup *g)
+{
+    (void)g;
+    struct node *n = ctx;
+    n->want_sync = 1;
+}
+
+static struct vs_vsr_timeouts
+timeouts(void)
+{
+    struct vs_vsr_timeouts t = {
+        .prepare = 5,
+        .commit = 10,
+        .normal_heartbeat = 60,
+        .view_change_message = 10,
+        .view_change_status = 60,
+        .rsv = 15,
+        .probe_attempts = 5,
+        .repair = 15,
+    };
+    return t;
+}
+
+static void
+node_start(struct node *n)
+{
+    struct part_opts o;
+    part_opts_default(&o);
+    o.cut_damaged_tail = 1;
+    o.segment_size = 16 * 1024; /* several segments per test */
+    struct part_verdict v;
+    int rc = part_open(&n->f.io, n->parts, &g_id, &o, 1, 0, &n->p, &v);
+    ck_assert_msg(rc == 0, "part_open: %d %s", rc, v.msg);
+    struct pgroup_opts po = {
+        .cluster = g_cluster,
+        .id = g_id,
+        .replica = (uint8_t)n->idx,
+        .replica_count = N,
+        .journal_slots = 256,
+        .pipeline_max = 8,
+        .body_max = 1 << 20,
+        .seed = 77 + (uint64_t)n->idx * 1000 + n->boots++,
+        .timeouts = timeouts(),
+    };
+    struct pgroup_env env = {n, env_send, env_reply, env_sync};
+    char why[512];
+    rc = pgroup_open(&po, n->p, &env, &n->g, why, sizeof(why));
+    ck_assert_msg(rc == 0, "pgroup_open: %d %s", rc, why);
+    n->up = 1;
+}
+
+/* A crash: nothing more is synced or written. */
+static void
+node_kill(struct node *n)
+{
+    pgroup_close(n->g);
+    part_abandon(n->p);
+    n->g = NULL;
+    n->p = NULL;
+    n->up = 0;
+    n->want_sync = 0;
+}
+
+static void
+setup(void)
+{
+    g_nq = 0;
+    g_nrep = 0;
+    memset(g_drop, 0, sizeof(g_drop));
+    memset(g_drop_cmd, 0, sizeof(g_drop_cmd));
+    for (int i = 0; i < N; i++) {
+        struct node *n = &g_n[i];
+        memset(n, 0, sizeof(*n));
+        n->idx = i;
+        dt_mkdtemp(n->root, sizeof(n->root), n->parts, sizeof(n->parts));
+        sio_fault_init(&n->f, 1);
+        node_start(n);
+    }
+}
+
+static void
+teardown(void)
+{
+    for (int i = 0; i < N; i++) {
+        if (g_n[i].up)
+            node_kill(&g_n[i]);
+        dt_rm_rf(g_n[i].root);
+    }
+    for (size_t i = 0; i < g_nq; i++)
+        free(g_q[i].data);
+    g_nq = 0;
+}
+
+static void
+do_syncs(void)
+{
+    for (int i = 0; i < N; i++) {
+        struct node *n = &g_n[i];
+        if (n->up && n->want_sync) {
+            n->want_sync = 0;
+            ck_assert_int_eq(pgroup_sync_now(n->g), 0);
+        }
+    }
+}
+
+/* Delivers what is queued now (new messages wait for the next step),
+ * syncs, then ticks every live node. */
+static void
+step(void)
+{
+    size_t n = g_nq;
+    struct msg *batch = malloc((n ? n : 1) * sizeof(*batch));
+    memcpy(batch, g_q, n * sizeof(*batch));
+    g_nq = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct msg *m = &batch[i];
+        struct node *to = &g_n[m->to];
+        uint8_t cmd = m->len >= 256 ? m->data[60] : 0;
+        if (to->up && g_n[m->from].up && !g_drop[m->from][m->to] &&
+            !g_drop_cmd[m->from][m->to][cmd])
+            (void)pgroup_on_message(to->g, m->data, m->len);
+        free(m->data);
+        do_syncs();
+    }
+    free(batch);
+    do_syncs();
+    for (int i = 0; i < N; i++)
+        if (g_n[i].up)
+            pgroup_tick(g_n[i].g);
+    do_syncs();
+    g_wall += 10000;
+}
+
+static int
+settled_primary(void)
+{
+    for (int i = 0; i < N; i++)
+        if (g_n[i].up && pgroup_is_settled_primary(g_n[i].g))
+            return i;
+    return -1;
+}
+
+static int
+wait_primary(int not )
+{
+    for (int s = 0; s < MAX_STEPS; s++) {
+        int p = settled_primary();
+        if (p >= 0 && p != not )
+            return p;
+        step();
+    }
+    ck_abort_msg("no settled primary within %d steps", MAX_STEPS);
+    return -1;
+}
+
+static struct vs_hdr_request
+request(uint64_t client, uint64_t req)
+{
+    struct vs_hdr_request r;
+    memset(&r, 0, sizeof(r));
+    r.f.cluster = g_cluster;
+    r.f.command = VS_CMD_REQUEST;
+    r.client.lo = client;
+    r.client.hi = 0xAB;
+    r.request = req;
+    r.operation = VS_OP_SEND_MESSAGES;
+    return r;
+}
+
+static uint8_t *
+client_batch(uint64_t seed, uint32_t n, size_t *len)
+{
+    uint32_t pl[4], hl[4] = {0, 0, 0, 0};
+    for (uint32_t i = 0; i < n; i++)
+        pl[i] = 20 + (uint32_t)((seed * 7 + i) % 200);
+    return dt_batch(seed, n, pl, hl, len);
+}
+
+static int
+send_on(int node, uint64_t client, uint64_t req, uint32_t msgs)
+{
+    size_t len;
+    uint8_t *b = client_batch(client * 1000 + req, msgs, &len);
+    struct vs_hdr_request r = request(client, req);
+    enum batch_err be;
+    int rc = pgroup_on_send(g_n[node].g, &r, b, len, g_wall, &be);
+    free(b);
+    return rc;
+}
+
+static const struct reply *
+find_reply(uint64_t client, uint64_t req, uint32_t status)
+{
+    for (size_t i = 0; i < g_nrep; i++)
+        if (g_rep[i].client.lo == client && g_rep[i].request == req &&
+            g_rep[i].status == status)
+            return &g_rep[i];
+    return NULL;
+}
+
+static size_t
+count_replies(uint64_t client, uint64_t req)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < g_nrep; i++)
+        if (g_rep[i].client.lo == client && g_rep[i].request == req &&
+            g_rep[i].status == 0)
+            c++;
+    return c;
+}
+
+static void
+wait_reply(uint64_t client, uint64_t req)
+{
+    for (int s = 0; s < MAX_STEPS && !find_reply(client, req, 0); s++)
+        step();
+    ck_assert_msg(find_reply(client, req, 0) != NULL,
+                  "no reply for client %llu request %llu",
+                  (unsigned long long)client, (unsigned long long)req);
+}
+
+/* Sends requests first..last of `clients` clients through the primary
+ * (one in flight per client), waiting for each round's replies. */
+static void
+produce(uint64_t clients, uint64_t first, uint64_t last)
+{
+    for (uint64_t r = first; r <= last; r++) {
+        for (uint64_t c = 1; c <= clients; c++) {
+            int rc = -EAGAIN;
+            for (int s = 0; s < MAX_STEPS && rc != 0; s++) {
+                int p = settled_primary();
+                rc = p >= 0 ? send_on(p, c, r, 1 + (uint32_t)(r % 3)) : -EAGAIN;
+                if (rc != 0) {
+                    /* transient: no primary yet, or this client's
+                     * previous request (adopted by a new primary) is
+                     * still in its pipeline */
+                    ck_assert_msg(rc == -EAGAIN || rc == -EBUSY ||
+                                      rc == -EREMOTE || rc == -EALREADY,
+                                  "send: %d", rc);
+                    step();
+                }
+            }
+            ck_assert_int_eq(rc, 0);
+        }
+        for (uint64_t c = 1; c <= clients; c++)
+            wait_reply(c, r);
+    }
+}
+
+static void
+wait_commit_all(uint64_t op)
+{
+    for (int s = 0; s < MAX_STEPS; s++) {
+        int ok = 1;
+        for (int i = 0; i < N; i++)
+            if (g_n[i].up && pgroup_commit(g_n[i].g) < op)
+                ok = 0;
+        if (ok)
+            return;
+        step();
+    }
+    ck_abort_msg("commit %llu not reached everywhere", (unsigned long long)op);
+}
+
+static uint32_t
+polled(int node, uint64_t *last)
+{
+    struct vs_wbuf out;
+    struct part_poll_result r;
+    vs_wbuf_init(&out);
+    ck_assert_int_eq(part_poll(pgroup_part(g_n[node].g), PART_POLL_OFFSET, 0,
+                               1000000, 64 << 20, &out, &r),
+                     0);
+    vs_wbuf_fini(&out);
+    if (last)
+        *last = r.count ? r.last_offset : 0;
+    return r.count;
+}
+
+/* Every segment's .log and .vsr are byte-identical on the live nodes. */
+static void
+files_identical(void)
+{
+    int ref = -1;
+    for (int i = 0; i < N && ref < 0; i++)
+        if (g_n[i].up)
+            ref = i;
+    struct vs_part *rp = pgroup_part(g_n[ref].g);
+    uint64_t start, size;
+    size_t segs = 0;
+    for (size_t s = 0; part_segment_at(rp, s, &start, &size) == 0; s++) {
+        segs++;
+        for (int e = 0; e < 2; e++) {
+            char name[64], a[900], b[900];
+            snprintf(name, sizeof(name), "%020llu.%s",
+                     (unsigned long long)start, e ? "vsr" : "log");
+            snprintf(a, sizeof(a), "%s/%s", part_dir(rp), name);
+            size_t la = 0, lb = 0;
+            uint8_t *da = dt_read_file(a, &la);
+            for (int i = 0; i < N; i++) {
+                if (!g_n[i].up || i == ref)
+                    continue;
+                snprintf(b, sizeof(b), "%s/%s", part_dir(pgroup_part(g_n[i].g)),
+                         name);
+                uint8_t *db = dt_read_file(b, &lb);
+                ck_assert_msg(da && db, "%s missing", name);
+                ck_assert_msg(la == lb && memcmp(da, db, la) == 0,
+                              "%s differs between nodes %d and %d", name, ref,
+                              i);
+                free(db);
+            }
+            free(da);
+        }
+    }
+    ck_assert_uint_ge(segs, 1);
+}
+
+START_TEST(test_three_replicas_commit)
+{
+    int p = wait_primary(-1);
+    ck_assert_int_eq(p, 0);
+    /* a backup refuses and names the primary */
+    ck_assert_int_eq(send_on(1, 9, 1, 1), -EREMOTE);
+    ck_assert_int_eq(pgroup_primary(g_n[1].g), 0);
+    ck_assert_uint_ne(pgroup_id(g_n[0].g), VS_METADATA_GROUP);
+    ck_assert_uint_eq(pgroup_id(g_n[0].g), pgroup_group_id(&g_id));
+
+    /* a send is invisible everywhere until it commits */
+    ck_assert_int_eq(send_on(0, 1, 1, 3), 0);
+    for (int i = 0; i < N; i++)
+        ck_assert_uint_eq(polled(i, NULL), 0);
+    ck_assert(find_reply(1, 1, 0) == NULL);
+    wait_reply(1, 1);
+    ck_assert_uint_eq(polled(0, NULL), 3);
+
+    produce(4, 2, 12);
+    uint64_t top = pgroup_commit(g_n[0].g);
+    ck_assert_uint_eq(top, 1 + 4 * 11);
+    wait_commit_all(top);
+    uint64_t last0 = 0, last = 0;
+    uint32_t c0 = polled(0, &last0);
+    for (int i = 1; i < N; i++) {
+        ck_assert_uint_eq(polled(i, &last), c0);
+        ck_assert_uint_eq(last, last0);
+    }
+    ck_assert_uint_eq(last0 + 1, c0); /* offsets 0..c0-1, no hole */
+    files_identical();
+
+    /* a retry of a committed request (the client reconnected: another
+     * transport, same client id) is answered again, with no new op */
+    size_t before = count_replies(3, 12);
+    ck_assert_int_eq(send_on(0, 3, 12, 2), 0);
+    ck_assert_uint_eq(count_replies(3, 12), before + 1);
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), top);
+    /* a retry while the first is still uncommitted: one op, one reply */
+    ck_assert_int_eq(send_on(0, 5, 1, 1), 0);
+    ck_assert_int_eq(send_on(0, 5, 1, 1), 0);
+    wait_reply(5, 1);
+    for (int s = 0; s < 50; s++)
+        step();
+    ck_assert_uint_eq(count_replies(5, 1), 1);
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), top + 1);
+    /* sends do not advance the request number: the request checksum
+     * tells two batches of one (client, request) apart */
+    {
+        uint64_t op0 = vsr_op(pgroup_engine(g_n[0].g));
+        uint64_t cks[2] = {0x1234, 0x5678};
+        uint64_t base[2];
+        for (int k = 0; k < 2; k++) {
+            size_t len;
+            uint8_t *b = client_batch(900 + (uint64_t)k, 2, &len);
+            struct vs_hdr_request r = request(20, 1);
+            r.request_checksum.lo = cks[k];
+            int rc = -EAGAIN;
+            for (int s = 0; s < MAX_STEPS && rc != 0; s++) {
+                rc = pgroup_on_send(g_n[0].g, &r, b, len, g_wall, NULL);
+                if (rc != 0) {
+                    ck_assert_int_eq(rc, -EALREADY);
+                    step();
+                }
+            }
+            free(b);
+            for (int s = 0; s < MAX_STEPS; s++) {
+                int got = 0;
+                for (size_t i = 0; i < g_nrep; i++)
+                    if (g_rep[i].client.lo == 20 &&
+                        g_rep[i].request_checksum.lo == cks[k]) {
+                        got = 1;
+                        base[k] = g_rep[i].base_offset;
+                    }
+                if (got)
+                    break;
+                step();
+            }
+        }
+        ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), op0 + 2);
+        ck_assert_uint_eq(base[1], base[0] + 2);
+        /* a retry of the first one: answered with its own offset */
+        size_t len;
+        uint8_t *b = client_batch(900, 2, &len);
+        struct vs_hdr_request r = request(20, 1);
+        r.request_checksum.lo = cks[0];
+        size_t n0 = g_nrep;
+        ck_assert_int_eq(pgroup_on_send(g_n[0].g, &r, b, len, g_wall, NULL), 0);
+        free(b);
+        ck_assert_uint_eq(g_nrep, n0 + 1);
+        ck_assert_uint_eq(g_rep[n0].base_offset, base[0]);
+        ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), op0 + 2);
+    }
+    /* another request of a client with one in flight */
+    ck_assert_int_eq(send_on(0, 6, 1, 1), 0);
+    ck_assert_int_eq(send_on(0, 6, 2, 1), -EALREADY);
+    wait_reply(6, 1);
+    /* a refused batch is not proposed */
+    {
+        uint8_t junk[300] = {0};
+        struct vs_hdr_request r = request(7, 1);
+        enum batch_err be = BATCH_OK;
+        ck_assert_int_eq(
+            pgroup_on_send(g_n[0].g, &r, junk, sizeof(junk), g_wall, &be),
+            -EINVAL);
+        ck_assert_int_ne(be, BATCH_OK);
+    }
+    /* a consumer-offset op is replicated and applied everywhere */
+    {
+        struct pgroup_offset_op o = {
+            .kind = PART_CONSUMER, .id = 11, .offset = 5};
+        struct vs_hdr_request r = request(8, 1);
+        ck_assert_int_eq(pgroup_on_offset(g_n[0].g, &r,
+                                          VS_OP_STORE_CONSUMER_OFFSET, &o,
+                                          g_wall),
+                         0);
+        wait_reply(8, 1);
+        uint64_t op = pgroup_commit(g_n[0].g);
+        wait_commit_all(op);
+        struct part_consumer pc = {.kind = PART_CONSUMER, .id = 11};
+        for (int i = 0; i < N; i++) {
+            uint64_t off = 0;
+            ck_assert_int_eq(part_offset_get(pgroup_part(g_n[i].g), &pc, &off),
+                             0);
+            ck_assert_uint_eq(off, 5);
+        }
+        /* an offset past the log is refused by the apply (4100) */
+        o.offset = 1u << 30;
+        r = request(8, 2);
+        ck_assert_int_eq(pgroup_on_offset(g_n[0].g, &r,
+                                          VS_OP_STORE_CONSUMER_OFFSET, &o,
+                                          g_wall),
+                         0);
+        for (int s = 0; s < MAX_STEPS && !find_reply(8, 2, VS_E_INVALID_OFFSET);
+             s++)
+            step();
+        ck_assert(find_reply(8, 2, VS_E_INVALID_OFFSET) != NULL);
+    }
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    files_identical();
+}
+END_TEST
+
+START_TEST(test_primary_killed_view_change_rejoin)
+{
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(3, 1, 6);
+    uint64_t top = pgroup_commit(g_n[0].g);
+    node_kill(&g_n[0]);
+    int p = wait_primary(0);
+    ck_assert_int_ne(p, 0);
+    /* the new primary continues, offsets after the old ones */
+    uint64_t last_before = 0;
+    polled(p, &last_before);
+    produce(3, 7, 14);
+    ck_assert_uint_gt(pgroup_commit(g_n[p].g), top);
+    uint64_t last_after = 0;
+    polled(p, &last_after);
+    ck_assert_uint_gt(last_after, last_before);
+    /* the old primary restarts, rejoins as a backup and repairs */
+    node_start(&g_n[0]);
+    produce(3, 15, 16);
+    uint64_t now = pgroup_commit(g_n[p].g);
+    wait_commit_all(now);
+    ck_assert(!pgroup_is_settled_primary(g_n[0].g));
+    uint64_t l0 = 0, lp = 0;
+    ck_assert_uint_eq(polled(0, &l0), polled(p, &lp));
+    ck_assert_uint_eq(l0, lp);
+    files_identical();
+}
+END_TEST
+
+/* Upstream #4230: after a leader restart with nothing to repair the
+ * repair range is empty; it must never be asked for (or assert). */
+START_TEST(test_leader_restart_empty_repair)
+{
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(2, 1, 5);
+    uint64_t top = pgroup_commit(g_n[0].g);
+    wait_commit_all(top);
+    for (int s = 0; s < 30; s++)
+        step(); /* every commit heartbeat delivered: nothing missing */
+    node_kill(&g_n[0]);
+    node_start(&g_n[0]); /* back before anyone noticed */
+    int p = wait_primary(-1);
+    produce(2, 6, 8);
+    wait_commit_all(pgroup_commit(g_n[p].g));
+    ck_assert_uint_gt(pgroup_commit(g_n[0].g), top);
+    /* the whole cluster restarts at once: every replica recovers */
+    for (int i = 0; i < N; i++)
+        node_kill(&g_n[i]);
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    p = wait_primary(-1);
+    produce(2, 9, 10);
+    wait_commit_all(pgroup_commit(g_n[p].g));
+    files_identical();
+}
+END_TEST
+
+/* Upstream #4075: a candidate adopts an uncommitted suffix whose body
+ * only a replica that then dies holds. The commit must not stall
+ * forever: the view change times out (view_change_status ticks, with
+ * jitter and doubling) and the next view's merge, without the dead
+ * replica's log, nacks the op; the group commits new sends again. */
+START_TEST(test_unrepairable_adopted_suffix_bounded)
+{
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(2, 1, 3);
+    uint64_t top = pgroup_commit(g_n[0].g);
+    wait_commit_all(top);
+    /* op top+1 reaches only node 0's journal, and node 0 never serves it
+     * to a repair */
+    g_drop[0][1] = g_drop[0][2] = 1;
+    g_drop_cmd[0][1][VS_CMD_REPAIR_PREPARE] = 1;
+    g_drop_cmd[0][1][VS_CMD_PREPARE] = 1; /* nor its retransmits */
+    g_drop_cmd[0][2][VS_CMD_REPAIR_PREPARE] = 1;
+    ck_assert_int_eq(send_on(0, 1, 4, 2), 0);
+    for (int s = 0; s < 3; s++)
+        step();
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), top + 1);
+    /* node 2's view-change messages to node 1 are lost, so node 1 merges
+     * with node 0's DoViewChange, which holds the op */
+    g_drop[2][1] = 1;
+    g_drop[0][1] = 0; /* node 0 hears the view change and answers */
+    int adopted = 0;
+    for (int s = 0; s < MAX_STEPS && !adopted; s++) {
+        step();
+        struct vs_hdr_prepare h;
+        adopted = vsr_header(pgroup_engine(g_n[1].g), top + 1, &h) == 1;
+    }
+    ck_assert_msg(adopted, "node 1 never learned op %llu",
+                  (unsigned long long)(top + 1));
+    node_kill(&g_n[0]); /* the only holder of the body dies */
+    g_drop[2][1] = 0;
+    int p = -1;
+    int steps = 0;
+    for (; steps < MAX_STEPS && p < 0; steps++) {
+        step();
+        p = settled_primary();
+    }
+    ck_assert_msg(p >= 0, "stalled: no settled primary within %d steps",
+                  MAX_STEPS);
+    /* the op nobody could repair was cut by the next view's merge */
+    ck_assert_uint_ge(vsr_stats(pgroup_engine(g_n[p].g))->nack_truncations +
+                          vsr_stats(pgroup_engine(g_n[1].g))->nack_truncations,
+                      1);
+    ck_assert_uint_ge(vsr_view(pgroup_engine(g_n[p].g)), 2);
+    /* bounded by a few view-change status timeouts (60 ticks, x16 at
+     * most with the doubling) */
+    ck_assert_int_le(steps, 60 * 16 * 4);
+    produce(2, 5, 6);
+    uint64_t now = pgroup_commit(g_n[p].g);
+    ck_assert_uint_gt(now, top);
+    wait_commit_all(now);
+    /* the proposal of the lost op was answered "not committed" or never;
+     * never acknowledged */
+    ck_assert(find_reply(1, 4, 0) == NULL);
+    struct vs_hdr_prepare h;
+    ck_assert_int_eq(vsr_header(pgroup_engine(g_n[p].g), top + 1, &h), 1);
+    ck_assert(!(h.client.lo == 1 && h.request == 4));
+    files_identical();
+}
+END_TEST
+
+static Suite *
+pgroup_suite(void)
+{
+    Suite *s = suite_create("pgroup");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_three_replicas_commit);
+    tcase_add_test(tc, test_primary_killed_view_change_rejoin);
+    tcase_add_test(tc, test_leader_restart_empty_repair);
+    tcase_add_test(tc, test_unrepairable_adopted_suffix_bounded);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(pgroup_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
