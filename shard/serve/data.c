@@ -1080,6 +1080,18 @@ pg_exec(struct serve *s, const struct data_cmd *cmd,
         struct vs_wbuf *out, const struct gc_waiter *w, uint32_t hops)
 {
     s->n.data_remote++;
+    struct dparts *parts = &s->data->parts;
+    dparts_sync(parts);
+    struct part_id id = {
+        .stream_id = cmd->stream_id,
+        .topic_id = cmd->topic_id,
+        .partition_id = cmd->partition_id,
+        .created_op = cmd->created_op,
+    };
+    /* the forwarding node knew the partition: this one's metadata may
+     * lag behind, so the client retries rather than hear "not found" */
+    if (dparts_find(parts, &id) == NULL)
+        return VS_E_TRANSIENT_NOT_COMMITTED;
     uint32_t st = data_exec(s, cmd, req, req->client, data, dlen, out, w, hops);
     return st == DATA_DEFERRED ? PGROUPS_DEFERRED : st;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <event2/event.h>
+#include <sodium.h>
 
 #include "common/checksum.h"
 #include "common/clock.h"
@@ -33,6 +34,8 @@
 
 #define PG_BUCKETS 4096u
 #define PG_NONE    0xFFu
+/* the members' stats entries are refreshed every this many ticks */
+#define PG_STATS_TICKS 100u
 
 struct pg_hdr_request { /* PGROUPS_CMD_REQUEST */
     struct vs_frame f;
@@ -64,7 +67,10 @@ struct pg_entry {
     uint8_t replicas[VS_REPLICAS_MAX];
     struct vs_pgroup *g; /* member of a set of more than one, opened */
     int refused;         /* pgroup_open refused it (logged once) */
+    uint64_t reopen_ms;  /* a stopped group is reopened from then on */
+    uint64_t gen;        /* groups opened on it (an fsync names its own) */
     int sync_pending, sync_again;
+    uint64_t stats_commit; /* the commit its stats entry shows */
     int dead; /* closed while an fsync was in flight: freed by it */
     struct pg_entry *hnext, *next;
 };
@@ -116,7 +122,7 @@ struct serve_pgroups {
     struct pg_ready *ready_head, *ready_tail;
     struct event *ready_ev;
     int ready_armed;
-    uint64_t nonce;
+    uint64_t nonce, ticks;
     struct pgroup_env env;
     struct vs_wbuf out, rx, tx;
     struct pgroups_counters n;
@@ -267,17 +273,18 @@ env_reply(void *ctx, struct vs_pgroup *g, struct vs_u128 client,
 static void sync_issue(struct pg_entry *e);
 
 static void
-sync_done(void *ctx, uint64_t key, const struct pj_sync_target *t)
+sync_done(void *ctx, uint64_t gen, const struct pj_sync_target *t)
 {
     struct pg_entry *e = ctx;
-    (void)key;
     e->sync_pending = 0;
     if (e->dead) {
         free(e);
         return;
     }
-    if (e->g == NULL)
+    if (e->g == NULL || gen != e->gen) {
+        e->sync_again = 0; /* that group was closed: its fsync is moot */
         return;
+    }
     e->pg->n.syncs++;
     pgroup_on_synced(e->g, t);
     if (e->sync_again && e->g != NULL) {
@@ -290,15 +297,15 @@ static void
 sync_issue(struct pg_entry *e)
 {
     struct pj_sync_target t;
-    int rc = pj_sync_target(pgroup_journal(e->g), &t);
-    if (rc != 0) {
+    int rc = pgroup_sync_target(e->g, &t);
+    if (rc != 0) { /* the group stopped: the tick closes and reopens it */
         vs_log_error("partition %u.%u.%u: journal fsync target: %s",
                      e->id.stream_id, e->id.topic_id, e->id.partition_id,
-                     strerror(-rc));
+                     sio_strerror(rc));
         return;
     }
     e->sync_pending = 1;
-    gcommit_journal_sync(e->pg->gc, e->gid, &t, sync_done, e);
+    gcommit_journal_sync(e->pg->gc, e->gen, &t, sync_done, e);
 }
 
 static void
@@ -316,6 +323,21 @@ env_sync(void *ctx, struct vs_pgroup *g)
 }
 
 /* ------------------------------------------------------- membership */
+
+/* Answers 57 to every waiter of group gid (its group went away). */
+static void
+waits_fail(struct serve_pgroups *pg, uint64_t gid)
+{
+    for (struct pg_wait **pp = &pg->waits, *w; (w = *pp) != NULL;) {
+        if (w->gid != gid) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        ready_push(pg, &w->w, VS_E_TRANSIENT_NOT_COMMITTED, NULL, 0, NULL);
+        free(w);
+    }
+}
 
 /* What a sync read about one open partition (inside the read section). */
 struct pg_seen {
@@ -344,7 +366,10 @@ group_open(struct serve_pgroups *pg, struct pg_entry *e)
     if (body_max > VS_FRAME_MAX - VS_HEADER_SIZE)
         body_max = VS_FRAME_MAX - VS_HEADER_SIZE;
     o.body_max = (uint32_t)body_max;
-    o.seed = pg->s->cluster.lo ^ e->gid ^ pg->self;
+    /* a fresh seed on every open: a restarted replica's incarnation
+     * derives from it (pgroup.h) */
+    o.seed =
+        ((uint64_t)randombytes_random() << 32 | randombytes_random()) ^ e->gid;
     char reason[256] = "";
     int rc = pgroup_open(&o, dp->p, &pg->env, &e->g, reason, sizeof(reason));
     if (rc != 0) {
@@ -358,6 +383,7 @@ group_open(struct serve_pgroups *pg, struct pg_entry *e)
                      reason[0] ? reason : strerror(-rc));
         return;
     }
+    e->gen++;
     pg->n.opened++;
     pg->n.groups++;
     vs_log_info("partition %u.%u.%u@%llu: group %016llx open, replica %u of "
@@ -365,6 +391,24 @@ group_open(struct serve_pgroups *pg, struct pg_entry *e)
                 e->id.stream_id, e->id.topic_id, e->id.partition_id,
                 (unsigned long long)e->id.created_op,
                 (unsigned long long)e->gid, e->self_ix, e->count);
+}
+
+/* A group that stopped (out of space on its journal, a fatal I/O
+ * error): closed, its waiters answered 57, reopened (recovering from its
+ * files) after PGROUPS_REOPEN_MS. */
+static void
+group_stop(struct serve_pgroups *pg, struct pg_entry *e, uint64_t now)
+{
+    vs_log_error("partition %u.%u.%u: its group stopped (journal out of "
+                 "space or an I/O error): reopened in %u ms",
+                 e->id.stream_id, e->id.topic_id, e->id.partition_id,
+                 PGROUPS_REOPEN_MS);
+    pgroup_close(e->g);
+    e->g = NULL;
+    pg->n.closed++;
+    pg->n.groups--;
+    waits_fail(pg, e->gid);
+    e->reopen_ms = now + PGROUPS_REOPEN_MS;
 }
 
 static void
@@ -443,15 +487,7 @@ on_part_close(void *ctx, struct dpart *dp)
         pg->n.closed++;
         pg->n.groups--;
     }
-    for (struct pg_wait **pp = &pg->waits, *w; (w = *pp) != NULL;) {
-        if (w->gid != e->gid) {
-            pp = &w->next;
-            continue;
-        }
-        *pp = w->next;
-        ready_push(pg, &w->w, VS_E_TRANSIENT_NOT_COMMITTED, NULL, 0, NULL);
-        free(w);
-    }
+    waits_fail(pg, e->gid);
     struct pg_entry **pp = &pg->buckets[bucket_of(e->gid)];
     while (*pp && *pp != e)
         pp = &(*pp)->hnext;
@@ -709,9 +745,13 @@ pgroups_on_frame(void *arg, uint8_t peer, const void *frame, size_t len)
     struct pg_entry *e = NULL;
     if (h->f.command <= VS_CMD_MAX && frame_group(h, &gid))
         e = find_gid(pg, gid);
-    /* the engine checks the rest; the link must be the member's own */
+    /* the engine checks the rest; the link must be the member's own,
+     * except for a prepare, whose replica field names the primary that
+     * made it (a repair or a new primary's retransmit relays it as is) */
+    int relayed =
+        h->f.command == VS_CMD_PREPARE || h->f.command == VS_CMD_REPAIR_PREPARE;
     if (e == NULL || e->g == NULL || h->f.replica >= e->count ||
-        e->replicas[h->f.replica] != peer) {
+        (!relayed && e->replicas[h->f.replica] != peer)) {
         pg->n.frames_dropped++;
         return;
     }
@@ -722,10 +762,29 @@ void
 pgroups_on_tick(void *arg)
 {
     struct serve_pgroups *pg = arg;
-    for (struct pg_entry *e = pg->all; e; e = e->next)
+    uint64_t now = mono_ms();
+    int stats = ++pg->ticks % PG_STATS_TICKS == 0;
+    for (struct pg_entry *e = pg->all; e; e = e->next) {
+        if (e->g != NULL && pgroup_fatal(e->g))
+            group_stop(pg, e, now);
+        if (e->g == NULL && e->reopen_ms != 0 && e->reopen_ms <= now) {
+            e->reopen_ms = 0;
+            group_open(pg, e);
+            if (e->g == NULL) { /* still refused: try again later */
+                e->refused = 0;
+                e->reopen_ms = now + PGROUPS_REOPEN_MS;
+            }
+        }
         if (e->g != NULL)
             pgroup_tick(e->g);
-    uint64_t now = mono_ms();
+        if (stats && e->g != NULL && pgroup_commit(e->g) != e->stats_commit) {
+            /* a member's commits move its counters (GetTopic, /metrics) */
+            e->stats_commit = pgroup_commit(e->g);
+            struct dpart *dp = dparts_find(pg->parts, &e->id);
+            if (dp != NULL)
+                dparts_stats_note(pg->parts, dp);
+        }
+    }
     for (struct pg_fwd **pp = &pg->fwds, *f; (f = *pp) != NULL;) {
         if (f->deadline_ms > now) {
             pp = &f->next;
@@ -815,15 +874,28 @@ pgroups_exec(struct serve_pgroups *pg, struct dpart *dp,
         return PGROUPS_PASS;
     if (e->g == NULL)
         return e->refused ? VS_E_NOT_ACCEPTED : VS_E_TRANSIENT_NOT_COMMITTED;
-    if (cmd->kind != DATA_SEND)
+    int offset_op =
+        cmd->kind == DATA_OFFSET_STORE || cmd->kind == DATA_OFFSET_DELETE;
+    if (cmd->kind != DATA_SEND && !offset_op)
         return PGROUPS_PASS; /* the local replica; polls capped by pj */
     if (w == NULL || req == NULL)
         return VS_E_TRANSIENT_NOT_COMMITTED;
+    struct pgroup_offset_op oo;
+    uint8_t ob[PGROUP_OFFSET_BODY];
+    if (offset_op) {
+        memset(&oo, 0, sizeof(oo));
+        oo.kind = cmd->consumer_kind == 2 ? PART_GROUP : PART_CONSUMER;
+        oo.id = cmd->consumer_id;
+        oo.group_created_op = cmd->group_created_op;
+        oo.offset = cmd->kind == DATA_OFFSET_STORE ? cmd->value : 0;
+        pgroup_offset_encode(&oo, ob);
+    }
     /* a client's sends keep its request number (at-least-once): the
      * request checksum tells a resend from the next batch */
     struct vs_hdr_request rq = *req;
     if (vs_u128_is_zero(rq.request_checksum))
-        rq.request_checksum = vs_checksum(data, dlen);
+        rq.request_checksum =
+            offset_op ? vs_checksum(ob, sizeof(ob)) : vs_checksum(data, dlen);
     /* the waiter first: a group may reply at once (a deduplicated
      * resend of a committed send) */
     struct pg_wait *pw = vs_xcalloc(1, sizeof(*pw));
@@ -836,7 +908,15 @@ pgroups_exec(struct serve_pgroups *pg, struct dpart *dp,
     pw->next = pg->waits;
     pg->waits = pw;
     enum batch_err berr = BATCH_OK;
-    int rc = pgroup_on_send(e->g, &rq, data, dlen, vs_realtime_us(), &berr);
+    int rc;
+    if (offset_op)
+        rc = pgroup_on_offset(e->g, &rq,
+                              cmd->kind == DATA_OFFSET_STORE
+                                  ? VS_OP_STORE_CONSUMER_OFFSET
+                                  : VS_OP_DELETE_CONSUMER_OFFSET,
+                              &oo, vs_realtime_us());
+    else
+        rc = pgroup_on_send(e->g, &rq, data, dlen, vs_realtime_us(), &berr);
     if (rc == 0) {
         pg->n.proposed++;
         return PGROUPS_DEFERRED;
@@ -848,6 +928,8 @@ pgroups_exec(struct serve_pgroups *pg, struct dpart *dp,
             return VS_E_TRANSIENT_NOT_COMMITTED;
         return forward(pg, e->replicas[p], cmd, req, data, dlen, w, hops);
     }
+    if (rc == -EINVAL && offset_op)
+        return VS_E_INVALID_COMMAND;
     if (rc == -EINVAL) {
         vs_log_debug("partition %u.%u.%u: batch refused: %s", cmd->stream_id,
                      cmd->topic_id, cmd->partition_id, batch_err_str(berr));
@@ -855,7 +937,9 @@ pgroups_exec(struct serve_pgroups *pg, struct dpart *dp,
     }
     if (rc == -ENOSPC)
         return VS_E_CANNOT_SAVE_MESSAGES;
-    /* -EAGAIN no settled primary, -EBUSY pipeline full: resend */
+    /* -EAGAIN no settled primary, -EBUSY pipeline full, -EALREADY the
+     * client's previous proposal not committed yet, -VS_EFATAL the group
+     * stopped (the tick reopens it): the client resends */
     return VS_E_TRANSIENT_NOT_COMMITTED;
 }
 

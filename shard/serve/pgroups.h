@@ -16,8 +16,11 @@
  *     on each group (never a timer per group).
  *   - env->sync: the group's journal files are fsynced on the shard's
  *     sync threads (gcommit_journal_sync); pgroup_on_synced follows on the
- *     loop. At most one fsync per group is in flight; a request made
- *     meanwhile starts the next one when it completes.
+ *     loop (unless that group was closed meanwhile: the completion names
+ *     the group's generation).
+ *   - A group that stopped (pgroup_fatal: its journal out of space, an
+ *     I/O error) is closed, its waiters answered 57, and reopened from
+ *     its files PGROUPS_REOPEN_MS later (again while it fails).
  *   - env->send: the frame is queued on the link to that member's node
  *     (-EAGAIN when the link's queue is full: the engine retransmits).
  *
@@ -25,9 +28,11 @@
  * node's clients or one forwarded by a peer node):
  *   - a member of a set of more than one: a send is proposed when this
  *     node is the group's primary (answered after the commit through the
- *     answer function), else forwarded to the primary's node; polls,
- *     offsets and flush run on the local partition (polls never see past
- *     the group's commit);
+ *     answer function), else forwarded to the primary's node, and so is
+ *     a consumer-offset store or delete (an op of the group:
+ *     pgroup_on_offset); polls, GetOffset and flush run on the local
+ *     partition (polls never see past the group's commit; a poll's
+ *     auto-commit stores the offset on this node only);
  *   - a one-member set on this node: today's path (PGROUPS_PASS);
  *   - a set without this node (or a one-member set on another node):
  *     the command is forwarded to the set's first member.
@@ -69,6 +74,7 @@
 #define PGROUPS_HOPS_MAX        2u
 #define PGROUPS_FWD_TIMEOUT_MS  10000u
 #define PGROUPS_WAIT_TIMEOUT_MS 10000u
+#define PGROUPS_REOPEN_MS       1000u
 /* pgroups_exec: the command takes today's (unreplicated) path. */
 #define PGROUPS_PASS (UINT32_MAX - 2u)
 /* pgroups_exec: the answer comes later through the answer function. */
