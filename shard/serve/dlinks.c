@@ -98,8 +98,8 @@ dlinks_on_tick(void *arg)
         d->hooks.on_tick(d->hooks.ctx);
 }
 
-/* A frame that is not a beat: the groups' (hooks), else it ends the
- * link as an unknown command. */
+/* A frame that is not a beat (partition replication on): the groups'
+ * (hooks), else (not attached yet) it ends the link. */
 static void
 dlinks_on_frame(void *arg, uint8_t peer, const void *frame, size_t len)
 {
@@ -109,7 +109,7 @@ dlinks_on_frame(void *arg, uint8_t peer, const void *frame, size_t len)
         return;
     }
     links_drop(mesh_links(d->mesh), peer,
-               "a frame that is not a beat (partition replication is off)");
+               "a frame that is not a beat before the groups are attached");
 }
 
 void
@@ -221,7 +221,10 @@ dlinks_start(struct event_base *base, const struct vs_shard_ctx *ctx,
     o.links.tls_client = d->tls_client;
     o.on_state = dlinks_on_state;
     o.on_tick = dlinks_on_tick;
-    o.on_frame = dlinks_on_frame;
+    /* without partition replication a frame that is not a beat stays a
+     * refusal of the mesh (counted, logged, the link ended) */
+    if (cfg->partition_replication)
+        o.on_frame = dlinks_on_frame;
     o.ctx = d;
     rc = mesh_create(base, &o, ctx->replica_fd, &d->mesh, why, sizeof(why));
     sodium_memzero(o.links.secret, sizeof(o.links.secret));

@@ -13,8 +13,9 @@
  * They carry the coalesced beat frames (keepalives: the partition groups
  * do not post beat entries yet) and, with partition_replication, the
  * frames of the shard's partition groups (shard/serve/pgroups.h), which
- * reach the runtime through the hooks; without hooks a frame that is not
- * a beat ends the link, as before.
+ * reach the runtime through the hooks; without partition_replication a
+ * frame that is not a beat is refused by the mesh (counted, the link
+ * ended), as before.
  * Callers: the data shard's main (shard/serve/main.c), loop thread.
  */
 #ifndef VS_SHARD_SERVE_DLINKS_H

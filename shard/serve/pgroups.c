@@ -23,6 +23,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/metrics.h"
 #include "server/listen.h"
 #include "shard/data/batch.h"
 #include "shard/link/mesh.h"
@@ -81,6 +82,8 @@ struct pg_wait {
     struct vs_u128 client;
     uint64_t request;
     struct vs_u128 checksum; /* the request checksum proposed */
+    uint32_t messages;       /* a send's message count and bytes */
+    size_t bytes;
     struct gc_waiter w;
     uint64_t deadline_ms;
     struct pg_wait *next;
@@ -266,6 +269,10 @@ env_reply(void *ctx, struct vs_pgroup *g, struct vs_u128 client,
         ready_push(pg, &w->w, h.status, body, blen,
                    h.status == 0 && e != NULL ? &e->id : NULL);
         pg->n.replied++;
+        if (h.status == 0 && w->messages > 0) {
+            vs_metrics_add(VS_M_MESSAGES_SENT, w->messages);
+            vs_metrics_add(VS_M_MESSAGES_SENT_BYTES, w->bytes);
+        }
         free(w);
     }
 }
@@ -903,6 +910,10 @@ pgroups_exec(struct serve_pgroups *pg, struct dpart *dp,
     pw->client = rq.client;
     pw->request = rq.request;
     pw->checksum = rq.request_checksum;
+    if (!offset_op && dlen >= BATCH_HEADER_SIZE) {
+        pw->messages = batch_count(data);
+        pw->bytes = dlen;
+    }
     pw->w = *w;
     pw->deadline_ms = mono_ms() + PGROUPS_WAIT_TIMEOUT_MS;
     pw->next = pg->waits;
