@@ -76,3 +76,9 @@ tests_unit_check_pjournal_SOURCES = tests/unit/check_pjournal.c \
 tests_unit_check_pjournal_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_pjournal_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
 endif
+
+# Journal cost beside the unreplicated append (not run by make check).
+noinst_PROGRAMS += tests/bench/bench_pjournal
+tests_bench_bench_pjournal_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_pjournal_SOURCES = tests/bench/bench_pjournal.c
+tests_bench_bench_pjournal_LDADD = $(DATA_LDADD)

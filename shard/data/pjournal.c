@@ -428,6 +428,19 @@ walk_push(struct walk *w)
     return r;
 }
 
+/* Bounds the walk's memory: once 2 * keep records are held, only the
+ * newest `keep` stay (the engine gets at most window + 1 headers). Never
+ * after a record without its batch was seen: the tail rule needs every
+ * record from it on. */
+static void
+walk_trim(struct walk *w, size_t keep, int gone_seen)
+{
+    if (gone_seen || w->n < 2 * keep)
+        return;
+    memmove(w->r, w->r + (w->n - keep), keep * sizeof(*w->r));
+    w->n = keep;
+}
+
 /* Checks the batch a record names: 0 present and matching, 1 absent or
  * failing. `verify_body` also checks the body checksum. */
 static int
@@ -518,6 +531,7 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
     size_t vf_cut = files.n; /* first file index touched by a cut */
     uint64_t vf_cut_len = 0;
     int tail_damage = 0; /* the walk stopped on a damaged tail record */
+    int gone_seen = 0;   /* a record without its batch was read */
     uint64_t faulty_top = 0;
     for (size_t fi = 0; fi < files.n && !tail_damage; fi++) {
         uint64_t vstart = files.v[fi];
@@ -552,6 +566,10 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
         }
         int last_file = fi + 1 == files.n;
         int torn = 0;
+        /* a segment's first batch starts at its start offset: the first
+         * retained record (older segments removed) takes it from there */
+        if (!have_prev)
+            offset = vstart;
         while (pos < fsize) {
             uint64_t left = fsize - pos;
             size_t got = 0;
@@ -688,7 +706,11 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
             have_prev = 1;
             expect_op = op + 1;
             pos += rlen;
-            if (r->bad) {
+            if (r->body_gone)
+                gone_seen = 1;
+            int stop = r->bad;
+            walk_trim(&w, (size_t)window + 2, gone_seen);
+            if (stop) {
                 faulty_top = op;
                 tail_damage = 1;
                 break;
@@ -920,6 +942,8 @@ pj_sync_target(const struct vs_pjournal *j, struct pj_sync_target *t)
     t->vsr_fd = j->cur_fd;
     t->op = j->head;
     t->seq = j->appends;
+    t->log_unsynced = pt.unsynced_bytes;
+    t->log_next = pt.next_offset;
     return 0;
 }
 
@@ -928,6 +952,11 @@ pj_sync_done(struct vs_pjournal *j, const struct pj_sync_target *t)
 {
     if (t->op > j->durable)
         j->durable = t->op;
+    struct part_sync_target pt = {.fd = t->log_fd,
+                                  .path = NULL,
+                                  .unsynced_bytes = t->log_unsynced,
+                                  .next_offset = t->log_next};
+    part_sync_done(j->p, &pt, 0);
 }
 
 int

@@ -137,6 +137,7 @@ struct pj_sync_target {
     uint64_t seq; /* pj_appends() when the target was taken: the appends
                      numbered <= seq become durable (an op number alone
                      is ambiguous after a truncation re-appends it) */
+    uint64_t log_unsynced, log_next; /* the partition's part_sync_target */
 };
 int pj_sync_target(const struct vs_pjournal *j, struct pj_sync_target *t);
 void pj_sync_done(struct vs_pjournal *j, const struct pj_sync_target *t);

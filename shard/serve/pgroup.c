@@ -38,6 +38,9 @@
 #define PG_CLIENT_KEEP 4u    /* committed proposals kept per client */
 #define PG_WAITERS_MAX 256u  /* proposals waiting for their commit */
 #define PG_CONFIRM_LEN 24u   /* a send's confirmation body */
+/* Interval policy: unsynced appends are fsynced after this many ticks
+ * (100 ms, the partition default fsync_interval_ms). */
+#define PG_INTERVAL_TICKS 10u
 
 struct pg_held {
     uint64_t op;
@@ -90,7 +93,9 @@ struct vs_pgroup {
     /* appends waiting for a sync */
     struct pg_held *held;
     size_t nheld, capheld;
-    int sync_asked; /* env->sync called, pgroup_on_synced not yet */
+    int sync_asked;      /* env->sync called, pgroup_on_synced not yet */
+    uint64_t synced_seq; /* appends covered by the last completed sync */
+    uint32_t idle_ticks; /* interval policy: ticks since a sync */
     /* client table, rebuilt from committed prepares on every replica */
     struct pg_client *clients;
     size_t nclients;
@@ -320,6 +325,9 @@ pgroup_on_synced(struct vs_pgroup *g, const struct pj_sync_target *t)
     if (g->fatal)
         return;
     pj_sync_done(g->j, t);
+    if (t->seq > g->synced_seq)
+        g->synced_seq = t->seq;
+    g->idle_ticks = 0;
     size_t k = 0;
     for (size_t i = 0; i < g->nheld; i++) {
         struct pg_held *h = &g->held[i];
@@ -883,6 +891,15 @@ pgroup_tick(struct vs_pgroup *g)
         return;
     vsr_tick(g->v);
     drain(g);
+    /* interval policy: appends were acknowledged once written; fsync them
+     * every PG_INTERVAL_TICKS (every-batch asks at each append) */
+    if (!g->every_batch && !g->fatal && !g->sync_asked &&
+        pj_appends(g->j) > g->synced_seq &&
+        ++g->idle_ticks >= PG_INTERVAL_TICKS) {
+        g->sync_asked = 1;
+        if (g->env.sync)
+            g->env.sync(g->env.ctx, g);
+    }
 }
 
 /* ---- consumer-offset op bodies ---- */

@@ -13,11 +13,14 @@
  *                        shared by every group of the shard), then
  *                        vsr_on_journal_durable for each op it covered
  *   JOURNAL_TRUNCATE  -> pj_truncate_from
- *   SUPERBLOCK_WRITE  -> pj_state_write (durable) -> on_superblock_durable
+ *   SUPERBLOCK_WRITE  -> pj_state_write (durable, an fsync on the loop:
+ *                        view changes and checkpoints only) ->
+ *                        on_superblock_durable
  *   COMMIT            -> pj_set_commit (the batch becomes visible to
  *                        polls), consumer-offset / retention ops applied
  *                        to the partition, vsr_on_commit_applied
- *   REPLY             -> env->reply to the producer (after the commit)
+ *   REPLY             -> not used: the COMMIT answers the proposal's
+ *                        waiter through env->reply (see Replies below)
  *   SEND_PREPARE      -> pj_read, then env->send with command 19
  *   STATE_TRANSFER    -> partition state transfer: not in this version;
  *                        counted (stats.state_transfers) and logged, the
@@ -93,8 +96,9 @@ struct pgroup_env {
      * pgroup_sync_target) on the loop, fsyncs t.log_fd and t.vsr_fd (dup
      * them first if the fsync runs on another thread), and calls
      * pgroup_on_synced(g, &t) on the loop when done. Not called again
-     * until pgroup_on_synced; never called under the interval policy
-     * (appends count as durable once written). */
+     * until pgroup_on_synced. Under the interval policy appends count as
+     * durable once written (the PrepareOk goes at once) and the sync is
+     * asked every 10 ticks while appends are unsynced. */
     void (*sync)(void *ctx, struct vs_pgroup *g);
 };
 

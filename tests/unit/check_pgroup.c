@@ -14,6 +14,8 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,9 +73,12 @@ static size_t g_nq;
 static int g_drop[N][N];
 /* drop_cmd[from][to][command]: only that command is lost */
 static int g_drop_cmd[N][N][256];
-static struct reply g_rep[4096];
+static struct reply g_rep[8192];
+/* hold_sync[node]: its fsyncs do not complete (a slow disk) */
+static int g_hold_sync[N];
 static size_t g_nrep;
 static uint64_t g_wall = 1000000;
+static uint64_t g_repair_requests;
 
 static int
 env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
@@ -82,6 +87,15 @@ env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
     (void)g;
     struct node *n = ctx;
     ck_assert_uint_lt(replica, N);
+    const struct vs_header *h = frame;
+    ck_assert_uint_ge(len, sizeof(*h));
+    if (h->f.command == VS_CMD_REQUEST_PREPARES) {
+        /* upstream #4230: a repair range is never empty */
+        const struct vs_hdr_request_prepares *rp = frame;
+        ck_assert_uint_gt(rp->from_op, 0);
+        ck_assert_uint_le(rp->from_op, rp->to_op);
+        g_repair_requests++;
+    }
     if (g_nq == QMAX)
         return -EAGAIN;
     struct msg *m = &g_q[g_nq++];
@@ -148,6 +162,9 @@ timeouts(void)
     return t;
 }
 
+static uint32_t g_slots = 256;
+static enum part_durability g_durability = PART_FSYNC_EVERY_BATCH;
+
 static void
 node_start(struct node *n)
 {
@@ -155,6 +172,7 @@ node_start(struct node *n)
     part_opts_default(&o);
     o.cut_damaged_tail = 1;
     o.segment_size = 16 * 1024; /* several segments per test */
+    o.durability = g_durability;
     struct part_verdict v;
     int rc = part_open(&n->f.io, n->parts, &g_id, &o, 1, 0, &n->p, &v);
     ck_assert_msg(rc == 0, "part_open: %d %s", rc, v.msg);
@@ -163,7 +181,7 @@ node_start(struct node *n)
         .id = g_id,
         .replica = (uint8_t)n->idx,
         .replica_count = N,
-        .journal_slots = 256,
+        .journal_slots = g_slots,
         .pipeline_max = 8,
         .body_max = 1 << 20,
         .seed = 77 + (uint64_t)n->idx * 1000 + n->boots++,
@@ -193,8 +211,12 @@ setup(void)
 {
     g_nq = 0;
     g_nrep = 0;
+    g_repair_requests = 0;
+    g_slots = 256;
+    g_durability = PART_FSYNC_EVERY_BATCH;
     memset(g_drop, 0, sizeof(g_drop));
     memset(g_drop_cmd, 0, sizeof(g_drop_cmd));
+    memset(g_hold_sync, 0, sizeof(g_hold_sync));
     for (int i = 0; i < N; i++) {
         struct node *n = &g_n[i];
         memset(n, 0, sizeof(*n));
@@ -223,7 +245,7 @@ do_syncs(void)
 {
     for (int i = 0; i < N; i++) {
         struct node *n = &g_n[i];
-        if (n->up && n->want_sync) {
+        if (n->up && n->want_sync && !g_hold_sync[i]) {
             n->want_sync = 0;
             ck_assert_int_eq(pgroup_sync_now(n->g), 0);
         }
@@ -603,6 +625,7 @@ START_TEST(test_primary_killed_view_change_rejoin)
     /* the old primary restarts, rejoins as a backup and repairs */
     node_start(&g_n[0]);
     produce(3, 15, 16);
+    ck_assert_uint_gt(g_repair_requests, 0);
     uint64_t now = pgroup_commit(g_n[p].g);
     wait_commit_all(now);
     ck_assert(!pgroup_is_settled_primary(g_n[0].g));
@@ -706,6 +729,155 @@ START_TEST(test_unrepairable_adopted_suffix_bounded)
 }
 END_TEST
 
+/* No PrepareOk before the append is durable: with both backups' fsyncs
+ * held, the primary's own fsync is not a quorum and nothing commits. */
+START_TEST(test_prepare_ok_after_durable)
+{
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(1, 1, 2);
+    uint64_t top = pgroup_commit(g_n[0].g);
+    g_hold_sync[1] = g_hold_sync[2] = 1;
+    ck_assert_int_eq(send_on(0, 1, 3, 2), 0);
+    for (int s = 0; s < 40; s++)
+        step();
+    ck_assert_uint_eq(pgroup_commit(g_n[0].g), top);
+    ck_assert(find_reply(1, 3, 0) == NULL);
+    ck_assert_uint_eq(polled(0, NULL), polled(1, NULL));
+    g_hold_sync[2] = 0; /* one backup's disk catches up: a quorum */
+    wait_reply(1, 3);
+    ck_assert_uint_eq(pgroup_commit(g_n[0].g), top + 1);
+    g_hold_sync[1] = 0;
+    wait_commit_all(top + 1);
+    files_identical();
+}
+END_TEST
+
+/* A backup out of space stops its group; the other two go on; once it is
+ * reopened it rejoins and repairs what it missed. */
+START_TEST(test_backup_enospc_stops_then_rejoins)
+{
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(2, 1, 2);
+    sio_fault_arm(&g_n[2].f, SIO_WRITE, 1, ENOSPC, 7);
+    produce(2, 3, 6);
+    ck_assert(pgroup_fatal(g_n[2].g));
+    struct pgroup_stats st;
+    pgroup_stats(g_n[2].g, &st);
+    ck_assert_uint_eq(st.enospc, 1);
+    ck_assert(pgroup_is_settled_primary(g_n[0].g));
+    sio_fault_reset(&g_n[2].f);
+    node_kill(&g_n[2]);
+    node_start(&g_n[2]);
+    produce(2, 7, 8);
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    files_identical();
+}
+END_TEST
+
+/* A backup whose last batch was damaged on disk cuts it, marks it faulty
+ * and gets it repaired: it never nacks it, and its log ends identical. */
+START_TEST(test_damaged_tail_repaired)
+{
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(2, 1, 4);
+    uint64_t top = pgroup_commit(g_n[0].g);
+    wait_commit_all(top);
+    char log[900];
+    snprintf(log, sizeof(log), "%s/%020llu.log", part_dir(g_n[2].p),
+             (unsigned long long)part_active_start(g_n[2].p));
+    node_kill(&g_n[2]);
+    {
+        int fd = open(log, O_RDWR);
+        ck_assert_int_ge(fd, 0);
+        off_t at = dt_file_size(log) - 5;
+        uint8_t b;
+        ck_assert_int_eq(pread(fd, &b, 1, at), 1);
+        b ^= 1;
+        ck_assert_int_eq(pwrite(fd, &b, 1, at), 1);
+        close(fd);
+    }
+    node_start(&g_n[2]);
+    struct vs_vsr_info in;
+    vsr_info(pgroup_engine(g_n[2].g), &in);
+    ck_assert_uint_eq(in.faulty_op, top);
+    ck_assert_uint_eq(in.journal_op, top - 1);
+    produce(2, 5, 6);
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    vsr_info(pgroup_engine(g_n[2].g), &in);
+    ck_assert_uint_eq(in.faulty_op, 0);
+    files_identical();
+}
+END_TEST
+
+/* More ops than the journal window: checkpoints move it, the journal's
+ * in-memory window is trimmed, a whole-cluster restart recovers from the
+ * checkpoint, and a replica that missed a stretch inside the window
+ * repairs it. */
+START_TEST(test_long_run_checkpoints)
+{
+    for (int i = 0; i < N; i++)
+        node_kill(&g_n[i]);
+    g_slots = 64;
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(4, 1, 40); /* 160 ops */
+    uint64_t top = pgroup_commit(g_n[0].g);
+    wait_commit_all(top);
+    struct vs_vsr_persist d;
+    vsr_durable(pgroup_engine(g_n[1].g), &d);
+    ck_assert_uint_gt(d.checkpoint_op, 64);
+    /* a backup misses a stretch shorter than the window */
+    g_drop[0][2] = 1;
+    produce(4, 41, 45);
+    g_drop[0][2] = 0;
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    files_identical();
+    for (int i = 0; i < N; i++)
+        node_kill(&g_n[i]);
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    int p = wait_primary(-1);
+    uint64_t c0 = 0, c = 0;
+    c0 = polled(p, NULL);
+    produce(4, 46, 48);
+    wait_commit_all(pgroup_commit(g_n[p].g));
+    for (int i = 0; i < N; i++) {
+        c = polled(i, NULL);
+        ck_assert_uint_gt(c, c0);
+        ck_assert_uint_eq(c, polled(p, NULL));
+    }
+    files_identical();
+}
+END_TEST
+
+/* Interval policy: a replica acknowledges once written; the fsync
+ * follows within PG_INTERVAL_TICKS. */
+START_TEST(test_interval_policy)
+{
+    for (int i = 0; i < N; i++)
+        node_kill(&g_n[i]);
+    g_durability = PART_FSYNC_INTERVAL;
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    ck_assert_int_eq(wait_primary(-1), 0);
+    g_hold_sync[1] = g_hold_sync[2] = 1; /* acks do not wait for fsyncs */
+    produce(2, 1, 5);
+    g_hold_sync[1] = g_hold_sync[2] = 0;
+    for (int s = 0; s < 30; s++)
+        step();
+    for (int i = 0; i < N; i++) {
+        struct pgroup_stats st;
+        pgroup_stats(g_n[i].g, &st);
+        ck_assert_uint_gt(st.syncs, 0);
+        ck_assert_uint_eq(pj_durable(pgroup_journal(g_n[i].g)),
+                          pj_head(pgroup_journal(g_n[i].g)));
+    }
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    files_identical();
+}
+END_TEST
+
 static Suite *
 pgroup_suite(void)
 {
@@ -717,6 +889,11 @@ pgroup_suite(void)
     tcase_add_test(tc, test_primary_killed_view_change_rejoin);
     tcase_add_test(tc, test_leader_restart_empty_repair);
     tcase_add_test(tc, test_unrepairable_adopted_suffix_bounded);
+    tcase_add_test(tc, test_prepare_ok_after_durable);
+    tcase_add_test(tc, test_backup_enospc_stops_then_rejoins);
+    tcase_add_test(tc, test_damaged_tail_repaired);
+    tcase_add_test(tc, test_long_run_checkpoints);
+    tcase_add_test(tc, test_interval_policy);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -699,6 +699,64 @@ START_TEST(test_fatal_io)
 }
 END_TEST
 
+/* The oldest segment removed (retention): the journal starts at the
+ * first retained record, its offsets taken from the segment's start. */
+START_TEST(test_oldest_segment_removed)
+{
+    struct tj t = {.segment_size = 1500};
+    tj_open_ok(&t);
+    tj_fill(&t, 30);
+    uint64_t next = next_offset(&t), s1 = 0, sz;
+    ck_assert_int_eq(part_segment_at(t.p, 1, &s1, &sz), 0);
+    char names[3][64], path[900];
+    seg_name(names[0], sizeof(names[0]), 0, "log");
+    seg_name(names[1], sizeof(names[1]), 0, "vsr");
+    seg_name(names[2], sizeof(names[2]), 0, "index");
+    char dir[700];
+    snprintf(dir, sizeof(dir), "%s", part_dir(t.p));
+    tj_crash(&t);
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    tj_open_ok(&t);
+    ck_assert_uint_eq(pj_head(t.j), 30);
+    ck_assert_uint_eq(next_offset(&t), next);
+    ck_assert_uint_eq(t.rec.faulty_op, 0);
+    check_chain(&t);
+    ck_assert_uint_gt(t.rec.headers[0].op, 1);
+    ck_assert_int_eq(tj_append(&t, 2, 5, NULL), 0);
+    tj_crash(&t);
+}
+END_TEST
+
+/* The walk keeps at most ~2 windows of records in memory and still
+ * returns the newest window + 1 headers. */
+START_TEST(test_long_journal_window)
+{
+    struct tj t = {.segment_size = 8192};
+    tj_open_ok(&t);
+    for (int k = 0; k < 5; k++) {
+        tj_fill(&t, WINDOW);
+        pj_set_commit(t.j, pj_head(t.j)); /* only ops above it must stay */
+    }
+    struct vs_wbuf out;
+    vs_wbuf_init(&out);
+    ck_assert_int_eq(pj_read(t.j, 1, &out), -ENOENT); /* trimmed */
+    ck_assert_int_eq(pj_read(t.j, 5 * WINDOW, &out), 0);
+    vs_wbuf_fini(&out);
+    struct pj_state s = {.commit_max = 5 * WINDOW,
+                         .checkpoint_op = 4 * WINDOW + 10};
+    ck_assert_int_eq(pj_state_write(t.j, &s), 0);
+    tj_crash(&t);
+    tj_open_ok(&t);
+    ck_assert_uint_eq(pj_head(t.j), 5 * WINDOW);
+    ck_assert_uint_eq(t.rec.headers[0].op, 4 * WINDOW + 10);
+    check_chain(&t);
+    tj_crash(&t);
+}
+END_TEST
+
 static Suite *
 pjournal_suite(void)
 {
@@ -720,6 +778,8 @@ pjournal_suite(void)
     tcase_add_test(tc, test_superblock_slots);
     tcase_add_test(tc, test_enospc_append_changes_nothing);
     tcase_add_test(tc, test_fatal_io);
+    tcase_add_test(tc, test_oldest_segment_removed);
+    tcase_add_test(tc, test_long_journal_window);
     suite_add_tcase(s, tc);
     return s;
 }
