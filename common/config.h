@@ -126,6 +126,9 @@ struct vs_config {
     uint32_t fsync_interval_ms;
     uint64_t fsync_bytes;
     uint64_t disk_watermark_bytes; /* refuse sends below this free space */
+    /* bool, experimental: partitions of replica sets of more than one
+     * node run a VSR group each (shard/serve/pgroups.h) */
+    uint32_t partition_replication;
     /* consumer groups: members silent for 1.2 x this are removed; the
      * cooperative revocation fallback timeout (reference: both 30 s) */
     uint32_t group_heartbeat_interval_ms;

@@ -21,6 +21,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@
 #include "common/checksum.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "common/tls.h"
 #include "shard/link/links.h"
 
@@ -125,6 +127,11 @@ struct links {
     /* for logs: "replica link" / "link" on shard 0 (as they always
      * read), "shard S data link" on a data mesh */
     char name[40], up_name[40];
+    /* an 8-aligned copy of a frame the input buffer holds misaligned
+     * (after a frame whose size is not a multiple of 8): receivers read
+     * the header through struct pointers */
+    uint8_t *aligned;
+    size_t aligned_cap;
 };
 
 static void conn_read_cb(struct bufferevent *bev, void *arg);
@@ -527,8 +534,22 @@ conn_frame(struct link_conn *c, const uint8_t *frame, size_t len)
         struct link_peer *p = &l->peers[c->peer];
         p->info.bytes_in += len;
         p->info.frames_in++;
+        if (((uintptr_t)frame & 7u) != 0) {
+            if (l->aligned_cap < len) {
+                free(l->aligned);
+                l->aligned = vs_xmalloc(len);
+                l->aligned_cap = len;
+            }
+            memcpy(l->aligned, frame, len);
+            frame = l->aligned;
+        }
         if (l->on_frame != NULL)
             l->on_frame(l->ctx, (uint8_t)c->peer, frame, len);
+        if (l->aligned_cap > ((size_t)4 << 20)) { /* keep no huge copy */
+            free(l->aligned);
+            l->aligned = NULL;
+            l->aligned_cap = 0;
+        }
         return c->dead ? -1 : 0;
     }
     /* handshake frames: sealed, body under checksum_body */
@@ -1052,5 +1073,6 @@ links_destroy(struct links *l)
     if (l->listener != NULL)
         evconnlistener_free(l->listener);
     sodium_memzero(l->o.secret, sizeof(l->o.secret));
+    free(l->aligned);
     free(l);
 }

@@ -76,7 +76,9 @@
  * coalesces them).
  *
  * Invariants: on_frame gets only frames of an authenticated link, each
- * exactly `size` bytes with 256 <= size <= frame_max; links_send never
+ * exactly `size` bytes with 256 <= size <= frame_max, at an 8-aligned
+ * address (a frame the input buffer holds misaligned, after one whose
+ * size is not a multiple of 8, is handed over as a copy); links_send never
  * blocks; at most one live link per peer.
  * Callers: shard 0's process (mesh 0) and each data shard's process (its
  * own mesh), one thread each, on its libevent base.

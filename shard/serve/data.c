@@ -35,10 +35,12 @@
 #include "shard/meta/authz.h"
 #include "shard/meta/lookup.h"
 #include "shard/serve/data.h"
+#include "shard/serve/dlinks.h"
 #include "shard/serve/gcommit.h"
 #include "shard/serve/handoff.h"
 #include "shard/serve/liveness.h"
 #include "shard/serve/parts.h"
+#include "shard/serve/pgroups.h"
 #include "shard/serve/segments.h"
 #include "shard/serve/server.h"
 
@@ -79,6 +81,7 @@ struct serve_data {
     int disk_low;
     struct vs_wbuf out;
     struct serve_gcommit *gc; /* fsyncs off the loop, group commit */
+    struct serve_pgroups *pg; /* replicated partitions (NULL: off) */
 };
 
 /* ---------------------------------------------------------------- misc */
@@ -283,6 +286,22 @@ gc_exec(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
     return exec_send(s, dp, cmd, batch, len, out, 1);
 }
 
+/* A command for a partition with a replica set, when partition
+ * replication is on (pgroups.h): PGROUPS_PASS for today's path. */
+static uint32_t
+data_exec_replicated(struct serve *s, struct dpart *dp,
+                     const struct data_cmd *cmd,
+                     const struct vs_hdr_request *req, uint8_t *data,
+                     size_t dlen, const struct gc_waiter *w, uint32_t hops)
+{
+    struct serve_pgroups *pg = s->data->pg;
+    pgroups_sync(pg);
+    if (cmd->kind == DATA_SEND && disk_low(s))
+        return VS_E_CANNOT_SAVE_MESSAGES;
+    uint32_t st = pgroups_exec(pg, dp, cmd, req, data, dlen, w, hops);
+    return st == PGROUPS_DEFERRED ? DATA_DEFERRED : st;
+}
+
 /* A send: every-batch partitions go through the group commit (the answer
  * to w is held until the batch is durable: DATA_DEFERRED); interval ones
  * are appended without an inline fsync and the group commit schedules
@@ -308,12 +327,15 @@ data_exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
 }
 
 /* Runs a command on this (owning) shard. `data` is the batch of a send
- * (stamped in place). Appends the reply body to out; returns the status,
- * or DATA_DEFERRED when w will be answered by the group commit. */
+ * (stamped in place), `req` the client's request header, `hops` the data
+ * links it came over (pgroups.h). Appends the reply body to out; returns
+ * the status, or DATA_DEFERRED when w will be answered by the group
+ * commit or the partition's group. */
 static uint32_t
-data_exec(struct serve *s, const struct data_cmd *cmd, struct vs_u128 client,
+data_exec(struct serve *s, const struct data_cmd *cmd,
+          const struct vs_hdr_request *req, struct vs_u128 client,
           uint8_t *data, size_t dlen, struct vs_wbuf *out,
-          const struct gc_waiter *w)
+          const struct gc_waiter *w, uint32_t hops)
 {
     struct dparts *parts = &s->data->parts;
     dparts_sync(parts);
@@ -329,6 +351,12 @@ data_exec(struct serve *s, const struct data_cmd *cmd, struct vs_u128 client,
                        cmd->kind == DATA_FLUSH
                    ? VS_E_PARTITION_NOT_FOUND
                    : VS_E_RESOURCE_NOT_FOUND;
+    if (s->data->pg != NULL) {
+        uint32_t st =
+            data_exec_replicated(s, dp, cmd, req, data, dlen, w, hops);
+        if (st != PGROUPS_PASS)
+            return st;
+    }
     struct part_consumer pc;
     consumer_of(cmd, &pc);
     int rc;
@@ -470,8 +498,8 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
         w.conn_id = c->id;
         w.seq = d->seq + 1;
         vs_wbuf_reset(&d->out);
-        uint32_t st =
-            data_exec(s, cmd, c->client, data, dlen, &d->out, segs ? NULL : &w);
+        uint32_t st = data_exec(s, cmd, req, c->client, data, dlen, &d->out,
+                                segs ? NULL : &w, 0);
         if (st == DATA_DEFERRED) {
             /* held until durable: the connection waits like a forward */
             struct vs_proc_shm *me = seg_proc(s->ctx->seg, s->ctx->slot);
@@ -520,7 +548,11 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
     fh.session = c->data_seq;
     fh.user_id = c->user_id;
     fh.client = c->client;
-    int rc = send_pieces(s, owner, &fh, cmd, sizeof(*cmd), data, dlen);
+    /* payload: the command, the client's request header, the data */
+    uint8_t head[sizeof(*cmd) + VS_HEADER_SIZE];
+    memcpy(head, cmd, sizeof(*cmd));
+    memcpy(head + sizeof(*cmd), req, VS_HEADER_SIZE);
+    int rc = send_pieces(s, owner, &fh, head, sizeof(head), data, dlen);
     if (rc < 0) {
         vs_log_warn("client %s: cannot forward a data request to shard %u: "
                     "%d",
@@ -878,17 +910,20 @@ on_request(struct serve *s, uint32_t src, const struct fwd_hdr *fh, uint8_t *p,
     vs_wbuf_reset(&d->out);
     vs_wr_u32(&d->out, 0);
     uint32_t st;
-    if (len < sizeof(cmd)) {
+    size_t head = sizeof(cmd) + VS_HEADER_SIZE;
+    if (len < head) {
         st = VS_E_INVALID_COMMAND;
     } else {
         memcpy(&cmd, p, sizeof(cmd));
+        struct vs_hdr_request req;
+        memcpy(&req, p + sizeof(cmd), sizeof(req));
         struct gc_waiter w;
         memset(&w, 0, sizeof(w));
         w.remote = 1;
         w.src = src;
         w.fh = *fh;
-        st = data_exec(s, &cmd, fh->client, p + sizeof(cmd), len - sizeof(cmd),
-                       &d->out, &w);
+        st = data_exec(s, &cmd, &req, fh->client, p + head, len - head, &d->out,
+                       &w, 0);
         if (st == DATA_DEFERRED) {
             s->n.data_remote++;
             return; /* answered by gc_answer once durable */
@@ -973,16 +1008,19 @@ static void
 gc_answer(struct serve *s, const struct gc_waiter *w, uint32_t status,
           const uint8_t *body, size_t len)
 {
+    if (w->link) { /* a peer node forwarded it (pgroups.h) */
+        pgroups_answer_link(s->data->pg, w, status, body, len);
+        return;
+    }
     if (w->remote) {
-        uint8_t buf[64];
-        if (status != 0 || len > sizeof(buf) - 4)
+        uint8_t st4[4];
+        vs_store_u32(st4, status);
+        if (status != 0)
             len = 0;
-        vs_store_u32(buf, status);
-        if (len > 0)
-            memcpy(buf + 4, body, len);
         struct fwd_hdr rh = w->fh;
         rh.kind = FWD_DATA_REPLY;
-        int rc = send_pieces(s, w->src, &rh, buf, 4 + len, NULL, 0);
+        int rc = send_pieces(s, w->src, &rh, st4, sizeof(st4),
+                             len > 0 ? body : NULL, len);
         if (rc < 0)
             vs_log_warn("data reply to shard %u not sent: %d", w->src, rc);
         return;
@@ -1025,6 +1063,7 @@ data_on_tick(evutil_socket_t fd, short what, void *arg)
     struct serve_data *d = s->data;
     d->ticks++;
     dparts_sync(&d->parts);
+    pgroups_sync(d->pg); /* the groups of newly listed partitions */
     if (d->gc != NULL)
         gcommit_tick(d->gc, mono_ms()); /* interval fsyncs, off the loop */
     else
@@ -1032,6 +1071,29 @@ data_on_tick(evutil_socket_t fd, short what, void *arg)
     if (d->ticks % (DATA_RETENTION_MS / DATA_TICK_MS) == 0)
         dparts_tick_retention(&d->parts, vs_realtime_us());
     watch_owners(s);
+}
+
+/* A command a peer node forwarded (pgroups.h pgroups_exec_fn). */
+static uint32_t
+pg_exec(struct serve *s, const struct data_cmd *cmd,
+        const struct vs_hdr_request *req, uint8_t *data, size_t dlen,
+        struct vs_wbuf *out, const struct gc_waiter *w, uint32_t hops)
+{
+    s->n.data_remote++;
+    struct dparts *parts = &s->data->parts;
+    dparts_sync(parts);
+    struct part_id id = {
+        .stream_id = cmd->stream_id,
+        .topic_id = cmd->topic_id,
+        .partition_id = cmd->partition_id,
+        .created_op = cmd->created_op,
+    };
+    /* the forwarding node knew the partition: this one's metadata may
+     * lag behind, so the client retries rather than hear "not found" */
+    if (dparts_find(parts, &id) == NULL)
+        return VS_E_TRANSIENT_NOT_COMMITTED;
+    uint32_t st = data_exec(s, cmd, req, req->client, data, dlen, out, w, hops);
+    return st == DATA_DEFERRED ? PGROUPS_DEFERRED : st;
 }
 
 int
@@ -1051,11 +1113,40 @@ serve_data_init(struct serve *s)
     d->gc = gcommit_create(s, &d->parts, gc_exec, gc_answer);
     if (d->gc == NULL)
         return -errno;
+    errno = 0;
+    d->pg = pgroups_create(s, &d->parts, d->gc, pg_exec, gc_answer);
+    if (d->pg == NULL && errno != 0)
+        return -errno;
+    pgroups_sync(d->pg);
     d->tick_ev = event_new(s->base, -1, EV_PERSIST, data_on_tick, s);
     struct timeval tv = {0, DATA_TICK_MS * 1000};
     if (d->tick_ev == NULL || event_add(d->tick_ev, &tv) != 0)
         return -ENOMEM;
     return 0;
+}
+
+void
+serve_data_attach_links(struct serve *s, struct dlinks *dl)
+{
+    struct serve_data *d = s->data;
+    if (d == NULL || d->pg == NULL)
+        return;
+    pgroups_attach(d->pg, dlinks_mesh(dl));
+    if (dl == NULL)
+        return;
+    struct dlinks_hooks h = {
+        .on_frame = pgroups_on_frame,
+        .on_tick = pgroups_on_tick,
+        .on_state = pgroups_on_state,
+        .ctx = d->pg,
+    };
+    dlinks_set_hooks(dl, &h);
+}
+
+int
+serve_data_replicated(const struct serve *s)
+{
+    return s->data != NULL && s->data->pg != NULL;
 }
 
 struct dparts *
@@ -1083,6 +1174,8 @@ serve_data_fini(struct serve *s)
                     (unsigned long long)gn.groups,
                     (unsigned long long)gn.queued);
     }
+    pgroups_destroy(d->pg); /* its groups let go of their partitions */
+    d->pg = NULL;
     gcommit_destroy(d->gc); /* before the partitions it syncs close */
     d->gc = NULL;
     if (d->parts.buckets != NULL)

@@ -77,6 +77,15 @@ _Static_assert(sizeof(struct data_cmd) == 64, "data_cmd layout");
 int serve_data_init(struct serve *s);
 void serve_data_fini(struct serve *s);
 
+/* Gives the partition groups (pgroups.h) the shard's data links (NULL:
+ * detach them before the links are stopped). */
+struct dlinks;
+void serve_data_attach_links(struct serve *s, struct dlinks *dl);
+/* 1 if partition replication runs on this shard: the interim rule
+ * (cluster.h: only the leader's node serves the partition plane) no
+ * longer applies, the partition's replica set decides. */
+int serve_data_replicated(const struct serve *s);
+
 /* 1 if the request is the data plane's (op 160..162, NR 100/102/120). */
 int serve_data_is_data(unsigned operation, uint32_t code);
 /* Serves one data-plane request of a bound connection (exactly one

@@ -6,6 +6,7 @@ libvs_server_a_SOURCES += \
 	shard/serve/data.c shard/serve/data.h \
 	shard/serve/gcommit.c shard/serve/gcommit.h \
 	shard/serve/parts.c shard/serve/parts.h \
+	shard/serve/pgroups.c shard/serve/pgroups.h \
 	shard/serve/segments.c shard/serve/segments.h
 
 if HAVE_CHECK
@@ -71,3 +72,14 @@ tests_bench_bench_dataserve_SOURCES = tests/bench/bench_dataserve.c \
 	tests/integration/rawclient.c tests/integration/rawclient.h
 tests_bench_bench_dataserve_LDADD = libvs_data.a libvs_storage.a \
 	libvs_common.a $(VS_DEP_LIBS)
+
+# Replicated partitions on a real 3-node cluster (partition_replication):
+# sends through every node, identical polls, the group primary killed.
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_cluster_preplica
+INTEG_TESTS += tests/integration/check_cluster_preplica
+tests_integration_check_cluster_preplica_SOURCES = \
+	tests/integration/check_cluster_preplica.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_preplica_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_preplica_LDADD = $(CLUSTER_LDADD)
+endif

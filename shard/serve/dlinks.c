@@ -42,6 +42,7 @@ struct dlinks {
     uint8_t count, self;
     char addrs[VS_REPLICAS_MAX][LINKS_ADDR_MAX];
     struct dlinks_seen seen;
+    struct dlinks_hooks hooks; /* on_frame NULL: none */
 };
 
 static uint64_t
@@ -84,9 +85,49 @@ static void
 dlinks_on_state(void *arg, uint8_t peer, int up)
 {
     struct dlinks *d = arg;
-    (void)up;
-    (void)peer;
     dlinks_publish(d);
+    if (d->hooks.on_state != NULL)
+        d->hooks.on_state(d->hooks.ctx, peer, up);
+}
+
+static void
+dlinks_on_tick(void *arg)
+{
+    struct dlinks *d = arg;
+    dlinks_publish(d);
+    if (d->hooks.on_tick != NULL)
+        d->hooks.on_tick(d->hooks.ctx);
+}
+
+/* A frame that is not a beat (partition replication on): the groups'
+ * (hooks), else (not attached yet) it ends the link. */
+static void
+dlinks_on_frame(void *arg, uint8_t peer, const void *frame, size_t len)
+{
+    struct dlinks *d = arg;
+    if (d->hooks.on_frame != NULL) {
+        d->hooks.on_frame(d->hooks.ctx, peer, frame, len);
+        return;
+    }
+    links_drop(mesh_links(d->mesh), peer,
+               "a frame that is not a beat before the groups are attached");
+}
+
+void
+dlinks_set_hooks(struct dlinks *d, const struct dlinks_hooks *h)
+{
+    if (d == NULL)
+        return;
+    if (h == NULL)
+        memset(&d->hooks, 0, sizeof(d->hooks));
+    else
+        d->hooks = *h;
+}
+
+struct mesh *
+dlinks_mesh(struct dlinks *d)
+{
+    return d != NULL ? d->mesh : NULL;
 }
 
 void
@@ -195,7 +236,11 @@ dlinks_start(struct event_base *base, const struct vs_shard_ctx *ctx,
     o.links.tls_server = d->tls_server;
     o.links.tls_client = d->tls_client;
     o.on_state = dlinks_on_state;
-    o.on_tick = dlinks_publish;
+    o.on_tick = dlinks_on_tick;
+    /* without partition replication a frame that is not a beat stays a
+     * refusal of the mesh (counted, logged, the link ended) */
+    if (cfg->partition_replication)
+        o.on_frame = dlinks_on_frame;
     o.ctx = d;
     rc = mesh_create(base, &o, ctx->replica_fd, &d->mesh, why, sizeof(why));
     sodium_memzero(o.links.secret, sizeof(o.links.secret));

@@ -10,9 +10,12 @@
  * as shard 0's links do. Each tick it publishes the links' state and
  * counters in this process's metrics block (common/metrics.h: the
  * vstream_data_link* families).
- * In this version no partition group runs on the links yet: they carry
- * the coalesced beat frames with an empty group list (keepalives), which
- * is what keeps them authenticated, measured and supervised.
+ * They carry the coalesced beat frames (keepalives: the partition groups
+ * do not post beat entries yet) and, with partition_replication, the
+ * frames of the shard's partition groups (shard/serve/pgroups.h), which
+ * reach the runtime through the hooks; without partition_replication a
+ * frame that is not a beat is refused by the mesh (counted, the link
+ * ended), as before.
  * Callers: the data shard's main (shard/serve/main.c), loop thread.
  */
 #ifndef VS_SHARD_SERVE_DLINKS_H
@@ -31,6 +34,19 @@ struct dlinks;
  * the caller refuses to run). */
 int dlinks_start(struct event_base *base, const struct vs_shard_ctx *ctx,
                  struct dlinks **out, char *err, size_t errlen);
+/* What the shard's partition-group runtime gets from the links: frames
+ * other than beats, each tick (after the beats' flush) and link state. */
+struct dlinks_hooks {
+    void (*on_frame)(void *ctx, uint8_t peer, const void *frame, size_t len);
+    void (*on_tick)(void *ctx);
+    void (*on_state)(void *ctx, uint8_t peer, int up);
+    void *ctx;
+};
+/* Sets (or with NULL clears) the hooks. */
+void dlinks_set_hooks(struct dlinks *d, const struct dlinks_hooks *h);
+struct mesh;
+struct mesh *dlinks_mesh(struct dlinks *d);
+
 /* Closes the links and frees. NULL is accepted. */
 void dlinks_stop(struct dlinks *d);
 

@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "shard/data/pjournal.h"
 #include "shard/serve/gcommit.h"
 #include "shard/serve/server.h"
 
@@ -33,6 +34,16 @@ struct gc_item {
     char path[600];
     int fd; /* dup'd */
     int err;
+    int journal; /* a replicated partition's journal file (no dpart) */
+};
+
+/* A journal fsync of a replicated partition (gcommit_journal_sync). */
+struct gc_jsync {
+    uint64_t key;
+    struct pj_sync_target t;
+    gc_jdone_fn *done;
+    void *ctx;
+    int fd[2]; /* dup'd log and vsr fds, until handed to the items */
 };
 
 /* A held answer. */
@@ -49,6 +60,8 @@ struct gc_group {
     size_t n_holds, cap_holds;
     struct gc_item *items; /* sealed */
     size_t n_items;
+    struct gc_jsync *js; /* journal fsyncs */
+    size_t n_js, cap_js;
 };
 
 /* A send waiting for its partition's previous batch to be durable. */
@@ -136,6 +149,11 @@ group_add_hold(struct gc_group *gr, const struct gc_waiter *w,
 static void
 group_clear(struct gc_group *gr)
 {
+    for (size_t i = 0; i < gr->n_js; i++)
+        for (int k = 0; k < 2; k++)
+            if (gr->js[i].fd[k] >= 0)
+                close(gr->js[i].fd[k]);
+    gr->n_js = 0;
     gr->n_ids = 0;
     gr->n_holds = 0;
     free(gr->items);
@@ -152,6 +170,7 @@ group_fini(struct gc_group *gr)
     group_clear(gr);
     free(gr->ids);
     free(gr->holds);
+    free(gr->js);
     memset(gr, 0, sizeof(*gr));
 }
 
@@ -203,15 +222,27 @@ sync_thread(void *arg)
 static void
 seal_and_submit(struct serve_gcommit *g)
 {
-    if (g->in_flight || (g->next.n_ids == 0 && g->next.n_holds == 0))
+    if (g->in_flight ||
+        (g->next.n_ids == 0 && g->next.n_holds == 0 && g->next.n_js == 0))
         return;
     struct gc_group tmp = g->flight;
     g->flight = g->next;
     g->next = tmp;
     group_clear(&g->next);
     struct gc_group *f = &g->flight;
-    f->items = vs_xcalloc(f->n_ids ? f->n_ids : 1, sizeof(*f->items));
+    f->items = vs_xcalloc(f->n_ids + 2 * f->n_js + 1, sizeof(*f->items));
     f->n_items = 0;
+    for (size_t i = 0; i < f->n_js; i++)
+        for (int k = 0; k < 2; k++) {
+            struct gc_item *it = &f->items[f->n_items++];
+            it->fd = f->js[i].fd[k];
+            f->js[i].fd[k] = -1; /* closed by the thread that syncs it */
+            it->journal = 1;
+            snprintf(it->path, sizeof(it->path),
+                     "the %s file of partition group %016llx",
+                     k == 0 ? "log" : "journal",
+                     (unsigned long long)f->js[i].key);
+        }
     for (size_t i = 0; i < f->n_ids; i++) {
         struct dpart *dp = dparts_find(g->parts, &f->ids[i]);
         struct gc_item *it = &f->items[f->n_items];
@@ -394,9 +425,11 @@ on_done(evutil_socket_t fd, short what, void *arg)
         if (it->err != 0)
             shard_fatal(g->s->ctx, "fsync of %s: %s", it->path,
                         strerror(it->err));
-        struct dpart *dp = dparts_find(g->parts, &it->id);
-        if (dp != NULL)
-            part_sync_done(dp->p, &it->t, now);
+        if (!it->journal) {
+            struct dpart *dp = dparts_find(g->parts, &it->id);
+            if (dp != NULL)
+                part_sync_done(dp->p, &it->t, now);
+        }
         g->n.fsyncs++;
     }
     g->in_flight = 0;
@@ -404,7 +437,16 @@ on_done(evutil_socket_t fd, short what, void *arg)
     struct gc_hold *holds = f->holds;
     f->holds = NULL;
     f->cap_holds = 0;
+    size_t n_js = f->n_js;
+    struct gc_jsync *js = f->js;
+    f->js = NULL;
+    f->n_js = 0;
+    f->cap_js = 0;
     group_clear(f);
+    /* the journals' completions (their groups go on: PrepareOk) */
+    for (size_t i = 0; i < n_js; i++)
+        js[i].done(js[i].ctx, js[i].key, &js[i].t);
+    free(js);
     /* queued sends first: they arrived before anything the answers
      * below let their connections send */
     run_queued(g);
@@ -421,6 +463,33 @@ gcommit_note(struct serve_gcommit *g, struct dpart *dp, uint64_t now)
     if (!part_sync_due(dp->p, now) || in_some_group(g, &dp->id))
         return;
     group_add_id(&g->next, &dp->id);
+    kick(g);
+}
+
+void
+gcommit_journal_sync(struct serve_gcommit *g, uint64_t key,
+                     const struct pj_sync_target *t, gc_jdone_fn *done,
+                     void *ctx)
+{
+    struct gc_group *gr = &g->next;
+    if (gr->n_js == gr->cap_js) {
+        gr->cap_js = gr->cap_js ? 2 * gr->cap_js : 16;
+        gr->js = vs_xrealloc(gr->js, gr->cap_js * sizeof(*gr->js));
+    }
+    struct gc_jsync *j = &gr->js[gr->n_js];
+    memset(j, 0, sizeof(*j));
+    j->key = key;
+    j->t = *t;
+    j->done = done;
+    j->ctx = ctx;
+    int src[2] = {t->log_fd, t->vsr_fd};
+    for (int k = 0; k < 2; k++) {
+        j->fd[k] = fcntl(src[k], F_DUPFD_CLOEXEC, 0);
+        if (j->fd[k] < 0)
+            shard_fatal(g->s->ctx, "fsync of partition group %016llx: dup: %s",
+                        (unsigned long long)key, strerror(errno));
+    }
+    gr->n_js++;
     kick(g);
 }
 

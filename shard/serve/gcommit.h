@@ -15,7 +15,8 @@
  * runs the sends that were queued, and seals the next group at once.
  * Interval-policy partitions are appended without an inline fsync too;
  * their periodic and size-triggered fsyncs go through the same thread
- * (gcommit_note, gcommit_tick) with nothing held.
+ * (gcommit_note, gcommit_tick) with nothing held, and so do the journal
+ * fsyncs of replicated partitions (gcommit_journal_sync).
  *
  * Invariants: under every-batch a partition has at most one batch
  * appended and not yet durable (the recovery rules of shard/data assume
@@ -39,6 +40,7 @@
 #include "shard/serve/parts.h"
 
 struct serve;
+struct pj_sync_target; /* shard/data/pjournal.h */
 
 /* Whom to answer once a send is durable. */
 struct gc_waiter {
@@ -47,6 +49,11 @@ struct gc_waiter {
     struct fwd_hdr fh; /* remote: the request's forwarding header */
     uint64_t conn_id;  /* local: the connection */
     uint64_t seq;      /* local: its data_seq */
+    /* forwarded by a peer node over the data link (pgroups.h): its
+     * replica id and its nonce for the request (remote is 0) */
+    int link;
+    uint8_t peer;
+    uint64_t nonce;
 };
 
 /* Appends cmd's batch without an fsync; the reply body into out. Returns
@@ -77,6 +84,17 @@ uint32_t gcommit_send(struct serve_gcommit *g, struct dpart *dp,
 void gcommit_note(struct serve_gcommit *g, struct dpart *dp, uint64_t now_ms);
 /* The interval policy's timer: every due partition joins the next group. */
 void gcommit_tick(struct serve_gcommit *g, uint64_t now_ms);
+
+/* The fsync of a replicated partition's journal (shard/data/pjournal.h):
+ * both of t's fds are dup'd now and fdatasync'd by the sync threads with
+ * the next group; then, on the loop, done(ctx, key, t) (every op up to
+ * t->op is durable). A failed fdatasync ends the process, as for the
+ * partitions' own. */
+typedef void gc_jdone_fn(void *ctx, uint64_t key,
+                         const struct pj_sync_target *t);
+void gcommit_journal_sync(struct serve_gcommit *g, uint64_t key,
+                          const struct pj_sync_target *t, gc_jdone_fn *done,
+                          void *ctx);
 
 /* Counters (tests, logs): groups synced, partition fsyncs, sends held,
  * sends queued behind a waiting batch. */

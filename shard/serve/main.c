@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "ipc/lr.h"
 #include "shard/loop.h"
+#include "shard/serve/data.h"
 #include "shard/serve/dlinks.h"
 #include "shard/serve/http.h"
 #include "shard/serve/serve.h"
@@ -92,6 +93,7 @@ worker_main(const struct vs_shard_ctx *ctx)
     char dlerr[600];
     if (dlinks_start(loop.base, ctx, &dl, dlerr, sizeof(dlerr)) != 0)
         shard_fatal(ctx, "%s", dlerr);
+    serve_data_attach_links(srv, dl); /* the partition groups' links */
     shard_loop_set_frame_handler(&loop, serve_on_frame, srv);
     shard_loop_set_hup_handler(&loop, worker_on_hup, srv);
     shard_loop_set_drain_handler(&loop, serve_on_drain, srv);
@@ -99,6 +101,7 @@ worker_main(const struct vs_shard_ctx *ctx)
                 ctx->k, (unsigned long long)op);
     shard_loop_ready(&loop);
     rc = shard_loop_run(&loop);
+    serve_data_attach_links(srv, NULL);
     dlinks_stop(dl);
     serve_http_destroy(http);
     serve_destroy(srv);

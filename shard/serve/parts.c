@@ -35,6 +35,10 @@ struct dlive {
     uint64_t message_expiry;
     uint64_t max_bytes;
     uint8_t enforce_fsync;
+    /* a replicated partition on this node (partition_replication, a set
+     * of more than one member including this node): its group repairs a
+     * damaged last batch, so the open cuts it (pgroups.h) */
+    uint8_t replicated;
 };
 
 struct dlist {
@@ -157,6 +161,14 @@ dparts_check_fatal(struct dparts *d, int rc, const char *what)
     shard_fatal(d->ctx, "%s: %s", what, msg);
 }
 
+/* The close hook (parts.h on_close), before the handle goes. */
+static void
+dparts_notify_close(struct dparts *d, struct dpart *dp)
+{
+    if (d->on_close != NULL)
+        d->on_close(d->on_close_ctx, dp);
+}
+
 static int created_hw_read(struct dparts *d);
 
 int
@@ -260,6 +272,7 @@ dparts_fini(struct dparts *d)
 {
     while (d->all != NULL) {
         struct dpart *dp = d->all;
+        dparts_notify_close(d, dp);
         dparts_unlink(d, dp);
         stats_drop(d, dp);
         int rc = part_close(dp->p);
@@ -290,6 +303,18 @@ live_from_topic(struct dlive *e, const struct vs_config *cfg,
     else
         e->max_bytes = cap / t->partitions_count;
     e->enforce_fsync = t->opts.enforce_fsync;
+}
+
+/* 1 if partition p is replicated with this node among its members. */
+static uint8_t
+replicated_here(const struct vs_config *cfg, const struct meta_partition *p)
+{
+    if (!cfg->partition_replication || p->replica_count < 2)
+        return 0;
+    for (uint8_t i = 0; i < p->replica_count && i < VS_REPLICAS_MAX; i++)
+        if (p->replicas[i] == cfg->replica_id)
+            return 1;
+    return 0;
 }
 
 /* Collects partitions (owned only when `owned_only`) inside one read
@@ -335,6 +360,7 @@ collect(struct dparts *d, struct dlist *out, int owned_only)
                 e.id.created_op = p->created_op;
                 e.purge_gen = p->purge_generation;
                 e.watermark = p->deleted_up_to_offset;
+                e.replicated = replicated_here(d->ctx->cfg, p);
                 dlist_push(out, &e);
             }
         }
@@ -356,6 +382,8 @@ part_opts_for(struct dparts *d, const struct dlive *e, struct part_opts *o)
     o->fsync_interval_ms = cfg->fsync_interval_ms;
     o->fsync_bytes = cfg->fsync_bytes;
     o->limits.max_batch_bytes = cfg->max_message_body;
+    if (e->replicated)
+        o->cut_damaged_tail = 1; /* its group repairs it from a peer */
 }
 
 /* Opens (creating) one listed partition. 0, or -errno to retry later. */
@@ -445,6 +473,7 @@ update_one(struct dparts *d, struct dpart *dp, const struct dlive *e)
 static void
 remove_one(struct dparts *d, struct dpart *dp)
 {
+    dparts_notify_close(d, dp);
     dparts_unlink(d, dp);
     stats_drop(d, dp);   /* a deleted partition's counters are cleared */
     part_abandon(dp->p); /* its files go away: nothing to flush */

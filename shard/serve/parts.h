@@ -105,6 +105,11 @@ struct dparts {
      * missing lost acknowledged data -- refusal, never a fresh empty one */
     uint64_t created_hw;
     struct vs_stats stats; /* the shared stats table (capacity 0: none) */
+    /* called with a partition about to be closed or removed, before its
+     * handle goes (a replicated partition's group lets go of it:
+     * pgroups.h); set after dparts_init, NULL: none */
+    void (*on_close)(void *ctx, struct dpart *dp);
+    void *on_close_ctx;
 };
 
 /* Creates DATA/partitions if needed. 0 or -errno (the caller stops). */

@@ -136,10 +136,14 @@ serve_session_status(struct serve_conn *c, const struct vs_hdr_request *req)
 }
 
 /* Until partitions are replicated, only the leader's node serves the
- * partition plane (cluster.h): 1 if the request was refused here. */
+ * partition plane (cluster.h): 1 if the request was refused here. With
+ * partition replication the partition's replica set decides where a
+ * command runs (pgroups.h): nothing is refused here. */
 static int
 serve_cluster_gate_data(struct serve_conn *c, const struct vs_hdr_request *req)
 {
+    if (serve_data_replicated(c->srv))
+        return 0;
     struct vs_wbuf w;
     vs_wbuf_init(&w);
     int refused = serve_cluster_refuses_data(&c->srv->cl, &w);
