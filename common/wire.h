@@ -108,6 +108,11 @@ enum vs_command {
  * vs_hdr_member_report). Above VS_CMD_MAX too: shard 0's commit path
  * takes it before the engine. */
 #define VS_CMD_MEMBER_REPORT 65u
+/* The data shards' links: a send or offset command forwarded to a
+ * partition group's primary, and its answer (shard/serve/pgroups.h). One
+ * numbering for every link so a frame's command never has two meanings. */
+#define VS_CMD_PART_FORWARD        66u
+#define VS_CMD_PART_FORWARD_RESULT 67u
 
 /* Operations (request/prepare/reply operation byte). */
 enum vs_operation {

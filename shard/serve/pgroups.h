@@ -69,8 +69,8 @@
 #include "shard/serve/gcommit.h"
 #include "shard/serve/parts.h"
 
-#define PGROUPS_CMD_REQUEST     65u
-#define PGROUPS_CMD_RESULT      66u
+#define PGROUPS_CMD_REQUEST     VS_CMD_PART_FORWARD
+#define PGROUPS_CMD_RESULT      VS_CMD_PART_FORWARD_RESULT
 #define PGROUPS_HOPS_MAX        2u
 #define PGROUPS_FWD_TIMEOUT_MS  10000u
 #define PGROUPS_WAIT_TIMEOUT_MS 10000u
