@@ -21,9 +21,11 @@
  * verified, and every read is bounded by the file size.
  *
  * Invariants of an open journal: the file holds exactly `count` valid,
- * chained entries and nothing else (size == file length); index[i] is
- * op first_op + i. Callers: shard 0 only; vstream-inspect via
- * wal_scan_file.
+ * chained entries and nothing else (size == file length; offsets are
+ * file offsets); index[i] is op first_op + i. One exception: a prefix
+ * dropped at open (drop_damaged_upto) whose rewrite found no space stays
+ * before index[0].offset, never served, until the next rewrite. Callers: shard
+ * 0 only; vstream-inspect via wal_scan_file.
  */
 #include "config.h"
 
@@ -607,10 +609,12 @@ wal_open(struct wal *w, struct vs_sio *io, const char *dir,
     w->count = s->entries;
     w->first_op = s->first_op;
     if (s->dropped && !w->read_only) {
-        /* make the drop durable: the file holds the retained entries only
-         * (until then the index already serves nothing older) */
+        /* make the drop durable: the file holds the retained entries only.
+         * Without the space for the rewrite (-ENOSPC: nothing changed)
+         * the index alone drops them: the prefix stays on disk, never
+         * served, and goes with the next drain or truncate rewrite. */
         rc = rewrite_keep(w, 0, w->count);
-        if (rc < 0)
+        if (rc < 0 && rc != -ENOSPC)
             goto fail;
     }
     return 0;
