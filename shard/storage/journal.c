@@ -21,9 +21,11 @@
  * verified, and every read is bounded by the file size.
  *
  * Invariants of an open journal: the file holds exactly `count` valid,
- * chained entries and nothing else (size == file length); index[i] is
- * op first_op + i. Callers: shard 0 only; vstream-inspect via
- * wal_scan_file.
+ * chained entries and nothing else (size == file length; offsets are
+ * file offsets); index[i] is op first_op + i. One exception: a prefix
+ * dropped at open (drop_damaged_upto) whose rewrite found no space stays
+ * before index[0].offset, never served, until the next rewrite. Callers: shard
+ * 0 only; vstream-inspect via wal_scan_file.
  */
 #include "config.h"
 
@@ -65,6 +67,7 @@ struct scan_ctx {
     uint64_t size;
     wal_format_known_fn *known;
     struct wal_scan *out;
+    uint64_t drop_upto; /* wal_options.drop_damaged_upto */
     /* index being built (NULL: not wanted) */
     struct wal_index_entry **index;
     uint64_t *index_cap;
@@ -227,6 +230,63 @@ out:
     return rc;
 }
 
+/* The farthest a drop resynchronises past a damaged entry: the damaged
+ * entry and the one after it, each at most VS_FRAME_MAX long. */
+#define WAL_RESYNC_SPAN  (2ull * VS_FRAME_MAX)
+#define WAL_RESYNC_CHUNK (1u << 20)
+
+/* The drop's resync: the first complete entry (identity, known format,
+ * body) starting in (pos, pos + WAL_RESYNC_SPAN], read in chunks (the
+ * damaged range may be larger than one entry). Unreadable sectors read as
+ * zeros. Returns 1 with its offset and header, 0 if none, -errno. */
+static int
+probe_next(struct scan_ctx *c, uint64_t pos, uint64_t *at,
+           struct vs_hdr_prepare *out)
+{
+    uint64_t last =
+        c->size - pos < WAL_RESYNC_SPAN ? c->size : pos + WAL_RESYNC_SPAN;
+    uint8_t *buf = vs_xmalloc(WAL_RESYNC_CHUNK + VS_HEADER_SIZE);
+    int rc = 0;
+    for (uint64_t base = pos + 1;
+         base + VS_HEADER_SIZE <= c->size && base <= last && rc == 0;
+         base += WAL_RESYNC_CHUNK) {
+        uint64_t want = WAL_RESYNC_CHUNK + VS_HEADER_SIZE - 1;
+        if (want > c->size - base)
+            want = c->size - base;
+        rc = pread_tolerant(c->io, c->fd, buf, want, (off_t)base);
+        if (rc < 0)
+            break;
+        for (uint64_t q = 0; q + VS_HEADER_SIZE <= want &&
+                             q < WAL_RESYNC_CHUNK && base + q <= last;
+             q++) {
+            if (buf[q + offsetof(struct vs_frame, command)] != VS_CMD_PREPARE)
+                continue;
+            struct vs_hdr_prepare h;
+            memcpy(&h, buf + q, sizeof(h));
+            uint64_t off = base + q;
+            if (!structure_ok(&h) || h.f.size > c->size - off ||
+                !identity_ok(&h) || !c->known(h.f.release))
+                continue;
+            size_t blen = h.f.size - VS_HEADER_SIZE;
+            ensure_body(c, blen);
+            int r2 = pread_tolerant(c->io, c->fd, c->body, blen,
+                                    (off_t)(off + VS_HEADER_SIZE));
+            if (r2 < 0) {
+                rc = r2;
+                break;
+            }
+            if (!body_ok(&h, c->body, blen))
+                continue;
+            *at = off;
+            *out = h;
+            rc = 1;
+            break;
+        }
+    }
+    free(buf);
+    return rc;
+}
+
 static void
 index_push(struct scan_ctx *c, uint64_t i, uint64_t pos,
            const struct vs_hdr_prepare *h)
@@ -331,6 +391,38 @@ scan_run(struct scan_ctx *c)
                      (unsigned long long)s->bad_op);
         else
             snprintf(opbuf, sizeof(opbuf), "the first entry");
+        if (c->drop_upto > 0) {
+            /* Damage whose ops all lie at or below drop_upto (the
+             * snapshot covers them): the retained journal starts at the
+             * next valid entry. */
+            uint64_t at = 0;
+            struct vs_hdr_prepare nh;
+            memset(&nh, 0, sizeof(nh));
+            int found = probe_next(c, pos, &at, &nh);
+            if (found < 0)
+                return found;
+            if (found && nh.op >= 2 && nh.op - 1 <= c->drop_upto &&
+                (!have_prev || nh.op > prev.op + 1)) {
+                if (s->dropped == 0) {
+                    s->dropped_first_op = s->entries > 0
+                                              ? s->first_op
+                                              : (op_known ? s->bad_op : 0);
+                    s->dropped_damage_op = op_known ? s->bad_op : 0;
+                    s->dropped_damage_offset = pos;
+                    s->dropped_damage_kind = kind_text(k);
+                }
+                s->dropped++;
+                s->dropped_last_op = nh.op - 1;
+                s->retained_offset = at;
+                s->entries = 0;
+                memset(s->per_version, 0, sizeof(s->per_version));
+                s->bad_op = 0;
+                s->bad_offset = 0;
+                have_prev = 0;
+                pos = at;
+                continue;
+            }
+        }
         uint64_t trailing = c->size - pos;
         if (trailing > VS_FRAME_MAX) {
             s->verdict = WAL_INTERIOR_CORRUPT;
@@ -403,6 +495,7 @@ scan_fd(struct vs_sio *io, int fd, const struct wal_options *opt,
         .known =
             opt && opt->format_known ? opt->format_known : vs_wire_format_known,
         .out = out,
+        .drop_upto = opt ? opt->drop_damaged_upto : 0,
         .index = index,
         .index_cap = index_cap,
     };
@@ -417,6 +510,8 @@ scan_fd(struct vs_sio *io, int fd, const struct wal_options *opt,
     free(c.body);
     return rc;
 }
+
+static int rewrite_keep(struct wal *w, uint64_t from, uint64_t n);
 
 static int
 journal_path(char *out, size_t cap, const char *dir)
@@ -513,6 +608,15 @@ wal_open(struct wal *w, struct vs_sio *io, const char *dir,
     w->size = s->valid_end;
     w->count = s->entries;
     w->first_op = s->first_op;
+    if (s->dropped && !w->read_only) {
+        /* make the drop durable: the file holds the retained entries only.
+         * Without the space for the rewrite (-ENOSPC: nothing changed)
+         * the index alone drops them: the prefix stays on disk, never
+         * served, and goes with the next drain or truncate rewrite. */
+        rc = rewrite_keep(w, 0, w->count);
+        if (rc < 0 && rc != -ENOSPC)
+            goto fail;
+    }
     return 0;
 fail:
     wal_close(w);

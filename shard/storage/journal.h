@@ -35,6 +35,10 @@
  *  - INTERIOR CORRUPTION: any damage with a complete valid entry after
  *    it: refuse, naming the op and byte offset.
  *  - CHAIN BREAK: two valid entries that do not chain: refuse.
+ *  - DROPPED PREFIX (only with wal_options.drop_damaged_upto): damage
+ *    whose ops all lie at or below that op, with a valid entry after it,
+ *    drops the damage and every entry before it; the scan goes on from
+ *    that entry (the verdict judges the retained entries only).
  *
  * drain(up_to_op) keeps up_to_op itself (so the next entry's parent can
  * still be verified) and drops older ones; drain_margin(checkpoint_op,
@@ -100,6 +104,18 @@ struct wal_scan {
     struct vs_hdr_prepare bad_header;
     uint32_t bad_release;
     int cut; /* the tail was cut at open (writable open only) */
+    /* drop_damaged_upto: damage dropped with the prefix before it (the
+     * count of damaged ranges skipped, 0 if none). The retained entries
+     * start at byte retained_offset (first_op); ops dropped_first_op ..
+     * dropped_last_op are no longer held (dropped_first_op 0: the file's
+     * first op was unreadable). The first damage dropped: its op (0 if
+     * unknown), offset and kind. A writable open rewrote the file without
+     * them. */
+    uint64_t dropped;
+    uint64_t retained_offset;
+    uint64_t dropped_first_op, dropped_last_op;
+    uint64_t dropped_damage_op, dropped_damage_offset;
+    const char *dropped_damage_kind;
     char reason[256];
 };
 
@@ -107,6 +123,12 @@ struct wal_options {
     wal_format_known_fn *format_known; /* NULL: vs_wire_format_known */
     int read_only;                     /* never modify the file */
     int cut_damaged_tail;              /* also cut a DAMAGED_TAIL */
+    /* 0: off. Otherwise damage followed (within two frames) by a valid
+     * entry of op N with N - 1 <= drop_damaged_upto ends the retained
+     * prefix instead of refusing as interior corruption: the entries
+     * before N are dropped (the state covers them; they only served
+     * repair). Damage above it keeps the rules above. */
+    uint64_t drop_damaged_upto;
 };
 
 struct wal_index_entry {

@@ -141,10 +141,22 @@ check_wal(struct vs_sio *io, const char *meta, const struct recovery_expect *e,
           struct recovery_result *r)
 {
     int cut_damaged = e->is_cluster || e->cut_damaged_tail;
+    /* Entries at or below the snapshot op are not replayed (they are kept
+     * only to repair lagging peers): damage among them drops them. The
+     * snapshot op's own entry anchors the hash chain, so it may go only
+     * when the superblock records its header. */
+    uint64_t snap = r->have_snapshot ? r->snapshot_op : 0;
+    uint64_t drop_upto = 0;
+    if (snap > 0)
+        drop_upto = vsr_state_has_checkpoint_prepare(&r->state) &&
+                            snap == r->state.checkpoint_op
+                        ? snap
+                        : snap - 1;
     struct wal_options opt = {
         .format_known = e->wal_format_known,
         .read_only = e->read_only,
         .cut_damaged_tail = cut_damaged,
+        .drop_damaged_upto = drop_upto,
     };
     struct wal_scan *s = &r->wal_scan;
     int rc;
@@ -323,6 +335,23 @@ recovery_open(struct vs_sio *io, const char *data_dir,
         return rc;
     if (r->verdict != RECOVERY_BOOT)
         return 0;
+    char dropped[224] = "";
+    const struct wal_scan *ws = &r->wal_scan;
+    if (ws->dropped) {
+        char first[32] = "up to ";
+        if (ws->dropped_first_op)
+            snprintf(first, sizeof(first), "%llu..", ull(ws->dropped_first_op));
+        char at[32] = "the first entry";
+        if (ws->dropped_damage_op)
+            snprintf(at, sizeof(at), "op %llu", ull(ws->dropped_damage_op));
+        snprintf(dropped, sizeof(dropped),
+                 "; WAL ops %s%llu %s, the snapshot covers them (damage "
+                 "at %s, offset %llu: %s%s)",
+                 first, ull(ws->dropped_last_op),
+                 e->read_only ? "would be dropped" : "dropped", at,
+                 ull(ws->dropped_damage_offset), ws->dropped_damage_kind,
+                 ws->dropped > 1 ? ", and more" : "");
+    }
     char faulty[128] = "";
     if (r->damaged_cut_op == r->damaged_cut_last && r->damaged_cut_op)
         snprintf(faulty, sizeof(faulty),
@@ -338,7 +367,7 @@ recovery_open(struct vs_sio *io, const char *data_dir,
     return verdict(r, RECOVERY_BOOT,
                    "superblock sequence %llu, view %u, log_view %u, "
                    "commit_max %llu, checkpoint op %llu; snapshot %s%llu; "
-                   "replay ops %llu..%llu%s%s",
+                   "replay ops %llu..%llu%s%s%s",
                    ull(r->sb.sequence), r->state.view, r->state.log_view,
                    ull(r->state.commit_max), ull(r->state.checkpoint_op),
                    r->have_snapshot ? "op " : "none/",
@@ -347,7 +376,7 @@ recovery_open(struct vs_sio *io, const char *data_dir,
                    r->wal_tail_cut ? (e->read_only ? " (would cut WAL tail)"
                                                    : " (WAL tail cut)")
                                    : "",
-                   faulty);
+                   dropped, faulty);
 }
 
 void

@@ -27,6 +27,13 @@
  *     node unless cut_damaged_tail (the cluster replica's cut op is
  *     reported in damaged_cut_op). A gap between the snapshot and the
  *     first WAL op -> refuse.
+ *     Damage at or below the snapshot op (those entries are not replayed;
+ *     the checkpoint drain keeps them only to repair peers) with a valid
+ *     entry after it is no refusal: the retained journal starts at that
+ *     entry, the older ones are dropped from the file and the summary
+ *     names the range (wal_options.drop_damaged_upto). The snapshot op's
+ *     own entry may go only when the superblock records its header
+ *     (checkpoint op == snapshot op); the limit is one op lower otherwise.
  *     No WAL entry at or above the state op (empty, or wholly behind
  *     the snapshot) beside a checkpoint is fine only when the superblock
  *     records the checkpoint op's header and the snapshot is at that op

@@ -268,6 +268,12 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         recovery_result_fini(&r);
         return 1;
     }
+    if (r.wal_scan.dropped) {
+        /* damage among entries the snapshot covers (kept only to repair
+         * peers): recovery dropped them with the prefix before them */
+        n->m_wal_dropped++;
+        n->wal_dropped_last = r.wal_scan.dropped_last_op;
+    }
     uint64_t faulty_op = 0;
     struct vs_hdr_prepare fhdr;
     memset(&fhdr, 0, sizeof(fhdr));

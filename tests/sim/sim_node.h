@@ -146,6 +146,9 @@ struct sim_node {
     /* marks (coverage) */
     uint64_t m_torn_cut, m_damaged_cut, m_checkpoints, m_replayed;
     uint64_t m_sb_writes, m_truncations, m_state_transfer;
+    /* boots whose recovery dropped damaged WAL entries the snapshot
+     * covers, and the highest op the last such boot dropped */
+    uint64_t m_wal_dropped, wal_dropped_last;
     uint64_t m_xfer_begun, m_xfer_installs, m_xfer_table_only,
         m_xfer_table_installed, m_xfer_table_refused, m_xfer_retargets,
         m_xfer_abandoned, m_xfer_served, m_xfer_served_bytes,

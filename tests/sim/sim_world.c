@@ -827,6 +827,7 @@ sim_world_restart(struct sim_world *w, unsigned i)
     if (n->up)
         return 0;
     uint64_t torn0 = n->m_torn_cut, dam0 = n->m_damaged_cut;
+    uint64_t drop0 = n->m_wal_dropped;
     int rc = sim_node_boot(n, 0);
     if (rc == 1 && w->p.n == 1 && !w->p.no_operator_cut &&
         strstr(n->refuse, "damaged") != NULL) {
@@ -845,6 +846,12 @@ sim_world_restart(struct sim_world *w, unsigned i)
         return rc;
     }
     w->m.restarts++;
+    if (n->m_wal_dropped != drop0)
+        tracef(w,
+               "replica %u dropped damaged WAL ops up to %llu (covered by "
+               "its snapshot of op %llu)",
+               i, (unsigned long long)n->wal_dropped_last,
+               (unsigned long long)n->snap_op);
     w->m.torn_cut += n->m_torn_cut - torn0;
     w->m.damaged_cut += n->m_damaged_cut - dam0;
     /* the superblock never goes backwards at an open */

@@ -1,7 +1,8 @@
 /*
  * tests/unit/check_storage_recovery.c - the boot verdict: fresh and
  * unformatted dirs, every typed refusal, the accepted lagging superblock,
- * WAL tails, read-only mode, recovery_format_fresh.
+ * WAL tails, damage below the snapshot op (dropped) and above it
+ * (refused), read-only mode, recovery_format_fresh.
  */
 #include "config.h"
 
@@ -512,6 +513,165 @@ START_TEST(test_cluster_unreadable_first_entry_marked)
 }
 END_TEST
 
+/* Byte offset of `op`'s entry in a journal image (entries back to back,
+ * sizes from their headers). */
+static size_t
+entry_at(const uint8_t *b, size_t len, uint64_t op)
+{
+    size_t pos = 0;
+    while (pos + VS_HEADER_SIZE <= len) {
+        struct vs_hdr_prepare h;
+        memcpy(&h, b + pos, sizeof(h));
+        if (h.op == op)
+            return pos;
+        ck_assert_uint_ge(h.f.size, VS_HEADER_SIZE);
+        pos += h.f.size;
+    }
+    ck_abort_msg("op %llu not in the journal image", (unsigned long long)op);
+    return 0;
+}
+
+/* Writes the journal image with one bit flipped in each listed op's
+ * header (at byte 100 of it: a checksummed field). */
+static void
+rot_ops(struct dd *d, const uint8_t *orig, size_t len, const uint64_t *ops,
+        size_t n)
+{
+    uint8_t *b = vs_xmalloc(len);
+    memcpy(b, orig, len);
+    for (size_t i = 0; i < n; i++)
+        b[entry_at(orig, len, ops[i]) + 100] ^= 4;
+    tu_write_file(d->meta, VS_JOURNAL_FILE, b, len);
+    free(b);
+}
+
+/* Entries at or below the snapshot op are kept only to repair peers:
+ * damage among them drops them (and every older entry) instead of
+ * refusing the boot; damage above it refuses as interior corruption. */
+START_TEST(test_wal_damage_below_snapshot)
+{
+    struct recovery_expect e = expect_one();
+    struct dd d;
+    dd_init(&d);
+    struct vs_u128 cs = dd_snapshot(&d, 1, 6);
+    struct vs_vsr_state s = tu_state(1, 6, cs);
+    dd_superblock(&d, &s);
+    dd_wal(&d, 1, 9);
+    size_t len;
+    uint8_t *orig = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
+
+    /* op 3 rots: read-only reports the drop and modifies nothing */
+    uint64_t three = 3;
+    rot_ops(&d, orig, len, &three, 1);
+    struct recovery_expect ro = e;
+    ro.read_only = 1;
+    ck_assert_int_eq(run(&d, &ro, &res), RECOVERY_BOOT);
+    ck_assert_ptr_nonnull(strstr(res.reason, "WAL ops 1..3 would be dropped"));
+    recovery_result_fini(&res);
+    size_t now;
+    free(tu_read_file(d.meta, VS_JOURNAL_FILE, &now));
+    ck_assert_uint_eq(now, len);
+    /* writable: boots, ops 1..3 gone, replay after the snapshot */
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_ptr_nonnull(strstr(res.reason, "WAL ops 1..3 dropped"));
+    ck_assert_ptr_nonnull(strstr(res.reason, "damage at op 3"));
+    ck_assert_uint_eq(res.wal_scan.dropped, 1);
+    ck_assert_uint_eq(wal_first_op(&res.journal), 4);
+    ck_assert_uint_eq(wal_last_op(&res.journal), 9);
+    ck_assert_ptr_null(wal_header(&res.journal, 3));
+    ck_assert_uint_eq(res.replay_from, 7);
+    ck_assert_uint_eq(res.replay_to, 9);
+    uint8_t body[64];
+    ck_assert_int_ge(wal_read_body(&res.journal, 9, body, sizeof(body)), 0);
+    /* the journal still appends after the rewrite */
+    struct vs_hdr_prepare h;
+    tu_prepare(&h, body, 12, 10, d.last, 1);
+    ck_assert_int_eq(wal_append(&res.journal, &h, body, 12), 0);
+    d.last = h.f.checksum;
+    recovery_result_fini(&res);
+    /* the drop is durable: the file holds ops 4..10 only */
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_uint_eq(res.wal_scan.dropped, 0);
+    ck_assert_int_eq(res.wal_scan.verdict, WAL_CLEAN);
+    ck_assert_uint_eq(wal_first_op(&res.journal), 4);
+    ck_assert_uint_eq(wal_last_op(&res.journal), 10);
+    recovery_result_fini(&res);
+    size_t l4;
+    uint8_t *b4 = tu_read_file(d.meta, VS_JOURNAL_FILE, &l4);
+    ck_assert_uint_eq(entry_at(b4, l4, 4), 0);
+    free(b4);
+
+    /* two damaged ranges below the snapshot: both dropped */
+    tu_write_file(d.meta, VS_JOURNAL_FILE, orig, len);
+    uint64_t two_four[] = {2, 4};
+    rot_ops(&d, orig, len, two_four, 2);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_uint_eq(res.wal_scan.dropped, 2);
+    ck_assert_uint_eq(wal_first_op(&res.journal), 5);
+    ck_assert_ptr_nonnull(strstr(res.reason, "WAL ops 1..4 dropped"));
+    ck_assert_ptr_nonnull(strstr(res.reason, "and more"));
+    recovery_result_fini(&res);
+
+    /* the first entry rots: its op is unknown, the rest is kept */
+    uint64_t one = 1;
+    tu_write_file(d.meta, VS_JOURNAL_FILE, orig, len);
+    rot_ops(&d, orig, len, &one, 1);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_uint_eq(wal_first_op(&res.journal), 2);
+    ck_assert_ptr_nonnull(strstr(res.reason, "WAL ops up to 1 dropped"));
+    recovery_result_fini(&res);
+
+    /* the snapshot op's own entry anchors the chain: without the
+     * superblock's record of its header it is interior corruption */
+    uint64_t six = 6;
+    tu_write_file(d.meta, VS_JOURNAL_FILE, orig, len);
+    rot_ops(&d, orig, len, &six, 1);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_INTERIOR);
+    ck_assert_ptr_nonnull(strstr(res.reason, "op 6"));
+    recovery_result_fini(&res);
+    /* with it recorded (VsrState v2): dropped, the chain restarts from
+     * the recorded header */
+    struct vs_hdr_prepare cp;
+    memcpy(&cp, orig + entry_at(orig, len, 6), sizeof(cp));
+    s.checkpoint_prepare = cp;
+    dd_superblock(&d, &s);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_uint_eq(wal_first_op(&res.journal), 7);
+    ck_assert_ptr_nonnull(strstr(res.reason, "WAL ops 1..6 dropped"));
+    ck_assert_uint_eq(res.replay_from, 7);
+    ck_assert_uint_eq(res.replay_to, 9);
+    recovery_result_fini(&res);
+
+    /* above the snapshot op: refused as before, one replica or cluster */
+    uint64_t seven = 7;
+    tu_write_file(d.meta, VS_JOURNAL_FILE, orig, len);
+    rot_ops(&d, orig, len, &seven, 1);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_INTERIOR);
+    ck_assert_ptr_nonnull(strstr(res.reason, "op 7"));
+    recovery_result_fini(&res);
+    s.replica_count = 3;
+    s.replica_id = 1;
+    dd_superblock(&d, &s);
+    struct recovery_expect ec = e;
+    ec.replica_count = 3;
+    ec.replica_id = 1;
+    ec.is_cluster = 1;
+    ck_assert_int_eq(run(&d, &ec, &res), RECOVERY_REFUSE_WAL_INTERIOR);
+    recovery_result_fini(&res);
+    /* ... while a cluster replica drops damage below it, with nothing
+     * marked faulty (no op it may have to serve is lost) */
+    tu_write_file(d.meta, VS_JOURNAL_FILE, orig, len);
+    rot_ops(&d, orig, len, &three, 1);
+    ck_assert_int_eq(run(&d, &ec, &res), RECOVERY_BOOT);
+    ck_assert_uint_eq(wal_first_op(&res.journal), 4);
+    ck_assert_uint_eq(res.damaged_cut_op, 0);
+    ck_assert(!res.wal_tail_cut);
+    recovery_result_fini(&res);
+    free(orig);
+    tu_rm_rf(d.dir);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -525,6 +685,7 @@ suite(void)
     tcase_add_test(tc, test_wal_verdicts);
     tcase_add_test(tc, test_cluster_damaged_tail_cut);
     tcase_add_test(tc, test_cluster_unreadable_first_entry_marked);
+    tcase_add_test(tc, test_wal_damage_below_snapshot);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -3,7 +3,7 @@
  * verdicts (every truncation of the last two entries, bit flips in an
  * interior and in the last entry), the format gate with a synthetic
  * second version, chain breaks, drain/truncate_from, ENOSPC and fatal
- * faults, crashed rewrites.
+ * faults, crashed rewrites, a damaged prefix dropped (drop_damaged_upto).
  */
 #include "config.h"
 
@@ -745,6 +745,80 @@ START_TEST(test_append_fatal)
 }
 END_TEST
 
+/* drop_damaged_upto: damage whose ops all lie at or below it drops the
+ * prefix (rewritten away); damage above it is interior corruption; a
+ * rewrite without space leaves the prefix on disk, never served. */
+START_TEST(test_drop_damaged_prefix)
+{
+    struct sio_fault f;
+    sio_fault_init(&f, 1);
+    struct fixture fx;
+    build(&fx, &f.io, NULL, NULL);
+    size_t len;
+    uint8_t *b = wal_bytes(&fx, &len);
+    b[fx.offset[1] + 100] ^= 2; /* op 2's header */
+    put_wal(&fx, b, len);
+    struct wal w;
+    struct wal_scan s;
+    /* op 2 is above the limit: refused as before */
+    struct wal_options one = {.drop_damaged_upto = 1};
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, &one, &s), -EBADMSG);
+    ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
+    ck_assert_uint_eq(s.bad_op, 2);
+    ck_assert_uint_eq(s.dropped, 0);
+    /* at the limit: ops 1..2 dropped, the file rewritten from op 3 */
+    struct wal_options two = {.drop_damaged_upto = 2};
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, &two, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_CLEAN);
+    ck_assert_uint_eq(s.dropped, 1);
+    ck_assert_uint_eq(s.dropped_first_op, 1);
+    ck_assert_uint_eq(s.dropped_last_op, 2);
+    ck_assert_uint_eq(s.dropped_damage_op, 2);
+    ck_assert_uint_eq(s.dropped_damage_offset, fx.offset[1]);
+    ck_assert_uint_eq(s.retained_offset, fx.offset[2]);
+    ck_assert_uint_eq(s.entries, N_ENTRIES - 2);
+    ck_assert_uint_eq(wal_first_op(&w), 3);
+    ck_assert_ptr_null(wal_header(&w, 2));
+    uint8_t body[256];
+    ck_assert_int_eq(wal_read_body(&w, 3, body, sizeof(body)),
+                     (long)body_len_of(3));
+    wal_close(&w);
+    size_t now;
+    free(wal_bytes(&fx, &now));
+    ck_assert_uint_eq(now, fx.offset[N_ENTRIES] - fx.offset[2]);
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_CLEAN);
+    ck_assert_uint_eq(wal_first_op(&w), 3);
+    wal_close(&w);
+
+    /* no space for the rewrite: boots, the prefix stays unserved */
+    put_wal(&fx, b, len);
+    sio_fault_arm(&f, SIO_WRITE, 1, ENOSPC, -1);
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, &two, &s), 0);
+    sio_fault_reset(&f);
+    ck_assert_uint_eq(wal_first_op(&w), 3);
+    ck_assert_ptr_null(wal_header(&w, 1));
+    free(wal_bytes(&fx, &now));
+    ck_assert_uint_eq(now, len);
+    ck_assert_int_eq(wal_read_body(&w, N_ENTRIES, body, sizeof(body)),
+                     (long)body_len_of(N_ENTRIES));
+    struct vs_hdr_prepare h;
+    tu_prepare(&h, body, 30, N_ENTRIES + 1, fx.hdr[N_ENTRIES - 1].f.checksum,
+               VS_WIRE_FORMAT_VERSION);
+    ck_assert_int_eq(wal_append(&w, &h, body, 30), 0);
+    /* the next rewrite (a drain) removes the prefix */
+    ck_assert_int_eq(wal_drain(&w, 4), 0);
+    wal_close(&w);
+    ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_CLEAN);
+    ck_assert_uint_eq(wal_first_op(&w), 4);
+    ck_assert_uint_eq(wal_last_op(&w), N_ENTRIES + 1);
+    wal_close(&w);
+    free(b);
+    tu_rm_rf(fx.dir);
+}
+END_TEST
+
 /* A drain whose rename (or fsync, write) fails: fatal; the old journal
  * still reads back whole, and a leftover .tmp is removed at open. */
 START_TEST(test_drain_faults)
@@ -955,6 +1029,7 @@ suite(void)
     tcase_add_test(tc, test_append_enospc);
     tcase_add_test(tc, test_append_fatal);
     tcase_add_test(tc, test_drain_faults);
+    tcase_add_test(tc, test_drop_damaged_prefix);
     suite_add_tcase(s, tc);
     return s;
 }
