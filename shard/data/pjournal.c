@@ -173,6 +173,7 @@ slot_encode(uint8_t b[PJ_SLOT_SIZE], uint64_t seq, const struct pj_state *s)
     vs_store_u64(b + 48, s->checkpoint_op);
     vs_store_u64(b + 56, s->checkpoint_checksum.lo);
     vs_store_u64(b + 64, s->checkpoint_checksum.hi);
+    vs_store_u64(b + 72, s->nonack_op);
     vs_store_u64(b + PJ_SLOT_SIZE - 8, vs_xxh3_64(b, PJ_SLOT_SIZE - 8));
 }
 
@@ -192,6 +193,9 @@ slot_decode(const uint8_t b[PJ_SLOT_SIZE], uint64_t *seq, struct pj_state *s)
     s->checkpoint_op = vs_load_u64(b + 48);
     s->checkpoint_checksum.lo = vs_load_u64(b + 56);
     s->checkpoint_checksum.hi = vs_load_u64(b + 64);
+    s->nonack_op = vs_load_u64(b + 72);
+    if (s->nonack_op > s->faulty_op)
+        return 0; /* the engine's rule: never-nacked within the range */
     return 1;
 }
 

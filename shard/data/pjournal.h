@@ -26,8 +26,8 @@
  *                        sequence number and XXH3; the newer valid one
  *                        wins): view, log_view, commit_max, the offset
  *                        frontier (next offset of the committed log),
- *                        faulty_op, checkpoint op and checksum, format
- *                        version (128-byte slots; slot = sequence & 1).
+ *                        faulty_op and nonack_op, checkpoint op and checksum,
+ * format version (128-byte slots; slot = sequence & 1).
  *
  * Invariants:
  *  - Records are consecutive ops, each chained to the one before
@@ -87,6 +87,7 @@ struct pj_state {
     uint64_t commit_max;
     uint64_t offset_frontier; /* next offset after the committed batches */
     uint64_t faulty_op;       /* engine's faulty-range top (0 = none) */
+    uint64_t nonack_op;       /* its never-nacked top (<= faulty_op) */
     /* The engine's checkpoint: every op <= it is applied (its batch
      * visible); the journal window starts there after a restart. */
     uint64_t checkpoint_op;

@@ -464,6 +464,7 @@ do_superblock(struct vs_pgroup *g, const struct vs_vsr_persist *p)
     s.log_view = p->log_view;
     s.commit_max = p->commit_max;
     s.faulty_op = p->faulty_op;
+    s.nonack_op = p->nonack_op;
     s.checkpoint_op = p->checkpoint_op;
     s.checkpoint_checksum = p->checkpoint_checksum;
     s.offset_frontier = part_visible_next(g->p);
@@ -778,6 +779,9 @@ pgroup_open(const struct pgroup_opts *o, struct vs_part *p,
     vo.durable.checkpoint_op = rec.state.checkpoint_op;
     vo.durable.checkpoint_checksum = rec.state.checkpoint_checksum;
     vo.durable.faulty_op = o->replica_count > 1 ? rec.state.faulty_op : 0;
+    /* the never-nacked part of it (a damaged cut that may have held
+     * acknowledged ops): without it a restart would nack them */
+    vo.durable.nonack_op = o->replica_count > 1 ? rec.state.nonack_op : 0;
     vo.headers = rec.headers;
     vo.header_count = rec.count;
     vo.commit_min = rec.state.checkpoint_op;

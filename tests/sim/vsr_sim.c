@@ -251,6 +251,7 @@ struct seed_opts {
     int strict_sessionless;  /* finding F3 fails the run */
     int strict_lost_session; /* finding F2 fails the run */
     int own_reply_bytes;     /* cache replies as shard 0 did (finding F1) */
+    unsigned partitions;     /* partition groups (0: --partitions) */
 };
 
 static int
@@ -276,7 +277,8 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     struct sim_world *w = calloc(1, sizeof(*w));
     int rc = sim_world_init(w, seed, &p, &f, trace);
     if (rc == 0)
-        rc = attach_parts(w, g_partitions);
+        rc = attach_parts(w, so != NULL && so->partitions ? so->partitions
+                                                          : g_partitions);
     if (rc != 0) {
         fprintf(stderr, "vsr-sim: seed %llu: cannot build the world: %s\n",
                 (unsigned long long)seed, w->failure);
@@ -2110,6 +2112,18 @@ static const struct scenario SCENARIOS[] = {
     {"part-reconnect-keeps-dedup", 3, NULL, sc_part_reconnect_dedup},
     {"part-local-reconnect-keeps-dedup", 3, NULL,
      sc_part_local_reconnect_dedup},
+    /* Safety (soak of the merged tree, --partitions 2): a partition
+     * replica's damaged cut was remembered as faulty but not as never
+     * nacked across a restart (the partition superblock did not persist
+     * the engine's nonack_op), so a merge nacked an acknowledged op and
+     * another op 4 was committed. */
+    {"part-safety-1001254-nonack-persisted",
+     3,
+     NULL,
+     NULL,
+     1001254,
+     0,
+     {NULL, 0, 0, 0, 2}},
     /* rot among the journal entries the checkpoint's repair margin keeps
      * at or below the snapshot op: dropped at boot, not refused */
     {"rot-below-snapshot", 3, NULL, sc_rot_below_snapshot},
