@@ -83,9 +83,14 @@ healthy(struct dd *d, uint8_t replica_count)
     struct sb_store st;
     ck_assert_int_eq(sb_open(&st, &d->io, d->meta, NULL), 0);
     uint8_t pl[VSR_STATE_SIZE];
+    /* the older slot carries a faulty range, the newest none: both are
+     * printed per slot, the verdict reads the newest */
+    s.faulty_op = 9;
+    s.nonack_op = 8;
     vsr_state_encode(&s, pl);
     ck_assert_int_eq(sb_write(&st, pl, sizeof(pl)), 0);
     s.view = 4;
+    s.faulty_op = s.nonack_op = 0;
     vsr_state_encode(&s, pl);
     ck_assert_int_eq(sb_write(&st, pl, sizeof(pl)), 0);
     struct wal w;
@@ -118,6 +123,9 @@ START_TEST(test_healthy_and_fresh)
     ck_assert_ptr_nonnull(strstr(out, "superblock.a: valid sequence 1 view 3"));
     ck_assert_ptr_nonnull(strstr(out, "superblock.b: valid sequence 2 view 4"));
     ck_assert_ptr_nonnull(strstr(out, "checkpoint (op 2,"));
+    ck_assert_ptr_nonnull(strstr(out, "replica 0/1 faulty_op 9 nonack_op 8\n"
+                                      "  superblock.b: valid sequence 2"));
+    ck_assert_ptr_nonnull(strstr(out, "replica 0/1 faulty_op 0 nonack_op 0\n"));
     ck_assert_ptr_nonnull(strstr(out, "snapshot: ok (size 50 bytes, format "
                                       "version 1, op 2)"));
     ck_assert_ptr_nonnull(strstr(out, "wal: clean"));
@@ -132,6 +140,8 @@ START_TEST(test_healthy_and_fresh)
     ck_assert_ptr_nonnull(strstr(out, "\"first_op\":2,\"last_op\":6"));
     ck_assert_ptr_nonnull(strstr(out, "\"per_version\":{\"1\":5}"));
     ck_assert_ptr_nonnull(strstr(out, "\"running\":false"));
+    ck_assert_ptr_nonnull(strstr(out, "\"faulty_op\":9,\"nonack_op\":8"));
+    ck_assert_ptr_nonnull(strstr(out, "\"faulty_op\":0,\"nonack_op\":0"));
     tu_rm_rf(d.dir);
     /* an empty dir: fresh for a one-replica node */
     tu_mkdtemp(d.dir, sizeof(d.dir), NULL, 0);
