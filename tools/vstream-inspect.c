@@ -476,7 +476,9 @@ main(int argc, char **argv)
      * (a damaged WAL tail is cut by a cluster replica, refused by one). */
     char meta[AFILE_PATH_MAX];
     snprintf(meta, sizeof(meta), "%s/%s", dir, VS_METADATA_DIR);
-    struct recovery_expect e = {.read_only = 1, .cut_damaged_tail = cut};
+    struct recovery_expect e = {.read_only = 1,
+                                .cut_damaged_tail = cut,
+                                .wal_unsynced_max = WAL_GROUP_UNSYNCED_MAX};
     static struct sb_read pre;
     if (sb_read_latest(&io, meta, &pre) == 0 && pre.verdict == SB_PRESENT) {
         struct vs_vsr_state st;
