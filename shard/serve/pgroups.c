@@ -513,59 +513,6 @@ on_part_close(void *ctx, struct dpart *dp)
 
 /* ------------------------------------------------------------- links */
 
-static int
-frame_group(const struct vs_header *h, uint64_t *group)
-{
-    switch (h->f.command) {
-    case VS_CMD_PREPARE:
-    case VS_CMD_REPAIR_PREPARE:
-        *group = ((const struct vs_hdr_prepare *)h)->group;
-        return 1;
-    case VS_CMD_PREPARE_OK:
-        *group = ((const struct vs_hdr_prepare_ok *)h)->group;
-        return 1;
-    case VS_CMD_COMMIT:
-        *group = ((const struct vs_hdr_commit *)h)->group;
-        return 1;
-    case VS_CMD_PONG:
-        *group = ((const struct vs_hdr_pong *)h)->group;
-        return 1;
-    case VS_CMD_START_VIEW_CHANGE:
-        *group = ((const struct vs_hdr_start_view_change *)h)->group;
-        return 1;
-    case VS_CMD_DO_VIEW_CHANGE:
-        *group = ((const struct vs_hdr_do_view_change *)h)->group;
-        return 1;
-    case VS_CMD_START_VIEW:
-        *group = ((const struct vs_hdr_start_view *)h)->group;
-        return 1;
-    case VS_CMD_REQUEST_START_VIEW:
-        *group = ((const struct vs_hdr_request_start_view *)h)->group;
-        return 1;
-    case VS_CMD_REQUEST_PREPARES:
-        *group = ((const struct vs_hdr_request_prepares *)h)->group;
-        return 1;
-    case VS_CMD_REPAIR_DONE:
-    case VS_CMD_RANGE_EVICTED:
-        *group = ((const struct vs_hdr_repair_done *)h)->group;
-        return 1;
-    case VS_CMD_REQUEST_STATE_TRANSFER:
-        *group = ((const struct vs_hdr_request_state_transfer *)h)->group;
-        return 1;
-    case VS_CMD_STATE_TRANSFER_TARGET:
-        *group = ((const struct vs_hdr_state_transfer_target *)h)->group;
-        return 1;
-    case VS_CMD_REQUEST_STATE_CHUNK:
-        *group = ((const struct vs_hdr_request_state_chunk *)h)->group;
-        return 1;
-    case VS_CMD_STATE_CHUNK:
-        *group = ((const struct vs_hdr_state_chunk *)h)->group;
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* Seals a frame of this module: header fields set, body follows it. */
 static void
 seal(struct serve_pgroups *pg, struct vs_header *h, uint8_t command,
@@ -750,7 +697,8 @@ pgroups_on_frame(void *arg, uint8_t peer, const void *frame, size_t len)
     }
     uint64_t gid = 0;
     struct pg_entry *e = NULL;
-    if (h->f.command <= VS_CMD_MAX && frame_group(h, &gid))
+    if (h->f.command <= VS_CMD_MAX &&
+        vsr_frame_group(h, &gid) != VSR_FRAME_NONE)
         e = find_gid(pg, gid);
     /* the engine checks the rest; the link must be the member's own,
      * except for a prepare, whose replica field names the primary that
