@@ -6,6 +6,7 @@ libvs_server_a_SOURCES += \
 	shard/serve/data.c shard/serve/data.h \
 	shard/serve/gcommit.c shard/serve/gcommit.h \
 	shard/serve/parts.c shard/serve/parts.h \
+	shard/serve/pbeat.c shard/serve/pbeat.h \
 	shard/serve/pgroups.c shard/serve/pgroups.h \
 	shard/serve/segments.c shard/serve/segments.h
 

@@ -29,6 +29,7 @@
 #include "shard/link/mesh.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/state.h"
+#include "shard/serve/pbeat.h"
 #include "shard/serve/pgroup.h"
 #include "shard/serve/pgroups.h"
 #include "shard/serve/server.h"
@@ -241,6 +242,19 @@ env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
     uint8_t node = e->replicas[replica];
     if (node == pg->self)
         return -EINVAL;
+    /* a heartbeat or its answer rides the link's coalesced beat */
+    struct beat_entry be;
+    if (pbeat_from_frame(frame, len, &pg->s->cluster, VS_WIRE_FORMAT_VERSION,
+                         &be) == 0) {
+        int rc = mesh_post(pg->mesh, node, &be);
+        if (rc == 0) {
+            pg->n.beat_out++;
+            return 0;
+        }
+        if (rc != -EAGAIN)
+            return rc;
+        /* the pending table is full: the frame goes on its own */
+    }
     return mesh_send(pg->mesh, node, frame, len);
 }
 
@@ -713,6 +727,30 @@ pgroups_on_frame(void *arg, uint8_t peer, const void *frame, size_t len)
     (void)pgroup_on_message(e->g, frame, len);
 }
 
+/* A beat frame's entries: each rebuilt into its Commit / Pong frame
+ * (pbeat.h) for its group, when the link's peer is the member the entry
+ * names (the engine checks the rest as for any frame). */
+void
+pgroups_on_beat(void *arg, uint8_t peer, const struct beat_hdr *h,
+                const uint8_t *body)
+{
+    struct serve_pgroups *pg = arg;
+    for (uint32_t i = 0; i < h->count; i++) {
+        struct beat_entry be;
+        beat_entry_at(body, i, &be);
+        struct pg_entry *e = find_gid(pg, be.group);
+        struct vs_header f;
+        if (e == NULL || e->g == NULL || be.member >= e->count ||
+            e->replicas[be.member] != peer ||
+            pbeat_to_frame(&be, &pg->s->cluster, h->f.release, &f) != 0) {
+            pg->n.beat_dropped++;
+            continue;
+        }
+        pg->n.beat_in++;
+        (void)pgroup_on_message(e->g, &f, sizeof(f));
+    }
+}
+
 void
 pgroups_on_tick(void *arg)
 {
@@ -760,6 +798,9 @@ pgroups_on_tick(void *arg)
         ready_push(pg, &w->w, VS_E_TRANSIENT_NOT_COMMITTED, NULL, 0, NULL);
         free(w);
     }
+    /* this tick's heartbeats leave now, one beat frame per link */
+    if (pg->mesh != NULL)
+        mesh_flush(pg->mesh);
 }
 
 void

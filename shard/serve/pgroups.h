@@ -22,7 +22,13 @@
  *     I/O error) is closed, its waiters answered 57, and reopened from
  *     its files PGROUPS_REOPEN_MS later (again while it fails).
  *   - env->send: the frame is queued on the link to that member's node
- *     (-EAGAIN when the link's queue is full: the engine retransmits).
+ *     (-EAGAIN when the link's queue is full: the engine retransmits);
+ *     but a Commit heartbeat or its Pong answer becomes an entry of the
+ *     link's coalesced beat (pbeat.h, shard/link/mesh.h): the tick's
+ *     heartbeats of every group leave in one frame per link (posted
+ *     again as a frame of its own when the link's pending table is
+ *     full). A received beat's entries are rebuilt into the exact frames
+ *     and routed as those frames are (below).
  *
  * Routing (pgroups_exec, on the owning shard, for a command of this
  * node's clients or one forwarded by a peer node):
@@ -107,6 +113,9 @@ void pgroups_attach(struct serve_pgroups *pg, struct mesh *m);
 /* Link events (dlinks' hooks). */
 void pgroups_on_frame(void *pg, uint8_t peer, const void *frame, size_t len);
 void pgroups_on_tick(void *pg);
+struct beat_hdr;
+void pgroups_on_beat(void *pg, uint8_t peer, const struct beat_hdr *h,
+                     const uint8_t *body);
 void pgroups_on_state(void *pg, uint8_t peer, int up);
 
 /* Opens the groups of newly listed replicated partitions (after
@@ -130,6 +139,9 @@ struct pgroups_counters {
     uint64_t groups, opened, refused, closed;
     uint64_t proposed, replied, forwarded, forward_failed, timed_out;
     uint64_t frames_in, frames_dropped, syncs;
+    /* heartbeats (Commit / Pong) posted as beat entries, and those of
+     * received beat frames taken by a group or dropped */
+    uint64_t beat_out, beat_in, beat_dropped;
 };
 void pgroups_counters(const struct serve_pgroups *pg,
                       struct pgroups_counters *out);
