@@ -748,6 +748,11 @@ pgroup_open(const struct pgroup_opts *o, struct vs_part *p,
                      rc == -EBADMSG ? verdict.msg : sio_strerror(rc));
         goto fail;
     }
+    /* created by this process with its superblock (part_opts.replicated):
+     * that empty state is the prior-life mark, durable before this first
+     * run sends anything; a later open (a restart, or a reopen after the
+     * group stopped) finds it and recovers */
+    int fresh = rec.fresh || (rec.formatted && part_take_created(p));
     if (o->replica_count > 1 && rec.fresh) {
         /* A prior life must be visible to the next boot before this
          * replica sends anything: a replica that restarted with nothing
@@ -785,7 +790,7 @@ pgroup_open(const struct pgroup_opts *o, struct vs_part *p,
     vo.headers = rec.headers;
     vo.header_count = rec.count;
     vo.commit_min = rec.state.checkpoint_op;
-    vo.recovering = o->replica_count > 1 && !rec.fresh;
+    vo.recovering = o->replica_count > 1 && !fresh;
     if (vo.recovering) {
         /* the per-boot nonce derives from the seed the runtime draws */
         uint64_t s = o->seed ^ UINT64_C(0x9E3779B97F4A7C15);

@@ -21,12 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/buf.h"
 #include "common/errors.h"
 #include "common/wire.h"
 #include "shard/data/batch.h"
 #include "shard/data/partition.h"
+#include "shard/data/pdir.h"
 #include "shard/data/pjournal.h"
 #include "shard/serve/pgroup.h"
 #include "shard/storage/io.h"
@@ -165,18 +167,12 @@ timeouts(void)
 
 static uint32_t g_slots = 256;
 static enum part_durability g_durability = PART_FSYNC_EVERY_BATCH;
+/* part_opts.replicated: the group's superblock is made at create */
+static int g_replicated;
 
-static void
-node_start(struct node *n)
+static struct pgroup_opts
+group_opts(struct node *n)
 {
-    struct part_opts o;
-    part_opts_default(&o);
-    o.cut_damaged_tail = 1;
-    o.segment_size = 16 * 1024; /* several segments per test */
-    o.durability = g_durability;
-    struct part_verdict v;
-    int rc = part_open(&n->f.io, n->parts, &g_id, &o, 1, 0, &n->p, &v);
-    ck_assert_msg(rc == 0, "part_open: %d %s", rc, v.msg);
     struct pgroup_opts po = {
         .cluster = g_cluster,
         .id = g_id,
@@ -188,6 +184,22 @@ node_start(struct node *n)
         .seed = 77 + (uint64_t)n->idx * 1000 + n->boots++,
         .timeouts = timeouts(),
     };
+    return po;
+}
+
+static void
+node_start(struct node *n)
+{
+    struct part_opts o;
+    part_opts_default(&o);
+    o.cut_damaged_tail = 1;
+    o.segment_size = 16 * 1024; /* several segments per test */
+    o.durability = g_durability;
+    o.replicated = g_replicated;
+    struct part_verdict v;
+    int rc = part_open(&n->f.io, n->parts, &g_id, &o, 1, 0, &n->p, &v);
+    ck_assert_msg(rc == 0, "part_open: %d %s", rc, v.msg);
+    struct pgroup_opts po = group_opts(n);
     struct pgroup_env env = {n, env_send, env_reply, env_sync};
     char why[512];
     rc = pgroup_open(&po, n->p, &env, &n->g, why, sizeof(why));
@@ -256,6 +268,7 @@ setup(void)
     g_repair_requests = 0;
     g_slots = 256;
     g_durability = PART_FSYNC_EVERY_BATCH;
+    g_replicated = 0;
     memset(g_drop, 0, sizeof(g_drop));
     memset(g_drop_cmd, 0, sizeof(g_drop_cmd));
     memset(g_hold_sync, 0, sizeof(g_hold_sync));
@@ -1072,6 +1085,88 @@ START_TEST(test_restart_before_anything_durable)
 }
 END_TEST
 
+static int
+state_file_present(const struct node *n)
+{
+    char name[128], path[1000];
+    ck_assert_int_eq(pdir_name(name, sizeof(name), &g_id), 0);
+    snprintf(path, sizeof(path), "%s/%s/vsr_state", n->parts, name);
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_size > 0;
+}
+
+/* A replicated member's partition is created with its group's first
+ * superblock (part_opts.replicated): the group's first run starts as a
+ * fresh member of view 0 without writing one; any later open - the
+ * group reopened on the same handle, or a restart - recovers, and a
+ * primary that died before anything of it was durable still restarts
+ * Recovering (the mark was durable at create). */
+START_TEST(test_superblock_made_at_create)
+{
+    for (int i = 0; i < N; i++) {
+        node_kill(&g_n[i]);
+        node_wipe(&g_n[i]);
+    }
+    g_replicated = 1;
+    struct vs_vsr_info in;
+    for (int i = 0; i < N; i++) {
+        node_start(&g_n[i]);
+        ck_assert(state_file_present(&g_n[i]));
+        vsr_info(pgroup_engine(g_n[i].g), &in);
+        ck_assert_int_eq(in.status, VSR_STATUS_NORMAL);
+        struct pgroup_stats ps;
+        pgroup_stats(g_n[i].g, &ps);
+        ck_assert_uint_eq(ps.superblock_writes, 0);
+    }
+    /* the created mark is taken once: node 2's group reopened on the
+     * same partition handle recovers */
+    ck_assert_int_eq(part_take_created(g_n[2].p), 0);
+    pgroup_close(g_n[2].g);
+    g_n[2].want_sync = 0;
+    struct pgroup_opts po = group_opts(&g_n[2]);
+    struct pgroup_env env = {&g_n[2], env_send, env_reply, env_sync};
+    char why[512];
+    ck_assert_int_eq(
+        pgroup_open(&po, g_n[2].p, &env, &g_n[2].g, why, sizeof(why)), 0);
+    vsr_info(pgroup_engine(g_n[2].g), &in);
+    ck_assert_int_eq(in.status, VSR_STATUS_RECOVERING);
+    /* the primary's appends never durable, then it dies */
+    g_hold_sync[0] = 1;
+    int rc = -EAGAIN;
+    for (int s = 0; s < MAX_STEPS && rc != 0; s++) {
+        rc = send_on(0, 1, 1, 2);
+        if (rc != 0)
+            step();
+    }
+    ck_assert_int_eq(rc, 0);
+    for (int s = 0; s < 40; s++)
+        step();
+    node_kill(&g_n[0]);
+    node_lose_unsynced_appends(&g_n[0]);
+    g_hold_sync[0] = 0;
+    node_start(&g_n[0]);
+    vsr_info(pgroup_engine(g_n[0].g), &in);
+    ck_assert_int_eq(in.status, VSR_STATUS_RECOVERING);
+    wait_primary(-1);
+    produce(2, 2, 4);
+    wait_commit_all(pgroup_commit(g_n[1].g));
+    files_identical();
+}
+END_TEST
+
+/* The create-time superblock's error path: it is never written over. */
+START_TEST(test_state_format_refuses_existing)
+{
+    char name[128], dir[1000];
+    ck_assert_int_eq(pdir_name(name, sizeof(name), &g_id), 0);
+    snprintf(dir, sizeof(dir), "%s/%s", g_n[1].parts, name);
+    ck_assert(state_file_present(&g_n[1])); /* the group's first open */
+    ck_assert_int_eq(pj_state_format(&g_n[1].f.io, dir), -EEXIST);
+    ck_assert_int_eq(pj_state_format(&g_n[1].f.io, "/nonexistent/dir"),
+                     -ENOENT);
+}
+END_TEST
+
 static Suite *
 pgroup_suite(void)
 {
@@ -1091,6 +1186,8 @@ pgroup_suite(void)
     tcase_add_test(tc, test_offset_ops_replay_deterministic);
     tcase_add_test(tc, test_stale_request_never_reproposed);
     tcase_add_test(tc, test_restart_before_anything_durable);
+    tcase_add_test(tc, test_superblock_made_at_create);
+    tcase_add_test(tc, test_state_format_refuses_existing);
     suite_add_tcase(s, tc);
     return s;
 }
