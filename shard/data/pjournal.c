@@ -289,6 +289,18 @@ pj_state_format(struct vs_sio *io, const char *dir)
 int
 pj_state_write(struct vs_pjournal *j, const struct pj_state *s)
 {
+    int fd = -1;
+    int rc = pj_state_write_nosync(j, s, &fd);
+    if (rc == 1)
+        rc = sio_fsync(j->io, fd, j->state_path);
+    return rc < 0 ? rc : 0;
+}
+
+int
+pj_state_write_nosync(struct vs_pjournal *j, const struct pj_state *s,
+                      int *fd_out)
+{
+    *fd_out = -1;
     if (sio_is_fatal(j->io))
         return -VS_EFATAL;
     int rc;
@@ -320,12 +332,13 @@ pj_state_write(struct vs_pjournal *j, const struct pj_state *s)
     if (rc == -ENOSPC) /* the slot lies inside the file after the first
                           two writes; a first write out of space is fatal */
         rc = sio_set_fatal(j->io, SIO_WRITE, ENOSPC, j->state_path);
-    if (rc == 0)
-        rc = sio_fsync(j->io, j->state_fd, j->state_path);
     if (rc < 0)
         return rc;
+    /* the next write takes the other slot: this one stays the newest
+     * valid slot whether or not its fsync completes */
     j->state_seq = seq;
-    return 0;
+    *fd_out = j->state_fd;
+    return 1;
 }
 
 /* ---- .vsr files ---- */

@@ -126,6 +126,15 @@ struct vs_pjournal;
  * -errno (-EEXIST: the file is there already). */
 int pj_state_format(struct vs_sio *io, const char *dir);
 
+/* pj_state_write without its fsync, for a caller that fsyncs off the
+ * loop: 1 with *fd the superblock file to fsync (the state counts as
+ * durable only after that fsync: nothing that relies on it may leave
+ * before, and no other state write may start before), or 0 when the
+ * write was already durable (the file's first write creates it whole),
+ * or -errno as pj_state_write. */
+int pj_state_write_nosync(struct vs_pjournal *j, const struct pj_state *s,
+                          int *fd);
+
 /* Opens the journal side of partition `p` (already opened by part_open
  * with cut_damaged_tail = 1): reads vsr_state and every .vsr record,
  * verifies the chain and the batches the records name, applies the

@@ -72,6 +72,7 @@ struct pg_entry {
     uint64_t reopen_ms;  /* a stopped group is reopened from then on */
     uint64_t gen;        /* groups opened on it (an fsync names its own) */
     int sync_pending, sync_again;
+    int state_pending;     /* a superblock fsync in flight (env_state_sync) */
     uint64_t stats_commit; /* the commit its stats entry shows */
     int dead; /* closed while an fsync was in flight: freed by it */
     struct pg_entry *hnext, *next;
@@ -299,7 +300,8 @@ sync_done(void *ctx, uint64_t gen, const struct pj_sync_target *t)
     struct pg_entry *e = ctx;
     e->sync_pending = 0;
     if (e->dead) {
-        free(e);
+        if (!e->state_pending)
+            free(e);
         return;
     }
     if (e->g == NULL || gen != e->gen) {
@@ -327,6 +329,39 @@ sync_issue(struct pg_entry *e)
     }
     e->sync_pending = 1;
     gcommit_journal_sync(e->pg->gc, e->gen, &t, sync_done, e);
+}
+
+/* A superblock fsync done on the sync threads: the group's engine hears
+ * of the write now (unless that group was closed meanwhile). */
+static void
+state_done(void *ctx, uint64_t gen, const struct pj_sync_target *t)
+{
+    (void)t;
+    struct pg_entry *e = ctx;
+    e->state_pending = 0;
+    if (e->dead) {
+        if (!e->sync_pending)
+            free(e);
+        return;
+    }
+    if (e->g != NULL && gen == e->gen)
+        pgroup_on_state_synced(e->g);
+}
+
+static void
+env_state_sync(void *ctx, struct vs_pgroup *g, int fd)
+{
+    struct serve_pgroups *pg = ctx;
+    struct pg_entry *e = entry_of(pg, g);
+    if (e == NULL)
+        return;
+    struct pj_sync_target t;
+    memset(&t, 0, sizeof(t));
+    t.log_fd = -1;
+    t.vsr_fd = fd;
+    e->state_pending = 1;
+    pg->n.state_syncs++;
+    gcommit_journal_sync(pg->gc, e->gen, &t, state_done, e);
 }
 
 static void
@@ -519,8 +554,8 @@ on_part_close(void *ctx, struct dpart *dp)
         pp = &(*pp)->next;
     if (*pp)
         *pp = e->next;
-    if (e->sync_pending)
-        e->dead = 1; /* its fsync's completion frees it */
+    if (e->sync_pending || e->state_pending)
+        e->dead = 1; /* its fsyncs' completion frees it */
     else
         free(e);
 }
@@ -760,7 +795,10 @@ pgroups_on_tick(void *arg)
     for (struct pg_entry *e = pg->all; e; e = e->next) {
         if (e->g != NULL && pgroup_fatal(e->g))
             group_stop(pg, e, now);
-        if (e->g == NULL && e->reopen_ms != 0 && e->reopen_ms <= now) {
+        /* reopened once no fsync of the stopped group is in flight: the
+         * superblock it reads back is then durable */
+        if (e->g == NULL && e->reopen_ms != 0 && e->reopen_ms <= now &&
+            !e->state_pending && !e->sync_pending) {
             e->reopen_ms = 0;
             group_open(pg, e);
             if (e->g == NULL) { /* still refused: try again later */
@@ -966,6 +1004,7 @@ pgroups_create(struct serve *s, struct dparts *parts, struct serve_gcommit *gc,
     pg->env.send = env_send;
     pg->env.reply = env_reply;
     pg->env.sync = env_sync;
+    pg->env.state_sync = env_state_sync;
     vs_wbuf_init(&pg->out);
     vs_wbuf_init(&pg->rx);
     vs_wbuf_init(&pg->tx);

@@ -17,7 +17,10 @@
  *   - env->sync: the group's journal files are fsynced on the shard's
  *     sync threads (gcommit_journal_sync); pgroup_on_synced follows on the
  *     loop (unless that group was closed meanwhile: the completion names
- *     the group's generation).
+ *     the group's generation). env->state_sync: the same for its
+ *     superblock file (view changes, checkpoints): the engine hears the
+ *     write is durable, and lets what waited for it leave, only in
+ *     pgroup_on_state_synced after the fsync.
  *   - A group that stopped (pgroup_fatal: its journal out of space, an
  *     I/O error) is closed, its waiters answered 57, and reopened from
  *     its files PGROUPS_REOPEN_MS later (again while it fails).
@@ -142,6 +145,7 @@ struct pgroups_counters {
     /* heartbeats (Commit / Pong) posted as beat entries, and those of
      * received beat frames taken by a group or dropped */
     uint64_t beat_out, beat_in, beat_dropped;
+    uint64_t state_syncs; /* superblock fsyncs handed to the sync threads */
 };
 void pgroups_counters(const struct serve_pgroups *pg,
                       struct pgroups_counters *out);

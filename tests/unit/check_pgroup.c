@@ -67,6 +67,7 @@ struct node {
     int up;
     int want_sync;
     uint64_t boots;
+    int state_fd; /* env->state_sync asked for this fd's fsync (or -1) */
 };
 
 static struct node g_n[N];
@@ -82,6 +83,13 @@ static int g_hold_sync[N];
 static size_t g_nrep;
 static uint64_t g_wall = 1000000;
 static uint64_t g_repair_requests;
+/* env->state_sync set: superblock fsyncs complete in do_syncs, unless
+ * held (hold_state[node]) */
+static int g_async_state;
+static int g_hold_state[N];
+/* view change messages each node sent (StartViewChange, DoViewChange,
+ * StartView) */
+static uint64_t g_vc_sent[N];
 
 static int
 env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
@@ -99,6 +107,10 @@ env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
         ck_assert_uint_le(rp->from_op, rp->to_op);
         g_repair_requests++;
     }
+    if (h->f.command == VS_CMD_START_VIEW_CHANGE ||
+        h->f.command == VS_CMD_DO_VIEW_CHANGE ||
+        h->f.command == VS_CMD_START_VIEW)
+        g_vc_sent[n->idx]++;
     if (g_nq == QMAX)
         return -EAGAIN;
     struct msg *m = &g_q[g_nq++];
@@ -147,6 +159,16 @@ env_sync(void *ctx, struct vs_pgroup *g)
     (void)g;
     struct node *n = ctx;
     n->want_sync = 1;
+}
+
+static void
+env_state_sync(void *ctx, struct vs_pgroup *g, int fd)
+{
+    (void)g;
+    struct node *n = ctx;
+    ck_assert_int_eq(n->state_fd, -1); /* one at a time */
+    ck_assert_int_ge(fd, 0);
+    n->state_fd = fd;
 }
 
 static struct vs_vsr_timeouts
@@ -200,7 +222,9 @@ node_start(struct node *n)
     int rc = part_open(&n->f.io, n->parts, &g_id, &o, 1, 0, &n->p, &v);
     ck_assert_msg(rc == 0, "part_open: %d %s", rc, v.msg);
     struct pgroup_opts po = group_opts(n);
-    struct pgroup_env env = {n, env_send, env_reply, env_sync};
+    struct pgroup_env env = {n, env_send, env_reply, env_sync,
+                             g_async_state ? env_state_sync : NULL};
+    n->state_fd = -1;
     char why[512];
     rc = pgroup_open(&po, n->p, &env, &n->g, why, sizeof(why));
     ck_assert_msg(rc == 0, "pgroup_open: %d %s", rc, why);
@@ -217,6 +241,7 @@ node_kill(struct node *n)
     n->p = NULL;
     n->up = 0;
     n->want_sync = 0;
+    n->state_fd = -1;
 }
 
 /* A power loss before any fsync of the node's appends: every segment
@@ -269,6 +294,9 @@ setup(void)
     g_slots = 256;
     g_durability = PART_FSYNC_EVERY_BATCH;
     g_replicated = 0;
+    g_async_state = 0;
+    memset(g_hold_state, 0, sizeof(g_hold_state));
+    memset(g_vc_sent, 0, sizeof(g_vc_sent));
     memset(g_drop, 0, sizeof(g_drop));
     memset(g_drop_cmd, 0, sizeof(g_drop_cmd));
     memset(g_hold_sync, 0, sizeof(g_hold_sync));
@@ -303,6 +331,11 @@ do_syncs(void)
         if (n->up && n->want_sync && !g_hold_sync[i]) {
             n->want_sync = 0;
             ck_assert_int_eq(pgroup_sync_now(n->g), 0);
+        }
+        if (n->up && n->state_fd >= 0 && !g_hold_state[i]) {
+            ck_assert_int_eq(fsync(n->state_fd), 0);
+            n->state_fd = -1;
+            pgroup_on_state_synced(n->g);
         }
     }
 }
@@ -1124,7 +1157,7 @@ START_TEST(test_superblock_made_at_create)
     pgroup_close(g_n[2].g);
     g_n[2].want_sync = 0;
     struct pgroup_opts po = group_opts(&g_n[2]);
-    struct pgroup_env env = {&g_n[2], env_send, env_reply, env_sync};
+    struct pgroup_env env = {&g_n[2], env_send, env_reply, env_sync, NULL};
     char why[512];
     ck_assert_int_eq(
         pgroup_open(&po, g_n[2].p, &env, &g_n[2].g, why, sizeof(why)), 0);
@@ -1150,6 +1183,49 @@ START_TEST(test_superblock_made_at_create)
     wait_primary(-1);
     produce(2, 2, 4);
     wait_commit_all(pgroup_commit(g_n[1].g));
+    files_identical();
+}
+END_TEST
+
+/* Superblock fsyncs off the loop (env->state_sync): a backup's view
+ * change writes its superblock, and its StartViewChange - and every
+ * view change message after it - waits until the runtime reports that
+ * write fsynced (persist before send); then the view change completes
+ * and the group commits again. */
+START_TEST(test_superblock_fsync_off_loop_withholds_sends)
+{
+    for (int i = 0; i < N; i++) {
+        node_kill(&g_n[i]);
+        node_wipe(&g_n[i]);
+    }
+    g_async_state = 1;
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(2, 1, 3);
+    g_hold_state[1] = g_hold_state[2] = 1;
+    uint64_t vc1 = g_vc_sent[1], vc2 = g_vc_sent[2];
+    node_kill(&g_n[0]);
+    /* well past the backups' timeout: both wrote view 1, unsynced */
+    for (int s = 0; s < 400; s++)
+        step();
+    ck_assert_int_ge(g_n[1].state_fd, 0);
+    ck_assert_int_ge(g_n[2].state_fd, 0);
+    ck_assert_uint_eq(g_vc_sent[1], vc1);
+    ck_assert_uint_eq(g_vc_sent[2], vc2);
+    ck_assert_int_eq(settled_primary(), -1);
+    /* one node's fsync completes: it speaks, the other still may not */
+    g_hold_state[1] = 0;
+    for (int s = 0; s < 5; s++)
+        step();
+    ck_assert_uint_gt(g_vc_sent[1], vc1);
+    ck_assert_uint_eq(g_vc_sent[2], vc2);
+    g_hold_state[2] = 0;
+    int p = wait_primary(0);
+    ck_assert(p == 1 || p == 2);
+    produce(2, 4, 5);
+    node_start(&g_n[0]);
+    wait_commit_all(pgroup_commit(g_n[p].g));
     files_identical();
 }
 END_TEST
@@ -1188,6 +1264,7 @@ pgroup_suite(void)
     tcase_add_test(tc, test_restart_before_anything_durable);
     tcase_add_test(tc, test_superblock_made_at_create);
     tcase_add_test(tc, test_state_format_refuses_existing);
+    tcase_add_test(tc, test_superblock_fsync_off_loop_withholds_sends);
     suite_add_tcase(s, tc);
     return s;
 }
