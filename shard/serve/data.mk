@@ -102,3 +102,12 @@ tests_bench_bench_pgroups_beat_SOURCES = tests/bench/bench_pgroups_beat.c \
 tests_bench_bench_pgroups_beat_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 tests_bench_bench_pgroups_beat_LDADD = libvs_server.a libvs_vsr.a \
 	libvs_common.a $(VS_DEP_LIBS)
+
+# CreateTopic of many replicated partitions on a real 3-node cluster.
+if HAVE_CHECK
+noinst_PROGRAMS += tests/bench/bench_cluster_create
+tests_bench_bench_cluster_create_SOURCES = \
+	tests/bench/bench_cluster_create.c $(CLUSTER_COMMON)
+tests_bench_bench_cluster_create_CFLAGS = $(TEST_CFLAGS)
+tests_bench_bench_cluster_create_LDADD = $(CLUSTER_LDADD)
+endif

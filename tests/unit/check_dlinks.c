@@ -661,6 +661,38 @@ START_TEST(test_mesh_ten_thousand_groups_one_frame_per_tick)
 }
 END_TEST
 
+/* mesh_flush sends what is pending now, between ticks, and nothing
+ * when nothing is (no keepalive of its own) */
+START_TEST(test_mesh_flush_between_ticks)
+{
+    for (int i = 0; i < NODES; i++)
+        node_start(i);
+    ck_assert(wait_up(0, 1));
+    ck_assert(wait_up(0, 2));
+    mesh_flush(nodes[0].m);
+    for (int r = 0; r < 20; r++)
+        spin();
+    ck_assert_uint_eq(nodes[1].beats[0], 0);
+    struct beat_entry e = {.group = 9,
+                           .view = 2,
+                           .kind = BEAT_KIND_COMMIT,
+                           .member = 1,
+                           .commit = 5,
+                           .timestamp = 3};
+    ck_assert_int_eq(mesh_post(nodes[0].m, 1, &e), 0);
+    mesh_flush(nodes[0].m);
+    for (int r = 0; r < WAIT_ROUNDS && nodes[1].beats[0] < 1; r++)
+        spin();
+    ck_assert_uint_eq(nodes[1].beats[0], 1);
+    ck_assert_uint_eq(nodes[1].entries[0], 1);
+    ck_assert_uint_eq(nodes[1].last_commit[0], 5);
+    ck_assert_uint_eq(nodes[2].beats[0], 0); /* nothing was pending */
+    struct mesh_peer_info in;
+    mesh_peer(nodes[0].m, 1, &in);
+    ck_assert_uint_eq(in.pending, 0);
+}
+END_TEST
+
 /* node 2 differs in one way: 0-1 link, 2 links with nobody */
 static void
 check_refused(void)
@@ -892,6 +924,7 @@ dlinks_suite(void)
     tcase_add_checked_fixture(tm, setup, teardown);
     tcase_set_timeout(tm, 60);
     tcase_add_test(tm, test_mesh_ten_thousand_groups_one_frame_per_tick);
+    tcase_add_test(tm, test_mesh_flush_between_ticks);
     tcase_add_test(tm, test_mesh_refuses_another_shard);
     tcase_add_test(tm, test_mesh_refuses_another_shard_count);
     tcase_add_test(tm, test_mesh_refuses_wrong_secret);
