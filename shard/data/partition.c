@@ -29,6 +29,7 @@
 #include "shard/data/batch.h"
 #include "shard/data/partition.h"
 #include "shard/data/pdir.h"
+#include "shard/data/pjournal.h"
 #include "shard/data/segment.h"
 #include "shard/storage/atomic_file.h"
 
@@ -60,6 +61,7 @@ struct vs_part {
     /* Replicated partitions: reads end before visible_cap (the offset
      * after the group's committed batches); UINT64_MAX = no cap. */
     uint64_t visible_cap;
+    int created; /* this open made the directory (part_take_created) */
 };
 
 void
@@ -417,7 +419,7 @@ do_purge(struct vs_part *p, uint64_t gen, uint64_t start)
 
 static int
 create_dir(struct vs_sio *io, const char *parent, const char *name,
-           const struct part_id *id, uint64_t purge_generation)
+           const struct part_id *id, uint64_t purge_generation, int replicated)
 {
     char tmp[DSEG_PATH_MAX], final[DSEG_PATH_MAX], sub[DSEG_PATH_MAX];
     int n = snprintf(tmp, sizeof(tmp), "%s/%s.creating", parent, name);
@@ -437,6 +439,10 @@ create_dir(struct vs_sio *io, const char *parent, const char *name,
     rc = afile_replace(io, tmp, PART_FORMAT_FILE, fmt, sizeof(fmt));
     if (rc == 0)
         rc = state_write_dir(io, tmp, purge_generation, 0);
+    /* a replicated member's group superblock, made durable by the
+     * directory fsync and rename below with everything else */
+    if (rc == 0 && replicated)
+        rc = pj_state_format(io, tmp);
     if (rc < 0)
         return rc;
     struct dseg s;
@@ -559,6 +565,14 @@ load_segments(struct vs_part *p, struct part_verdict *v)
 }
 
 int
+part_take_created(struct vs_part *p)
+{
+    int c = p->created;
+    p->created = 0;
+    return c;
+}
+
+int
 part_open(struct vs_sio *io, const char *partitions_dir,
           const struct part_id *id, const struct part_opts *opts, int create,
           uint64_t purge_generation, struct vs_part **out,
@@ -596,9 +610,11 @@ part_open(struct vs_sio *io, const char *partitions_dir,
             goto fail;
         rc = mkdir_0700(io, partitions_dir);
         if (rc == 0)
-            rc = create_dir(io, partitions_dir, name, id, purge_generation);
+            rc = create_dir(io, partitions_dir, name, id, purge_generation,
+                            p->opts.replicated);
         if (rc < 0)
             goto fail;
+        p->created = 1;
     } else if (!S_ISDIR(st.st_mode)) {
         rc = -ENOTDIR;
         goto fail;

@@ -129,9 +129,14 @@ struct part_opts {
     int purge_keep_offsets;     /* 0: a purge restarts offsets at 0 (Iggy) */
     int verify_reads; /* 1 (default): verify every batch read for a poll;
                          0 only to measure what verification costs */
-    int read_only;    /* vstream-inspect: open runs the boot verdict and
-                         modifies nothing (create = 0, purge_generation 0;
-                         release with part_abandon, never append) */
+    /* A member of a replica set of more than one (its consensus group
+     * runs on this node): the create path also writes the group's first
+     * superblock (pjournal.h pj_state_format) with the partition's files,
+     * so the group's first open writes nothing. */
+    int replicated;
+    int read_only; /* vstream-inspect: open runs the boot verdict and
+                      modifies nothing (create = 0, purge_generation 0;
+                      release with part_abandon, never append) */
     struct batch_limits limits;
 };
 
@@ -184,6 +189,12 @@ int part_open(struct vs_sio *io, const char *partitions_dir,
               const struct part_id *id, const struct part_opts *opts,
               int create, uint64_t purge_generation, struct vs_part **out,
               struct part_verdict *verdict);
+
+/* 1 the first time it is called on a handle whose part_open created the
+ * partition's directory (a replicated partition's group tells its first
+ * run after creation from a later one: its superblock was written at
+ * create); 0 after that, and for a partition that already existed. */
+int part_take_created(struct vs_part *p);
 
 /* Flushes (fsync of the active log and index), writes floor = next offset,
  * closes and frees. Returns the first error (the handle is freed anyway). */

@@ -265,8 +265,42 @@ state_load(struct vs_pjournal *j, struct pj_state *s, int *present,
 }
 
 int
+pj_state_format(struct vs_sio *io, const char *dir)
+{
+    char path[PJ_PATH_MAX];
+    int rc = afile_join(path, sizeof(path), dir, PJ_STATE_FILE);
+    if (rc < 0)
+        return rc;
+    struct pj_state zero;
+    memset(&zero, 0, sizeof(zero));
+    uint8_t img[2 * PJ_SLOT_SIZE];
+    memset(img, 0, sizeof(img));
+    slot_encode(img + PJ_SLOT_SIZE, 1, &zero); /* seq 1 lives in slot 1 */
+    int fd = sio_open(io, path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        return fd;
+    rc = sio_pwrite_all(io, fd, img, sizeof(img), 0, path);
+    if (rc == 0)
+        rc = sio_fsync(io, fd, path);
+    sio_close(io, fd);
+    return rc;
+}
+
+int
 pj_state_write(struct vs_pjournal *j, const struct pj_state *s)
 {
+    int fd = -1;
+    int rc = pj_state_write_nosync(j, s, &fd);
+    if (rc == 1)
+        rc = sio_fsync(j->io, fd, j->state_path);
+    return rc < 0 ? rc : 0;
+}
+
+int
+pj_state_write_nosync(struct vs_pjournal *j, const struct pj_state *s,
+                      int *fd_out)
+{
+    *fd_out = -1;
     if (sio_is_fatal(j->io))
         return -VS_EFATAL;
     int rc;
@@ -298,12 +332,13 @@ pj_state_write(struct vs_pjournal *j, const struct pj_state *s)
     if (rc == -ENOSPC) /* the slot lies inside the file after the first
                           two writes; a first write out of space is fatal */
         rc = sio_set_fatal(j->io, SIO_WRITE, ENOSPC, j->state_path);
-    if (rc == 0)
-        rc = sio_fsync(j->io, j->state_fd, j->state_path);
     if (rc < 0)
         return rc;
+    /* the next write takes the other slot: this one stays the newest
+     * valid slot whether or not its fsync completes */
     j->state_seq = seq;
-    return 0;
+    *fd_out = j->state_fd;
+    return 1;
 }
 
 /* ---- .vsr files ---- */
@@ -838,6 +873,11 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
             rec->headers[i] = w.r[from + i].h;
     }
     rec->fresh = !present && w.n == 0 && vf_cut == files.n;
+    struct pj_state zero;
+    memset(&zero, 0, sizeof(zero));
+    rec->formatted = present && w.n == 0 && vf_cut == files.n &&
+                     j->state_seq == 1 &&
+                     memcmp(&rec->state, &zero, sizeof(zero)) == 0;
     ents_trim(j);
     pj_set_commit(j, rec->state.checkpoint_op);
     rc = cur_switch(j, part_active_start(p));

@@ -102,6 +102,9 @@ int pj_is_batch_op(uint8_t operation);
 struct pj_recovered {
     struct pj_state state; /* zeros for a fresh partition */
     int fresh;             /* 1: no record and no state yet */
+    /* 1: no record, and the state is still the one pj_state_format
+     * wrote when the partition was created (no run wrote one since) */
+    int formatted;
     /* Headers of the retained ops first..head, ascending (heap, freed by
      * pj_recovered_free); at most `window` of them. */
     struct vs_hdr_prepare *headers;
@@ -113,6 +116,24 @@ struct pj_recovered {
 void pj_recovered_free(struct pj_recovered *r);
 
 struct vs_pjournal;
+
+/* Writes the superblock file of a partition being created into `dir`
+ * (its directory, not yet renamed into place): the empty state, as the
+ * first pj_state_write of a zero state would. Plain create, write and
+ * fsync: the creator's directory fsync and rename publish it with the
+ * partition's other files, so a crash leaves the whole partition or
+ * none (part_open's create path with part_opts.replicated). 0 or
+ * -errno (-EEXIST: the file is there already). */
+int pj_state_format(struct vs_sio *io, const char *dir);
+
+/* pj_state_write without its fsync, for a caller that fsyncs off the
+ * loop: 1 with *fd the superblock file to fsync (the state counts as
+ * durable only after that fsync: nothing that relies on it may leave
+ * before, and no other state write may start before), or 0 when the
+ * write was already durable (the file's first write creates it whole),
+ * or -errno as pj_state_write. */
+int pj_state_write_nosync(struct vs_pjournal *j, const struct pj_state *s,
+                          int *fd);
 
 /* Opens the journal side of partition `p` (already opened by part_open
  * with cut_damaged_tail = 1): reads vsr_state and every .vsr record,

@@ -56,8 +56,11 @@ beat_encode(const struct beat_sender *s, uint64_t seq,
         w.group = e[i].group;
         w.view = e[i].view;
         w.kind = e[i].kind;
+        w.member = e[i].member;
         w.commit = e[i].commit;
         w.op = e[i].op;
+        w.timestamp = e[i].timestamp;
+        w.checksum = e[i].checksum;
         memcpy(body + (size_t)i * BEAT_ENTRY_SIZE, &w, sizeof(w));
     }
     size_t blen = (size_t)n * BEAT_ENTRY_SIZE;
@@ -94,8 +97,11 @@ beat_entry_at(const uint8_t *body, uint32_t i, struct beat_entry *out)
     out->group = w.group;
     out->view = w.view;
     out->kind = w.kind;
+    out->member = w.member;
     out->commit = w.commit;
     out->op = w.op;
+    out->timestamp = w.timestamp;
+    out->checksum = w.checksum;
 }
 
 int
@@ -138,7 +144,8 @@ beat_decode(const void *frame, size_t len, const struct vs_u128 *cluster,
     for (uint32_t i = 0; i < h->count; i++) {
         struct beat_wire_entry w;
         memcpy(&w, b + (size_t)i * BEAT_ENTRY_SIZE, sizeof(w));
-        if (!all_zero(w.reserved, sizeof(w.reserved)))
+        if (!all_zero(w.reserved, sizeof(w.reserved)) ||
+            !all_zero(w.reserved2, sizeof(w.reserved2)))
             return -BEAT_ERR_RESERVED;
         if (!kind_known(w.kind))
             return -BEAT_ERR_KIND;

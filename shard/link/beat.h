@@ -7,7 +7,7 @@
  * vs_frame_seal, the body covered by checksum_body):
  *
  *   off  size  field
- *     0   128  struct vs_frame: cluster, size = 256 + count * 32,
+ *     0   128  struct vs_frame: cluster, size = 256 + count * 64,
  *              view 0, reserved_frame zero, release = the sender's
  *              wire format,
  *              command VS_CMD_GROUP_BEAT (64), replica = the sender's id;
@@ -16,23 +16,32 @@
  *                           by one per frame; restarts at 1 with the
  *                           sender's process)
  *   136     4  count        entries in the body, 0..BEAT_ENTRIES_MAX
- *   140     2  entry_size   32 (exactly; another size is refused)
+ *   140     2  entry_size   64 (exactly; another size is refused)
  *   142     1  shard        the sender's mesh (data shard index)
  *   143   113  reserved     zero
- *   body: count entries of 32 bytes, strictly increasing by
+ *   body: count entries of 64 bytes, strictly increasing by
  *         (group, kind), so no (group, kind) appears twice:
  *     0     8  group        the consensus group id
  *     8     4  view         the sender's view of the group
  *    12     1  kind         BEAT_KIND_COMMIT or BEAT_KIND_ACK
- *    13     3  reserved     zero
- *    16     8  commit       COMMIT: the group's commit number (the
- *                           primary's heartbeat); ACK: the backup's
- *                           committed op
- *    24     8  op           COMMIT: the primary's head op; ACK: the
- *                           highest op the backup holds durably
+ *    13     1  member       the sender's replica index in the group
+ *    14     2  reserved     zero
+ *    16     8  commit       COMMIT: the primary's commit number; ACK: the
+ *                           backup's applied op (commit_min)
+ *    24     8  op           COMMIT: the checkpoint op; ACK: zero
+ *    32     8  timestamp    COMMIT: the heartbeat's number
+ *                           (timestamp_monotonic); ACK: the heartbeat
+ *                           answered
+ *    40     8  reserved     zero
+ *    48    16  checksum     COMMIT: the identity checksum of the commit
+ *                           op's prepare (zero if unknown); ACK: zero
+ *   A COMMIT entry carries every field of the group's Commit heartbeat
+ *   (wire.h vs_hdr_commit) and an ACK those of its Pong answer, so the
+ *   receiver rebuilds the exact frame the engine built (shard/serve/
+ *   pbeat.h).
  *
  * A frame with no entries is the link's keepalive. The decoder checks
- * the exact size (header + count * 32 == size == bytes received), the
+ * the exact size (header + count * 64 == size == bytes received), the
  * seal, the body checksum, the count bound, the entry size, known kinds,
  * zero reserved bytes and the strict order, and refuses with a typed
  * reason; nothing of a refused frame is used.
@@ -48,13 +57,13 @@
 
 #include "common/wire.h"
 
-#define BEAT_ENTRY_SIZE  32u
-#define BEAT_ENTRIES_MAX 16384u /* per frame: 512 KiB of body */
+#define BEAT_ENTRY_SIZE  64u
+#define BEAT_ENTRIES_MAX 16384u /* per frame: 1 MiB of body */
 #define BEAT_FRAME_MAX   (VS_HEADER_SIZE + BEAT_ENTRIES_MAX * BEAT_ENTRY_SIZE)
 
 enum beat_kind {
     BEAT_KIND_COMMIT = 1, /* primary -> backup: heartbeat and commit */
-    BEAT_KIND_ACK = 2,    /* backup -> primary: durable through op */
+    BEAT_KIND_ACK = 2,    /* backup -> primary: the heartbeat's answer */
 };
 
 struct beat_hdr { /* command VS_CMD_GROUP_BEAT */
@@ -74,23 +83,31 @@ _Static_assert(offsetof(struct beat_hdr, reserved) == 143, "beat reserved");
 
 /* One entry as the body stores it. */
 struct beat_wire_entry {
-    uint64_t group;      /* 0 */
-    uint32_t view;       /* 8 */
-    uint8_t kind;        /* 12 */
-    uint8_t reserved[3]; /* 13 */
-    uint64_t commit;     /* 16 */
-    uint64_t op;         /* 24 */
+    uint64_t group;          /* 0 */
+    uint32_t view;           /* 8 */
+    uint8_t kind;            /* 12 */
+    uint8_t member;          /* 13 */
+    uint8_t reserved[2];     /* 14 */
+    uint64_t commit;         /* 16 */
+    uint64_t op;             /* 24 */
+    uint64_t timestamp;      /* 32 */
+    uint8_t reserved2[8];    /* 40 */
+    struct vs_u128 checksum; /* 48 */
 };
 _Static_assert(sizeof(struct beat_wire_entry) == BEAT_ENTRY_SIZE, "entry");
 _Static_assert(offsetof(struct beat_wire_entry, commit) == 16, "commit");
 _Static_assert(offsetof(struct beat_wire_entry, op) == 24, "op");
+_Static_assert(offsetof(struct beat_wire_entry, timestamp) == 32, "ts");
+_Static_assert(offsetof(struct beat_wire_entry, checksum) == 48, "sum");
 
 /* An entry as callers use it. */
 struct beat_entry {
     uint64_t group;
     uint32_t view;
-    uint8_t kind; /* enum beat_kind */
-    uint64_t commit, op;
+    uint8_t kind;   /* enum beat_kind */
+    uint8_t member; /* the sender's replica index in the group */
+    uint64_t commit, op, timestamp;
+    struct vs_u128 checksum;
 };
 
 /* Who sends: the header fields the encoder fills. */
@@ -104,12 +121,12 @@ struct beat_sender {
 enum beat_error {
     BEAT_OK = 0,
     BEAT_ERR_SHORT,      /* fewer than 256 bytes */
-    BEAT_ERR_SIZE,       /* header size != bytes, or != 256 + count * 32 */
+    BEAT_ERR_SIZE,       /* header size != bytes, or != 256 + count * 64 */
     BEAT_ERR_COMMAND,    /* not VS_CMD_GROUP_BEAT */
     BEAT_ERR_SEAL,       /* header checksum */
     BEAT_ERR_BODY,       /* body checksum */
     BEAT_ERR_COUNT,      /* count above BEAT_ENTRIES_MAX */
-    BEAT_ERR_ENTRY_SIZE, /* entry_size != 32 */
+    BEAT_ERR_ENTRY_SIZE, /* entry_size != 64 */
     BEAT_ERR_RESERVED,   /* a reserved byte is not zero */
     BEAT_ERR_KIND,       /* unknown entry kind */
     BEAT_ERR_ORDER,      /* a (group, kind) repeated or out of order */

@@ -9,7 +9,7 @@
  * costs one entry per tick however often it posts. coal_flush() hands the
  * peer's entries, in frame order, to an emit callback as whole beat
  * frames (shard/link/beat.h) of at most BEAT_ENTRIES_MAX entries each:
- * one frame for up to 16,384 groups.
+ * one frame for up to 16,384 entries.
  *
  * Bounds and back-pressure: each peer's table holds at most entries_max
  * entries. A post that would add a new (group, kind) to a full table is

@@ -177,6 +177,15 @@ mesh_tick(struct mesh *m)
         m->o.on_tick(m->o.ctx);
 }
 
+void
+mesh_flush(struct mesh *m)
+{
+    for (uint8_t i = 0; i < m->o.links.count; i++)
+        if (peer_ok(m, i) && links_up(m->links, i) &&
+            coal_pending(m->coal, i) > 0)
+            (void)flush_peer(m, i, 0);
+}
+
 static void
 tick_cb(evutil_socket_t fd, short what, void *arg)
 {

@@ -84,6 +84,11 @@ int mesh_post(struct mesh *m, uint8_t peer, const struct beat_entry *e);
 /* Queues a whole frame (links_send in back-pressure mode). */
 int mesh_send(struct mesh *m, uint8_t peer, const void *frame, size_t len);
 
+/* Sends every up peer's pending entries now (no keepalive): the groups'
+ * runtime calls it after its own tick posted the heartbeats, so they
+ * leave in this tick's frame rather than the next. */
+void mesh_flush(struct mesh *m);
+
 /* What the timer does once per tick_ms (public for tests). */
 void mesh_tick(struct mesh *m);
 

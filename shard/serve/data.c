@@ -1136,6 +1136,7 @@ serve_data_attach_links(struct serve *s, struct dlinks *dl)
         return;
     struct dlinks_hooks h = {
         .on_frame = pgroups_on_frame,
+        .on_beat = pgroups_on_beat,
         .on_tick = pgroups_on_tick,
         .on_state = pgroups_on_state,
         .ctx = d->pg,

@@ -6,6 +6,7 @@ libvs_server_a_SOURCES += \
 	shard/serve/data.c shard/serve/data.h \
 	shard/serve/gcommit.c shard/serve/gcommit.h \
 	shard/serve/parts.c shard/serve/parts.h \
+	shard/serve/pbeat.c shard/serve/pbeat.h \
 	shard/serve/pgroups.c shard/serve/pgroups.h \
 	shard/serve/segments.c shard/serve/segments.h
 
@@ -82,4 +83,31 @@ tests_integration_check_cluster_preplica_SOURCES = \
 	tests/integration/check_cluster_preplica.c $(CLUSTER_COMMON)
 tests_integration_check_cluster_preplica_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_preplica_LDADD = $(CLUSTER_LDADD)
+endif
+
+# The partition groups' coalesced heartbeats (pbeat.h) with real engines
+# on three in-process nodes, and its bench.
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_pgroups_beat
+check_PROGRAMS += tests/unit/check_pgroups_beat
+tests_unit_check_pgroups_beat_SOURCES = tests/unit/check_pgroups_beat.c \
+	tests/unit/beatnet.c tests/unit/beatnet.h
+tests_unit_check_pgroups_beat_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_pgroups_beat_LDADD = libvs_server.a libvs_vsr.a \
+	libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+noinst_PROGRAMS += tests/bench/bench_pgroups_beat
+tests_bench_bench_pgroups_beat_SOURCES = tests/bench/bench_pgroups_beat.c \
+	tests/unit/beatnet.c tests/unit/beatnet.h
+tests_bench_bench_pgroups_beat_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_pgroups_beat_LDADD = libvs_server.a libvs_vsr.a \
+	libvs_common.a $(VS_DEP_LIBS)
+
+# CreateTopic of many replicated partitions on a real 3-node cluster.
+if HAVE_CHECK
+noinst_PROGRAMS += tests/bench/bench_cluster_create
+tests_bench_bench_cluster_create_SOURCES = \
+	tests/bench/bench_cluster_create.c $(CLUSTER_COMMON)
+tests_bench_bench_cluster_create_CFLAGS = $(TEST_CFLAGS)
+tests_bench_bench_cluster_create_LDADD = $(CLUSTER_LDADD)
 endif

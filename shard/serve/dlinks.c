@@ -113,6 +113,17 @@ dlinks_on_frame(void *arg, uint8_t peer, const void *frame, size_t len)
                "a frame that is not a beat before the groups are attached");
 }
 
+/* A beat frame's entries: the groups' (hooks), else ignored (the beat
+ * itself kept the link alive). */
+static void
+dlinks_on_beat(void *arg, uint8_t peer, const struct beat_hdr *h,
+               const uint8_t *body)
+{
+    struct dlinks *d = arg;
+    if (d->hooks.on_beat != NULL)
+        d->hooks.on_beat(d->hooks.ctx, peer, h, body);
+}
+
 void
 dlinks_set_hooks(struct dlinks *d, const struct dlinks_hooks *h)
 {
@@ -239,8 +250,10 @@ dlinks_start(struct event_base *base, const struct vs_shard_ctx *ctx,
     o.on_tick = dlinks_on_tick;
     /* without partition replication a frame that is not a beat stays a
      * refusal of the mesh (counted, logged, the link ended) */
-    if (cfg->partition_replication)
+    if (cfg->partition_replication) {
         o.on_frame = dlinks_on_frame;
+        o.on_beat = dlinks_on_beat;
+    }
     o.ctx = d;
     rc = mesh_create(base, &o, ctx->replica_fd, &d->mesh, why, sizeof(why));
     sodium_memzero(o.links.secret, sizeof(o.links.secret));

@@ -36,8 +36,12 @@ int dlinks_start(struct event_base *base, const struct vs_shard_ctx *ctx,
                  struct dlinks **out, char *err, size_t errlen);
 /* What the shard's partition-group runtime gets from the links: frames
  * other than beats, each tick (after the beats' flush) and link state. */
+struct beat_hdr;
 struct dlinks_hooks {
     void (*on_frame)(void *ctx, uint8_t peer, const void *frame, size_t len);
+    /* a valid beat frame's entries (mesh.h on_beat); NULL: ignored */
+    void (*on_beat)(void *ctx, uint8_t peer, const struct beat_hdr *h,
+                    const uint8_t *body);
     void (*on_tick)(void *ctx);
     void (*on_state)(void *ctx, uint8_t peer, int up);
     void *ctx;

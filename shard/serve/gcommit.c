@@ -234,13 +234,18 @@ seal_and_submit(struct serve_gcommit *g)
     f->n_items = 0;
     for (size_t i = 0; i < f->n_js; i++)
         for (int k = 0; k < 2; k++) {
+            if (f->js[i].fd[k] < 0)
+                continue; /* a superblock fsync: one file */
+            int state = k == 1 && f->js[i].t.log_fd < 0;
             struct gc_item *it = &f->items[f->n_items++];
             it->fd = f->js[i].fd[k];
             f->js[i].fd[k] = -1; /* closed by the thread that syncs it */
             it->journal = 1;
             snprintf(it->path, sizeof(it->path),
                      "the %s file of partition group %016llx",
-                     k == 0 ? "log" : "journal",
+                     k == 0  ? "log"
+                     : state ? "superblock"
+                             : "journal",
                      (unsigned long long)f->js[i].key);
         }
     for (size_t i = 0; i < f->n_ids; i++) {
@@ -484,6 +489,10 @@ gcommit_journal_sync(struct serve_gcommit *g, uint64_t key,
     j->ctx = ctx;
     int src[2] = {t->log_fd, t->vsr_fd};
     for (int k = 0; k < 2; k++) {
+        if (src[k] < 0) { /* a superblock fsync has one file */
+            j->fd[k] = -1;
+            continue;
+        }
         j->fd[k] = fcntl(src[k], F_DUPFD_CLOEXEC, 0);
         if (j->fd[k] < 0)
             shard_fatal(g->s->ctx, "fsync of partition group %016llx: dup: %s",

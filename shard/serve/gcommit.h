@@ -86,9 +86,10 @@ void gcommit_note(struct serve_gcommit *g, struct dpart *dp, uint64_t now_ms);
 void gcommit_tick(struct serve_gcommit *g, uint64_t now_ms);
 
 /* The fsync of a replicated partition's journal (shard/data/pjournal.h):
- * both of t's fds are dup'd now and fdatasync'd by the sync threads with
- * the next group; then, on the loop, done(ctx, key, t) (every op up to
- * t->op is durable). A failed fdatasync ends the process, as for the
+ * both of t's fds (a negative one is skipped: a superblock fsync passes
+ * only vsr_fd, the superblock file's) are dup'd now and fdatasync'd by the sync
+ * threads with the next group; then, on the loop, done(ctx, key, t) (every op
+ * up to t->op is durable). A failed fdatasync ends the process, as for the
  * partitions' own. */
 typedef void gc_jdone_fn(void *ctx, uint64_t key,
                          const struct pj_sync_target *t);

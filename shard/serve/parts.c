@@ -382,8 +382,10 @@ part_opts_for(struct dparts *d, const struct dlive *e, struct part_opts *o)
     o->fsync_interval_ms = cfg->fsync_interval_ms;
     o->fsync_bytes = cfg->fsync_bytes;
     o->limits.max_batch_bytes = cfg->max_message_body;
-    if (e->replicated)
+    if (e->replicated) {
         o->cut_damaged_tail = 1; /* its group repairs it from a peer */
+        o->replicated = 1;       /* its group's superblock made at create */
+    }
 }
 
 /* Opens (creating) one listed partition. 0, or -errno to retry later. */

@@ -95,7 +95,11 @@ struct vs_pgroup {
     /* appends waiting for a sync */
     struct pg_held *held;
     size_t nheld, capheld;
-    int sync_asked;      /* env->sync called, pgroup_on_synced not yet */
+    int sync_asked; /* env->sync called, pgroup_on_synced not yet */
+    /* env->state_sync called for this write, pgroup_on_state_synced not
+     * yet: the engine is told of it then */
+    int state_asked;
+    struct vs_vsr_persist state_pending;
     uint64_t synced_seq; /* appends covered by the last completed sync */
     uint32_t idle_ticks; /* interval policy: ticks since a sync */
     /* client table, rebuilt from committed prepares on every replica */
@@ -351,6 +355,18 @@ pgroup_on_synced(struct vs_pgroup *g, const struct pj_sync_target *t)
     drain(g);
 }
 
+void
+pgroup_on_state_synced(struct vs_pgroup *g)
+{
+    if (!g->state_asked)
+        return;
+    g->state_asked = 0;
+    if (g->fatal)
+        return;
+    (void)vsr_on_superblock_durable(g->v, &g->state_pending);
+    drain(g);
+}
+
 int
 pgroup_sync_now(struct vs_pgroup *g)
 {
@@ -468,10 +484,18 @@ do_superblock(struct vs_pgroup *g, const struct vs_vsr_persist *p)
     s.checkpoint_op = p->checkpoint_op;
     s.checkpoint_checksum = p->checkpoint_checksum;
     s.offset_frontier = part_visible_next(g->p);
-    int rc = pj_state_write(g->j, &s);
+    int fd = -1;
+    int rc = g->env.state_sync ? pj_state_write_nosync(g->j, &s, &fd)
+                               : pj_state_write(g->j, &s);
     if (rc < 0)
         return set_fatal(g, "partition superblock write", rc);
     g->stats.superblock_writes++;
+    if (rc == 1) { /* durable once the runtime's fsync is done */
+        g->state_asked = 1;
+        g->state_pending = *p;
+        g->env.state_sync(g->env.ctx, g, fd);
+        return 0;
+    }
     rc = vsr_on_superblock_durable(g->v, p);
     (void)rc;
     return 0;
@@ -748,6 +772,11 @@ pgroup_open(const struct pgroup_opts *o, struct vs_part *p,
                      rc == -EBADMSG ? verdict.msg : sio_strerror(rc));
         goto fail;
     }
+    /* created by this process with its superblock (part_opts.replicated):
+     * that empty state is the prior-life mark, durable before this first
+     * run sends anything; a later open (a restart, or a reopen after the
+     * group stopped) finds it and recovers */
+    int fresh = rec.fresh || (rec.formatted && part_take_created(p));
     if (o->replica_count > 1 && rec.fresh) {
         /* A prior life must be visible to the next boot before this
          * replica sends anything: a replica that restarted with nothing
@@ -785,7 +814,7 @@ pgroup_open(const struct pgroup_opts *o, struct vs_part *p,
     vo.headers = rec.headers;
     vo.header_count = rec.count;
     vo.commit_min = rec.state.checkpoint_op;
-    vo.recovering = o->replica_count > 1 && !rec.fresh;
+    vo.recovering = o->replica_count > 1 && !fresh;
     if (vo.recovering) {
         /* the per-boot nonce derives from the seed the runtime draws */
         uint64_t s = o->seed ^ UINT64_C(0x9E3779B97F4A7C15);

@@ -114,6 +114,14 @@ struct pgroup_env {
      * durable once written (the PrepareOk goes at once) and the sync is
      * asked every 10 ticks while appends are unsynced. */
     void (*sync)(void *ctx, struct vs_pgroup *g);
+    /* Asks for the fsync of the superblock file `fd` (written, not yet
+     * durable) off the loop: the runtime dups fd, fsyncs it and calls
+     * pgroup_on_state_synced(g) on the loop. The engine hears of the
+     * write only then, so what waits for it (R1: PrepareOk, Commit,
+     * view change messages) stays withheld until the fsync completed;
+     * one at a time (the engine has one write in flight). NULL: the
+     * write is fsynced on the calling thread. */
+    void (*state_sync)(void *ctx, struct vs_pgroup *g, int fd);
 };
 
 struct pgroup_opts {
@@ -205,6 +213,8 @@ enum vsr_verdict pgroup_on_message(struct vs_pgroup *g, const void *frame,
                                    size_t len);
 void pgroup_tick(struct vs_pgroup *g);
 void pgroup_on_synced(struct vs_pgroup *g, const struct pj_sync_target *t);
+/* The superblock fsync env->state_sync asked for completed. */
+void pgroup_on_state_synced(struct vs_pgroup *g);
 
 /* Introspection. */
 uint64_t pgroup_id(const struct vs_pgroup *g);

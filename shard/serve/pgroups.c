@@ -29,6 +29,7 @@
 #include "shard/link/mesh.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/state.h"
+#include "shard/serve/pbeat.h"
 #include "shard/serve/pgroup.h"
 #include "shard/serve/pgroups.h"
 #include "shard/serve/server.h"
@@ -71,6 +72,7 @@ struct pg_entry {
     uint64_t reopen_ms;  /* a stopped group is reopened from then on */
     uint64_t gen;        /* groups opened on it (an fsync names its own) */
     int sync_pending, sync_again;
+    int state_pending;     /* a superblock fsync in flight (env_state_sync) */
     uint64_t stats_commit; /* the commit its stats entry shows */
     int dead; /* closed while an fsync was in flight: freed by it */
     struct pg_entry *hnext, *next;
@@ -241,6 +243,19 @@ env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
     uint8_t node = e->replicas[replica];
     if (node == pg->self)
         return -EINVAL;
+    /* a heartbeat or its answer rides the link's coalesced beat */
+    struct beat_entry be;
+    if (pbeat_from_frame(frame, len, &pg->s->cluster, VS_WIRE_FORMAT_VERSION,
+                         &be) == 0) {
+        int rc = mesh_post(pg->mesh, node, &be);
+        if (rc == 0) {
+            pg->n.beat_out++;
+            return 0;
+        }
+        if (rc != -EAGAIN)
+            return rc;
+        /* the pending table is full: the frame goes on its own */
+    }
     return mesh_send(pg->mesh, node, frame, len);
 }
 
@@ -285,7 +300,8 @@ sync_done(void *ctx, uint64_t gen, const struct pj_sync_target *t)
     struct pg_entry *e = ctx;
     e->sync_pending = 0;
     if (e->dead) {
-        free(e);
+        if (!e->state_pending)
+            free(e);
         return;
     }
     if (e->g == NULL || gen != e->gen) {
@@ -313,6 +329,39 @@ sync_issue(struct pg_entry *e)
     }
     e->sync_pending = 1;
     gcommit_journal_sync(e->pg->gc, e->gen, &t, sync_done, e);
+}
+
+/* A superblock fsync done on the sync threads: the group's engine hears
+ * of the write now (unless that group was closed meanwhile). */
+static void
+state_done(void *ctx, uint64_t gen, const struct pj_sync_target *t)
+{
+    (void)t;
+    struct pg_entry *e = ctx;
+    e->state_pending = 0;
+    if (e->dead) {
+        if (!e->sync_pending)
+            free(e);
+        return;
+    }
+    if (e->g != NULL && gen == e->gen)
+        pgroup_on_state_synced(e->g);
+}
+
+static void
+env_state_sync(void *ctx, struct vs_pgroup *g, int fd)
+{
+    struct serve_pgroups *pg = ctx;
+    struct pg_entry *e = entry_of(pg, g);
+    if (e == NULL)
+        return;
+    struct pj_sync_target t;
+    memset(&t, 0, sizeof(t));
+    t.log_fd = -1;
+    t.vsr_fd = fd;
+    e->state_pending = 1;
+    pg->n.state_syncs++;
+    gcommit_journal_sync(pg->gc, e->gen, &t, state_done, e);
 }
 
 static void
@@ -505,66 +554,13 @@ on_part_close(void *ctx, struct dpart *dp)
         pp = &(*pp)->next;
     if (*pp)
         *pp = e->next;
-    if (e->sync_pending)
-        e->dead = 1; /* its fsync's completion frees it */
+    if (e->sync_pending || e->state_pending)
+        e->dead = 1; /* its fsyncs' completion frees it */
     else
         free(e);
 }
 
 /* ------------------------------------------------------------- links */
-
-static int
-frame_group(const struct vs_header *h, uint64_t *group)
-{
-    switch (h->f.command) {
-    case VS_CMD_PREPARE:
-    case VS_CMD_REPAIR_PREPARE:
-        *group = ((const struct vs_hdr_prepare *)h)->group;
-        return 1;
-    case VS_CMD_PREPARE_OK:
-        *group = ((const struct vs_hdr_prepare_ok *)h)->group;
-        return 1;
-    case VS_CMD_COMMIT:
-        *group = ((const struct vs_hdr_commit *)h)->group;
-        return 1;
-    case VS_CMD_PONG:
-        *group = ((const struct vs_hdr_pong *)h)->group;
-        return 1;
-    case VS_CMD_START_VIEW_CHANGE:
-        *group = ((const struct vs_hdr_start_view_change *)h)->group;
-        return 1;
-    case VS_CMD_DO_VIEW_CHANGE:
-        *group = ((const struct vs_hdr_do_view_change *)h)->group;
-        return 1;
-    case VS_CMD_START_VIEW:
-        *group = ((const struct vs_hdr_start_view *)h)->group;
-        return 1;
-    case VS_CMD_REQUEST_START_VIEW:
-        *group = ((const struct vs_hdr_request_start_view *)h)->group;
-        return 1;
-    case VS_CMD_REQUEST_PREPARES:
-        *group = ((const struct vs_hdr_request_prepares *)h)->group;
-        return 1;
-    case VS_CMD_REPAIR_DONE:
-    case VS_CMD_RANGE_EVICTED:
-        *group = ((const struct vs_hdr_repair_done *)h)->group;
-        return 1;
-    case VS_CMD_REQUEST_STATE_TRANSFER:
-        *group = ((const struct vs_hdr_request_state_transfer *)h)->group;
-        return 1;
-    case VS_CMD_STATE_TRANSFER_TARGET:
-        *group = ((const struct vs_hdr_state_transfer_target *)h)->group;
-        return 1;
-    case VS_CMD_REQUEST_STATE_CHUNK:
-        *group = ((const struct vs_hdr_request_state_chunk *)h)->group;
-        return 1;
-    case VS_CMD_STATE_CHUNK:
-        *group = ((const struct vs_hdr_state_chunk *)h)->group;
-        return 1;
-    default:
-        return 0;
-    }
-}
 
 /* Seals a frame of this module: header fields set, body follows it. */
 static void
@@ -750,7 +746,8 @@ pgroups_on_frame(void *arg, uint8_t peer, const void *frame, size_t len)
     }
     uint64_t gid = 0;
     struct pg_entry *e = NULL;
-    if (h->f.command <= VS_CMD_MAX && frame_group(h, &gid))
+    if (h->f.command <= VS_CMD_MAX &&
+        vsr_frame_group(h, &gid) != VSR_FRAME_NONE)
         e = find_gid(pg, gid);
     /* the engine checks the rest; the link must be the member's own,
      * except for a prepare, whose replica field names the primary that
@@ -765,6 +762,30 @@ pgroups_on_frame(void *arg, uint8_t peer, const void *frame, size_t len)
     (void)pgroup_on_message(e->g, frame, len);
 }
 
+/* A beat frame's entries: each rebuilt into its Commit / Pong frame
+ * (pbeat.h) for its group, when the link's peer is the member the entry
+ * names (the engine checks the rest as for any frame). */
+void
+pgroups_on_beat(void *arg, uint8_t peer, const struct beat_hdr *h,
+                const uint8_t *body)
+{
+    struct serve_pgroups *pg = arg;
+    for (uint32_t i = 0; i < h->count; i++) {
+        struct beat_entry be;
+        beat_entry_at(body, i, &be);
+        struct pg_entry *e = find_gid(pg, be.group);
+        struct vs_header f;
+        if (e == NULL || e->g == NULL || be.member >= e->count ||
+            e->replicas[be.member] != peer ||
+            pbeat_to_frame(&be, &pg->s->cluster, h->f.release, &f) != 0) {
+            pg->n.beat_dropped++;
+            continue;
+        }
+        pg->n.beat_in++;
+        (void)pgroup_on_message(e->g, &f, sizeof(f));
+    }
+}
+
 void
 pgroups_on_tick(void *arg)
 {
@@ -774,7 +795,10 @@ pgroups_on_tick(void *arg)
     for (struct pg_entry *e = pg->all; e; e = e->next) {
         if (e->g != NULL && pgroup_fatal(e->g))
             group_stop(pg, e, now);
-        if (e->g == NULL && e->reopen_ms != 0 && e->reopen_ms <= now) {
+        /* reopened once no fsync of the stopped group is in flight: the
+         * superblock it reads back is then durable */
+        if (e->g == NULL && e->reopen_ms != 0 && e->reopen_ms <= now &&
+            !e->state_pending && !e->sync_pending) {
             e->reopen_ms = 0;
             group_open(pg, e);
             if (e->g == NULL) { /* still refused: try again later */
@@ -812,6 +836,9 @@ pgroups_on_tick(void *arg)
         ready_push(pg, &w->w, VS_E_TRANSIENT_NOT_COMMITTED, NULL, 0, NULL);
         free(w);
     }
+    /* this tick's heartbeats leave now, one beat frame per link */
+    if (pg->mesh != NULL)
+        mesh_flush(pg->mesh);
 }
 
 void
@@ -977,6 +1004,7 @@ pgroups_create(struct serve *s, struct dparts *parts, struct serve_gcommit *gc,
     pg->env.send = env_send;
     pg->env.reply = env_reply;
     pg->env.sync = env_sync;
+    pg->env.state_sync = env_state_sync;
     vs_wbuf_init(&pg->out);
     vs_wbuf_init(&pg->rx);
     vs_wbuf_init(&pg->tx);

@@ -17,12 +17,21 @@
  *   - env->sync: the group's journal files are fsynced on the shard's
  *     sync threads (gcommit_journal_sync); pgroup_on_synced follows on the
  *     loop (unless that group was closed meanwhile: the completion names
- *     the group's generation).
+ *     the group's generation). env->state_sync: the same for its
+ *     superblock file (view changes, checkpoints): the engine hears the
+ *     write is durable, and lets what waited for it leave, only in
+ *     pgroup_on_state_synced after the fsync.
  *   - A group that stopped (pgroup_fatal: its journal out of space, an
  *     I/O error) is closed, its waiters answered 57, and reopened from
  *     its files PGROUPS_REOPEN_MS later (again while it fails).
  *   - env->send: the frame is queued on the link to that member's node
- *     (-EAGAIN when the link's queue is full: the engine retransmits).
+ *     (-EAGAIN when the link's queue is full: the engine retransmits);
+ *     but a Commit heartbeat or its Pong answer becomes an entry of the
+ *     link's coalesced beat (pbeat.h, shard/link/mesh.h): the tick's
+ *     heartbeats of every group leave in one frame per link (posted
+ *     again as a frame of its own when the link's pending table is
+ *     full). A received beat's entries are rebuilt into the exact frames
+ *     and routed as those frames are (below).
  *
  * Routing (pgroups_exec, on the owning shard, for a command of this
  * node's clients or one forwarded by a peer node):
@@ -107,6 +116,9 @@ void pgroups_attach(struct serve_pgroups *pg, struct mesh *m);
 /* Link events (dlinks' hooks). */
 void pgroups_on_frame(void *pg, uint8_t peer, const void *frame, size_t len);
 void pgroups_on_tick(void *pg);
+struct beat_hdr;
+void pgroups_on_beat(void *pg, uint8_t peer, const struct beat_hdr *h,
+                     const uint8_t *body);
 void pgroups_on_state(void *pg, uint8_t peer, int up);
 
 /* Opens the groups of newly listed replicated partitions (after
@@ -130,6 +142,10 @@ struct pgroups_counters {
     uint64_t groups, opened, refused, closed;
     uint64_t proposed, replied, forwarded, forward_failed, timed_out;
     uint64_t frames_in, frames_dropped, syncs;
+    /* heartbeats (Commit / Pong) posted as beat entries, and those of
+     * received beat frames taken by a group or dropped */
+    uint64_t beat_out, beat_in, beat_dropped;
+    uint64_t state_syncs; /* superblock fsyncs handed to the sync threads */
 };
 void pgroups_counters(const struct serve_pgroups *pg,
                       struct pgroups_counters *out);

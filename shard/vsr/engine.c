@@ -1058,48 +1058,6 @@ on_commit(struct vs_vsr *v, const struct vs_hdr_commit *c)
     return VSR_ACCEPTED;
 }
 
-/* The group field of the commands this version reads, or 0 if none. */
-static int
-frame_group(const struct vs_header *h, uint64_t *group)
-{
-    switch (h->f.command) {
-    case VS_CMD_PREPARE:
-    case VS_CMD_REPAIR_PREPARE:
-        *group = ((const struct vs_hdr_prepare *)h)->group;
-        return 1;
-    case VS_CMD_PREPARE_OK:
-        *group = ((const struct vs_hdr_prepare_ok *)h)->group;
-        return 1;
-    case VS_CMD_COMMIT:
-        *group = ((const struct vs_hdr_commit *)h)->group;
-        return 1;
-    case VS_CMD_PONG:
-        *group = ((const struct vs_hdr_pong *)h)->group;
-        return 1;
-    case VS_CMD_START_VIEW_CHANGE:
-        *group = ((const struct vs_hdr_start_view_change *)h)->group;
-        return 1;
-    case VS_CMD_DO_VIEW_CHANGE:
-        *group = ((const struct vs_hdr_do_view_change *)h)->group;
-        return 1;
-    case VS_CMD_START_VIEW:
-        *group = ((const struct vs_hdr_start_view *)h)->group;
-        return 1;
-    case VS_CMD_REQUEST_START_VIEW:
-        *group = ((const struct vs_hdr_request_start_view *)h)->group;
-        return 1;
-    case VS_CMD_REQUEST_PREPARES:
-        *group = ((const struct vs_hdr_request_prepares *)h)->group;
-        return 1;
-    case VS_CMD_REPAIR_DONE:
-    case VS_CMD_RANGE_EVICTED:
-        *group = ((const struct vs_hdr_repair_done *)h)->group;
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 static int
 command_is_unsealed(uint8_t command)
 {
@@ -1165,7 +1123,8 @@ classify(struct vs_vsr *v, const void *frame, size_t len)
     if (!vs_u128_eq(h.f.cluster, v->cluster))
         return VSR_DROP_CLUSTER;
     uint64_t group;
-    if (!frame_group(&h, &group))
+    /* the state transfer frames are the binding's, not the engine's */
+    if (vsr_frame_group(&h, &group) != VSR_FRAME_ENGINE)
         return VSR_DROP_UNSUPPORTED;
     if (group != v->group)
         return VSR_DROP_GROUP;

@@ -471,6 +471,17 @@ int vsr_on_request(struct vs_vsr *v, const struct vs_hdr_request *req,
  * a field before its checksum; returns the verdict (also counted). */
 enum vsr_verdict vsr_on_message(struct vs_vsr *v, const void *frame,
                                 size_t len);
+/* The group a replica frame's header names (shard/vsr/frame_group.c):
+ * VSR_FRAME_ENGINE (a command vsr_on_message takes), VSR_FRAME_TRANSFER
+ * (a state transfer frame: the binding's, xfer_frames.h) with *group
+ * set, or VSR_FRAME_NONE (no group field: *group untouched). Reads the
+ * header only; the group is trusted only after the frame's seal. */
+enum vsr_frame_kind {
+    VSR_FRAME_NONE = 0,
+    VSR_FRAME_ENGINE = 1,
+    VSR_FRAME_TRANSFER = 2,
+};
+enum vsr_frame_kind vsr_frame_group(const struct vs_header *h, uint64_t *group);
 /* One 10 ms tick: retransmits, heartbeats, timeouts. */
 void vsr_tick(struct vs_vsr *v);
 /* The journal append of `op` with identity `checksum` is durable.

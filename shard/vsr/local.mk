@@ -4,7 +4,8 @@ noinst_LIBRARIES += libvs_vsr.a
 libvs_vsr_a_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 libvs_vsr_a_SOURCES = \
 	shard/vsr/engine.c shard/vsr/engine.h shard/vsr/internal.h \
-	shard/vsr/view.c shard/vsr/repair.c shard/vsr/install.c
+	shard/vsr/view.c shard/vsr/repair.c shard/vsr/install.c \
+	shard/vsr/frame_group.c
 
 # State transfer's I/O-free core: manifest, frames, receiver, offers.
 libvs_vsr_a_SOURCES += \

@@ -67,8 +67,19 @@ static size_t
 three(uint8_t *buf, size_t cap)
 {
     struct beat_entry e[3] = {
-        {.group = 5, .view = 1, .kind = BEAT_KIND_COMMIT, .commit = 7, .op = 9},
-        {.group = 5, .view = 1, .kind = BEAT_KIND_ACK, .commit = 6, .op = 8},
+        {.group = 5,
+         .view = 1,
+         .kind = BEAT_KIND_COMMIT,
+         .commit = 7,
+         .op = 9,
+         .checksum = {0x5151, 0}},
+        {.group = 5,
+         .view = 1,
+         .kind = BEAT_KIND_ACK,
+         .member = 1,
+         .commit = 6,
+         .op = 8,
+         .timestamp = 77},
         {.group = 1ull << 40,
          .view = 3,
          .kind = BEAT_KIND_COMMIT,
@@ -77,7 +88,7 @@ three(uint8_t *buf, size_t cap)
     };
     struct beat_sender s = sender(2);
     long len = beat_encode(&s, 42, e, 3, buf, cap);
-    ck_assert_int_eq(len, 256 + 3 * 32);
+    ck_assert_int_eq(len, 256 + 3 * 64);
     return (size_t)len;
 }
 
@@ -95,18 +106,23 @@ START_TEST(test_codec_golden_and_round_trip)
     ck_assert_uint_eq(u64, 42);
     memcpy(&u32, buf + 136, 4);
     ck_assert_uint_eq(u32, 3);
-    ck_assert_uint_eq(buf[140] | buf[141] << 8, 32);
+    ck_assert_uint_eq(buf[140] | buf[141] << 8, 64);
     ck_assert_uint_eq(buf[142], 1);
     /* second entry: group 5, view 1, kind ACK, commit 6, op 8 */
-    memcpy(&u64, buf + 256 + 32, 8);
+    memcpy(&u64, buf + 256 + 64, 8);
     ck_assert_uint_eq(u64, 5);
-    memcpy(&u32, buf + 256 + 32 + 8, 4);
+    memcpy(&u32, buf + 256 + 64 + 8, 4);
     ck_assert_uint_eq(u32, 1);
-    ck_assert_uint_eq(buf[256 + 32 + 12], BEAT_KIND_ACK);
-    memcpy(&u64, buf + 256 + 32 + 16, 8);
+    ck_assert_uint_eq(buf[256 + 64 + 12], BEAT_KIND_ACK);
+    ck_assert_uint_eq(buf[256 + 64 + 13], 1); /* member */
+    memcpy(&u64, buf + 256 + 64 + 16, 8);
     ck_assert_uint_eq(u64, 6);
-    memcpy(&u64, buf + 256 + 32 + 24, 8);
+    memcpy(&u64, buf + 256 + 64 + 24, 8);
     ck_assert_uint_eq(u64, 8);
+    memcpy(&u64, buf + 256 + 64 + 32, 8);
+    ck_assert_uint_eq(u64, 77); /* timestamp */
+    memcpy(&u64, buf + 256 + 48, 8);
+    ck_assert_uint_eq(u64, 0x5151); /* entry 0's checksum */
 
     const struct beat_hdr *h;
     const uint8_t *body;
@@ -119,6 +135,11 @@ START_TEST(test_codec_golden_and_round_trip)
     ck_assert_uint_eq(e.view, 3);
     ck_assert_uint_eq(e.commit, 11);
     ck_assert_uint_eq(e.op, 12);
+    beat_entry_at(body, 1, &e);
+    ck_assert_uint_eq(e.member, 1);
+    ck_assert_uint_eq(e.timestamp, 77);
+    beat_entry_at(body, 0, &e);
+    ck_assert_uint_eq(e.checksum.lo, 0x5151);
     /* an empty frame (the keepalive) */
     struct beat_sender s = sender(0);
     ck_assert_int_eq(beat_encode(&s, 1, NULL, 0, buf, sizeof(buf)), 256);
@@ -167,7 +188,7 @@ START_TEST(test_codec_truncated_and_oversized)
     ck_assert_int_eq(
         beat_encode(&s, 1, &e, BEAT_ENTRIES_MAX + 1, big, sizeof(big)),
         -EINVAL);
-    ck_assert_int_eq(beat_encode(&s, 1, &e, 1, big, 256 + 31), -EINVAL);
+    ck_assert_int_eq(beat_encode(&s, 1, &e, 1, big, 256 + 63), -EINVAL);
     ck_assert_uint_eq(beat_frame_size(BEAT_ENTRIES_MAX), BEAT_FRAME_MAX);
 }
 END_TEST
@@ -180,13 +201,13 @@ START_TEST(test_codec_duplicates_and_damage)
     const uint8_t *body;
     /* entry 1 becomes a copy of entry 0: a repeated (group, kind) */
     memcpy(f, buf, len);
-    memcpy(f + 256 + 32, f + 256, 32);
+    memcpy(f + 256 + 64, f + 256, 64);
     reseal(f, len);
     ck_assert_int_eq(beat_decode(f, len, &cluster, &h, &body), -BEAT_ERR_ORDER);
     /* entries 1 and 2 swapped: out of order */
     memcpy(f, buf, len);
-    memcpy(f + 256 + 32, buf + 256 + 64, 32);
-    memcpy(f + 256 + 64, buf + 256 + 32, 32);
+    memcpy(f + 256 + 64, buf + 256 + 128, 64);
+    memcpy(f + 256 + 128, buf + 256 + 64, 64);
     reseal(f, len);
     ck_assert_int_eq(beat_decode(f, len, &cluster, &h, &body), -BEAT_ERR_ORDER);
     /* damage under the seal: one header bit, one body bit */
@@ -203,7 +224,12 @@ START_TEST(test_codec_duplicates_and_damage)
     reseal(f, len);
     ck_assert_int_eq(beat_decode(f, len, &cluster, &h, &body), -BEAT_ERR_KIND);
     memcpy(f, buf, len);
-    f[256 + 13] = 1;
+    f[256 + 14] = 1;
+    reseal(f, len);
+    ck_assert_int_eq(beat_decode(f, len, &cluster, &h, &body),
+                     -BEAT_ERR_RESERVED);
+    memcpy(f, buf, len);
+    f[256 + 64 + 44] = 1; /* the second reserved field */
     reseal(f, len);
     ck_assert_int_eq(beat_decode(f, len, &cluster, &h, &body),
                      -BEAT_ERR_RESERVED);
@@ -635,6 +661,38 @@ START_TEST(test_mesh_ten_thousand_groups_one_frame_per_tick)
 }
 END_TEST
 
+/* mesh_flush sends what is pending now, between ticks, and nothing
+ * when nothing is (no keepalive of its own) */
+START_TEST(test_mesh_flush_between_ticks)
+{
+    for (int i = 0; i < NODES; i++)
+        node_start(i);
+    ck_assert(wait_up(0, 1));
+    ck_assert(wait_up(0, 2));
+    mesh_flush(nodes[0].m);
+    for (int r = 0; r < 20; r++)
+        spin();
+    ck_assert_uint_eq(nodes[1].beats[0], 0);
+    struct beat_entry e = {.group = 9,
+                           .view = 2,
+                           .kind = BEAT_KIND_COMMIT,
+                           .member = 1,
+                           .commit = 5,
+                           .timestamp = 3};
+    ck_assert_int_eq(mesh_post(nodes[0].m, 1, &e), 0);
+    mesh_flush(nodes[0].m);
+    for (int r = 0; r < WAIT_ROUNDS && nodes[1].beats[0] < 1; r++)
+        spin();
+    ck_assert_uint_eq(nodes[1].beats[0], 1);
+    ck_assert_uint_eq(nodes[1].entries[0], 1);
+    ck_assert_uint_eq(nodes[1].last_commit[0], 5);
+    ck_assert_uint_eq(nodes[2].beats[0], 0); /* nothing was pending */
+    struct mesh_peer_info in;
+    mesh_peer(nodes[0].m, 1, &in);
+    ck_assert_uint_eq(in.pending, 0);
+}
+END_TEST
+
 /* node 2 differs in one way: 0-1 link, 2 links with nobody */
 static void
 check_refused(void)
@@ -866,6 +924,7 @@ dlinks_suite(void)
     tcase_add_checked_fixture(tm, setup, teardown);
     tcase_set_timeout(tm, 60);
     tcase_add_test(tm, test_mesh_ten_thousand_groups_one_frame_per_tick);
+    tcase_add_test(tm, test_mesh_flush_between_ticks);
     tcase_add_test(tm, test_mesh_refuses_another_shard);
     tcase_add_test(tm, test_mesh_refuses_another_shard_count);
     tcase_add_test(tm, test_mesh_refuses_wrong_secret);

@@ -21,12 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/buf.h"
 #include "common/errors.h"
 #include "common/wire.h"
 #include "shard/data/batch.h"
 #include "shard/data/partition.h"
+#include "shard/data/pdir.h"
 #include "shard/data/pjournal.h"
 #include "shard/serve/pgroup.h"
 #include "shard/storage/io.h"
@@ -65,6 +67,7 @@ struct node {
     int up;
     int want_sync;
     uint64_t boots;
+    int state_fd; /* env->state_sync asked for this fd's fsync (or -1) */
 };
 
 static struct node g_n[N];
@@ -80,6 +83,13 @@ static int g_hold_sync[N];
 static size_t g_nrep;
 static uint64_t g_wall = 1000000;
 static uint64_t g_repair_requests;
+/* env->state_sync set: superblock fsyncs complete in do_syncs, unless
+ * held (hold_state[node]) */
+static int g_async_state;
+static int g_hold_state[N];
+/* view change messages each node sent (StartViewChange, DoViewChange,
+ * StartView) */
+static uint64_t g_vc_sent[N];
 
 static int
 env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
@@ -97,6 +107,10 @@ env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
         ck_assert_uint_le(rp->from_op, rp->to_op);
         g_repair_requests++;
     }
+    if (h->f.command == VS_CMD_START_VIEW_CHANGE ||
+        h->f.command == VS_CMD_DO_VIEW_CHANGE ||
+        h->f.command == VS_CMD_START_VIEW)
+        g_vc_sent[n->idx]++;
     if (g_nq == QMAX)
         return -EAGAIN;
     struct msg *m = &g_q[g_nq++];
@@ -147,6 +161,16 @@ env_sync(void *ctx, struct vs_pgroup *g)
     n->want_sync = 1;
 }
 
+static void
+env_state_sync(void *ctx, struct vs_pgroup *g, int fd)
+{
+    (void)g;
+    struct node *n = ctx;
+    ck_assert_int_eq(n->state_fd, -1); /* one at a time */
+    ck_assert_int_ge(fd, 0);
+    n->state_fd = fd;
+}
+
 static struct vs_vsr_timeouts
 timeouts(void)
 {
@@ -165,18 +189,12 @@ timeouts(void)
 
 static uint32_t g_slots = 256;
 static enum part_durability g_durability = PART_FSYNC_EVERY_BATCH;
+/* part_opts.replicated: the group's superblock is made at create */
+static int g_replicated;
 
-static void
-node_start(struct node *n)
+static struct pgroup_opts
+group_opts(struct node *n)
 {
-    struct part_opts o;
-    part_opts_default(&o);
-    o.cut_damaged_tail = 1;
-    o.segment_size = 16 * 1024; /* several segments per test */
-    o.durability = g_durability;
-    struct part_verdict v;
-    int rc = part_open(&n->f.io, n->parts, &g_id, &o, 1, 0, &n->p, &v);
-    ck_assert_msg(rc == 0, "part_open: %d %s", rc, v.msg);
     struct pgroup_opts po = {
         .cluster = g_cluster,
         .id = g_id,
@@ -188,7 +206,25 @@ node_start(struct node *n)
         .seed = 77 + (uint64_t)n->idx * 1000 + n->boots++,
         .timeouts = timeouts(),
     };
-    struct pgroup_env env = {n, env_send, env_reply, env_sync};
+    return po;
+}
+
+static void
+node_start(struct node *n)
+{
+    struct part_opts o;
+    part_opts_default(&o);
+    o.cut_damaged_tail = 1;
+    o.segment_size = 16 * 1024; /* several segments per test */
+    o.durability = g_durability;
+    o.replicated = g_replicated;
+    struct part_verdict v;
+    int rc = part_open(&n->f.io, n->parts, &g_id, &o, 1, 0, &n->p, &v);
+    ck_assert_msg(rc == 0, "part_open: %d %s", rc, v.msg);
+    struct pgroup_opts po = group_opts(n);
+    struct pgroup_env env = {n, env_send, env_reply, env_sync,
+                             g_async_state ? env_state_sync : NULL};
+    n->state_fd = -1;
     char why[512];
     rc = pgroup_open(&po, n->p, &env, &n->g, why, sizeof(why));
     ck_assert_msg(rc == 0, "pgroup_open: %d %s", rc, why);
@@ -205,6 +241,7 @@ node_kill(struct node *n)
     n->p = NULL;
     n->up = 0;
     n->want_sync = 0;
+    n->state_fd = -1;
 }
 
 /* A power loss before any fsync of the node's appends: every segment
@@ -256,6 +293,10 @@ setup(void)
     g_repair_requests = 0;
     g_slots = 256;
     g_durability = PART_FSYNC_EVERY_BATCH;
+    g_replicated = 0;
+    g_async_state = 0;
+    memset(g_hold_state, 0, sizeof(g_hold_state));
+    memset(g_vc_sent, 0, sizeof(g_vc_sent));
     memset(g_drop, 0, sizeof(g_drop));
     memset(g_drop_cmd, 0, sizeof(g_drop_cmd));
     memset(g_hold_sync, 0, sizeof(g_hold_sync));
@@ -290,6 +331,11 @@ do_syncs(void)
         if (n->up && n->want_sync && !g_hold_sync[i]) {
             n->want_sync = 0;
             ck_assert_int_eq(pgroup_sync_now(n->g), 0);
+        }
+        if (n->up && n->state_fd >= 0 && !g_hold_state[i]) {
+            ck_assert_int_eq(fsync(n->state_fd), 0);
+            n->state_fd = -1;
+            pgroup_on_state_synced(n->g);
         }
     }
 }
@@ -1072,6 +1118,131 @@ START_TEST(test_restart_before_anything_durable)
 }
 END_TEST
 
+static int
+state_file_present(const struct node *n)
+{
+    char name[128], path[1000];
+    ck_assert_int_eq(pdir_name(name, sizeof(name), &g_id), 0);
+    snprintf(path, sizeof(path), "%s/%s/vsr_state", n->parts, name);
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_size > 0;
+}
+
+/* A replicated member's partition is created with its group's first
+ * superblock (part_opts.replicated): the group's first run starts as a
+ * fresh member of view 0 without writing one; any later open - the
+ * group reopened on the same handle, or a restart - recovers, and a
+ * primary that died before anything of it was durable still restarts
+ * Recovering (the mark was durable at create). */
+START_TEST(test_superblock_made_at_create)
+{
+    for (int i = 0; i < N; i++) {
+        node_kill(&g_n[i]);
+        node_wipe(&g_n[i]);
+    }
+    g_replicated = 1;
+    struct vs_vsr_info in;
+    for (int i = 0; i < N; i++) {
+        node_start(&g_n[i]);
+        ck_assert(state_file_present(&g_n[i]));
+        vsr_info(pgroup_engine(g_n[i].g), &in);
+        ck_assert_int_eq(in.status, VSR_STATUS_NORMAL);
+        struct pgroup_stats ps;
+        pgroup_stats(g_n[i].g, &ps);
+        ck_assert_uint_eq(ps.superblock_writes, 0);
+    }
+    /* the created mark is taken once: node 2's group reopened on the
+     * same partition handle recovers */
+    ck_assert_int_eq(part_take_created(g_n[2].p), 0);
+    pgroup_close(g_n[2].g);
+    g_n[2].want_sync = 0;
+    struct pgroup_opts po = group_opts(&g_n[2]);
+    struct pgroup_env env = {&g_n[2], env_send, env_reply, env_sync, NULL};
+    char why[512];
+    ck_assert_int_eq(
+        pgroup_open(&po, g_n[2].p, &env, &g_n[2].g, why, sizeof(why)), 0);
+    vsr_info(pgroup_engine(g_n[2].g), &in);
+    ck_assert_int_eq(in.status, VSR_STATUS_RECOVERING);
+    /* the primary's appends never durable, then it dies */
+    g_hold_sync[0] = 1;
+    int rc = -EAGAIN;
+    for (int s = 0; s < MAX_STEPS && rc != 0; s++) {
+        rc = send_on(0, 1, 1, 2);
+        if (rc != 0)
+            step();
+    }
+    ck_assert_int_eq(rc, 0);
+    for (int s = 0; s < 40; s++)
+        step();
+    node_kill(&g_n[0]);
+    node_lose_unsynced_appends(&g_n[0]);
+    g_hold_sync[0] = 0;
+    node_start(&g_n[0]);
+    vsr_info(pgroup_engine(g_n[0].g), &in);
+    ck_assert_int_eq(in.status, VSR_STATUS_RECOVERING);
+    wait_primary(-1);
+    produce(2, 2, 4);
+    wait_commit_all(pgroup_commit(g_n[1].g));
+    files_identical();
+}
+END_TEST
+
+/* Superblock fsyncs off the loop (env->state_sync): a backup's view
+ * change writes its superblock, and its StartViewChange - and every
+ * view change message after it - waits until the runtime reports that
+ * write fsynced (persist before send); then the view change completes
+ * and the group commits again. */
+START_TEST(test_superblock_fsync_off_loop_withholds_sends)
+{
+    for (int i = 0; i < N; i++) {
+        node_kill(&g_n[i]);
+        node_wipe(&g_n[i]);
+    }
+    g_async_state = 1;
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(2, 1, 3);
+    g_hold_state[1] = g_hold_state[2] = 1;
+    uint64_t vc1 = g_vc_sent[1], vc2 = g_vc_sent[2];
+    node_kill(&g_n[0]);
+    /* well past the backups' timeout: both wrote view 1, unsynced */
+    for (int s = 0; s < 400; s++)
+        step();
+    ck_assert_int_ge(g_n[1].state_fd, 0);
+    ck_assert_int_ge(g_n[2].state_fd, 0);
+    ck_assert_uint_eq(g_vc_sent[1], vc1);
+    ck_assert_uint_eq(g_vc_sent[2], vc2);
+    ck_assert_int_eq(settled_primary(), -1);
+    /* one node's fsync completes: it speaks, the other still may not */
+    g_hold_state[1] = 0;
+    for (int s = 0; s < 5; s++)
+        step();
+    ck_assert_uint_gt(g_vc_sent[1], vc1);
+    ck_assert_uint_eq(g_vc_sent[2], vc2);
+    g_hold_state[2] = 0;
+    int p = wait_primary(0);
+    ck_assert(p == 1 || p == 2);
+    produce(2, 4, 5);
+    node_start(&g_n[0]);
+    wait_commit_all(pgroup_commit(g_n[p].g));
+    files_identical();
+}
+END_TEST
+
+/* The create-time superblock's error path: it is never written over. */
+START_TEST(test_state_format_refuses_existing)
+{
+    char name[128], dir[1000];
+    ck_assert_int_eq(pdir_name(name, sizeof(name), &g_id), 0);
+    snprintf(dir, sizeof(dir), "%s/%s", g_n[1].parts, name);
+    ck_assert(state_file_present(&g_n[1])); /* the group's first open */
+    ck_assert_int_eq(pj_state_format(&g_n[1].f.io, dir), -EEXIST);
+    ck_assert_int_eq(pj_state_format(&g_n[1].f.io, "/nonexistent/dir"),
+                     -ENOENT);
+}
+END_TEST
+
 static Suite *
 pgroup_suite(void)
 {
@@ -1091,6 +1262,9 @@ pgroup_suite(void)
     tcase_add_test(tc, test_offset_ops_replay_deterministic);
     tcase_add_test(tc, test_stale_request_never_reproposed);
     tcase_add_test(tc, test_restart_before_anything_durable);
+    tcase_add_test(tc, test_superblock_made_at_create);
+    tcase_add_test(tc, test_state_format_refuses_existing);
+    tcase_add_test(tc, test_superblock_fsync_off_loop_withholds_sends);
     suite_add_tcase(s, tc);
     return s;
 }
