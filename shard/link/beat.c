@@ -73,7 +73,7 @@ beat_encode(const struct beat_sender *s, uint64_t seq,
         blen ? vs_body_checksum(body, blen) : (struct vs_u128){0, 0};
     h.seq = seq;
     h.count = n;
-    h.entry_size = BEAT_ENTRY_SIZE;
+    h.entry_size = n ? BEAT_ENTRY_SIZE : BEAT_ENTRY_SIZE_V1;
     h.shard = s->shard;
     vs_frame_seal((struct vs_header *)&h);
     memcpy(buf, &h, sizeof(h));
@@ -122,7 +122,8 @@ beat_decode(const void *frame, size_t len, const struct vs_u128 *cluster,
         return -BEAT_ERR_CLUSTER;
     if (h->count > BEAT_ENTRIES_MAX)
         return -BEAT_ERR_COUNT;
-    if (h->entry_size != BEAT_ENTRY_SIZE)
+    if (h->entry_size != BEAT_ENTRY_SIZE &&
+        !(h->count == 0 && h->entry_size == BEAT_ENTRY_SIZE_V1))
         return -BEAT_ERR_ENTRY_SIZE;
     if (len != beat_frame_size(h->count))
         return -BEAT_ERR_SIZE;

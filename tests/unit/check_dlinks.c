@@ -253,6 +253,24 @@ START_TEST(test_codec_duplicates_and_damage)
     reseal(f, len);
     ck_assert_int_eq(beat_decode(f, len, &cluster, &h, &body),
                      -BEAT_ERR_ENTRY_SIZE);
+    /* the previous release's entry size only without entries */
+    memcpy(f, buf, len);
+    ((struct beat_hdr *)f)->entry_size = BEAT_ENTRY_SIZE_V1;
+    reseal(f, len);
+    ck_assert_int_eq(beat_decode(f, len, &cluster, &h, &body),
+                     -BEAT_ERR_ENTRY_SIZE);
+    {
+        /* a keepalive is encoded with it (the previous release checks
+         * entry_size == 32 exactly) and decodes */
+        struct beat_sender ks = sender(0);
+        uint8_t ka[VS_HEADER_SIZE];
+        long kl = beat_encode(&ks, 7, NULL, 0, ka, sizeof(ka));
+        ck_assert_int_eq(kl, VS_HEADER_SIZE);
+        ck_assert_uint_eq(((struct beat_hdr *)ka)->entry_size,
+                          BEAT_ENTRY_SIZE_V1);
+        ck_assert_int_eq(beat_decode(ka, (size_t)kl, &cluster, &h, &body), 0);
+        ck_assert_uint_eq(h->count, 0);
+    }
     memcpy(f, buf, len);
     f[60] = VS_CMD_COMMIT;
     reseal(f, len);
