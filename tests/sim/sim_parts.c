@@ -30,6 +30,7 @@
 #include "tests/sim/sim_world.h"
 
 #define SP_OPS       2048u /* journal slots = history bound per group */
+#define SP_ROT_MAX   8u    /* flips remembered per replica */
 #define SP_OPS_CAP   1900u /* clients stop proposing beyond it */
 #define SP_OFFS      (SP_OPS * 4u)
 #define SP_CLIENTS   8u
@@ -101,6 +102,14 @@ struct sp_rep {
     struct vs_pgroup *g;
     struct pj_sync_target sync_t;
     int sync_pending, refused;
+    /* byte flips of this group's files on the node since its last
+     * successful open (the counterfactual undoes them: heal) */
+    struct sp_rot {
+        char path[700];
+        uint64_t off;
+        uint8_t mask;
+    } rot[SP_ROT_MAX];
+    unsigned nrot;
     uint64_t sync_due;
     uint64_t boot_dur; /* recovered head: durable from the open on */
 };
@@ -1674,6 +1683,8 @@ side_boot(struct sim_parts *ps, unsigned i)
         int rc = rep_boot(&ps->rep[i][k]);
         if (rc == 1)
             continue; /* refused: this group stays unserved on the node */
+        if (rc == 0)
+            ps->rep[i][k].nrot = 0; /* cut, repaired or rewritten now */
         if (rc < 0) {
             if (!sim_sio_crashed(nd->fs) && !ps->w->failed)
                 fail(ps, "node %u group %u does not boot: %s", i, k,
@@ -2109,7 +2120,8 @@ clients_tick(struct sim_parts *ps)
 /* ------------------------------------------------------------ faults */
 
 static int
-rot_file(struct sim_parts *ps, unsigned i, const char *path, int latent)
+rot_file(struct sim_parts *ps, unsigned i, unsigned k, const char *path,
+         int latent)
 {
     struct sp_node *nd = &ps->node[i];
     long sz = sim_sio_size(nd->fs, path);
@@ -2118,7 +2130,18 @@ rot_file(struct sim_parts *ps, unsigned i, const char *path, int latent)
     uint64_t off = prand(ps) % (uint64_t)sz;
     if (latent)
         return sim_sio_latent(nd->fs, path, off);
-    return sim_sio_flip(nd->fs, path, off, (uint8_t)(1u << (prand(ps) % 8)));
+    uint8_t mask = (uint8_t)(1u << (prand(ps) % 8));
+    int rc = sim_sio_flip(nd->fs, path, off, mask);
+    struct sp_rep *r = &ps->rep[i][k];
+    if (rc == 1 && r->nrot < SP_ROT_MAX) {
+        struct sp_rot *q = &r->rot[r->nrot++];
+        snprintf(q->path, sizeof(q->path), "%s", path);
+        q->off = off;
+        q->mask = mask;
+    } else if (rc == 1) {
+        r->nrot = SP_ROT_MAX + 1; /* beyond what is remembered */
+    }
+    return rc;
 }
 
 static void
@@ -2150,7 +2173,7 @@ faults_tick(struct sim_parts *ps)
             snprintf(path, sizeof(path), "%s/%s/%020llu.log", nd->parts_dir,
                      name, 0ull);
         }
-        if (rot_file(ps, i, path, latent) == 1) {
+        if (rot_file(ps, i, k, path, latent) == 1) {
             nd->rotted |= 1u << k;
             ps->rot_reps[k] |= 1u << i;
             if (latent)
@@ -2224,6 +2247,24 @@ sim_parts_heal(struct sim_world *w)
     for (unsigned i = 0; i < w->p.n; i++) {
         sim_sio_arm_crash(ps->node[i].fs, 0);
         ps->node[i].back_at = 0;
+        if (!w->p.refused_bootable)
+            continue;
+        /* the waiver's counterfactual: a group that refused to open gets
+         * its flips undone and the node's side reopens it */
+        int again = 0;
+        for (unsigned k = 0; k < ps->o.partitions; k++) {
+            struct sp_rep *r = &ps->rep[i][k];
+            if (!r->refused || r->nrot > SP_ROT_MAX)
+                continue;
+            while (r->nrot > 0) {
+                const struct sp_rot *q = &r->rot[--r->nrot];
+                (void)sim_sio_flip(ps->node[i].fs, q->path, q->off, q->mask);
+            }
+            ptrace(ps, "node %u group %u made bootable", i, k);
+            again = 1;
+        }
+        if (again && ps->node[i].up)
+            side_crash(ps, i);
     }
 }
 
@@ -2272,58 +2313,105 @@ sim_parts_converged(struct sim_world *w)
     return 1;
 }
 
-/* 1 if a group that did not converge needs, to decide a faulty op a
- * live replica may have acknowledged (never nacked), the votes of nodes
- * down for good (their metadata replica refuses to boot): no live copy
- * of the op and too few live nacks, so only a refused node (holding a
- * copy, or nacking) decides it; the metadata group's `waived_refused`
- * (sim_world.c) counts only nacks. */
+/* 1 if a copy of op f that replica o holds can serve it, as far as the
+ * engine can tell: o applied it, or journaled it in a log_view at least
+ * the asker's (an older log_view's copy may be another op f). */
+static int
+holds_usable(struct sp_rep *o, uint64_t f, uint32_t log_view)
+{
+    if (o->applied >= f)
+        return 1;
+    if (rep_durable(o) < f)
+        return 0;
+    struct vs_vsr_info oi;
+    vsr_info(o->eng, &oi);
+    return oi.log_view >= log_view;
+}
+
+/* 1 if a group that did not converge is undecidable without the nodes
+ * down for good (their metadata replica refuses to boot, or the group
+ * refused to open there): fewer live replicas than a quorum, or a live
+ * replica needs an op f above its durable journal (known committed, a
+ * header it knows, its faulty range, or its never-nacked range: a
+ * damaged cut it may have acknowledged) that no live replica holds
+ * usably (holds_usable), and f is known committed or the live nacks
+ * (its own among them) are fewer than a nack quorum:
+ * the live replicas can neither repair nor truncate it. Records why in
+ * the world (waived_op, waived_why); the counterfactual run
+ * (sim_params.refused_bootable) proves the refused nodes decide it.
+ * Never applies in that run. */
 static int
 needs_refused_votes(struct sim_parts *ps)
 {
     struct sim_world *w = ps->w;
+    if (w->p.refused_bootable)
+        return 0;
     unsigned nq = vsr_quorum_nack(w->p.n);
-    for (unsigned k = 0; k < ps->o.partitions; k++)
+    for (unsigned k = 0; k < ps->o.partitions; k++) {
+        unsigned refused = 0;
+        for (unsigned j = 0; j < w->p.n; j++)
+            if ((!w->node[j].up && w->node[j].refused) || ps->rep[j][k].refused)
+                refused |= 1u << j;
+        if (refused == 0)
+            continue;
+        unsigned live = w->p.n - (unsigned)__builtin_popcount(refused);
+        if (live < vsr_quorum_view_change(w->p.n) ||
+            live < vsr_quorum_replication(w->p.n)) {
+            snprintf(w->waived_why, sizeof(w->waived_why),
+                     "group %u: %u live replicas, fewer than a quorum; nodes "
+                     "0x%x refused",
+                     k, live, refused);
+            return 1;
+        }
         for (unsigned i = 0; i < w->p.n; i++) {
-            /* down for good: the node's metadata replica refuses to boot,
-             * or the group refused to open on it (pgroup_open) */
-            unsigned refused = 0;
-            for (unsigned j = 0; j < w->p.n; j++)
-                refused += (!w->node[j].up && w->node[j].refused) ||
-                           ps->rep[j][k].refused;
-            if (refused == 0)
-                break;
-            /* fewer live replicas than a quorum: only they can help */
-            if (w->p.n - refused < vsr_quorum_view_change(w->p.n) ||
-                w->p.n - refused < vsr_quorum_replication(w->p.n))
-                return 1;
             struct sp_rep *r = &ps->rep[i][k];
             if (!r->up)
                 continue;
             struct vs_vsr_info in;
             vsr_info(r->eng, &in);
-            for (uint64_t f = in.nonack_top; f > rep_durable(r); f--) {
-                unsigned holders = 0, nackers = 0;
+            uint64_t top = in.nonack_top;
+            if (in.op > top)
+                top = in.op;
+            if (in.commit_max > top)
+                top = in.commit_max;
+            if (in.faulty_op > top)
+                top = in.faulty_op;
+            uint64_t low = rep_durable(r);
+            if (r->applied > low)
+                low = r->applied;
+            for (uint64_t f = top; f > low; f--) {
+                unsigned holders = 0, nackers = f > in.nonack_top;
                 for (unsigned j = 0; j < w->p.n; j++) {
                     struct sp_rep *o = &ps->rep[j][k];
                     if (j == i || !o->up)
                         continue;
                     struct vs_vsr_info oi;
                     vsr_info(o->eng, &oi);
-                    if (o->applied >= f ||
-                        (rep_durable(o) >= f && oi.log_view >= in.log_view))
+                    /* a replica holding another log_view's f offers it
+                     * and does not nack it */
+                    if (holds_usable(o, f, in.log_view))
                         holders++;
-                    else if (oi.nonack_top < f)
+                    else if (oi.nonack_top < f && rep_durable(o) < f)
                         nackers++;
                 }
                 if (holders > 0)
                     break;
-                if (nackers >= nq)
-                    continue;
-                /* the refused nodes' votes (a copy or nacks) decide */
+                if (f > in.commit_max && nackers >= nq)
+                    continue; /* a nack quorum truncates it */
+                w->waived_op = f;
+                snprintf(w->waived_why, sizeof(w->waived_why),
+                         "group %u: op %llu (%s on node %u) has no usable "
+                         "live copy and %u of %u nacks; nodes 0x%x refused",
+                         k, (unsigned long long)f,
+                         f <= in.commit_max   ? "known committed"
+                         : f <= in.op         ? "a header without body"
+                         : f <= in.nonack_top ? "never nacked"
+                                              : "faulty",
+                         i, nackers, nq, refused);
                 return 1;
             }
         }
+    }
     return 0;
 }
 
@@ -2346,10 +2434,7 @@ sim_parts_finish(struct sim_world *w)
     if (!sim_parts_converged(w)) {
         if (needs_refused_votes(ps)) {
             ps->m.waived_refused++;
-            ptrace(ps,
-                   "liveness waived: %s, and a faulty op needs the votes "
-                   "of a node that refuses to boot",
-                   ps->why);
+            ptrace(ps, "liveness waived: %s: %s", ps->why, w->waived_why);
             return;
         }
         sim_world_failf(w, "partition liveness: %s after the faults stopped",

@@ -45,6 +45,7 @@
 #define SIM_N_MAX       5
 #define SIM_CLIENTS_MAX 16
 #define SIM_HIST_MAX    8192
+#define SIM_ROT_MAX     64
 
 /* Fault switches: a fault the engine cannot yet survive is turned off by
  * its switch (and the report says which), never silently. */
@@ -84,6 +85,16 @@ struct sim_params { /* drawn per seed */
     int no_operator_cut;
     /* liveness needs every replica Normal at one commit (scenarios) */
     int converge_all;
+    /* The counterfactual of the refused-votes waiver: when the faults
+     * stop, a replica that refuses to boot gets its disk's rot undone
+     * (sim_world_unrot: the flipped bytes restored, its bad sectors
+     * remapped, as an operator restoring the disk would) and boots; no
+     * refused-votes waiver applies. 2: the same, and the op the waiver
+     * named (bootable_rot_op) then rots on that replica too, so no
+     * replica holds it intact (a world where the waiver must not
+     * apply). */
+    int refused_bootable;
+    uint64_t bootable_rot_op;
 };
 
 struct sim_client {
@@ -184,6 +195,18 @@ struct sim_world {
     unsigned rot_replicas;     /* replicas that ever carried rot */
     uint64_t latent_rng;       /* its own stream: the fault switch `latent`
                                 * leaves every other draw of a seed unchanged */
+    /* the rot each replica's disk took since its last successful boot
+     * (what sim_world_unrot undoes) */
+    struct sim_rot {
+        uint64_t at;
+        uint8_t mask; /* 0: a latent sector */
+    } rotlog[SIM_N_MAX][SIM_ROT_MAX];
+    unsigned nrot[SIM_N_MAX];
+    /* the refused-votes waiver: the op it found undecidable without the
+     * replicas that refuse to boot (0: none), and those replicas */
+    uint64_t waived_op;
+    unsigned waived_mask;
+    char waived_why[256];
     uint64_t oracle_op;
     void *oracle;
     struct sim_model *model; /* reference model of the committed ops */
@@ -222,6 +245,9 @@ int sim_world_recover(struct sim_world *w, unsigned i);
 /* Flips a byte inside WAL op `op` of replica i (down). 1 done, 0 none. */
 int sim_world_rot_op(struct sim_world *w, unsigned i, uint64_t op,
                      int in_header);
+/* Undoes the rot replica i (down) took since its last successful boot
+ * (see sim_params.refused_bootable). Returns how many faults it undid. */
+unsigned sim_world_unrot(struct sim_world *w, unsigned i);
 void sim_world_failf(struct sim_world *w, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 uint64_t sim_world_rand(struct sim_world *w);

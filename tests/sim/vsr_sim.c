@@ -66,6 +66,8 @@ static int g_no_offsets_fsync = 0;
 static int g_parts_local = 0;  /* --parts-local: the sim-local binding */
 static int g_bad_offsets = 0;  /* --parts-bad-offsets */
 static int g_dup_requests = 0; /* --parts-dup-requests */
+/* --refused-bootable: the waiver's counterfactual (sim_params) */
+static int g_refused_bootable = 0;
 
 /* Attaches the partition groups to a built world (if asked). 0 or -errno
  * with w->failure set. */
@@ -252,12 +254,31 @@ struct seed_opts {
     int strict_lost_session; /* finding F2 fails the run */
     int own_reply_bytes;     /* cache replies as shard 0 did (finding F1) */
     unsigned partitions;     /* partition groups (0: --partitions) */
+    /* a test of the refused-votes waiver: the seed must pass through it,
+     * and fail (a liveness failure, no waiver) once the refused replicas
+     * are made bootable but the waived op rots on them too */
+    int waiver_mutation;
 };
 
-static int
-run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
-              const struct seed_opts *so)
+/* What one run of a seed ended with. */
+struct run_out {
+    int rc;
+    uint64_t waived;    /* refused-votes waivers (both checkers) */
+    char why[256];      /* what the waiver found */
+    uint64_t waived_op; /* the op it found undecidable */
+    char failure[600];  /* the failure (rc != 0) */
+    char replay[512];   /* the command that replays the run */
+    unsigned n;
+};
+
+/* One run of a seed. bootable: sim_params.refused_bootable (rot_op its
+ * op); quiet: no FAIL, replay or marks lines (the counterfactual). */
+static void
+run_world(uint64_t seed, unsigned n, uint64_t ticks, int trace,
+          const struct seed_opts *so, int bootable, uint64_t rot_op, int quiet,
+          struct run_out *out)
 {
+    memset(out, 0, sizeof(*out));
     struct sim_params p;
     sim_world_params(seed, n, &p);
     if (ticks)
@@ -267,6 +288,9 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
         p.allow_lost_session = !so->strict_lost_session;
         p.own_reply_bytes = so->own_reply_bytes;
     }
+    p.refused_bootable = bootable;
+    p.bootable_rot_op = rot_op;
+    out->n = p.n;
     struct sim_faults f;
     const char *saved = faults_spec;
     if (so != NULL && so->faults != NULL)
@@ -274,6 +298,15 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     default_faults(&f, p.n);
     const char *spec = faults_spec;
     faults_spec = saved;
+    snprintf(out->replay, sizeof(out->replay),
+             "tests/sim/vsr-sim%s%s%s%s --seed %llu --replicas %u --ticks %llu "
+             "--trace",
+             spec == NULL           ? ""
+             : spec == PROFILE_FULL ? " --full"
+                                    : " --faults ",
+             spec == NULL || spec == PROFILE_FULL ? "" : spec, parts_args(),
+             bootable ? " --refused-bootable" : "", (unsigned long long)seed,
+             p.n, (unsigned long long)p.ticks);
     struct sim_world *w = calloc(1, sizeof(*w));
     int rc = sim_world_init(w, seed, &p, &f, trace);
     if (rc == 0)
@@ -282,26 +315,75 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     if (rc != 0) {
         fprintf(stderr, "vsr-sim: seed %llu: cannot build the world: %s\n",
                 (unsigned long long)seed, w->failure);
+        snprintf(out->failure, sizeof(out->failure), "cannot build: %s",
+                 w->failure);
         sim_world_fini(w);
         free(w);
-        return 1;
+        out->rc = 1;
+        return;
     }
-    rc = sim_world_run(w);
-    if (rc) {
+    out->rc = sim_world_run(w);
+    snprintf(out->failure, sizeof(out->failure), "%s", w->failure);
+    snprintf(out->why, sizeof(out->why), "%s", w->waived_why);
+    out->waived_op = w->waived_op;
+    out->waived = w->m.waived_refused;
+    if (w->parts != NULL) {
+        struct sim_parts_marks pm;
+        sim_parts_get_marks(w, &pm);
+        out->waived += pm.waived_refused;
+    }
+    if (out->rc && !quiet) {
         printf("FAIL seed %llu (n=%u): %s\n", (unsigned long long)seed, p.n,
                w->failure);
-        printf("replay: tests/sim/vsr-sim%s%s%s --seed %llu --replicas %u "
-               "--ticks %llu --trace\n",
-               spec == NULL           ? ""
-               : spec == PROFILE_FULL ? " --full"
-                                      : " --faults ",
-               spec == NULL || spec == PROFILE_FULL ? "" : spec, parts_args(),
-               (unsigned long long)seed, p.n, (unsigned long long)p.ticks);
+        printf("replay: %s\n", out->replay);
     }
-    print_marks(w);
+    if (!quiet)
+        print_marks(w);
     sim_world_fini(w);
     free(w);
-    return rc;
+}
+
+/* Runs a seed. A run that passed through a refused-votes waiver says so
+ * and is checked against its counterfactual: the same seed with the
+ * replicas that refused to boot made bootable (their disks restored
+ * when the faults stop) must converge with no waiver, which proves the
+ * missing copies or votes were theirs; if it does not, the seed fails
+ * (the waiver hid a stall). */
+static int
+run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
+              const struct seed_opts *so)
+{
+    struct run_out r, c;
+    run_world(seed, n, ticks, trace, so, g_refused_bootable, 0, 0, &r);
+    if (r.rc == 0 && r.waived == 0 && so != NULL && so->waiver_mutation)
+        printf("FAIL seed %llu: the waiver under test no longer applies\n",
+               (unsigned long long)seed);
+    if (r.rc || r.waived == 0)
+        return r.rc || (so != NULL && so->waiver_mutation);
+    printf("waived seed %llu (n=%u): %s\n", (unsigned long long)seed, r.n,
+           r.why);
+    if (so != NULL && so->waiver_mutation) {
+        run_world(seed, n, ticks, 0, so, 2, r.waived_op, 1, &c);
+        int ok = c.rc && c.waived == 0 && strstr(c.failure, "liveness");
+        printf("%s: with the refused replicas made bootable and op %llu "
+               "rotted on them too, the seed %s%s\n",
+               ok ? "waiver mutation caught" : "FAIL waiver mutation",
+               (unsigned long long)r.waived_op, c.rc ? "fails: " : "passes",
+               c.rc ? c.failure : "");
+        return ok ? 0 : 1;
+    }
+    run_world(seed, n, ticks, 0, so, 1, 0, 1, &c);
+    if (c.rc) {
+        printf("FAIL seed %llu (n=%u): the refused-votes waiver does not "
+               "hold: with the refused replicas made bootable: %s\n",
+               (unsigned long long)seed, r.n, c.failure);
+        printf("replay: %s\n", c.replay);
+        return 1;
+    }
+    printf("waiver proven: seed %llu converges with the refused replicas "
+           "made bootable\n",
+           (unsigned long long)seed);
+    return 0;
 }
 
 static int
@@ -2065,14 +2147,19 @@ static const struct scenario SCENARIOS[] = {
     {"stall-gate-700834-reach-vs-cut", 3, NULL, NULL, 700834, 0, {0}},
     {"stall-gate-700975-reack-applied", 3, NULL, NULL, 700975, 0, {0}},
     {"stall-gate-701063-reach-vs-cut", 5, NULL, NULL, 701063, 0, {0}},
-    {"stall-gate-701701",
+    /* both survivors cut op 6 as a damaged tail, the third (the only
+     * intact copy) refuses to boot: undecidable, passes through the
+     * refused-votes waiver, proven by its counterfactual */
+    {"stall-gate-701701", 3, NULL, NULL, 701701, 0, {0}},
+    /* the waiver itself: with op 6 damaged on the third replica too no
+     * replica can decide it, the waiver must not apply */
+    {"waiver-refused-must-not-apply-701701",
      3,
-     "both survivors cut op 6 as a damaged tail, the third refuses to "
-     "boot: undecidable, but the refused-votes waiver misses it",
+     NULL,
      NULL,
      701701,
      0,
-     {0}},
+     {.waiver_mutation = 1}},
     /* first stall old-builder (fixed); now: a backup whose head lags
      * learns no op above it while the primary's commit waits for its
      * PrepareOk (no heartbeat names one; the retransmits come as
@@ -2093,14 +2180,10 @@ static const struct scenario SCENARIOS[] = {
      703946,
      0,
      {0}},
-    {"stall-gate-704532",
-     3,
-     "the only copy of op 24 is on a replica refusing to boot; the "
-     "refused-votes waiver misses a known-header faulty op",
-     NULL,
-     704532,
-     0,
-     {0}},
+    /* the only copy of op 24 (a header the survivors know, its body
+     * faulty) is on a replica refusing to boot: waived, proven */
+    {"stall-gate-704532", 3, NULL, NULL, 704532, 0, {0}},
+
     /* Replicated partitions: two partition groups beside the metadata
      * group (sim_parts.h); the upstream bugs vstream must not have. */
     {"part-primary-crash-mid-sends", 3, NULL, sc_part_primary_crash},
@@ -2124,6 +2207,36 @@ static const struct scenario SCENARIOS[] = {
      1001254,
      0,
      {NULL, 0, 0, 0, 2}},
+    /* Partition liveness (soak, --partitions 2): a node's metadata
+     * replica, or its partition group, refuses to boot for good and the
+     * survivors' canonical partition log names an op only that node
+     * journaled: undecidable, waived, and proven by the counterfactual
+     * (the same seed with that node made bootable converges). */
+    {"part-waiver-refused-2001376",
+     3,
+     NULL,
+     NULL,
+     2001376,
+     0,
+     {.partitions = 2}},
+    {"part-waiver-refused-1000238",
+     3,
+     NULL,
+     NULL,
+     1000238,
+     0,
+     {.partitions = 2}},
+    /* At-most-once (soak, --partitions 2, n = 1): a late copy of a send
+     * at the client's current request number, after more than the dedup
+     * window's 4 newer batches with that number, committed again (request
+     * 61 at op 127 and op 132). */
+    {"part-dedup-late-copy-2002019",
+     1,
+     "the per-client dedup floor (shard/serve/pgroup.c)",
+     NULL,
+     2002019,
+     0,
+     {.partitions = 2}},
     /* rot among the journal entries the checkpoint's repair margin keeps
      * at or below the snapshot op: dropped at boot, not refused */
     {"rot-below-snapshot", 3, NULL, sc_rot_below_snapshot},
@@ -2307,7 +2420,8 @@ usage(void)
             "       vsr-sim --seeds FIRST COUNT [--replicas N]\n"
             "       (any run: [--partitions P] partition groups beside the\n"
             "        metadata group, [--no-offsets-fsync] [--parts-local]\n"
-            "        [--parts-bad-offsets] [--parts-dup-requests])\n"
+            "        [--parts-bad-offsets] [--parts-dup-requests]\n"
+            "        [--refused-bootable])\n"
             "       vsr-sim --scenario NAME [--trace] | --scenarios | --list\n"
             "       vsr-sim --beyond-model FIRST COUNT\n");
 }
@@ -2379,6 +2493,8 @@ main(int argc, char **argv)
             g_bad_offsets = 1;
         } else if (strcmp(a, "--parts-dup-requests") == 0) {
             g_dup_requests = 1;
+        } else if (strcmp(a, "--refused-bootable") == 0) {
+            g_refused_bootable = 1;
         } else if (strcmp(a, "--full") == 0) {
             faults_spec = PROFILE_FULL;
         } else if (strcmp(a, "--faults") == 0 && i + 1 < argc) {
