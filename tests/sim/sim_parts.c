@@ -1094,11 +1094,52 @@ committed_end(const struct sim_parts *ps, unsigned k, uint64_t applied)
 static void verify_partition(struct sp_rep *r, const uint64_t *bop);
 static int open_part(struct sp_rep *r, int wipe);
 
+/* The replicated journal's record files (*.vsr) of group k on node i:
+ * their total length, and the path of the newest (empty if none). */
+struct vsr_files {
+    struct sim_parts *ps;
+    unsigned node;
+    char dir[600], last[700];
+    long total;
+};
+
+static int
+vsr_file_cb(void *arg, const char *name)
+{
+    struct vsr_files *v = arg;
+    size_t n = strlen(name);
+    if (n < 4 || strcmp(name + n - 4, ".vsr") != 0)
+        return 0;
+    char path[700];
+    snprintf(path, sizeof(path), "%s/%s", v->dir, name);
+    long sz = sim_sio_size(v->ps->node[v->node].fs, path);
+    if (sz > 0)
+        v->total += sz;
+    if (strcmp(path, v->last) > 0) /* zero-padded start offsets */
+        snprintf(v->last, sizeof(v->last), "%s", path);
+    return 0;
+}
+
+static void
+vsr_files_of(struct sim_parts *ps, unsigned i, unsigned k, struct vsr_files *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->ps = ps;
+    v->node = i;
+    struct part_id id = part_ident_of(k);
+    char name[128];
+    pdir_name(name, sizeof(name), &id);
+    snprintf(v->dir, sizeof(v->dir), "%s/%s", ps->node[i].parts_dir, name);
+    (void)sim_sio_list(ps->node[i].fs, v->dir, vsr_file_cb, v);
+}
+
 static int
 pg_boot(struct sp_rep *r)
 {
     struct sim_parts *ps = r->ps;
     struct sim_world *w = ps->w;
+    struct vsr_files before;
+    vsr_files_of(ps, r->node, r->part, &before);
     int rc = open_part(r, 0);
     if (rc == 1) {
         r->refused = 1;
@@ -1140,6 +1181,21 @@ pg_boot(struct sp_rep *r)
     r->eng = (struct vs_vsr *)pgroup_engine(r->g);
     r->applied = pgroup_commit(r->g);
     r->boot_dur = pj_head(pgroup_journal(r->g));
+    /* the open cut the journal's tail: a torn append, or a damaged last
+     * record (then the engine holds a faulty range above the head) */
+    struct vsr_files after;
+    vsr_files_of(ps, r->node, r->part, &after);
+    if (after.total < before.total) {
+        struct vs_vsr_info in;
+        vsr_info(r->eng, &in);
+        if (in.faulty_op > r->boot_dur)
+            ps->m.faulty_cut++;
+        else
+            ps->m.torn_cut++;
+        ptrace(ps, "node %u group %u: journal cut %ld bytes (faulty to %llu)",
+               r->node, r->part, before.total - after.total,
+               (unsigned long long)in.faulty_op);
+    }
     /* ops the open's replay committed that no life observed (a commit
      * right before a stop): observed now */
     struct vs_wbuf b;
@@ -2119,15 +2175,18 @@ clients_tick(struct sim_parts *ps)
 
 /* ------------------------------------------------------------ faults */
 
+/* tail: within the file's last 64 bytes (its last record) */
 static int
 rot_file(struct sim_parts *ps, unsigned i, unsigned k, const char *path,
-         int latent)
+         int latent, int tail)
 {
     struct sp_node *nd = &ps->node[i];
     long sz = sim_sio_size(nd->fs, path);
     if (sz <= 0)
         return 0;
     uint64_t off = prand(ps) % (uint64_t)sz;
+    if (tail && sz > 64)
+        off = (uint64_t)sz - 1 - off % 64;
     if (latent)
         return sim_sio_latent(nd->fs, path, off);
     uint8_t mask = (uint8_t)(1u << (prand(ps) % 8));
@@ -2164,7 +2223,15 @@ faults_tick(struct sim_parts *ps)
                        * torn append cut as damaged counts too) */
         char path[700];
         int latent = w->f.latent && pchance(ps, 1, 3);
-        if (pchance(ps, 1, 2)) {
+        int tail = 0;
+        if (pchance(ps, 1, 2) && !ps->o.local_binding) {
+            /* the replicated journal's newest record file, half the time
+             * its last record (a damaged tail: cut, faulty, repaired) */
+            struct vsr_files v;
+            vsr_files_of(ps, i, k, &v);
+            snprintf(path, sizeof(path), "%s", v.last);
+            tail = pchance(ps, 1, 2);
+        } else if (ps->o.local_binding && pchance(ps, 1, 2)) {
             snprintf(path, sizeof(path), "%s/p%u.journal", nd->root, k);
         } else {
             struct part_id id = part_ident_of(k);
@@ -2173,7 +2240,7 @@ faults_tick(struct sim_parts *ps)
             snprintf(path, sizeof(path), "%s/%s/%020llu.log", nd->parts_dir,
                      name, 0ull);
         }
-        if (rot_file(ps, i, k, path, latent) == 1) {
+        if (path[0] != '\0' && rot_file(ps, i, k, path, latent, tail) == 1) {
             nd->rotted |= 1u << k;
             ps->rot_reps[k] |= 1u << i;
             if (latent)
@@ -2661,6 +2728,10 @@ sim_parts_get_marks(const struct sim_world *w, struct sim_parts_marks *m)
             m->faulty_repaired += st.faulty_repaired;
         }
     m->reconnects = ps->m.reconnects;
+    /* under pgroup.c the binding dedups (the sim's own table is the
+     * local binding's): its duplicates answered are the dedup hits */
+    if (!ps->o.local_binding)
+        m->dedup_hits += m->pg_duplicates;
 }
 
 /* ---------------------------------------------------------- scenarios */

@@ -27,7 +27,11 @@
  *    converge on one commit; a replica left behind its peers' journals
  *    beside a caught-up primary fails it (state transfer could have
  *    run); only a view whose primary is itself behind every peer's
- *    journal is waived, counted in mark `waived_transfer`;
+ *    journal is waived, counted in mark `waived_transfer`, and a stall
+ *    undecidable without the replicas that refuse to boot (an op no
+ *    live replica holds nor can nack away), counted in `waived_refused`
+ *    and proven by vsr_sim.c's counterfactual run of the same seed with
+ *    those replicas made bootable (sim_params.refused_bootable);
  *  - equal state: after convergence, replicas Normal at the same commit
  *    encode to the same snapshot bytes (state machine + client table).
  *

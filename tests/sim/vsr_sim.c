@@ -8,6 +8,9 @@
  *                          metadata group (sim_parts.h), 0 by default
  *   vsr-sim --scenario NAME [--trace] | --scenarios | --list
  *   vsr-sim --beyond-model FIRST COUNT                      must halt
+ *   ... --refused-bootable  the refused-votes waiver's counterfactual:
+ *                          replicas refusing to boot get their disks
+ *                          restored when the faults stop (no waiver)
  * Every run prints one `marks` line (summed by tests/sim/soak); a failing
  * seed prints the failure and the one command that replays it.
  *
