@@ -102,8 +102,10 @@ struct sp_rep {
     struct vs_pgroup *g;
     struct pj_sync_target sync_t;
     int sync_pending, refused;
-    /* byte flips of this group's files on the node since its last
-     * successful open (the counterfactual undoes them: heal) */
+    char refuse[600]; /* why the last open refused */
+    /* byte flips (and latent sectors: mask 0) of this group's files on
+     * the node since its last successful open (the counterfactual
+     * undoes them: heal) */
     struct sp_rot {
         char path[700];
         uint64_t off;
@@ -174,6 +176,7 @@ struct sim_parts {
     uint64_t seq;
     struct sp_client c[SP_CLIENTS];
     struct sim_parts_marks m;
+    unsigned mute; /* nodes whose partition frames are dropped */
     int (*tamper)(void *ctx, unsigned from, unsigned to, uint8_t *frame,
                   uint32_t len);
     void *tamper_ctx;
@@ -318,6 +321,9 @@ net_send(struct sim_parts *ps, int to_client, unsigned from, unsigned to,
     if (w->faults_on && !to_client && from < SIM_N_MAX && to < SIM_N_MAX &&
         w->part[from][to])
         return;
+    if (!to_client && from < SIM_N_MAX && to < SIM_N_MAX &&
+        (ps->mute & (1u << from)))
+        return; /* the waiver's mutation (sim_params.bootable_mute_parts) */
     if (w->faults_on && w->f.loss && pchance(ps, w->p.loss_pm, 1000))
         return;
     net_push(ps, to_client, from, to, frame, len);
@@ -666,8 +672,11 @@ do_commit(struct sp_rep *r, const struct vs_vsr_action *a)
              hs->acked ? ", and it was acknowledged" : "");
         goto out;
     }
-    ptrace(ps, "node %u group %u commits op %llu (operation %u)", r->node,
-           r->part, (unsigned long long)op, h->operation);
+    ptrace(ps,
+           "node %u group %u commits op %llu (operation %u, client %llx "
+           "request %llu)",
+           r->node, r->part, (unsigned long long)op, h->operation,
+           (unsigned long long)h->client.lo, (unsigned long long)h->request);
     if (!hs->set) {
         hs->set = 1;
         hs->checksum = h->f.checksum;
@@ -909,8 +918,11 @@ pg_committed(struct sp_rep *r, uint64_t op, const struct vs_hdr_prepare *h,
 {
     struct sim_parts *ps = r->ps;
     struct sp_hist *hs = &ps->hist[r->part][op];
-    ptrace(ps, "node %u group %u commits op %llu (operation %u)", r->node,
-           r->part, (unsigned long long)op, h->operation);
+    ptrace(ps,
+           "node %u group %u commits op %llu (operation %u, client %llx "
+           "request %llu)",
+           r->node, r->part, (unsigned long long)op, h->operation,
+           (unsigned long long)h->client.lo, (unsigned long long)h->request);
     if (hs->set && !vs_u128_eq(hs->checksum, h->f.checksum)) {
         fail(ps,
              "history: group %u op %llu committed with two checksums "
@@ -1175,6 +1187,7 @@ pg_boot(struct sp_rep *r)
         ps->m.pg_refused++;
         ptrace(ps, "node %u group %u: pgroup_open refused: %s", r->node,
                r->part, why);
+        snprintf(r->refuse, sizeof(r->refuse), "pgroup_open: %s", why);
         return 1;
     }
     r->refused = 0;
@@ -1483,6 +1496,7 @@ open_part(struct sp_rep *r, int wipe)
     if (rc == -EBADMSG) {
         ptrace(ps, "node %u group %u: partition refused: %s", r->node, r->part,
                v.msg);
+        snprintf(r->refuse, sizeof(r->refuse), "part_open: %s", v.msg);
         ps->m.part_refused++;
         return 1;
     }
@@ -2187,10 +2201,9 @@ rot_file(struct sim_parts *ps, unsigned i, unsigned k, const char *path,
     uint64_t off = prand(ps) % (uint64_t)sz;
     if (tail && sz > 64)
         off = (uint64_t)sz - 1 - off % 64;
-    if (latent)
-        return sim_sio_latent(nd->fs, path, off);
-    uint8_t mask = (uint8_t)(1u << (prand(ps) % 8));
-    int rc = sim_sio_flip(nd->fs, path, off, mask);
+    uint8_t mask = latent ? 0 : (uint8_t)(1u << (prand(ps) % 8));
+    int rc = latent ? sim_sio_latent(nd->fs, path, off)
+                    : sim_sio_flip(nd->fs, path, off, mask);
     struct sp_rep *r = &ps->rep[i][k];
     if (rc == 1 && r->nrot < SP_ROT_MAX) {
         struct sp_rot *q = &r->rot[r->nrot++];
@@ -2325,13 +2338,20 @@ sim_parts_heal(struct sim_world *w)
                 continue;
             while (r->nrot > 0) {
                 const struct sp_rot *q = &r->rot[--r->nrot];
-                (void)sim_sio_flip(ps->node[i].fs, q->path, q->off, q->mask);
+                if (q->mask)
+                    (void)sim_sio_flip(ps->node[i].fs, q->path, q->off,
+                                       q->mask);
+                else
+                    (void)sim_sio_remap(ps->node[i].fs, q->path, q->off);
             }
             ptrace(ps, "node %u group %u made bootable", i, k);
             again = 1;
         }
         if (again && ps->node[i].up)
             side_crash(ps, i);
+        if (w->p.refused_bootable == 2 && w->p.bootable_mute_parts &&
+            (again || (w->made_bootable & (1u << i))))
+            ps->mute |= 1u << i;
     }
 }
 
@@ -2421,6 +2441,22 @@ needs_refused_votes(struct sim_parts *ps)
                 refused |= 1u << j;
         if (refused == 0)
             continue;
+        /* a group that refused to open on an up node with no fault
+         * injected into its files since its last good open: the damage
+         * came from a crash alone (torn unsynced writes), which the
+         * product must recover from, so no counterfactual can restore
+         * it: a product finding, named (w->waived_crash) */
+        w->waived_crash = 0;
+        for (unsigned j = 0; j < w->p.n; j++) {
+            const struct sp_rep *q = &ps->rep[j][k];
+            if (q->refused && w->node[j].up && q->nrot == 0) {
+                w->waived_crash = 1;
+                snprintf(w->waived_crash_why, sizeof(w->waived_crash_why),
+                         "group %u refused to open on node %u after a crash "
+                         "alone (no injected fault): %s",
+                         k, j, q->refuse);
+            }
+        }
         unsigned live = w->p.n - (unsigned)__builtin_popcount(refused);
         if (live < vsr_quorum_view_change(w->p.n) ||
             live < vsr_quorum_replication(w->p.n)) {
@@ -2499,8 +2535,18 @@ sim_parts_finish(struct sim_world *w)
     if (ps == NULL || w->failed)
         return;
     if (!sim_parts_converged(w)) {
+        if (needs_refused_votes(ps) && w->waived_crash &&
+            w->p.strict_crash_refusal) {
+            sim_world_failf(w,
+                            "partition liveness: %s after the faults "
+                            "stopped, and %s",
+                            ps->why, w->waived_crash_why);
+            return;
+        }
         if (needs_refused_votes(ps)) {
             ps->m.waived_refused++;
+            ps->m.waived_crash += w->waived_crash;
+            w->waived_part = 1;
             ptrace(ps, "liveness waived: %s: %s", ps->why, w->waived_why);
             return;
         }

@@ -1599,9 +1599,10 @@ sim_world_run(struct sim_world *w)
         if (w->p.refused_bootable && !w->node[i].up && w->node[i].refused) {
             /* the counterfactual: its disk restored, it boots */
             unsigned k = sim_world_unrot(w, i);
-            if (w->p.refused_bootable == 2 &&
+            if (w->p.refused_bootable == 2 && !w->p.bootable_mute_parts &&
                 sim_world_rot_op(w, i, w->p.bootable_rot_op, 1))
                 w->m.bitrot++;
+            w->made_bootable |= 1u << i;
             tracef(w, "replica %u made bootable (%u faults undone)", i, k);
             (void)sim_world_restart(w, i);
         }

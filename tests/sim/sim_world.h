@@ -99,6 +99,13 @@ struct sim_params { /* drawn per seed */
      * apply). */
     int refused_bootable;
     uint64_t bootable_rot_op;
+    /* with refused_bootable 2, for a partition group's waiver instead:
+     * the partition frames of the nodes made bootable are dropped, so
+     * their copies and votes never reach the group (sim_parts.c) */
+    int bootable_mute_parts;
+    /* a partition waiver resting on a group refused after a crash alone
+     * fails the run (the scenario of that product finding) */
+    int strict_crash_refusal;
 };
 
 struct sim_client {
@@ -210,6 +217,13 @@ struct sim_world {
      * replicas that refuse to boot (0: none), and those replicas */
     uint64_t waived_op;
     unsigned waived_mask;
+    int waived_part; /* 1: the partition checker's waiver */
+    /* 1: that waiver rests on a partition group that refused to open
+     * after a crash alone (a product finding, not provable by the
+     * counterfactual; strict_crash_refusal fails it instead) */
+    int waived_crash;
+    char waived_crash_why[320];
+    unsigned made_bootable; /* replicas the counterfactual restored */
     char waived_why[256];
     uint64_t oracle_op;
     void *oracle;

@@ -51,8 +51,10 @@
  * checkpoints catches up by state transfer (sim_xfer.h); the liveness
  * checker waives only a view whose primary itself is behind every peer's
  * journal (`waived_transfer`). Interior WAL corruption makes a replica
- * refuse to boot (a lost disk until `recover`): a run whose stall needs
- * its votes is waived too (`waived_refused`). Wipe + recover (one replica
+ * refuse to boot (a lost disk until `recover`): a run whose stall is
+ * undecidable without it is waived too (`waived_refused`), and proven
+ * by a second run of the seed with that replica made bootable, which
+ * must converge (run_seed_opts). Wipe + recover (one replica
  * at a time, only when it is the only fault) is in `full`. */
 static const char PROFILE_GATE[] =
     "loss,dup,delay,torn,restart,sb_corrupt,crash_backup,crash_primary,"
@@ -239,6 +241,7 @@ print_marks(const struct sim_world *w)
             {"p_faulty_repaired", pm.faulty_repaired},
             {"p_state_transfer", pm.state_transfer},
             {"p_waived_refused", pm.waived_refused},
+            {"p_waived_crash", pm.waived_crash},
             {"p_unobserved", pm.unobserved},
             {"p_offset_gaps", pm.offset_gaps},
             {"p_pg_refused", pm.pg_refused},
@@ -261,6 +264,9 @@ struct seed_opts {
      * and fail (a liveness failure, no waiver) once the refused replicas
      * are made bootable but the waived op rots on them too */
     int waiver_mutation;
+    /* a partition group refusing to open after a crash alone fails the
+     * run instead of being waived as a named product finding */
+    int strict_crash_refusal;
 };
 
 /* What one run of a seed ended with. */
@@ -269,8 +275,11 @@ struct run_out {
     uint64_t waived;    /* refused-votes waivers (both checkers) */
     char why[256];      /* what the waiver found */
     uint64_t waived_op; /* the op it found undecidable */
-    char failure[600];  /* the failure (rc != 0) */
-    char replay[512];   /* the command that replays the run */
+    int waived_part;    /* 1: a partition group's waiver */
+    int waived_crash;   /* ... resting on a refusal after a crash alone */
+    char crash_why[320];
+    char failure[600]; /* the failure (rc != 0) */
+    char replay[512];  /* the command that replays the run */
     unsigned n;
 };
 
@@ -278,8 +287,8 @@ struct run_out {
  * op); quiet: no FAIL, replay or marks lines (the counterfactual). */
 static void
 run_world(uint64_t seed, unsigned n, uint64_t ticks, int trace,
-          const struct seed_opts *so, int bootable, uint64_t rot_op, int quiet,
-          struct run_out *out)
+          const struct seed_opts *so, int bootable, uint64_t rot_op,
+          int mute_parts, int quiet, struct run_out *out)
 {
     memset(out, 0, sizeof(*out));
     struct sim_params p;
@@ -293,6 +302,8 @@ run_world(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     }
     p.refused_bootable = bootable;
     p.bootable_rot_op = rot_op;
+    p.bootable_mute_parts = mute_parts;
+    p.strict_crash_refusal = so != NULL && so->strict_crash_refusal;
     out->n = p.n;
     struct sim_faults f;
     const char *saved = faults_spec;
@@ -301,6 +312,9 @@ run_world(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     default_faults(&f, p.n);
     const char *spec = faults_spec;
     faults_spec = saved;
+    unsigned saved_parts = g_partitions; /* parts_args() of this run */
+    if (so != NULL && so->partitions)
+        g_partitions = so->partitions;
     snprintf(out->replay, sizeof(out->replay),
              "tests/sim/vsr-sim%s%s%s%s --seed %llu --replicas %u --ticks %llu "
              "--trace",
@@ -310,6 +324,7 @@ run_world(uint64_t seed, unsigned n, uint64_t ticks, int trace,
              spec == NULL || spec == PROFILE_FULL ? "" : spec, parts_args(),
              bootable ? " --refused-bootable" : "", (unsigned long long)seed,
              p.n, (unsigned long long)p.ticks);
+    g_partitions = saved_parts;
     struct sim_world *w = calloc(1, sizeof(*w));
     int rc = sim_world_init(w, seed, &p, &f, trace);
     if (rc == 0)
@@ -329,6 +344,9 @@ run_world(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     snprintf(out->failure, sizeof(out->failure), "%s", w->failure);
     snprintf(out->why, sizeof(out->why), "%s", w->waived_why);
     out->waived_op = w->waived_op;
+    out->waived_part = w->waived_part;
+    out->waived_crash = w->waived_crash;
+    snprintf(out->crash_why, sizeof(out->crash_why), "%s", w->waived_crash_why);
     out->waived = w->m.waived_refused;
     if (w->parts != NULL) {
         struct sim_parts_marks pm;
@@ -357,7 +375,7 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
               const struct seed_opts *so)
 {
     struct run_out r, c;
-    run_world(seed, n, ticks, trace, so, g_refused_bootable, 0, 0, &r);
+    run_world(seed, n, ticks, trace, so, g_refused_bootable, 0, 0, 0, &r);
     if (r.rc == 0 && r.waived == 0 && so != NULL && so->waiver_mutation)
         printf("FAIL seed %llu: the waiver under test no longer applies\n",
                (unsigned long long)seed);
@@ -366,16 +384,24 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     printf("waived seed %llu (n=%u): %s\n", (unsigned long long)seed, r.n,
            r.why);
     if (so != NULL && so->waiver_mutation) {
-        run_world(seed, n, ticks, 0, so, 2, r.waived_op, 1, &c);
+        run_world(seed, n, ticks, 0, so, 2, r.waived_op, r.waived_part, 1, &c);
         int ok = c.rc && c.waived == 0 && strstr(c.failure, "liveness");
-        printf("%s: with the refused replicas made bootable and op %llu "
-               "rotted on them too, the seed %s%s\n",
+        printf("%s: with the refused replicas made bootable and %s, the "
+               "seed %s%s\n",
                ok ? "waiver mutation caught" : "FAIL waiver mutation",
-               (unsigned long long)r.waived_op, c.rc ? "fails: " : "passes",
-               c.rc ? c.failure : "");
+               r.waived_part ? "their partition frames dropped"
+                             : "the waived op rotted on them too",
+               c.rc ? "fails: " : "passes", c.rc ? c.failure : "");
         return ok ? 0 : 1;
     }
-    run_world(seed, n, ticks, 0, so, 1, 0, 1, &c);
+    if (r.waived_crash) {
+        /* crash damage no counterfactual restores: waived by name, the
+         * product finding its scenario (part-crash-refusal-*) tracks */
+        printf("waived seed %llu: product finding, not provable: %s\n",
+               (unsigned long long)seed, r.crash_why);
+        return 0;
+    }
+    run_world(seed, n, ticks, 0, so, 1, 0, 0, 1, &c);
     if (c.rc) {
         printf("FAIL seed %llu (n=%u): the refused-votes waiver does not "
                "hold: with the refused replicas made bootable: %s\n",
@@ -2221,7 +2247,30 @@ static const struct scenario SCENARIOS[] = {
      NULL,
      2001376,
      0,
-     {.partitions = 2}},
+     {.partitions =
+          2}}, /* Gate seed 135 (n = 1): a crash alone (torn, reordered unsynced
+                * writes, no injected fault) leaves a torn batch followed by a
+                * whole one in a segment; part_open refuses it as interior
+                * damage, so the group stays unserved for good (gate seeds 142,
+                * 167, 291, 484 and 326 too; some a torn .vsr record followed by
+                * others: pgroup_open) */
+    {"part-crash-refusal-135",
+     1,
+     "partition recovery that cuts damage above the last fsync "
+     "(shard/data/partition.c, pjournal.c)",
+     NULL,
+     135,
+     0,
+     {.partitions = 2, .strict_crash_refusal = 1}},
+    /* the partition waiver itself: the refused node made bootable but
+     * its partition frames dropped, the group must fail, unwaived */
+    {"part-waiver-must-not-apply-2001376",
+     3,
+     NULL,
+     NULL,
+     2001376,
+     0,
+     {.partitions = 2, .waiver_mutation = 1}},
     {"part-waiver-refused-1000238",
      3,
      NULL,
@@ -2229,10 +2278,11 @@ static const struct scenario SCENARIOS[] = {
      1000238,
      0,
      {.partitions = 2}},
-    /* At-most-once (soak, --partitions 2, n = 1): a late copy of a send
-     * at the client's current request number, after more than the dedup
-     * window's 4 newer batches with that number, committed again (request
-     * 61 at op 127 and op 132). */
+    /* At-most-once (soak, --partitions 2, n = 1): a client's send
+     * (request 61) commits at op 127, its reply is lost in a crash; op
+     * 128 moves the checkpoint (journal_slots / 2) and the restart
+     * rebuilds the client table from the window above it only, so the
+     * client's retry of request 61 commits again at op 132. */
     {"part-dedup-late-copy-2002019",
      1,
      "the per-client dedup floor (shard/serve/pgroup.c)",
