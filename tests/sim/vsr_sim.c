@@ -2290,6 +2290,15 @@ static const struct scenario SCENARIOS[] = {
      2002019,
      0,
      {.partitions = 2}},
+    /* the same at op 255 / 260 across the checkpoint at op 256 (soak
+     * seed 3400559, n = 1, request 120) */
+    {"part-dedup-late-copy-3400559",
+     1,
+     "the per-client dedup floor (shard/serve/pgroup.c)",
+     NULL,
+     3400559,
+     0,
+     {.partitions = 2}},
     /* rot among the journal entries the checkpoint's repair margin keeps
      * at or below the snapshot op: dropped at boot, not refused */
     {"rot-below-snapshot", 3, NULL, sc_rot_below_snapshot},
