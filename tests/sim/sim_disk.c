@@ -663,6 +663,21 @@ sim_disk_latent(struct sim_disk *d, const char *name, uint64_t off)
     return 1;
 }
 
+int
+sim_disk_remap(struct sim_disk *d, const char *name, uint64_t off)
+{
+    struct sim_inode *n = durable_file(d, name);
+    if (n == NULL || n->dur_len == 0)
+        return 0;
+    uint64_t sector = (off % n->dur_len) / 512;
+    for (unsigned k = 0; k < n->nbad; k++)
+        if (n->bad[k] == sector) {
+            n->bad[k] = n->bad[--n->nbad];
+            return 1;
+        }
+    return 0;
+}
+
 long
 sim_disk_size(struct sim_disk *d, const char *name)
 {

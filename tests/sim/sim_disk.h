@@ -101,6 +101,9 @@ int sim_disk_flip(struct sim_disk *d, const char *name, uint64_t off,
  * write covers it. Only while the node is down. 1 done, 0 no such file,
  * empty, or the file's bad-sector table full. */
 int sim_disk_latent(struct sim_disk *d, const char *name, uint64_t off);
+/* Remaps the latent sector holding byte `off` of file `name` (reads
+ * succeed again, the bytes unchanged). 1 done, 0 no such bad sector. */
+int sim_disk_remap(struct sim_disk *d, const char *name, uint64_t off);
 /* Length of file `name` (durable image), or -1 if absent. */
 long sim_disk_size(struct sim_disk *d, const char *name);
 /* Reads the durable image of `name` (malloc'd, caller frees) or NULL. */

@@ -30,6 +30,7 @@
 #include "tests/sim/sim_world.h"
 
 #define SP_OPS       2048u /* journal slots = history bound per group */
+#define SP_ROT_MAX   8u    /* flips remembered per replica */
 #define SP_OPS_CAP   1900u /* clients stop proposing beyond it */
 #define SP_OFFS      (SP_OPS * 4u)
 #define SP_CLIENTS   8u
@@ -101,6 +102,16 @@ struct sp_rep {
     struct vs_pgroup *g;
     struct pj_sync_target sync_t;
     int sync_pending, refused;
+    char refuse[600]; /* why the last open refused */
+    /* byte flips (and latent sectors: mask 0) of this group's files on
+     * the node since its last successful open (the counterfactual
+     * undoes them: heal) */
+    struct sp_rot {
+        char path[700];
+        uint64_t off;
+        uint8_t mask;
+    } rot[SP_ROT_MAX];
+    unsigned nrot;
     uint64_t sync_due;
     uint64_t boot_dur; /* recovered head: durable from the open on */
 };
@@ -165,6 +176,7 @@ struct sim_parts {
     uint64_t seq;
     struct sp_client c[SP_CLIENTS];
     struct sim_parts_marks m;
+    unsigned mute; /* nodes whose partition frames are dropped */
     int (*tamper)(void *ctx, unsigned from, unsigned to, uint8_t *frame,
                   uint32_t len);
     void *tamper_ctx;
@@ -309,6 +321,9 @@ net_send(struct sim_parts *ps, int to_client, unsigned from, unsigned to,
     if (w->faults_on && !to_client && from < SIM_N_MAX && to < SIM_N_MAX &&
         w->part[from][to])
         return;
+    if (!to_client && from < SIM_N_MAX && to < SIM_N_MAX &&
+        (ps->mute & (1u << from)))
+        return; /* the waiver's mutation (sim_params.bootable_mute_parts) */
     if (w->faults_on && w->f.loss && pchance(ps, w->p.loss_pm, 1000))
         return;
     net_push(ps, to_client, from, to, frame, len);
@@ -657,8 +672,11 @@ do_commit(struct sp_rep *r, const struct vs_vsr_action *a)
              hs->acked ? ", and it was acknowledged" : "");
         goto out;
     }
-    ptrace(ps, "node %u group %u commits op %llu (operation %u)", r->node,
-           r->part, (unsigned long long)op, h->operation);
+    ptrace(ps,
+           "node %u group %u commits op %llu (operation %u, client %llx "
+           "request %llu)",
+           r->node, r->part, (unsigned long long)op, h->operation,
+           (unsigned long long)h->client.lo, (unsigned long long)h->request);
     if (!hs->set) {
         hs->set = 1;
         hs->checksum = h->f.checksum;
@@ -900,8 +918,11 @@ pg_committed(struct sp_rep *r, uint64_t op, const struct vs_hdr_prepare *h,
 {
     struct sim_parts *ps = r->ps;
     struct sp_hist *hs = &ps->hist[r->part][op];
-    ptrace(ps, "node %u group %u commits op %llu (operation %u)", r->node,
-           r->part, (unsigned long long)op, h->operation);
+    ptrace(ps,
+           "node %u group %u commits op %llu (operation %u, client %llx "
+           "request %llu)",
+           r->node, r->part, (unsigned long long)op, h->operation,
+           (unsigned long long)h->client.lo, (unsigned long long)h->request);
     if (hs->set && !vs_u128_eq(hs->checksum, h->f.checksum)) {
         fail(ps,
              "history: group %u op %llu committed with two checksums "
@@ -1085,11 +1106,52 @@ committed_end(const struct sim_parts *ps, unsigned k, uint64_t applied)
 static void verify_partition(struct sp_rep *r, const uint64_t *bop);
 static int open_part(struct sp_rep *r, int wipe);
 
+/* The replicated journal's record files (*.vsr) of group k on node i:
+ * their total length, and the path of the newest (empty if none). */
+struct vsr_files {
+    struct sim_parts *ps;
+    unsigned node;
+    char dir[600], last[700];
+    long total;
+};
+
+static int
+vsr_file_cb(void *arg, const char *name)
+{
+    struct vsr_files *v = arg;
+    size_t n = strlen(name);
+    if (n < 4 || strcmp(name + n - 4, ".vsr") != 0)
+        return 0;
+    char path[700];
+    snprintf(path, sizeof(path), "%s/%s", v->dir, name);
+    long sz = sim_sio_size(v->ps->node[v->node].fs, path);
+    if (sz > 0)
+        v->total += sz;
+    if (strcmp(path, v->last) > 0) /* zero-padded start offsets */
+        snprintf(v->last, sizeof(v->last), "%s", path);
+    return 0;
+}
+
+static void
+vsr_files_of(struct sim_parts *ps, unsigned i, unsigned k, struct vsr_files *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->ps = ps;
+    v->node = i;
+    struct part_id id = part_ident_of(k);
+    char name[128];
+    pdir_name(name, sizeof(name), &id);
+    snprintf(v->dir, sizeof(v->dir), "%s/%s", ps->node[i].parts_dir, name);
+    (void)sim_sio_list(ps->node[i].fs, v->dir, vsr_file_cb, v);
+}
+
 static int
 pg_boot(struct sp_rep *r)
 {
     struct sim_parts *ps = r->ps;
     struct sim_world *w = ps->w;
+    struct vsr_files before;
+    vsr_files_of(ps, r->node, r->part, &before);
     int rc = open_part(r, 0);
     if (rc == 1) {
         r->refused = 1;
@@ -1125,12 +1187,28 @@ pg_boot(struct sp_rep *r)
         ps->m.pg_refused++;
         ptrace(ps, "node %u group %u: pgroup_open refused: %s", r->node,
                r->part, why);
+        snprintf(r->refuse, sizeof(r->refuse), "pgroup_open: %s", why);
         return 1;
     }
     r->refused = 0;
     r->eng = (struct vs_vsr *)pgroup_engine(r->g);
     r->applied = pgroup_commit(r->g);
     r->boot_dur = pj_head(pgroup_journal(r->g));
+    /* the open cut the journal's tail: a torn append, or a damaged last
+     * record (then the engine holds a faulty range above the head) */
+    struct vsr_files after;
+    vsr_files_of(ps, r->node, r->part, &after);
+    if (after.total < before.total) {
+        struct vs_vsr_info in;
+        vsr_info(r->eng, &in);
+        if (in.faulty_op > r->boot_dur)
+            ps->m.faulty_cut++;
+        else
+            ps->m.torn_cut++;
+        ptrace(ps, "node %u group %u: journal cut %ld bytes (faulty to %llu)",
+               r->node, r->part, before.total - after.total,
+               (unsigned long long)in.faulty_op);
+    }
     /* ops the open's replay committed that no life observed (a commit
      * right before a stop): observed now */
     struct vs_wbuf b;
@@ -1418,6 +1496,7 @@ open_part(struct sp_rep *r, int wipe)
     if (rc == -EBADMSG) {
         ptrace(ps, "node %u group %u: partition refused: %s", r->node, r->part,
                v.msg);
+        snprintf(r->refuse, sizeof(r->refuse), "part_open: %s", v.msg);
         ps->m.part_refused++;
         return 1;
     }
@@ -1674,6 +1753,8 @@ side_boot(struct sim_parts *ps, unsigned i)
         int rc = rep_boot(&ps->rep[i][k]);
         if (rc == 1)
             continue; /* refused: this group stays unserved on the node */
+        if (rc == 0)
+            ps->rep[i][k].nrot = 0; /* cut, repaired or rewritten now */
         if (rc < 0) {
             if (!sim_sio_crashed(nd->fs) && !ps->w->failed)
                 fail(ps, "node %u group %u does not boot: %s", i, k,
@@ -2108,17 +2189,31 @@ clients_tick(struct sim_parts *ps)
 
 /* ------------------------------------------------------------ faults */
 
+/* tail: within the file's last 64 bytes (its last record) */
 static int
-rot_file(struct sim_parts *ps, unsigned i, const char *path, int latent)
+rot_file(struct sim_parts *ps, unsigned i, unsigned k, const char *path,
+         int latent, int tail)
 {
     struct sp_node *nd = &ps->node[i];
     long sz = sim_sio_size(nd->fs, path);
     if (sz <= 0)
         return 0;
     uint64_t off = prand(ps) % (uint64_t)sz;
-    if (latent)
-        return sim_sio_latent(nd->fs, path, off);
-    return sim_sio_flip(nd->fs, path, off, (uint8_t)(1u << (prand(ps) % 8)));
+    if (tail && sz > 64)
+        off = (uint64_t)sz - 1 - off % 64;
+    uint8_t mask = latent ? 0 : (uint8_t)(1u << (prand(ps) % 8));
+    int rc = latent ? sim_sio_latent(nd->fs, path, off)
+                    : sim_sio_flip(nd->fs, path, off, mask);
+    struct sp_rep *r = &ps->rep[i][k];
+    if (rc == 1 && r->nrot < SP_ROT_MAX) {
+        struct sp_rot *q = &r->rot[r->nrot++];
+        snprintf(q->path, sizeof(q->path), "%s", path);
+        q->off = off;
+        q->mask = mask;
+    } else if (rc == 1) {
+        r->nrot = SP_ROT_MAX + 1; /* beyond what is remembered */
+    }
+    return rc;
 }
 
 static void
@@ -2141,7 +2236,15 @@ faults_tick(struct sim_parts *ps)
                        * torn append cut as damaged counts too) */
         char path[700];
         int latent = w->f.latent && pchance(ps, 1, 3);
-        if (pchance(ps, 1, 2)) {
+        int tail = 0;
+        if (pchance(ps, 1, 2) && !ps->o.local_binding) {
+            /* the replicated journal's newest record file, half the time
+             * its last record (a damaged tail: cut, faulty, repaired) */
+            struct vsr_files v;
+            vsr_files_of(ps, i, k, &v);
+            snprintf(path, sizeof(path), "%s", v.last);
+            tail = pchance(ps, 1, 2);
+        } else if (ps->o.local_binding && pchance(ps, 1, 2)) {
             snprintf(path, sizeof(path), "%s/p%u.journal", nd->root, k);
         } else {
             struct part_id id = part_ident_of(k);
@@ -2150,7 +2253,7 @@ faults_tick(struct sim_parts *ps)
             snprintf(path, sizeof(path), "%s/%s/%020llu.log", nd->parts_dir,
                      name, 0ull);
         }
-        if (rot_file(ps, i, path, latent) == 1) {
+        if (path[0] != '\0' && rot_file(ps, i, k, path, latent, tail) == 1) {
             nd->rotted |= 1u << k;
             ps->rot_reps[k] |= 1u << i;
             if (latent)
@@ -2224,6 +2327,31 @@ sim_parts_heal(struct sim_world *w)
     for (unsigned i = 0; i < w->p.n; i++) {
         sim_sio_arm_crash(ps->node[i].fs, 0);
         ps->node[i].back_at = 0;
+        if (!w->p.refused_bootable)
+            continue;
+        /* the waiver's counterfactual: a group that refused to open gets
+         * its flips undone and the node's side reopens it */
+        int again = 0;
+        for (unsigned k = 0; k < ps->o.partitions; k++) {
+            struct sp_rep *r = &ps->rep[i][k];
+            if (!r->refused || r->nrot > SP_ROT_MAX)
+                continue;
+            while (r->nrot > 0) {
+                const struct sp_rot *q = &r->rot[--r->nrot];
+                if (q->mask)
+                    (void)sim_sio_flip(ps->node[i].fs, q->path, q->off,
+                                       q->mask);
+                else
+                    (void)sim_sio_remap(ps->node[i].fs, q->path, q->off);
+            }
+            ptrace(ps, "node %u group %u made bootable", i, k);
+            again = 1;
+        }
+        if (again && ps->node[i].up)
+            side_crash(ps, i);
+        if (w->p.refused_bootable == 2 && w->p.bootable_mute_parts &&
+            (again || (w->made_bootable & (1u << i))))
+            ps->mute |= 1u << i;
     }
 }
 
@@ -2272,58 +2400,121 @@ sim_parts_converged(struct sim_world *w)
     return 1;
 }
 
-/* 1 if a group that did not converge needs, to decide a faulty op a
- * live replica may have acknowledged (never nacked), the votes of nodes
- * down for good (their metadata replica refuses to boot): no live copy
- * of the op and too few live nacks, so only a refused node (holding a
- * copy, or nacking) decides it; the metadata group's `waived_refused`
- * (sim_world.c) counts only nacks. */
+/* 1 if a copy of op f that replica o holds can serve it, as far as the
+ * engine can tell: o applied it, or journaled it in a log_view at least
+ * the asker's (an older log_view's copy may be another op f). */
+static int
+holds_usable(struct sp_rep *o, uint64_t f, uint32_t log_view)
+{
+    if (o->applied >= f)
+        return 1;
+    if (rep_durable(o) < f)
+        return 0;
+    struct vs_vsr_info oi;
+    vsr_info(o->eng, &oi);
+    return oi.log_view >= log_view;
+}
+
+/* 1 if a group that did not converge is undecidable without the nodes
+ * down for good (their metadata replica refuses to boot, or the group
+ * refused to open there): fewer live replicas than a quorum, or a live
+ * replica needs an op f above its durable journal (known committed, a
+ * header it knows, its faulty range, or its never-nacked range: a
+ * damaged cut it may have acknowledged) that no live replica holds
+ * usably (holds_usable), and f is known committed or the live nacks
+ * (its own among them) are fewer than a nack quorum:
+ * the live replicas can neither repair nor truncate it. Records why in
+ * the world (waived_op, waived_why); the counterfactual run
+ * (sim_params.refused_bootable) proves the refused nodes decide it.
+ * Never applies in that run. */
 static int
 needs_refused_votes(struct sim_parts *ps)
 {
     struct sim_world *w = ps->w;
+    if (w->p.refused_bootable)
+        return 0;
     unsigned nq = vsr_quorum_nack(w->p.n);
-    for (unsigned k = 0; k < ps->o.partitions; k++)
+    for (unsigned k = 0; k < ps->o.partitions; k++) {
+        unsigned refused = 0;
+        for (unsigned j = 0; j < w->p.n; j++)
+            if ((!w->node[j].up && w->node[j].refused) || ps->rep[j][k].refused)
+                refused |= 1u << j;
+        if (refused == 0)
+            continue;
+        /* a group that refused to open on an up node with no fault
+         * injected into its files since its last good open: the damage
+         * came from a crash alone (torn unsynced writes), which the
+         * product must recover from, so no counterfactual can restore
+         * it: a product finding, named (w->waived_crash) */
+        w->waived_crash = 0;
+        for (unsigned j = 0; j < w->p.n; j++) {
+            const struct sp_rep *q = &ps->rep[j][k];
+            if (q->refused && w->node[j].up && q->nrot == 0) {
+                w->waived_crash = 1;
+                snprintf(w->waived_crash_why, sizeof(w->waived_crash_why),
+                         "group %u refused to open on node %u after a crash "
+                         "alone (no injected fault): %s",
+                         k, j, q->refuse);
+            }
+        }
+        unsigned live = w->p.n - (unsigned)__builtin_popcount(refused);
+        if (live < vsr_quorum_view_change(w->p.n) ||
+            live < vsr_quorum_replication(w->p.n)) {
+            snprintf(w->waived_why, sizeof(w->waived_why),
+                     "group %u: %u live replicas, fewer than a quorum; nodes "
+                     "0x%x refused",
+                     k, live, refused);
+            return 1;
+        }
         for (unsigned i = 0; i < w->p.n; i++) {
-            /* down for good: the node's metadata replica refuses to boot,
-             * or the group refused to open on it (pgroup_open) */
-            unsigned refused = 0;
-            for (unsigned j = 0; j < w->p.n; j++)
-                refused += (!w->node[j].up && w->node[j].refused) ||
-                           ps->rep[j][k].refused;
-            if (refused == 0)
-                break;
-            /* fewer live replicas than a quorum: only they can help */
-            if (w->p.n - refused < vsr_quorum_view_change(w->p.n) ||
-                w->p.n - refused < vsr_quorum_replication(w->p.n))
-                return 1;
             struct sp_rep *r = &ps->rep[i][k];
             if (!r->up)
                 continue;
             struct vs_vsr_info in;
             vsr_info(r->eng, &in);
-            for (uint64_t f = in.nonack_top; f > rep_durable(r); f--) {
-                unsigned holders = 0, nackers = 0;
+            uint64_t top = in.nonack_top;
+            if (in.op > top)
+                top = in.op;
+            if (in.commit_max > top)
+                top = in.commit_max;
+            if (in.faulty_op > top)
+                top = in.faulty_op;
+            uint64_t low = rep_durable(r);
+            if (r->applied > low)
+                low = r->applied;
+            for (uint64_t f = top; f > low; f--) {
+                unsigned holders = 0, nackers = f > in.nonack_top;
                 for (unsigned j = 0; j < w->p.n; j++) {
                     struct sp_rep *o = &ps->rep[j][k];
                     if (j == i || !o->up)
                         continue;
                     struct vs_vsr_info oi;
                     vsr_info(o->eng, &oi);
-                    if (o->applied >= f ||
-                        (rep_durable(o) >= f && oi.log_view >= in.log_view))
+                    /* a replica holding another log_view's f offers it
+                     * and does not nack it */
+                    if (holds_usable(o, f, in.log_view))
                         holders++;
-                    else if (oi.nonack_top < f)
+                    else if (oi.nonack_top < f && rep_durable(o) < f)
                         nackers++;
                 }
                 if (holders > 0)
                     break;
-                if (nackers >= nq)
-                    continue;
-                /* the refused nodes' votes (a copy or nacks) decide */
+                if (f > in.commit_max && nackers >= nq)
+                    continue; /* a nack quorum truncates it */
+                w->waived_op = f;
+                snprintf(w->waived_why, sizeof(w->waived_why),
+                         "group %u: op %llu (%s on node %u) has no usable "
+                         "live copy and %u of %u nacks; nodes 0x%x refused",
+                         k, (unsigned long long)f,
+                         f <= in.commit_max   ? "known committed"
+                         : f <= in.op         ? "a header without body"
+                         : f <= in.nonack_top ? "never nacked"
+                                              : "faulty",
+                         i, nackers, nq, refused);
                 return 1;
             }
         }
+    }
     return 0;
 }
 
@@ -2344,12 +2535,19 @@ sim_parts_finish(struct sim_world *w)
     if (ps == NULL || w->failed)
         return;
     if (!sim_parts_converged(w)) {
+        if (needs_refused_votes(ps) && w->waived_crash &&
+            w->p.strict_crash_refusal) {
+            sim_world_failf(w,
+                            "partition liveness: %s after the faults "
+                            "stopped, and %s",
+                            ps->why, w->waived_crash_why);
+            return;
+        }
         if (needs_refused_votes(ps)) {
             ps->m.waived_refused++;
-            ptrace(ps,
-                   "liveness waived: %s, and a faulty op needs the votes "
-                   "of a node that refuses to boot",
-                   ps->why);
+            ps->m.waived_crash += w->waived_crash;
+            w->waived_part = 1;
+            ptrace(ps, "liveness waived: %s: %s", ps->why, w->waived_why);
             return;
         }
         sim_world_failf(w, "partition liveness: %s after the faults stopped",
@@ -2576,6 +2774,10 @@ sim_parts_get_marks(const struct sim_world *w, struct sim_parts_marks *m)
             m->faulty_repaired += st.faulty_repaired;
         }
     m->reconnects = ps->m.reconnects;
+    /* under pgroup.c the binding dedups (the sim's own table is the
+     * local binding's): its duplicates answered are the dedup hits */
+    if (!ps->o.local_binding)
+        m->dedup_hits += m->pg_duplicates;
 }
 
 /* ---------------------------------------------------------- scenarios */

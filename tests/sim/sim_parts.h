@@ -89,8 +89,9 @@ struct sim_parts_marks {
         not_ready, dedup_hits, reconnects, side_crashes, side_fatal, boots,
         torn_cut, faulty_cut, interior_cut, part_rebuilt, part_refused, flips,
         latent, damaged_reads, view_changes, repairs, truncations,
-        faulty_repaired, state_transfer, waived_refused, unobserved,
-        offset_gaps, pg_refused, pg_duplicates, stale;
+        faulty_repaired, state_transfer, waived_refused,
+        waived_crash, /* of them: a group refused after a crash alone */
+        unobserved, offset_gaps, pg_refused, pg_duplicates, stale;
 };
 
 struct sim_parts;

@@ -1008,6 +1008,24 @@ sim_sio_latent(struct sim_sio *s, const char *path, uint64_t off)
     return 1;
 }
 
+int
+sim_sio_remap(struct sim_sio *s, const char *path, uint64_t off)
+{
+    int ino = file_at(s, path);
+    if (ino < 0)
+        return 0;
+    struct inode *n = &s->ino[ino];
+    if (n->dur_len == 0)
+        return 0;
+    uint64_t sec = (off % n->dur_len) / SECTOR;
+    for (unsigned k = 0; k < n->nbad; k++)
+        if (n->bad[k] == sec) {
+            n->bad[k] = n->bad[--n->nbad];
+            return 1;
+        }
+    return 0;
+}
+
 long
 sim_sio_size(struct sim_sio *s, const char *path)
 {

@@ -83,6 +83,9 @@ int sim_sio_flip(struct sim_sio *s, const char *path, uint64_t off,
  * 1 done, 0 no such file or empty. */
 int sim_sio_latent(struct sim_sio *s, const char *path, uint64_t off);
 /* Durable length of the file at `path`, or -1. */
+/* Remaps the bad sector holding byte `off` (reads succeed again, the
+ * bytes unchanged). 1 done, 0 no such bad sector. */
+int sim_sio_remap(struct sim_sio *s, const char *path, uint64_t off);
 long sim_sio_size(struct sim_sio *s, const char *path);
 /* Names in the directory at `path` as they are now, in creation order:
  * fn(arg, name) for each until it returns non-zero. 0 or -ENOENT. */

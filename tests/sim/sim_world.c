@@ -817,6 +817,7 @@ sim_world_recover(struct sim_world *w, unsigned i)
 {
     /* a lost disk: the superblock starts over (the monotonic floor too) */
     memset(&w->sb_floor[i], 0, sizeof(w->sb_floor[i]));
+    w->nrot[i] = 0;
     return sim_node_recover(&w->node[i]);
 }
 
@@ -847,6 +848,7 @@ sim_world_restart(struct sim_world *w, unsigned i)
         return rc;
     }
     w->m.restarts++;
+    w->nrot[i] = 0; /* booted: its rot is cut, dropped or rewritten */
     if (n->m_wal_dropped != drop0)
         tracef(w,
                "replica %u dropped damaged WAL ops up to %llu (covered by "
@@ -872,6 +874,32 @@ sim_world_restart(struct sim_world *w, unsigned i)
            vsr_view(n->eng), (unsigned long long)vsr_op(n->eng),
            (unsigned long long)vsr_commit_min(n->eng));
     return 0;
+}
+
+/* Remembers a fault of replica i's journal (sim_world_unrot); a log
+ * that is full keeps the replica's rot beyond repair (never unrotted). */
+static void
+rot_record(struct sim_world *w, unsigned i, uint64_t at, uint8_t mask)
+{
+    if (w->nrot[i] < SIM_ROT_MAX)
+        w->rotlog[i][w->nrot[i]] = (struct sim_rot){at, mask};
+    w->nrot[i]++;
+}
+
+unsigned
+sim_world_unrot(struct sim_world *w, unsigned i)
+{
+    if (w->nrot[i] > SIM_ROT_MAX)
+        return 0;
+    unsigned done = 0;
+    for (unsigned k = w->nrot[i]; k-- > 0;) {
+        const struct sim_rot *r = &w->rotlog[i][k];
+        done += r->mask ? sim_disk_flip(&w->disk[i], VS_JOURNAL_FILE, r->at,
+                                        r->mask) == 1
+                        : sim_disk_remap(&w->disk[i], VS_JOURNAL_FILE, r->at);
+    }
+    w->nrot[i] = 0;
+    return done;
 }
 
 /* Offset and length of WAL entry `op` in the durable journal image. */
@@ -915,12 +943,15 @@ sim_world_rot_op(struct sim_world *w, unsigned i, uint64_t op, int in_header)
          * every read until rewritten, judged as damage like the flip */
         if (sim_disk_latent(&w->disk[i], VS_JOURNAL_FILE, at) != 1)
             return 0;
+        rot_record(w, i, at, 0);
         w->m.latent++;
         tracef(w, "latent read error in op %llu of replica %u (%s)",
                (unsigned long long)op, i, in_header ? "header" : "body");
         return 1;
     }
     int rc = sim_disk_flip(&w->disk[i], VS_JOURNAL_FILE, at, mask);
+    if (rc == 1)
+        rot_record(w, i, at, mask);
     if (rc == 1)
         tracef(w, "bit rot in op %llu of replica %u (%s)",
                (unsigned long long)op, i, in_header ? "header" : "body");
@@ -1407,23 +1438,30 @@ primary_needs_transfer(const struct sim_world *w)
     return 0;
 }
 
-/* 1 when the stall waits on votes only replicas that refuse to boot
- * could give: an up replica's never-nacked range (ops it may have
- * acknowledged before a damaged tail was cut) holds an op f, from the
- * top down past the ops a nack quorum of up replicas can truncate, that
- * no up replica holds in a log_view that could be canonical, and the up
- * replicas that could nack f are fewer than a nack quorum while the
- * refused ones would complete it. A replica that refuses to boot
- * (interior WAL corruption) is a lost disk in this design (`vstreamd
- * recover`), and a rebuilt replica never votes on what it lost: nothing
- * can decide f, so the cluster rightly waits. */
+/* 1 when the stall is undecidable without the replicas that refuse to
+ * boot: an up replica names an op f above its journal (a header it
+ * knows but holds no body for, its faulty range, or its never-nacked
+ * range: ops it may have acknowledged before a damaged tail was cut),
+ * no up replica holds f in a log_view that could be canonical (or
+ * applied it), and the up replicas that could nack f (itself among
+ * them) are fewer than a nack quorum: the up
+ * replicas can neither repair f nor truncate it, so the cluster rightly
+ * waits. Records the op and the refused replicas (waived_op,
+ * waived_mask, waived_why). That the missing copies or votes are on
+ * the refused replicas is then proven by the counterfactual run
+ * (sim_params.refused_bootable, vsr_sim.c): the same seed with their
+ * disks restored must converge without any waiver. A replica that
+ * refuses to boot (interior WAL corruption) is a lost disk in this
+ * design (`vstreamd recover`), and a rebuilt replica never votes on
+ * what it lost. Never applies in the counterfactual run. */
 static int
-needs_refused_votes(const struct sim_world *w)
+needs_refused_votes(struct sim_world *w)
 {
     unsigned refused = 0;
     for (unsigned i = 0; i < w->p.n; i++)
-        refused += !w->node[i].up && w->node[i].refused;
-    if (refused == 0)
+        if (!w->node[i].up && w->node[i].refused)
+            refused |= 1u << i;
+    if (refused == 0 || w->p.refused_bootable)
         return 0;
     unsigned nq = vsr_quorum_nack(w->p.n);
     for (unsigned i = 0; i < w->p.n; i++) {
@@ -1432,8 +1470,13 @@ needs_refused_votes(const struct sim_world *w)
             continue;
         struct vs_vsr_info info;
         vsr_info(n->eng, &info);
-        for (uint64_t f = info.nonack_top; f > vsr_op(n->eng); f--) {
-            unsigned holders = 0, nackers = 0;
+        uint64_t held = wal_empty(&n->journal) ? vsr_commit_min(n->eng)
+                                               : wal_last_op(&n->journal);
+        uint64_t top = info.nonack_top > info.op ? info.nonack_top : info.op;
+        if (info.faulty_op > top)
+            top = info.faulty_op;
+        for (uint64_t f = top; f > held && f > vsr_commit_min(n->eng); f--) {
+            unsigned holders = 0, nackers = f > info.nonack_top;
             for (unsigned k = 0; k < w->p.n; k++) {
                 const struct sim_node *o = &w->node[k];
                 if (k == i || !o->up)
@@ -1447,14 +1490,26 @@ needs_refused_votes(const struct sim_world *w)
                      wal_last_op(&o->journal) >= f &&
                      vsr_log_view(o->eng) >= vsr_log_view(n->eng)))
                     holders++;
-                else if (oi.nonack_top < f)
-                    nackers++;
+                else if (oi.nonack_top < f && (wal_empty(&o->journal) ||
+                                               wal_last_op(&o->journal) < f))
+                    nackers++; /* a holder of another log_view's f does
+                                * not nack it */
             }
             if (holders > 0)
                 break; /* decidable from here down */
             if (nackers >= nq)
                 continue; /* a nack quorum truncates it */
-            return nackers + refused >= nq;
+            w->waived_op = f;
+            w->waived_mask = refused;
+            snprintf(w->waived_why, sizeof(w->waived_why),
+                     "op %llu (%s of replica %u) has no live copy and %u of "
+                     "%u nacks; replicas 0x%x refuse to boot",
+                     (unsigned long long)f,
+                     f <= info.op           ? "a header without body"
+                     : f <= info.nonack_top ? "never nacked"
+                                            : "faulty",
+                     i, nackers, nq, refused);
+            return 1;
         }
     }
     return 0;
@@ -1544,6 +1599,16 @@ sim_world_run(struct sim_world *w)
         w->disk[i].crash_at = 0;
         if (!w->node[i].up)
             (void)sim_world_restart(w, i);
+        if (w->p.refused_bootable && !w->node[i].up && w->node[i].refused) {
+            /* the counterfactual: its disk restored, it boots */
+            unsigned k = sim_world_unrot(w, i);
+            if (w->p.refused_bootable == 2 && !w->p.bootable_mute_parts &&
+                sim_world_rot_op(w, i, w->p.bootable_rot_op, 1))
+                w->m.bitrot++;
+            w->made_bootable |= 1u << i;
+            tracef(w, "replica %u made bootable (%u faults undone)", i, k);
+            (void)sim_world_restart(w, i);
+        }
     }
     sim_parts_heal(w);
     uint64_t end = w->now + LIVENESS_TICKS;
@@ -1605,8 +1670,7 @@ sim_world_run(struct sim_world *w)
         /* an op an up replica may have acknowledged can only be decided
          * with the votes of replicas that refuse to boot (lost disks) */
         w->m.waived_refused++;
-        tracef(w, "liveness waived: a faulty op needs the votes of replicas "
-                  "that refuse to boot");
+        tracef(w, "liveness waived: %s", w->waived_why);
     } else if (!w->failed && !converged(w) && needs_transfer(w) &&
                serving_primary(w)) {
         /* state transfer runs (sim_xfer.h): a backup still behind its

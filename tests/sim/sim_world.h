@@ -27,7 +27,11 @@
  *    converge on one commit; a replica left behind its peers' journals
  *    beside a caught-up primary fails it (state transfer could have
  *    run); only a view whose primary is itself behind every peer's
- *    journal is waived, counted in mark `waived_transfer`;
+ *    journal is waived, counted in mark `waived_transfer`, and a stall
+ *    undecidable without the replicas that refuse to boot (an op no
+ *    live replica holds nor can nack away), counted in `waived_refused`
+ *    and proven by vsr_sim.c's counterfactual run of the same seed with
+ *    those replicas made bootable (sim_params.refused_bootable);
  *  - equal state: after convergence, replicas Normal at the same commit
  *    encode to the same snapshot bytes (state machine + client table).
  *
@@ -45,6 +49,7 @@
 #define SIM_N_MAX       5
 #define SIM_CLIENTS_MAX 16
 #define SIM_HIST_MAX    8192
+#define SIM_ROT_MAX     64
 
 /* Fault switches: a fault the engine cannot yet survive is turned off by
  * its switch (and the report says which), never silently. */
@@ -88,6 +93,23 @@ struct sim_params { /* drawn per seed */
     int no_operator_cut;
     /* liveness needs every replica Normal at one commit (scenarios) */
     int converge_all;
+    /* The counterfactual of the refused-votes waiver: when the faults
+     * stop, a replica that refuses to boot gets its disk's rot undone
+     * (sim_world_unrot: the flipped bytes restored, its bad sectors
+     * remapped, as an operator restoring the disk would) and boots; no
+     * refused-votes waiver applies. 2: the same, and the op the waiver
+     * named (bootable_rot_op) then rots on that replica too, so no
+     * replica holds it intact (a world where the waiver must not
+     * apply). */
+    int refused_bootable;
+    uint64_t bootable_rot_op;
+    /* with refused_bootable 2, for a partition group's waiver instead:
+     * the partition frames of the nodes made bootable are dropped, so
+     * their copies and votes never reach the group (sim_parts.c) */
+    int bootable_mute_parts;
+    /* a partition waiver resting on a group refused after a crash alone
+     * fails the run (the scenario of that product finding) */
+    int strict_crash_refusal;
 };
 
 struct sim_client {
@@ -189,6 +211,25 @@ struct sim_world {
     unsigned rot_replicas;     /* replicas that ever carried rot */
     uint64_t latent_rng;       /* its own stream: the fault switch `latent`
                                 * leaves every other draw of a seed unchanged */
+    /* the rot each replica's disk took since its last successful boot
+     * (what sim_world_unrot undoes) */
+    struct sim_rot {
+        uint64_t at;
+        uint8_t mask; /* 0: a latent sector */
+    } rotlog[SIM_N_MAX][SIM_ROT_MAX];
+    unsigned nrot[SIM_N_MAX];
+    /* the refused-votes waiver: the op it found undecidable without the
+     * replicas that refuse to boot (0: none), and those replicas */
+    uint64_t waived_op;
+    unsigned waived_mask;
+    int waived_part; /* 1: the partition checker's waiver */
+    /* 1: that waiver rests on a partition group that refused to open
+     * after a crash alone (a product finding, not provable by the
+     * counterfactual; strict_crash_refusal fails it instead) */
+    int waived_crash;
+    char waived_crash_why[320];
+    unsigned made_bootable; /* replicas the counterfactual restored */
+    char waived_why[256];
     uint64_t oracle_op;
     void *oracle;
     struct sim_model *model; /* reference model of the committed ops */
@@ -227,6 +268,9 @@ int sim_world_recover(struct sim_world *w, unsigned i);
 /* Flips a byte inside WAL op `op` of replica i (down). 1 done, 0 none. */
 int sim_world_rot_op(struct sim_world *w, unsigned i, uint64_t op,
                      int in_header);
+/* Undoes the rot replica i (down) took since its last successful boot
+ * (see sim_params.refused_bootable). Returns how many faults it undid. */
+unsigned sim_world_unrot(struct sim_world *w, unsigned i);
 void sim_world_failf(struct sim_world *w, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 uint64_t sim_world_rand(struct sim_world *w);

@@ -8,6 +8,9 @@
  *                          metadata group (sim_parts.h), 0 by default
  *   vsr-sim --scenario NAME [--trace] | --scenarios | --list
  *   vsr-sim --beyond-model FIRST COUNT                      must halt
+ *   ... --refused-bootable  the refused-votes waiver's counterfactual:
+ *                          replicas refusing to boot get their disks
+ *                          restored when the faults stop (no waiver)
  * Every run prints one `marks` line (summed by tests/sim/soak); a failing
  * seed prints the failure and the one command that replays it.
  *
@@ -48,8 +51,10 @@
  * checkpoints catches up by state transfer (sim_xfer.h); the liveness
  * checker waives only a view whose primary itself is behind every peer's
  * journal (`waived_transfer`). Interior WAL corruption makes a replica
- * refuse to boot (a lost disk until `recover`): a run whose stall needs
- * its votes is waived too (`waived_refused`). Wipe + recover (one replica
+ * refuse to boot (a lost disk until `recover`): a run whose stall is
+ * undecidable without it is waived too (`waived_refused`), and proven
+ * by a second run of the seed with that replica made bootable, which
+ * must converge (run_seed_opts). Wipe + recover (one replica
  * at a time, only when it is the only fault) is in `full`. */
 static const char PROFILE_GATE[] =
     "loss,dup,delay,torn,restart,sb_corrupt,crash_backup,crash_primary,"
@@ -69,6 +74,8 @@ static int g_dup_requests = 0; /* --parts-dup-requests */
 /* --group-commit: metadata journal appends stay unsynced until their
  * completion, as shard 0's group commit leaves them (sim_node.h) */
 static int g_group_commit = 0;
+/* --refused-bootable: the waiver's counterfactual (sim_params) */
+static int g_refused_bootable = 0;
 
 /* Attaches the partition groups to a built world (if asked). 0 or -errno
  * with w->failure set. */
@@ -240,6 +247,7 @@ print_marks(const struct sim_world *w)
             {"p_faulty_repaired", pm.faulty_repaired},
             {"p_state_transfer", pm.state_transfer},
             {"p_waived_refused", pm.waived_refused},
+            {"p_waived_crash", pm.waived_crash},
             {"p_unobserved", pm.unobserved},
             {"p_offset_gaps", pm.offset_gaps},
             {"p_pg_refused", pm.pg_refused},
@@ -259,12 +267,37 @@ struct seed_opts {
     int own_reply_bytes;     /* cache replies as shard 0 did (finding F1) */
     unsigned partitions;     /* partition groups (0: --partitions) */
     int group_commit;        /* unsynced appends (also --group-commit) */
+    /* a test of the refused-votes waiver: the seed must pass through it,
+     * and fail (a liveness failure, no waiver) once the refused replicas
+     * are made bootable but the waived op rots on them too */
+    int waiver_mutation;
+    /* a partition group refusing to open after a crash alone fails the
+     * run instead of being waived as a named product finding */
+    int strict_crash_refusal;
 };
 
-static int
-run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
-              const struct seed_opts *so)
+/* What one run of a seed ended with. */
+struct run_out {
+    int rc;
+    uint64_t waived;    /* refused-votes waivers (both checkers) */
+    char why[256];      /* what the waiver found */
+    uint64_t waived_op; /* the op it found undecidable */
+    int waived_part;    /* 1: a partition group's waiver */
+    int waived_crash;   /* ... resting on a refusal after a crash alone */
+    char crash_why[320];
+    char failure[600]; /* the failure (rc != 0) */
+    char replay[512];  /* the command that replays the run */
+    unsigned n;
+};
+
+/* One run of a seed. bootable: sim_params.refused_bootable (rot_op its
+ * op); quiet: no FAIL, replay or marks lines (the counterfactual). */
+static void
+run_world(uint64_t seed, unsigned n, uint64_t ticks, int trace,
+          const struct seed_opts *so, int bootable, uint64_t rot_op,
+          int mute_parts, int quiet, struct run_out *out)
 {
+    memset(out, 0, sizeof(*out));
     struct sim_params p;
     sim_world_params(seed, n, &p);
     if (ticks)
@@ -275,6 +308,11 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
         p.allow_lost_session = !so->strict_lost_session;
         p.own_reply_bytes = so->own_reply_bytes;
     }
+    p.refused_bootable = bootable;
+    p.bootable_rot_op = rot_op;
+    p.bootable_mute_parts = mute_parts;
+    p.strict_crash_refusal = so != NULL && so->strict_crash_refusal;
+    out->n = p.n;
     struct sim_faults f;
     const char *saved = faults_spec;
     if (so != NULL && so->faults != NULL)
@@ -282,6 +320,19 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     default_faults(&f, p.n);
     const char *spec = faults_spec;
     faults_spec = saved;
+    unsigned saved_parts = g_partitions; /* parts_args() of this run */
+    if (so != NULL && so->partitions)
+        g_partitions = so->partitions;
+    snprintf(out->replay, sizeof(out->replay),
+             "tests/sim/vsr-sim%s%s%s%s --seed %llu --replicas %u --ticks %llu "
+             "--trace",
+             spec == NULL           ? ""
+             : spec == PROFILE_FULL ? " --full"
+                                    : " --faults ",
+             spec == NULL || spec == PROFILE_FULL ? "" : spec, parts_args(),
+             bootable ? " --refused-bootable" : "", (unsigned long long)seed,
+             p.n, (unsigned long long)p.ticks);
+    g_partitions = saved_parts;
     struct sim_world *w = calloc(1, sizeof(*w));
     int rc = sim_world_init(w, seed, &p, &f, trace);
     if (rc == 0)
@@ -290,26 +341,86 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     if (rc != 0) {
         fprintf(stderr, "vsr-sim: seed %llu: cannot build the world: %s\n",
                 (unsigned long long)seed, w->failure);
+        snprintf(out->failure, sizeof(out->failure), "cannot build: %s",
+                 w->failure);
         sim_world_fini(w);
         free(w);
-        return 1;
+        out->rc = 1;
+        return;
     }
-    rc = sim_world_run(w);
-    if (rc) {
+    out->rc = sim_world_run(w);
+    snprintf(out->failure, sizeof(out->failure), "%s", w->failure);
+    snprintf(out->why, sizeof(out->why), "%s", w->waived_why);
+    out->waived_op = w->waived_op;
+    out->waived_part = w->waived_part;
+    out->waived_crash = w->waived_crash;
+    snprintf(out->crash_why, sizeof(out->crash_why), "%s", w->waived_crash_why);
+    out->waived = w->m.waived_refused;
+    if (w->parts != NULL) {
+        struct sim_parts_marks pm;
+        sim_parts_get_marks(w, &pm);
+        out->waived += pm.waived_refused;
+    }
+    if (out->rc && !quiet) {
         printf("FAIL seed %llu (n=%u): %s\n", (unsigned long long)seed, p.n,
                w->failure);
-        printf("replay: tests/sim/vsr-sim%s%s%s --seed %llu --replicas %u "
-               "--ticks %llu --trace\n",
-               spec == NULL           ? ""
-               : spec == PROFILE_FULL ? " --full"
-                                      : " --faults ",
-               spec == NULL || spec == PROFILE_FULL ? "" : spec, parts_args(),
-               (unsigned long long)seed, p.n, (unsigned long long)p.ticks);
+        printf("replay: %s\n", out->replay);
     }
-    print_marks(w);
+    if (!quiet)
+        print_marks(w);
     sim_world_fini(w);
     free(w);
-    return rc;
+}
+
+/* Runs a seed. A run that passed through a refused-votes waiver says so
+ * and is checked against its counterfactual: the same seed with the
+ * replicas that refused to boot made bootable (their disks restored
+ * when the faults stop) must converge with no waiver, which proves the
+ * missing copies or votes were theirs; if it does not, the seed fails
+ * (the waiver hid a stall). */
+static int
+run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
+              const struct seed_opts *so)
+{
+    struct run_out r, c;
+    run_world(seed, n, ticks, trace, so, g_refused_bootable, 0, 0, 0, &r);
+    if (r.rc == 0 && r.waived == 0 && so != NULL && so->waiver_mutation)
+        printf("FAIL seed %llu: the waiver under test no longer applies\n",
+               (unsigned long long)seed);
+    if (r.rc || r.waived == 0)
+        return r.rc || (so != NULL && so->waiver_mutation);
+    printf("waived seed %llu (n=%u): %s\n", (unsigned long long)seed, r.n,
+           r.why);
+    if (so != NULL && so->waiver_mutation) {
+        run_world(seed, n, ticks, 0, so, 2, r.waived_op, r.waived_part, 1, &c);
+        int ok = c.rc && c.waived == 0 && strstr(c.failure, "liveness");
+        printf("%s: with the refused replicas made bootable and %s, the "
+               "seed %s%s\n",
+               ok ? "waiver mutation caught" : "FAIL waiver mutation",
+               r.waived_part ? "their partition frames dropped"
+                             : "the waived op rotted on them too",
+               c.rc ? "fails: " : "passes", c.rc ? c.failure : "");
+        return ok ? 0 : 1;
+    }
+    if (r.waived_crash) {
+        /* crash damage no counterfactual restores: waived by name, the
+         * product finding its scenario (part-crash-refusal-*) tracks */
+        printf("waived seed %llu: product finding, not provable: %s\n",
+               (unsigned long long)seed, r.crash_why);
+        return 0;
+    }
+    run_world(seed, n, ticks, 0, so, 1, 0, 0, 1, &c);
+    if (c.rc) {
+        printf("FAIL seed %llu (n=%u): the refused-votes waiver does not "
+               "hold: with the refused replicas made bootable: %s\n",
+               (unsigned long long)seed, r.n, c.failure);
+        printf("replay: %s\n", c.replay);
+        return 1;
+    }
+    printf("waiver proven: seed %llu converges with the refused replicas "
+           "made bootable\n",
+           (unsigned long long)seed);
+    return 0;
 }
 
 static int
@@ -2073,14 +2184,19 @@ static const struct scenario SCENARIOS[] = {
     {"stall-gate-700834-reach-vs-cut", 3, NULL, NULL, 700834, 0, {0}},
     {"stall-gate-700975-reack-applied", 3, NULL, NULL, 700975, 0, {0}},
     {"stall-gate-701063-reach-vs-cut", 5, NULL, NULL, 701063, 0, {0}},
-    {"stall-gate-701701",
+    /* both survivors cut op 6 as a damaged tail, the third (the only
+     * intact copy) refuses to boot: undecidable, passes through the
+     * refused-votes waiver, proven by its counterfactual */
+    {"stall-gate-701701", 3, NULL, NULL, 701701, 0, {0}},
+    /* the waiver itself: with op 6 damaged on the third replica too no
+     * replica can decide it, the waiver must not apply */
+    {"waiver-refused-must-not-apply-701701",
      3,
-     "both survivors cut op 6 as a damaged tail, the third refuses to "
-     "boot: undecidable, but the refused-votes waiver misses it",
+     NULL,
      NULL,
      701701,
      0,
-     {0}},
+     {.waiver_mutation = 1}},
     /* first stall old-builder (fixed); now: a backup whose head lags
      * learns no op above it while the primary's commit waits for its
      * PrepareOk (no heartbeat names one; the retransmits come as
@@ -2101,14 +2217,10 @@ static const struct scenario SCENARIOS[] = {
      703946,
      0,
      {0}},
-    {"stall-gate-704532",
-     3,
-     "the only copy of op 24 is on a replica refusing to boot; the "
-     "refused-votes waiver misses a known-header faulty op",
-     NULL,
-     704532,
-     0,
-     {0}},
+    /* the only copy of op 24 (a header the survivors know, its body
+     * faulty) is on a replica refusing to boot: waived, proven */
+    {"stall-gate-704532", 3, NULL, NULL, 704532, 0, {0}},
+
     /* Replicated partitions: two partition groups beside the metadata
      * group (sim_parts.h); the upstream bugs vstream must not have. */
     {"part-primary-crash-mid-sends", 3, NULL, sc_part_primary_crash},
@@ -2132,6 +2244,69 @@ static const struct scenario SCENARIOS[] = {
      1001254,
      0,
      {NULL, 0, 0, 0, 2}},
+    /* Partition liveness (soak, --partitions 2): a node's metadata
+     * replica, or its partition group, refuses to boot for good and the
+     * survivors' canonical partition log names an op only that node
+     * journaled: undecidable, waived, and proven by the counterfactual
+     * (the same seed with that node made bootable converges). */
+    {"part-waiver-refused-2001376",
+     3,
+     NULL,
+     NULL,
+     2001376,
+     0,
+     {.partitions =
+          2}}, /* Gate seed 135 (n = 1): a crash alone (torn, reordered unsynced
+                * writes, no injected fault) leaves a torn batch followed by a
+                * whole one in a segment; part_open refuses it as interior
+                * damage, so the group stays unserved for good (gate seeds 142,
+                * 167, 291, 484 and 326 too; some a torn .vsr record followed by
+                * others: pgroup_open) */
+    {"part-crash-refusal-135",
+     1,
+     "partition recovery that cuts damage above the last fsync "
+     "(shard/data/partition.c, pjournal.c)",
+     NULL,
+     135,
+     0,
+     {.partitions = 2, .strict_crash_refusal = 1}},
+    /* the partition waiver itself: the refused node made bootable but
+     * its partition frames dropped, the group must fail, unwaived */
+    {"part-waiver-must-not-apply-2001376",
+     3,
+     NULL,
+     NULL,
+     2001376,
+     0,
+     {.partitions = 2, .waiver_mutation = 1}},
+    {"part-waiver-refused-1000238",
+     3,
+     NULL,
+     NULL,
+     1000238,
+     0,
+     {.partitions = 2}},
+    /* At-most-once (soak, --partitions 2, n = 1): a client's send
+     * (request 61) commits at op 127, its reply is lost in a crash; op
+     * 128 moves the checkpoint (journal_slots / 2) and the restart
+     * rebuilds the client table from the window above it only, so the
+     * client's retry of request 61 commits again at op 132. */
+    {"part-dedup-late-copy-2002019",
+     1,
+     "the per-client dedup floor (shard/serve/pgroup.c)",
+     NULL,
+     2002019,
+     0,
+     {.partitions = 2}},
+    /* the same at op 255 / 260 across the checkpoint at op 256 (soak
+     * seed 3400559, n = 1, request 120) */
+    {"part-dedup-late-copy-3400559",
+     1,
+     "the per-client dedup floor (shard/serve/pgroup.c)",
+     NULL,
+     3400559,
+     0,
+     {.partitions = 2}},
     /* rot among the journal entries the checkpoint's repair margin keeps
      * at or below the snapshot op: dropped at boot, not refused */
     {"rot-below-snapshot", 3, NULL, sc_rot_below_snapshot},
@@ -2316,9 +2491,9 @@ usage(void)
             "       vsr-sim --seeds FIRST COUNT [--replicas N]\n"
             "       (any run: [--partitions P] partition groups beside the\n"
             "        metadata group, [--no-offsets-fsync] [--parts-local]\n"
-            "        [--parts-bad-offsets] [--parts-dup-requests],\n"
-            "        [--group-commit] unsynced journal appends as shard 0's\n"
-            "        group commit leaves them)\n"
+            "        [--parts-bad-offsets] [--parts-dup-requests]\n"
+            "        [--refused-bootable] [--group-commit] unsynced\n"
+            "        journal appends as shard 0's group commit leaves them)\n"
             "       vsr-sim --scenario NAME [--trace] | --scenarios | --list\n"
             "       vsr-sim --beyond-model FIRST COUNT\n");
 }
@@ -2392,6 +2567,8 @@ main(int argc, char **argv)
             g_dup_requests = 1;
         } else if (strcmp(a, "--group-commit") == 0) {
             g_group_commit = 1;
+        } else if (strcmp(a, "--refused-bootable") == 0) {
+            g_refused_bootable = 1;
         } else if (strcmp(a, "--full") == 0) {
             faults_spec = PROFILE_FULL;
         } else if (strcmp(a, "--faults") == 0 && i + 1 < argc) {
