@@ -118,7 +118,8 @@ struct vs_pgroup {
      * a fetched partition is staged the group stops until the runtime
      * swaps it in and reopens the group (pgroup_install_pending) */
     struct pxfer *xfer;
-    int xfer_armed; /* vsr_transfer_begin accepted, not ended */
+    int xfer_armed;         /* vsr_transfer_begin accepted, not ended */
+    uint64_t xfer_sessions; /* fetches started (each nonce is fresh) */
     int install_pending;
 };
 
@@ -719,7 +720,15 @@ do_state_transfer(struct vs_pgroup *g, const struct vs_vsr_action *a)
         g->xfer_armed = 1;
     struct vs_vsr_persist d;
     vsr_durable(g->v, &d);
-    if (pxfer_start(g->xfer, xfer_peer(g, a->replica), d.view) != 0 &&
+    /* a fresh nonce per fetch: the boot's seed (drawn at random by the
+     * runtime on every open, by the simulator from its seed) and the
+     * fetch's number */
+    uint64_t k[2] = {g->o.seed, ++g->xfer_sessions};
+    struct vs_u128 nonce = vs_checksum(k, sizeof(k));
+    if (vs_u128_is_zero(nonce))
+        nonce.lo = 1;
+    if (pxfer_start_nonce(g->xfer, xfer_peer(g, a->replica), d.view, nonce) !=
+            0 &&
         g->xfer_armed) {
         g->xfer_armed = 0;
         (void)vsr_transfer_end(g->v);

@@ -18,8 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <sodium.h>
-
 #include "common/buf.h"
 #include "common/checksum.h"
 #include "common/clock.h"
@@ -771,16 +769,6 @@ pxfer_on_frame(struct pxfer *x, uint8_t from, const void *frame, size_t len)
         break;
     }
     pump(x);
-}
-
-int
-pxfer_start(struct pxfer *x, uint8_t peer, uint32_t durable_view)
-{
-    struct vs_u128 nonce;
-    randombytes_buf(&nonce, sizeof(nonce));
-    if (vs_u128_is_zero(nonce))
-        nonce.lo = 1;
-    return pxfer_start_nonce(x, peer, durable_view, nonce);
 }
 
 int

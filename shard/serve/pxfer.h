@@ -32,7 +32,7 @@
  * cached (first wins: a retry with the same nonce gets the same Target,
  * byte for byte) and chunks are read with one pread of at most the chunk
  * size per request.
- * Fetching: pxfer_start arms the receiver with a fresh nonce against
+ * Fetching: pxfer_start_nonce arms the receiver with a fresh nonce against
  * `peer`; once every artifact is in and verified the images are decoded,
  * the chain end checked against the prepare header, the new directory
  * staged and verified (shard/data/pinstall.h) and `installed` is called:
@@ -108,9 +108,10 @@ void pxfer_destroy(struct pxfer *x);
  * group (the runtime checked the link is that member's). */
 void pxfer_on_frame(struct pxfer *x, uint8_t from, const void *frame,
                     size_t len);
-/* Starts a fetch from `peer`. -EALREADY if one runs; 0. */
-int pxfer_start(struct pxfer *x, uint8_t peer, uint32_t durable_view);
-/* As pxfer_start with the caller's nonce (non-zero): tests. */
+/* Starts a fetch from `peer` with a fresh nonce (non-zero, never used
+ * before by this replica: the caller derives it from its per-boot random
+ * seed and a counter, so the simulator stays deterministic). -EALREADY
+ * if one runs, -EINVAL for a zero nonce; 0. */
 int pxfer_start_nonce(struct pxfer *x, uint8_t peer, uint32_t durable_view,
                       struct vs_u128 nonce);
 /* The primary changed while fetching: ask `peer`. */

@@ -90,7 +90,8 @@ struct sim_parts_marks {
         torn_cut, faulty_cut, interior_cut, part_rebuilt, part_refused, flips,
         latent, damaged_reads, view_changes, repairs, truncations,
         faulty_repaired, state_transfer, waived_refused, unobserved,
-        offset_gaps, pg_refused, pg_duplicates, stale;
+        offset_gaps, pg_refused, pg_duplicates, stale,
+        pg_installs; /* partition state transfers installed */
 };
 
 struct sim_parts;
