@@ -659,7 +659,9 @@ pump(struct pxfer *x)
         x->h.send(x->h.ctx, peer, req, VS_HEADER_SIZE);
     if (x->fetch.stage == XFER_INSTALLING && !x->installing) {
         char err[512] = "";
-        uint64_t ckpt = x->fetch.m.a[0].frontier;
+        const struct xfer_artifact *la =
+            xfer_manifest_find(&x->fetch.m, XFER_KIND_SEGMENT_LOG);
+        uint64_t ckpt = la != NULL ? la->frontier : 0;
         uint64_t bytes = fetch_total(&x->fetch);
         x->installing = 1;
         int rc = install(x, err, sizeof(err));

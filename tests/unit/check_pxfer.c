@@ -90,6 +90,21 @@ static int g_hold_sync[N];
 static size_t g_nrep;
 static uint64_t g_wall = 1000000;
 static uint64_t g_repair_requests;
+/* chunks to alter (resealed) in flight, and how many were */
+static unsigned g_tamper, g_tampered;
+/* distinct nonces of the RequestStateTransfer frames seen */
+static struct vs_u128 g_nonces[64];
+static unsigned g_nnonces;
+
+static void
+note_nonce(struct vs_u128 n)
+{
+    for (unsigned i = 0; i < g_nnonces; i++)
+        if (vs_u128_eq(g_nonces[i], n))
+            return;
+    if (g_nnonces < 64)
+        g_nonces[g_nnonces++] = n;
+}
 
 static int
 env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
@@ -109,12 +124,28 @@ env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
     }
     if (g_nq == QMAX)
         return -EAGAIN;
+    if (h->f.command == VS_CMD_REQUEST_STATE_TRANSFER)
+        note_nonce(
+            ((const struct vs_hdr_request_state_transfer *)frame)->nonce);
     struct msg *m = &g_q[g_nq++];
     m->from = (uint8_t)n->idx;
     m->to = replica;
     m->len = (uint32_t)len;
     m->data = malloc(len);
     memcpy(m->data, frame, len);
+    if (h->f.command == VS_CMD_STATE_CHUNK && g_tamper > 0 &&
+        len > VS_HEADER_SIZE + 64) {
+        /* a server that sends other bytes than its manifest promised,
+         * resealed so that only the artifact checksum can catch it */
+        g_tamper--;
+        g_tampered++;
+        struct vs_hdr_state_chunk *c = (struct vs_hdr_state_chunk *)m->data;
+        uint8_t *body = m->data + VS_HEADER_SIZE;
+        body[40] ^= 0x5A;
+        struct xfer_sender snd = {g_cluster, c->group, c->f.replica, c->f.view};
+        xfer_frame_chunk(c, &snd, c->nonce, c->artifact, c->offset, body,
+                         len - VS_HEADER_SIZE);
+    }
     return 0;
 }
 
@@ -253,6 +284,8 @@ setup(void)
     g_repair_requests = 0;
     g_installs = 0;
     g_hold_install = 0;
+    g_tamper = g_tampered = 0;
+    g_nnonces = 0;
     g_slots = 256;
     g_durability = PART_FSYNC_EVERY_BATCH;
     memset(g_drop, 0, sizeof(g_drop));
@@ -784,6 +817,27 @@ START_TEST(test_lagging_replica_installs_and_converges)
 }
 END_TEST
 
+/* A chunk whose bytes differ from what the manifest promised (resealed,
+ * so the frame checks pass): the artifact fails its checksum, nothing is
+ * installed, the session ends and the engine is disarmed; the next fetch
+ * (a fresh nonce) installs. */
+START_TEST(test_tampered_artifact_refused_then_retried)
+{
+    fresh_cluster(16);
+    g_tamper = 1;
+    lag_node2();
+    for (int s = 0; s < MAX_STEPS && g_installs == 0; s++)
+        step();
+    ck_assert_uint_eq(g_tampered, 1);
+    ck_assert_uint_eq(g_installs, 1);
+    ck_assert_uint_ge(g_nnonces, 2); /* a fresh nonce for the retry */
+    produce(3, 45, 46);
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    files_identical();
+    offsets_equal(3);
+}
+END_TEST
+
 /* The serving side's rules, driven by hand-made frames from "replica 2"
  * to the primary (node 0): the offer is hashed first (answered
  * "transient"), then a retry with the same nonce gets the same Target
@@ -1054,6 +1108,7 @@ suite(void)
     tcase_add_test(tc, test_image_roundtrip_and_refusals);
     tcase_add_test(tc, test_partition_manifest_rules);
     tcase_add_test(tc, test_lagging_replica_installs_and_converges);
+    tcase_add_test(tc, test_tampered_artifact_refused_then_retried);
     tcase_add_test(tc, test_serving_rules);
     tcase_add_test(tc, test_install_crash_points);
     suite_add_tcase(s, tc);
