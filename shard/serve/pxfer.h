@@ -55,7 +55,7 @@
 #include "shard/vsr/xfer_fetch.h"
 #include "shard/vsr/xfer_serve.h"
 
-#define PXFER_HASH_STEP (8u << 20) /* bytes hashed per tick per offer */
+#define PXFER_HASH_STEP (4u << 20) /* bytes hashed per tick per offer */
 
 /* What the serving side needs to know about the group right now. */
 struct pxfer_serve_state {
