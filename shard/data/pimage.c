@@ -47,7 +47,7 @@ pimg_name_ok(uint32_t kind, const char *name)
     }
     if (kind != PIMG_OFFSETS)
         return 0;
-    if (strcmp(name, "offsets_applied") == 0)
+    if (strcmp(name, "offsets_applied") == 0 || strcmp(name, "clients") == 0)
         return 1;
     const char *c = "offsets/consumers/", *g = "offsets/groups/";
     if (strncmp(name, c, strlen(c)) == 0)

@@ -12,8 +12,11 @@
  *   {purge generation, offset frontier (next offset after the checkpoint
  *   op's batches), checkpoint op}.
  * kind PIMG_OFFSETS: names "offsets_applied", "offsets/consumers/<key>",
- *   "offsets/groups/<group>.<created_op>" (decimal); meta = {the applied
- *   consumer-offset op, 0, checkpoint op}.
+ *   "offsets/groups/<group>.<created_op>" (decimal), and "clients" (the
+ *   group's saved client table, when the group keeps one: it is saved
+ *   before every checkpoint, so it is as of an op at or above the
+ *   offered checkpoint and the receiver records no op below its mark
+ *   twice); meta = {the applied consumer-offset op, 0, checkpoint op}.
  *
  * Invariants (the decoder trusts nothing): exact length; magic, version,
  * the expected kind; count <= PIMG_FILES_MAX (a segments image holds at

@@ -30,6 +30,9 @@
 #include "shard/vsr/xfer_frames.h"
 
 #define PX_PATH_MAX 1400
+/* offsets files are 16-20 bytes; a client table of 4096 clients x 4
+ * proposals stays well below this */
+#define PXFER_SMALL_FILE_MAX (16u << 20)
 
 struct px_file {
     int fd;
@@ -271,9 +274,12 @@ collect_offsets(struct pxfer *x, struct px_offer *e)
             if (rc == -ENOENT)
                 rc = 0;
         } else {
-            l.v = vs_xcalloc(1, sizeof(*l.v));
+            /* the applied mark, and the client table where the group
+             * saves one (absent files are skipped) */
+            l.v = vs_xcalloc(2, sizeof(*l.v));
             snprintf(l.v[0], PIMG_NAME_MAX, "offsets_applied");
-            l.n = 1;
+            snprintf(l.v[1], PIMG_NAME_MAX, "clients");
+            l.n = 2;
         }
         for (size_t i = 0; rc == 0 && i < l.n; i++) {
             char rel[PIMG_NAME_MAX], path[PX_PATH_MAX];
@@ -287,7 +293,8 @@ collect_offsets(struct pxfer *x, struct px_offer *e)
             size_t len = 0;
             rc = afile_join(path, sizeof(path), part_dir(x->p), rel);
             if (rc == 0)
-                rc = afile_read_all(x->io, path, 4096, &b, &len);
+                rc =
+                    afile_read_all(x->io, path, PXFER_SMALL_FILE_MAX, &b, &len);
             if (rc == -ENOENT) {
                 rc = 0;
                 continue;

@@ -16,8 +16,10 @@
  *                      be rebuilt; later segments left out); meta = the
  *                      purge generation, the offset frontier after C,
  *                      C. Frontier C.
- *   CONSUMER_OFFSETS   a file-set image of offsets/ and offsets_applied
- *                      as applied at the serving replica's commit (an
+ *   CONSUMER_OFFSETS   a file-set image of offsets/, offsets_applied (and
+ *                      the group's saved client table `clients` where it
+ *                      keeps one) as applied at the serving replica's
+ *                      commit (an
  *                      offset op at or below the applied mark is never
  *                      applied again, so repair above C agrees). Frontier
  *                      the applied mark.

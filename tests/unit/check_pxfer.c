@@ -647,6 +647,8 @@ START_TEST(test_image_roundtrip_and_refusals)
     ck_assert(pimg_name_ok(PIMG_OFFSETS, "offsets/consumers/17"));
     ck_assert(pimg_name_ok(PIMG_OFFSETS, "offsets/groups/3.99"));
     ck_assert(pimg_name_ok(PIMG_OFFSETS, "offsets_applied"));
+    ck_assert(pimg_name_ok(PIMG_OFFSETS, "clients"));
+    ck_assert(!pimg_name_ok(PIMG_SEGMENTS, "clients"));
     ck_assert(!pimg_name_ok(PIMG_OFFSETS, "offsets/groups/3"));
     ck_assert(!pimg_name_ok(PIMG_OFFSETS, "offsets/consumers/x"));
     ck_assert(!pimg_name_ok(PIMG_OFFSETS, "format"));
