@@ -10,7 +10,9 @@ libvs_data_a_SOURCES = \
 	shard/data/partition.c shard/data/partition.h \
 	shard/data/pjournal.c shard/data/pjournal.h \
 	shard/data/offsets.c \
-	shard/data/pdir.c shard/data/pdir.h
+	shard/data/pdir.c shard/data/pdir.h \
+	shard/data/pimage.c shard/data/pimage.h \
+	shard/data/pinstall.c shard/data/pinstall.h
 
 DATA_LDADD = libvs_data.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
 

@@ -205,6 +205,29 @@ state_write_dir(struct vs_sio *io, const char *dir, uint64_t gen,
     return afile_replace(io, dir, PART_STATE_FILE, b, sizeof(b));
 }
 
+void
+part_state_image(uint64_t purge_generation, uint64_t floor,
+                 uint8_t out[PART_STATE_IMAGE_SIZE])
+{
+    memcpy(out, "VSPS", 4);
+    vs_store_u32(out + 4, PART_STATE_VER);
+    vs_store_u64(out + 8, purge_generation);
+    vs_store_u64(out + 16, floor);
+    vs_store_u64(out + 24, vs_xxh3_64(out, 24));
+}
+
+const struct part_opts *
+part_options(const struct vs_part *p)
+{
+    return &p->opts;
+}
+
+uint64_t
+part_purge_generation(const struct vs_part *p)
+{
+    return p->purge_gen;
+}
+
 static int
 state_write(struct vs_part *p, uint64_t gen, uint64_t floor)
 {

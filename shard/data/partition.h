@@ -403,6 +403,18 @@ int part_apply_watermark(struct vs_part *p, uint64_t watermark,
  * metadata's generation). 0, -ENOSPC, -VS_EFATAL. */
 int part_purge(struct vs_part *p, uint64_t purge_generation);
 
+/* ---- partition state transfer (shard/serve/pxfer.h) ---- */
+
+/* The `state` file's bytes holding (purge_generation, floor), as
+ * state_write writes them: what an installer writes beside an image. */
+#define PART_STATE_IMAGE_SIZE 32u
+void part_state_image(uint64_t purge_generation, uint64_t floor,
+                      uint8_t out[PART_STATE_IMAGE_SIZE]);
+/* The options the partition was opened with. */
+const struct part_opts *part_options(const struct vs_part *p);
+/* The purge generation the partition's `state` file holds. */
+uint64_t part_purge_generation(const struct vs_part *p);
+
 /* ---- consumer offsets (implemented in offsets.c) ---- */
 
 enum part_consumer_kind {

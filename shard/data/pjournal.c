@@ -1156,3 +1156,59 @@ pj_head_checksum(const struct vs_pjournal *j)
 {
     return j->head_checksum;
 }
+
+/* ---- partition state transfer ---- */
+
+int
+pj_cut_at(struct vs_pjournal *j, uint64_t op, struct pj_cut *c)
+{
+    memset(c, 0, sizeof(*c));
+    const struct pj_ent *e = ent_of(j, op);
+    if (e == NULL || op > j->commit)
+        return -ENOENT;
+    c->vsr_start = e->vsr_start;
+    c->vsr_end = e->rec_pos + e->rec_len;
+    c->offset_after = e->offset_after;
+    for (const struct pj_ent *b = e;; b--) {
+        if (b->batch) {
+            c->has_log = 1;
+            c->log_start = b->where.seg_start;
+            c->log_end = b->where.position + b->body_len;
+            break;
+        }
+        if (b == j->ents)
+            break;
+    }
+    struct vs_wbuf rb;
+    vs_wbuf_init(&rb);
+    int rc = pj_read(j, op, &rb);
+    if (rc == 0)
+        memcpy(&c->header, rb.data, sizeof(c->header));
+    vs_wbuf_fini(&rb);
+    return rc;
+}
+
+void
+pj_state_image(const struct pj_state *s, uint8_t out[PJ_STATE_IMAGE_SIZE])
+{
+    memset(out, 0, PJ_STATE_IMAGE_SIZE);
+    slot_encode(out + PJ_SLOT_SIZE, 1, s); /* slot = sequence & 1 */
+}
+
+int
+pj_state_read(struct vs_pjournal *j, struct pj_state *s)
+{
+    uint8_t b[2 * PJ_SLOT_SIZE];
+    size_t got = 0;
+    memset(s, 0, sizeof(*s));
+    if (j->state_fd < 0)
+        return -ENOENT;
+    int rc = sio_pread_all(j->io, j->state_fd, b, sizeof(b), 0, &got);
+    if (rc < 0 && rc != -ENODATA)
+        return rc;
+    uint64_t seq;
+    if (got >= (size_t)((j->state_seq & 1) + 1) * PJ_SLOT_SIZE &&
+        slot_decode(b + (j->state_seq & 1) * PJ_SLOT_SIZE, &seq, s))
+        return 0;
+    return -EBADMSG;
+}

@@ -185,6 +185,33 @@ void pj_set_commit(struct vs_pjournal *j, uint64_t op);
  * cannot lag). */
 int pj_state_write(struct vs_pjournal *j, const struct pj_state *s);
 
+/* ---- partition state transfer (shard/serve/pxfer.h) ----
+ * Where the journal of the ops up to `op` ends on disk, so a serving
+ * replica can offer its files cut there: op's record is the last of the
+ * .vsr of segment vsr_start, ending at byte vsr_end; the last batch at or
+ * below op lies in the .log of segment log_start and ends at byte
+ * log_end (has_log = 0: no batch op at or below op in the window, the
+ * cut is then unknown and not offered); offset_after is the next offset
+ * after op's batches; header is op's stored prepare header. op must be
+ * committed and in the in-memory window. 0, -ENOENT, -EBADMSG, -errno. */
+struct pj_cut {
+    uint64_t vsr_start, vsr_end;
+    uint64_t log_start, log_end;
+    int has_log;
+    uint64_t offset_after;
+    struct vs_hdr_prepare header;
+};
+int pj_cut_at(struct vs_pjournal *j, uint64_t op, struct pj_cut *c);
+/* The whole vsr_state file holding `s` in one slot (sequence 1), as
+ * pj_state_write's first write creates it: what an installer writes. */
+#define PJ_STATE_IMAGE_SIZE 256u
+void pj_state_image(const struct pj_state *s, uint8_t out[PJ_STATE_IMAGE_SIZE]);
+/* The name of the superblock file inside the partition directory. */
+#define PJ_STATE_NAME "vsr_state"
+/* The current superblock values (what the last pj_state_write wrote, or
+ * what pj_open recovered). */
+int pj_state_read(struct vs_pjournal *j, struct pj_state *s);
+
 uint64_t pj_head(const struct vs_pjournal *j);   /* last op appended */
 uint64_t pj_commit(const struct vs_pjournal *j); /* set by pj_set_commit */
 /* Appends made since pj_open (each pj_append returning 0 counts one:

@@ -110,4 +110,14 @@ tests_bench_bench_cluster_create_SOURCES = \
 	tests/bench/bench_cluster_create.c $(CLUSTER_COMMON)
 tests_bench_bench_cluster_create_CFLAGS = $(TEST_CFLAGS)
 tests_bench_bench_cluster_create_LDADD = $(CLUSTER_LDADD)
+
+# Partition state transfer: a node stopped past its peers' partition
+# journal window fetches the partition, then serves the same history.
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_cluster_pxfer
+INTEG_TESTS += tests/integration/check_cluster_pxfer
+tests_integration_check_cluster_pxfer_SOURCES = \
+	tests/integration/check_cluster_pxfer.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_pxfer_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_pxfer_LDADD = $(CLUSTER_LDADD)
 endif

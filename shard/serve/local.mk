@@ -75,6 +75,17 @@ endif
 # A replicated partition's consensus group (pgroup.h) and its in-process
 # three-replica test.
 libvs_server_a_SOURCES += shard/serve/pgroup.c shard/serve/pgroup.h
+# Its partition state transfer (pxfer.h).
+libvs_server_a_SOURCES += shard/serve/pxfer.c shard/serve/pxfer.h
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_pxfer
+check_PROGRAMS += tests/unit/check_pxfer
+tests_unit_check_pxfer_SOURCES = tests/unit/check_pxfer.c \
+	tests/unit/data_testutil.h
+tests_unit_check_pxfer_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_pxfer_LDADD = libvs_server.a libvs_vsr.a libvs_data.a \
+	libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_pgroup
 check_PROGRAMS += tests/unit/check_pgroup

@@ -21,6 +21,7 @@
 #include "common/mem.h"
 #include "ipc/segment.h"
 #include "shard/data/pdir.h"
+#include "shard/data/pinstall.h"
 #include "shard/meta/lookup.h"
 #include "shard/meta/state.h"
 #include "shard/serve/parts.h"
@@ -397,6 +398,21 @@ open_one(struct dparts *d, const struct dlive *e)
     struct vs_part *p = NULL;
     struct part_verdict v;
     memset(&v, 0, sizeof(v));
+    /* a partition state transfer interrupted by a crash: its directory
+     * becomes the old or the new one before anything looks at it */
+    enum pinstall_outcome po = PINSTALL_NOTHING;
+    int prc = pinstall_recover(&d->io, d->dir, &e->id, &po);
+    dparts_check_fatal(d, prc, "recovering a partition state transfer");
+    if (prc < 0)
+        return prc;
+    if (po != PINSTALL_NOTHING)
+        vs_log_warn("partition %u.%u.%u@%llu: an interrupted state transfer "
+                    "install was %s",
+                    e->id.stream_id, e->id.topic_id, e->id.partition_id,
+                    (unsigned long long)e->id.created_op,
+                    po == PINSTALL_ROLLED_FORWARD ? "completed"
+                    : po == PINSTALL_ROLLED_BACK  ? "rolled back"
+                                                  : "cleaned up");
     if (e->id.created_op <= d->created_hw) {
         char name[128], path[sizeof(d->dir) + 130];
         struct stat st;
@@ -634,4 +650,42 @@ dparts_tick_retention(struct dparts *d, uint64_t now_us)
                     dp->id.stream_id, dp->id.topic_id, dp->id.partition_id,
                     r.segments_deleted, (unsigned long long)r.bytes_deleted);
     }
+}
+
+/* Partition state transfer (pinstall.h): the open partition is closed,
+ * the staged directory swapped in and the partition opened again with
+ * the same options. A failure after the close ends the process (exit 2):
+ * the next boot's open_one finishes or rolls back the swap. */
+int
+dparts_reinstall(struct dparts *d, struct dpart *dp)
+{
+    struct part_opts o = *part_options(dp->p);
+    int rc = part_close(dp->p);
+    dp->p = NULL;
+    if (rc != 0)
+        vs_log_warn("partition %u.%u.%u: close before the install: %s",
+                    dp->id.stream_id, dp->id.topic_id, dp->id.partition_id,
+                    sio_strerror(rc));
+    rc = pinstall_swap(&d->io, d->dir, &dp->id);
+    if (rc < 0)
+        rc = pinstall_recover(&d->io, d->dir, &dp->id, NULL);
+    if (rc < 0)
+        shard_fatal(d->ctx,
+                    "partition %u.%u.%u: installing the transferred "
+                    "partition failed: %s",
+                    dp->id.stream_id, dp->id.topic_id, dp->id.partition_id,
+                    sio_strerror(rc));
+    struct part_verdict v;
+    memset(&v, 0, sizeof(v));
+    rc = part_open(&d->io, d->dir, &dp->id, &o, 0, dp->purge_gen, &dp->p, &v);
+    if (rc == -EBADMSG)
+        shard_fatal(d->ctx, "refusing the installed partition: %s", v.msg);
+    if (rc < 0)
+        shard_fatal(d->ctx,
+                    "partition %u.%u.%u: reopening after the install "
+                    "failed: %s",
+                    dp->id.stream_id, dp->id.topic_id, dp->id.partition_id,
+                    sio_strerror(rc));
+    dparts_stats_note(d, dp);
+    return 0;
 }

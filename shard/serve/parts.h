@@ -138,6 +138,12 @@ void dparts_stats_note(struct dparts *d, struct dpart *dp);
  * `what` names the operation. Returns otherwise. */
 void dparts_check_fatal(struct dparts *d, int rc, const char *what);
 
+/* Partition state transfer: closes dp's partition, swaps in the staged
+ * directory (shard/data/pinstall.h) and reopens it with the same options
+ * (its replicated group is closed first by the caller). 0; any failure
+ * ends the process (exit 2): the next boot completes or rolls back. */
+int dparts_reinstall(struct dparts *d, struct dpart *dp);
+
 /* 1 if data shard `slot` of K owns partition (s, t, p). */
 int dparts_owner_is(uint32_t stream_id, uint32_t topic_id,
                     uint32_t partition_id, uint32_t k, uint32_t slot);

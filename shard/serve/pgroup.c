@@ -33,6 +33,7 @@
 #include "common/mem.h"
 #include "shard/data/batch.h"
 #include "shard/serve/pgroup.h"
+#include "shard/serve/pxfer.h"
 #include "shard/storage/atomic_file.h"
 
 #define PG_CLIENTS_MAX 4096u /* client table entries kept per group */
@@ -117,6 +118,13 @@ struct vs_pgroup {
     char applied_path[700];
     struct pgroup_stats stats;
     struct vs_wbuf out;
+    /* partition state transfer (pxfer.h): the fetch and the offers; once
+     * a fetched partition is staged the group stops until the runtime
+     * swaps it in and reopens the group (pgroup_install_pending) */
+    struct pxfer *xfer;
+    int xfer_armed;         /* vsr_transfer_begin accepted, not ended */
+    uint64_t xfer_sessions; /* fetches started (each nonce is fresh) */
+    int install_pending;
 };
 
 uint64_t
@@ -669,19 +677,114 @@ do_send_prepare(struct vs_pgroup *g, const struct vs_vsr_action *a)
         (void)g->env.send(g->env.ctx, g, a->replica, g->out.data, g->out.len);
 }
 
+/* ---- partition state transfer (pxfer.h) ---- */
+
+static void
+xfer_serve_state(void *ctx, struct pxfer_serve_state *s)
+{
+    struct vs_pgroup *g = ctx;
+    struct vs_vsr_persist d;
+    vsr_durable(g->v, &d);
+    s->settled_primary = pgroup_is_settled_primary(g) && !g->install_pending;
+    s->view = d.view;
+    s->commit_min = vsr_commit_min(g->v);
+    s->commit_max = vsr_commit_max(g->v);
+    s->checkpoint_op = d.checkpoint_op;
+}
+
+static void
+xfer_send(void *ctx, uint8_t replica, const void *frame, size_t len)
+{
+    struct vs_pgroup *g = ctx;
+    if (g->env.send)
+        (void)g->env.send(g->env.ctx, g, replica, frame, len);
+}
+
+static void
+xfer_installed(void *ctx, uint64_t checkpoint_op)
+{
+    struct vs_pgroup *g = ctx;
+    g->install_pending = 1;
+    vs_log_info("partition group %" PRIx64 ": the partition at checkpoint op "
+                "%" PRIu64 " is staged; the group reopens on it",
+                g->group, checkpoint_op);
+}
+
+static void
+xfer_failed(void *ctx, const char *why)
+{
+    struct vs_pgroup *g = ctx;
+    (void)why;
+    if (g->xfer_armed) {
+        /* repair resumes; the next RangeEvicted asks again */
+        g->xfer_armed = 0;
+        (void)vsr_transfer_end(g->v);
+    }
+}
+
+/* The peer to fetch from: the group's primary, else the one that
+ * answered RangeEvicted. */
+static uint8_t
+xfer_peer(struct vs_pgroup *g, uint8_t fallback)
+{
+    int pr = vsr_primary(g->v);
+    return pr >= 0 && pr != g->o.replica ? (uint8_t)pr : fallback;
+}
+
 static void
 do_state_transfer(struct vs_pgroup *g, const struct vs_vsr_action *a)
 {
-    /* Partition state transfer (sealed segments and consumer offsets
-     * fetched from a peer) is not implemented: the engine stays unarmed
-     * and keeps asking other peers for the ops; the partition keeps
-     * serving what it has committed. */
     g->stats.state_transfers++;
+    if (g->xfer == NULL || g->install_pending || pxfer_fetching(g->xfer))
+        return;
     vs_log_warn("partition group %" PRIx64 ": replica %u retains ops only from "
-                "%" PRIu64 "; this replica needs a partition state transfer, "
-                "which this version does not perform (refused; repair from "
-                "other peers continues)",
+                "%" PRIu64 "; fetching the partition by state transfer",
                 g->group, a->replica, a->op);
+    if (vsr_transfer_begin(g->v) == 0)
+        g->xfer_armed = 1;
+    struct vs_vsr_persist d;
+    vsr_durable(g->v, &d);
+    /* a fresh nonce per fetch: the boot's seed (drawn at random by the
+     * runtime on every open, by the simulator from its seed) and the
+     * fetch's number */
+    uint64_t k[2] = {g->o.seed, ++g->xfer_sessions};
+    struct vs_u128 nonce = vs_checksum(k, sizeof(k));
+    if (vs_u128_is_zero(nonce))
+        nonce.lo = 1;
+    if (pxfer_start_nonce(g->xfer, xfer_peer(g, a->replica), d.view, nonce) !=
+            0 &&
+        g->xfer_armed) {
+        g->xfer_armed = 0;
+        (void)vsr_transfer_end(g->v);
+    }
+}
+
+static int
+xfer_create(struct vs_pgroup *g)
+{
+    struct pxfer_opts o = {
+        .cluster = g->o.cluster, .group = g->group, .self = g->o.replica};
+    struct pxfer_hooks h = {.ctx = g,
+                            .serve_state = xfer_serve_state,
+                            .send = xfer_send,
+                            .installed = xfer_installed,
+                            .failed = xfer_failed};
+    return pxfer_create(&o, &h, g->p, g->j, &g->xfer);
+}
+
+int
+pgroup_install_pending(const struct vs_pgroup *g)
+{
+    return g->install_pending;
+}
+
+void
+pgroup_xfer_info(const struct vs_pgroup *g, struct pxfer_info *out)
+{
+    if (g->xfer != NULL)
+        pxfer_info(g->xfer, out);
+    else
+        memset(out, 0, sizeof(*out));
 }
 
 static void
@@ -846,6 +949,11 @@ pgroup_open(const struct pgroup_opts *o, struct vs_part *p,
                      "the VSR engine refused the recovered journal: %s", why);
         goto fail;
     }
+    if (o->replica_count > 1 && (rc = xfer_create(g)) < 0) {
+        if (reason)
+            snprintf(reason, reason_len, "state transfer: out of memory");
+        goto fail;
+    }
     struct part_stats ps;
     part_stats(p, &ps);
     g->last_ts = ps.last_timestamp;
@@ -876,6 +984,7 @@ pgroup_close(struct vs_pgroup *g)
 {
     if (!g)
         return;
+    pxfer_destroy(g->xfer);
     vsr_destroy(g->v);
     pj_close(g->j);
     free(g->held);
@@ -1014,8 +1123,17 @@ pgroup_on_offset(struct vs_pgroup *g, const struct vs_hdr_request *req,
 enum vsr_verdict
 pgroup_on_message(struct vs_pgroup *g, const void *frame, size_t len)
 {
-    if (g->fatal)
+    if (g->fatal || g->install_pending)
         return VSR_DROP_STATUS;
+    const struct vs_header *h = frame;
+    if (len >= VS_HEADER_SIZE && g->xfer != NULL &&
+        h->f.command >= VS_CMD_REQUEST_STATE_TRANSFER &&
+        h->f.command <= VS_CMD_STATE_CHUNK) {
+        /* state transfer frames: the binding's, never the engine's */
+        pxfer_on_frame(g->xfer, h->f.replica, frame, len);
+        drain(g);
+        return VSR_ACCEPTED;
+    }
     enum vsr_verdict vd = vsr_on_message(g->v, frame, len);
     drain(g);
     return vd;
@@ -1024,10 +1142,20 @@ pgroup_on_message(struct vs_pgroup *g, const void *frame, size_t len)
 void
 pgroup_tick(struct vs_pgroup *g)
 {
-    if (g->fatal)
+    if (g->fatal || g->install_pending)
         return;
     vsr_tick(g->v);
     drain(g);
+    if (g->xfer != NULL) {
+        /* a new primary while fetching (or the fetch gave up on its
+         * peer): ask the primary */
+        int pr = vsr_primary(g->v);
+        if (pxfer_fetching(g->xfer) && pr >= 0 && pr != g->o.replica &&
+            (pxfer_wants_peer(g->xfer) || pr != pxfer_peer(g->xfer)))
+            pxfer_retarget(g->xfer, (uint8_t)pr);
+        pxfer_tick(g->xfer);
+        drain(g);
+    }
     /* interval policy: appends were acknowledged once written; fsync them
      * every PG_INTERVAL_TICKS (every-batch asks at each append) */
     if (!g->every_batch && !g->fatal && !g->sync_asked &&

@@ -25,10 +25,19 @@
  *   REPLY             -> not used: the COMMIT answers the proposal's
  *                        waiter through env->reply (see Replies below)
  *   SEND_PREPARE      -> pj_read, then env->send with command 19
- *   STATE_TRANSFER    -> partition state transfer: not in this version;
- *                        counted (stats.state_transfers) and logged, the
- *                        engine stays unarmed and keeps asking other
- *                        peers (a documented refusal, not a transfer)
+ *   STATE_TRANSFER    -> partition state transfer (pxfer.h): the engine
+ *                        is armed (vsr_transfer_begin) and the group's
+ *                        primary asked for its partition at its
+ *                        checkpoint; commands 22-25 of the group go to
+ *                        pxfer, never to the engine. A fetched partition
+ *                        staged and verified stops the group
+ *                        (pgroup_install_pending): the runtime closes it
+ *                        and the partition, swaps the directories
+ *                        (shard/data/pinstall.h) and reopens both; the
+ *                        engine recovers at the checkpoint and repairs
+ *                        above it. A session that ends without an install
+ *                        disarms the engine (repair resumes and asks
+ *                        again).
  * Replies come from COMMIT, not from the engine's REPLY action. A
  * proposal's key is (client, request, request_checksum): a client's sends
  * do not advance the request number, so the runtime stamps the request
@@ -225,5 +234,10 @@ struct vs_part *pgroup_part(struct vs_pgroup *g);
 const struct vs_vsr *pgroup_engine(const struct vs_pgroup *g);
 int pgroup_fatal(const struct vs_pgroup *g); /* 1: stopped */
 void pgroup_stats(const struct vs_pgroup *g, struct pgroup_stats *out);
+/* 1 once a fetched partition is staged (pxfer.h): the group takes no
+ * more input; close it, swap (pinstall_swap) and reopen. */
+int pgroup_install_pending(const struct vs_pgroup *g);
+struct pxfer_info;
+void pgroup_xfer_info(const struct vs_pgroup *g, struct pxfer_info *out);
 
 #endif /* VS_SHARD_SERVE_PGROUP_H */

@@ -786,6 +786,29 @@ pgroups_on_beat(void *arg, uint8_t peer, const struct beat_hdr *h,
     }
 }
 
+/* A fetched partition is staged (pgroup_install_pending): the group and
+ * the partition close, the directories swap, both reopen (the engine
+ * recovers at the installed checkpoint and repairs above it). */
+static void
+group_reinstall(struct serve_pgroups *pg, struct pg_entry *e)
+{
+    struct dpart *dp = dparts_find(pg->parts, &e->id);
+    pgroup_close(e->g);
+    e->g = NULL;
+    pg->n.closed++;
+    pg->n.groups--;
+    waits_fail(pg, e->gid);
+    if (dp == NULL)
+        return;
+    (void)dparts_reinstall(pg->parts, dp);
+    vs_log_info("partition %u.%u.%u@%llu: transferred partition installed",
+                e->id.stream_id, e->id.topic_id, e->id.partition_id,
+                (unsigned long long)e->id.created_op);
+    group_open(pg, e);
+    if (e->g == NULL) /* refused: retried like a stopped group */
+        e->reopen_ms = mono_ms() + PGROUPS_REOPEN_MS;
+}
+
 void
 pgroups_on_tick(void *arg)
 {
@@ -795,6 +818,11 @@ pgroups_on_tick(void *arg)
     for (struct pg_entry *e = pg->all; e; e = e->next) {
         if (e->g != NULL && pgroup_fatal(e->g))
             group_stop(pg, e, now);
+        /* a staged install swaps in once no fsync of the group is in
+         * flight (its completion must not reach the reopened group) */
+        if (e->g != NULL && pgroup_install_pending(e->g) &&
+            !e->state_pending && !e->sync_pending)
+            group_reinstall(pg, e);
         /* reopened once no fsync of the stopped group is in flight: the
          * superblock it reads back is then durable */
         if (e->g == NULL && e->reopen_ms != 0 && e->reopen_ms <= now &&

@@ -24,6 +24,11 @@
  *   - A group that stopped (pgroup_fatal: its journal out of space, an
  *     I/O error) is closed, its waiters answered 57, and reopened from
  *     its files PGROUPS_REOPEN_MS later (again while it fails).
+ *   - A group whose partition state transfer staged a fetched partition
+ *     (pgroup_install_pending, pxfer.h) is closed, its waiters answered
+ *     57, the partition closed, the directories swapped and both opened
+ *     again (dparts_reinstall); the engine recovers at the installed
+ *     checkpoint and repairs above it.
  *   - env->send: the frame is queued on the link to that member's node
  *     (-EAGAIN when the link's queue is full: the engine retransmits);
  *     but a Commit heartbeat or its Pong answer becomes an entry of the

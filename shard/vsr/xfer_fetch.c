@@ -204,6 +204,43 @@ start_artifact(struct xfer_fetch *f)
     stage_set(f, XFER_INSTALLING);
 }
 
+/* The artifact whose frontier names the session's generation, if the
+ * manifest fits the profile (xfer_fetch.h), else NULL. */
+static const struct xfer_artifact *
+manifest_usable(const struct xfer_fetch *f, const struct xfer_manifest *m,
+                const struct vs_hdr_state_transfer_target *t)
+{
+    const struct xfer_artifact *prep =
+        xfer_manifest_find(m, XFER_KIND_CHECKPOINT_PREPARE);
+    if (f->o.profile == XFER_PROFILE_PARTITION) {
+        const struct xfer_artifact *log =
+            xfer_manifest_find(m, XFER_KIND_SEGMENT_LOG);
+        const struct xfer_artifact *offs =
+            xfer_manifest_find(m, XFER_KIND_CONSUMER_OFFSETS);
+        if (m->count != 3u || log == NULL || offs == NULL || prep == NULL ||
+            prep->len != VS_HEADER_SIZE || prep->frontier != log->frontier ||
+            log->frontier == 0 || t->commit_op < log->frontier ||
+            offs->frontier > t->commit_op || log->len > f->o.artifact_cap ||
+            offs->len > f->o.artifact_cap)
+            return NULL;
+        return log;
+    }
+    const struct xfer_artifact *snap =
+        xfer_manifest_find(m, XFER_KIND_METADATA_SNAPSHOT);
+    const struct xfer_artifact *table =
+        xfer_manifest_find(m, XFER_KIND_CLIENT_TABLE);
+    /* metadata transfer: a snapshot and a client table, optionally the
+     * snapshot op's prepare header (exactly one header, at the snapshot's
+     * op), frontiers consistent with the commit the primary advertised */
+    if (m->count != (prep != NULL ? 3u : 2u) || snap == NULL || table == NULL ||
+        (prep != NULL &&
+         (prep->len != VS_HEADER_SIZE || prep->frontier != snap->frontier)) ||
+        t->commit_op < snap->frontier || table->frontier > t->commit_op ||
+        snap->len > f->o.artifact_cap || table->len > f->o.artifact_cap)
+        return NULL;
+    return snap;
+}
+
 enum xfer_fetch_drop
 xfer_fetch_on_target(struct xfer_fetch *f, uint8_t from, const void *frame,
                      size_t len)
@@ -245,20 +282,8 @@ xfer_fetch_on_target(struct xfer_fetch *f, uint8_t from, const void *frame,
     if (xfer_manifest_decode((const uint8_t *)frame + VS_HEADER_SIZE,
                              len - VS_HEADER_SIZE, &m) != XFER_MANIFEST_OK)
         return drop(f, XFER_DROP_MANIFEST);
-    const struct xfer_artifact *snap =
-        xfer_manifest_find(&m, XFER_KIND_METADATA_SNAPSHOT);
-    const struct xfer_artifact *table =
-        xfer_manifest_find(&m, XFER_KIND_CLIENT_TABLE);
-    const struct xfer_artifact *prep =
-        xfer_manifest_find(&m, XFER_KIND_CHECKPOINT_PREPARE);
-    /* metadata transfer: a snapshot and a client table, optionally the
-     * snapshot op's prepare header (exactly one header, at the snapshot's
-     * op), frontiers consistent with the commit the primary advertised */
-    if (m.count != (prep != NULL ? 3u : 2u) || snap == NULL || table == NULL ||
-        (prep != NULL &&
-         (prep->len != VS_HEADER_SIZE || prep->frontier != snap->frontier)) ||
-        t->commit_op < snap->frontier || table->frontier > t->commit_op ||
-        snap->len > f->o.artifact_cap || table->len > f->o.artifact_cap)
+    const struct xfer_artifact *snap = manifest_usable(f, &m, t);
+    if (snap == NULL)
         return drop(f, XFER_DROP_MANIFEST);
     if (f->bad_generation_failures >= f->o.decode_failures_max &&
         snap->frontier == f->bad_generation) {
@@ -407,7 +432,9 @@ xfer_fetch_install_failed(struct xfer_fetch *f, int decode, const char *why)
         return;
     if (decode) {
         const struct xfer_artifact *snap =
-            xfer_manifest_find(&f->m, XFER_KIND_METADATA_SNAPSHOT);
+            xfer_manifest_find(&f->m, f->o.profile == XFER_PROFILE_PARTITION
+                                          ? XFER_KIND_SEGMENT_LOG
+                                          : XFER_KIND_METADATA_SNAPSHOT);
         uint64_t gen = snap != NULL ? snap->frontier : 0;
         if (gen != f->bad_generation) {
             f->bad_generation = gen;

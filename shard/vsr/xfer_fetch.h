@@ -19,10 +19,16 @@
  *   Installing -> Idle                installed, or the install failed
  * Entering Idle drops the nonce, the manifest and the fetched bytes.
  *
- * A metadata manifest holds a snapshot and a client table (frontiers
- * within the Target's commit), and optionally the snapshot op's prepare
- * header (exactly 256 bytes at the snapshot's frontier); anything else is
- * refused.
+ * A metadata manifest (profile XFER_PROFILE_METADATA) holds a snapshot
+ * and a client table (frontiers within the Target's commit), and
+ * optionally the snapshot op's prepare header (exactly 256 bytes at the
+ * snapshot's frontier); anything else is refused. A partition manifest
+ * (XFER_PROFILE_PARTITION) holds exactly a segment log image, a consumer
+ * offsets image and the checkpoint op's prepare header (256 bytes), the
+ * log's and the header's frontier equal (the checkpoint op), both
+ * frontiers of the log and of the offsets within the Target's commit.
+ * The "generation" of a session is the snapshot's frontier, or the
+ * segment log's for a partition.
  * Fetch rules: one request in flight, artifacts in manifest order, a chunk
  * accepted only from the target peer, for our nonce, at the expected
  * (artifact, offset) and not past the artifact's end; a zero-byte chunk is
@@ -73,11 +79,17 @@ enum xfer_fetch_drop {
 };
 const char *xfer_fetch_drop_name(enum xfer_fetch_drop d);
 
+enum xfer_profile {
+    XFER_PROFILE_METADATA = 0,  /* shard 0's snapshot + client table */
+    XFER_PROFILE_PARTITION = 1, /* a partition group's segments + offsets */
+};
+
 struct xfer_fetch_opts {
     struct xfer_sender me; /* cluster, group, replica, durable view */
-    uint32_t chunk_max;    /* bytes per request; 0 = XFER_CHUNK_MAX */
-    uint32_t stall_ticks;  /* no progress for this long: re-request; 0=100 */
-    uint32_t stalls_max;   /* re-requests before giving up; 0 = 5 */
+    enum xfer_profile profile;
+    uint32_t chunk_max;   /* bytes per request; 0 = XFER_CHUNK_MAX */
+    uint32_t stall_ticks; /* no progress for this long: re-request; 0=100 */
+    uint32_t stalls_max;  /* re-requests before giving up; 0 = 5 */
     uint32_t decode_failures_max; /* per generation; 0 = 5 */
     uint64_t artifact_cap;        /* 0 = XFER_ARTIFACT_CAP */
 };

@@ -22,6 +22,7 @@
 #include "shard/data/batch.h"
 #include "shard/data/partition.h"
 #include "shard/data/pdir.h"
+#include "shard/data/pinstall.h"
 #include "shard/data/pjournal.h"
 #include "shard/serve/pgroup.h"
 #include "shard/vsr/engine.h"
@@ -1477,6 +1478,11 @@ open_part(struct sp_rep *r, int wipe)
     char name[128], dir[600];
     pdir_name(name, sizeof(name), &id);
     snprintf(dir, sizeof(dir), "%s/%s", nd->parts_dir, name);
+    /* a partition state transfer install a crash interrupted: the old or
+     * the new directory, as the data shard's open does (parts.c) */
+    int prc = pinstall_recover(io, nd->parts_dir, &id, NULL);
+    if (prc < 0)
+        return prc;
     if (wipe) {
         int rc = pdir_rmtree(io, dir);
         if (rc == 0)
@@ -2266,6 +2272,30 @@ faults_tick(struct sim_parts *ps)
     }
 }
 
+/* A fetched partition is staged (pgroup_install_pending): as the data
+ * shard's runtime does (pgroups.c, parts.c), the group and the partition
+ * close, the directories swap and both open again (the engine recovers at
+ * the installed checkpoint and repairs above it). */
+static void
+pg_reinstall(struct sp_rep *r)
+{
+    struct sim_parts *ps = r->ps;
+    struct sp_node *nd = &ps->node[r->node];
+    struct part_id id = part_ident_of(r->part);
+    rep_stop(r);
+    int rc = pinstall_swap(sim_sio_io(nd->fs), nd->parts_dir, &id);
+    if (rc < 0) {
+        side_fatal(r, "the state transfer install", rc);
+        return;
+    }
+    ps->m.pg_installs++;
+    ptrace(ps, "node %u group %u: transferred partition installed", r->node,
+           r->part);
+    rc = pg_boot(r);
+    if (rc < 0)
+        side_fatal(r, "the boot after an install", rc);
+}
+
 /* ------------------------------------------------------------- world */
 
 void
@@ -2285,6 +2315,8 @@ sim_parts_step(struct sim_world *w)
                 pgroup_tick(r->g);
                 observe(r);
                 pg_sync_tick(r);
+                if (r->up && r->g != NULL && pgroup_install_pending(r->g))
+                    pg_reinstall(r);
                 continue;
             }
             vsr_tick(r->eng);

@@ -91,7 +91,8 @@ struct sim_parts_marks {
         latent, damaged_reads, view_changes, repairs, truncations,
         faulty_repaired, state_transfer, waived_refused,
         waived_crash, /* of them: a group refused after a crash alone */
-        unobserved, offset_gaps, pg_refused, pg_duplicates, stale;
+        unobserved, offset_gaps, pg_refused, pg_duplicates, stale,
+        pg_installs; /* partition state transfers installed */
 };
 
 struct sim_parts;

@@ -1869,6 +1869,54 @@ sc_part_unrepairable_suffix(struct sim_world *w)
     return finish(w);
 }
 
+/* A replica is down while its peers commit and checkpoint far past the
+ * partition journal's window: restarted, repair cannot reach the ops it
+ * lacks (RangeEvicted), so it fetches the primary's partition by state
+ * transfer, installs it atomically and repairs above it; the checkers
+ * then find its log byte-identical to its peers' up to the commit. */
+static int
+sc_part_state_transfer(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 300))
+        return 1;
+    int p = sim_parts_primary(w, 0);
+    if (p < 0) {
+        sim_world_failf(w, "scenario: group 0 has no primary");
+        return 1;
+    }
+    unsigned b = ((unsigned)p + 1) % w->p.n;
+    uint64_t before = sim_parts_commit(w, 0);
+    /* no other fault while it is down: the peers must make progress (the
+     * clients keep sending until p.ticks) */
+    w->faults_on = 0;
+    w->p.ticks = w->now + 90000;
+    sim_world_crash(w, b);
+    uint64_t t0 = w->now;
+    while (!w->failed && w->now < t0 + 60000 &&
+           sim_parts_commit(w, 0) < before + 3 * 256)
+        steps(w, 50);
+    if (!w->failed && sim_parts_commit(w, 0) < before + 3 * 256) {
+        sim_world_failf(w,
+                        "scenario: the peers committed only %llu ops while "
+                        "replica %u was down",
+                        (unsigned long long)(sim_parts_commit(w, 0) - before),
+                        b);
+        return 1;
+    }
+    sim_world_restart(w, b);
+    struct sim_parts_marks m;
+    memset(&m, 0, sizeof(m));
+    t0 = w->now;
+    while (!w->failed && w->now < t0 + 20000 && m.pg_installs == 0) {
+        steps(w, 50);
+        sim_parts_get_marks(w, &m);
+    }
+    if (parts_mark(w, "partition state transfer installed", m.pg_installs))
+        return 1;
+    w->faults_on = 1;
+    return finish(w);
+}
+
 /* Clients reconnect again and again with new transport ids and resend
  * their outstanding requests (upstream #3958 keyed deduplication by the
  * transport): every request executes at most once, duplicates get the
@@ -2230,6 +2278,7 @@ static const struct scenario SCENARIOS[] = {
      sc_part_leader_restart_empty_repair},
     {"part-unrepairable-suffix-bounded", 3, NULL, sc_part_unrepairable_suffix},
     {"part-reconnect-keeps-dedup", 3, NULL, sc_part_reconnect_dedup},
+    {"part-state-transfer", 3, NULL, sc_part_state_transfer},
     {"part-local-reconnect-keeps-dedup", 3, NULL,
      sc_part_local_reconnect_dedup},
     /* Safety (soak of the merged tree, --partitions 2): a partition
