@@ -110,6 +110,7 @@ tests_bench_bench_cluster_create_SOURCES = \
 	tests/bench/bench_cluster_create.c $(CLUSTER_COMMON)
 tests_bench_bench_cluster_create_CFLAGS = $(TEST_CFLAGS)
 tests_bench_bench_cluster_create_LDADD = $(CLUSTER_LDADD)
+endif
 
 # Partition state transfer: a node stopped past its peers' partition
 # journal window fetches the partition, then serves the same history.
