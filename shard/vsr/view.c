@@ -5,8 +5,10 @@
  * that moves a replica between views: backup timeouts, StartViewChange,
  * DoViewChange (built once per view: R2), the candidate's merge of a
  * quorum of DVCs (canonical by log_view then op, nack-quorum truncation,
- * faulty ops never nacked, wait when undecidable), StartView (broadcast
- * by a new primary, targeted as a probe answer), and RequestStartView.
+ * faulty ops never nacked, a DVC of an older log_view a nack above the
+ * lowest op a canonical DVC claims, wait when undecidable), StartView
+ * (broadcast by a new primary, targeted as a probe answer), and
+ * RequestStartView.
  *
  * Invariants: view and log_view only rise; log_view changes only when a
  * candidate starts its view or a replica installs a StartView (R7); a

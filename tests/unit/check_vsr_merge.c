@@ -8,7 +8,9 @@
  * log_view loses and is truncated), then by op; an uncommitted op kept
  * when no nack quorum proves it unprepared; nack-quorum truncation; a
  * faulty op is never nacked, the candidate waits, then repairs it from
- * the DVC sender whose present bit is set; DVC/SV golden byte offsets
+ * the DVC sender whose present bit is set; n = 4: a DVC of an older
+ * log_view counts as a nack above the lowest op a canonical DVC claims
+ * (and proves nothing within the canonical log); DVC/SV golden byte offsets
  * (iggy-server-ng.md §2); a DVC withheld until the faulty mark is
  * durable; stale StartViews refused while Recovering (incarnation,
  * durable view); RequestPrepares answered high to low, RangeEvicted below
