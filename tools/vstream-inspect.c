@@ -114,11 +114,14 @@ print_text(const char *dir, enum datadir_lock_state lock, pid_t pid,
                 if (slot_state(sl, &st, why, sizeof(why))) {
                     hex128(cs, sizeof(cs), st.checkpoint_checksum);
                     printf(" view %u log_view %u commit_max %llu checkpoint "
-                           "(op %llu, checksum %s) replica %u/%u",
+                           "(op %llu, checksum %s) replica %u/%u faulty_op "
+                           "%llu nonack_op %llu",
                            st.view, st.log_view,
                            (unsigned long long)st.commit_max,
                            (unsigned long long)st.checkpoint_op, cs,
-                           (unsigned)st.replica_id, (unsigned)st.replica_count);
+                           (unsigned)st.replica_id, (unsigned)st.replica_count,
+                           (unsigned long long)st.faulty_op,
+                           (unsigned long long)st.nonack_op);
                 } else {
                     printf(" undecodable: %s", why);
                 }
@@ -197,11 +200,14 @@ print_json(const char *dir, enum datadir_lock_state lock, pid_t pid,
                     hex128(cs, sizeof(cs), st.checkpoint_checksum);
                     printf(",\"view\":%u,\"log_view\":%u,\"commit_max\":%llu,"
                            "\"checkpoint_op\":%llu,\"checkpoint_checksum\":"
-                           "\"%s\",\"replica_id\":%u,\"replica_count\":%u",
+                           "\"%s\",\"replica_id\":%u,\"replica_count\":%u,"
+                           "\"faulty_op\":%llu,\"nonack_op\":%llu",
                            st.view, st.log_view,
                            (unsigned long long)st.commit_max,
                            (unsigned long long)st.checkpoint_op, cs,
-                           (unsigned)st.replica_id, (unsigned)st.replica_count);
+                           (unsigned)st.replica_id, (unsigned)st.replica_count,
+                           (unsigned long long)st.faulty_op,
+                           (unsigned long long)st.nonack_op);
                 } else {
                     printf(",\"undecodable\":");
                     json_str(why);
@@ -470,7 +476,9 @@ main(int argc, char **argv)
      * (a damaged WAL tail is cut by a cluster replica, refused by one). */
     char meta[AFILE_PATH_MAX];
     snprintf(meta, sizeof(meta), "%s/%s", dir, VS_METADATA_DIR);
-    struct recovery_expect e = {.read_only = 1, .cut_damaged_tail = cut};
+    struct recovery_expect e = {.read_only = 1,
+                                .cut_damaged_tail = cut,
+                                .wal_unsynced_max = WAL_GROUP_UNSYNCED_MAX};
     static struct sb_read pre;
     if (sb_read_latest(&io, meta, &pre) == 0 && pre.verdict == SB_PRESENT) {
         struct vs_vsr_state st;

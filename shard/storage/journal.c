@@ -67,7 +67,8 @@ struct scan_ctx {
     uint64_t size;
     wal_format_known_fn *known;
     struct wal_scan *out;
-    uint64_t drop_upto; /* wal_options.drop_damaged_upto */
+    uint64_t drop_upto;    /* wal_options.drop_damaged_upto */
+    uint32_t unsynced_max; /* wal_options.unsynced_max (0/1: off) */
     /* index being built (NULL: not wanted) */
     struct wal_index_entry **index;
     uint64_t *index_cap;
@@ -287,6 +288,77 @@ probe_next(struct scan_ctx *c, uint64_t pos, uint64_t *at,
     return rc;
 }
 
+/* The unsynced group tail (journal.h): damage at pos (op bad_op, after a
+ * valid entry) followed by valid entries, W = c->unsynced_max. Walks the rest
+ * of the file: each damaged stretch resynchronises on the next verifying entry,
+ * which must skip at least one op (a lost write is a whole missing entry);
+ * valid runs must chain; every op seen stays below bad_op + W; what follows the
+ * last valid run is a tail of at most one frame. Returns 1 with *last_op (the
+ * file's last valid op) and *tail_span (entries the final damaged stretch may
+ * hold: 0 when it is torn by the zero rule or absent), 0 if the shape does not
+ * fit (the other rules apply), -errno. */
+static int
+unsynced_group_tail(struct scan_ctx *c, uint64_t pos, uint64_t bad_op,
+                    uint64_t *last_op, uint64_t *tail_span)
+{
+    uint64_t at = pos, last = bad_op - 1;
+    int runs = 0;
+    struct vs_hdr_prepare h, prev;
+    while (runs <= (int)c->unsynced_max) {
+        uint64_t nx = 0;
+        struct vs_hdr_prepare nh;
+        memset(&nh, 0, sizeof(nh));
+        int found = probe_next(c, at, &nx, &nh);
+        if (found < 0)
+            return found;
+        if (!found) {
+            if (runs == 0)
+                return 0; /* nothing valid follows: the plain tail rules */
+            uint64_t rest = c->size - at;
+            if (rest > VS_FRAME_MAX)
+                return 0;
+            int k = entry_check(c, at, &h);
+            if (k < 0)
+                return k;
+            *last_op = last;
+            *tail_span =
+                (k == ENTRY_SHORT_HEADER || k == ENTRY_ZERO_HEADER ||
+                 k == ENTRY_SHORT_BODY)
+                    ? 0
+                    : (rest / VS_HEADER_SIZE ? rest / VS_HEADER_SIZE : 1);
+            return last + *tail_span - bad_op < c->unsynced_max ? 1 : 0;
+        }
+        if (nh.op <= last + 1 || nh.op - bad_op >= c->unsynced_max)
+            return 0;
+        runs++;
+        prev = nh;
+        last = nh.op;
+        uint64_t p = nx + nh.f.size;
+        while (p < c->size) {
+            int k = entry_check(c, p, &h);
+            if (k < 0)
+                return k;
+            if (k == ENTRY_UNKNOWN_FORMAT)
+                return 0;
+            if (k != ENTRY_OK)
+                break;
+            if (h.op != prev.op + 1 || !vs_u128_eq(h.parent, prev.f.checksum) ||
+                h.op - bad_op >= c->unsynced_max)
+                return 0;
+            prev = h;
+            last = h.op;
+            p += h.f.size;
+        }
+        if (p >= c->size) {
+            *last_op = last;
+            *tail_span = 0;
+            return 1;
+        }
+        at = p;
+    }
+    return 0;
+}
+
 static void
 index_push(struct scan_ctx *c, uint64_t i, uint64_t pos,
            const struct vs_hdr_prepare *h)
@@ -424,6 +496,43 @@ scan_run(struct scan_ctx *c)
             }
         }
         uint64_t trailing = c->size - pos;
+        if (have_prev && c->unsynced_max > 1) {
+            uint64_t last_op = 0, tail_span = 0;
+            int g =
+                unsynced_group_tail(c, pos, s->bad_op, &last_op, &tail_span);
+            if (g < 0)
+                return g;
+            if (g)
+                s->group_last_op = last_op;
+            if (g && (k == ENTRY_ZERO_HEADER || k == ENTRY_SHORT_HEADER)) {
+                s->verdict = WAL_TORN_TAIL;
+                scan_reason(s,
+                            "WAL torn tail at %s, offset %llu (%s; entries up "
+                            "to op %llu follow, within the %u appends group "
+                            "commit leaves unsynced): never acknowledged",
+                            opbuf, (unsigned long long)pos, kind_text(k),
+                            (unsigned long long)last_op, c->unsynced_max);
+                return 0;
+            }
+            if (g) {
+                s->verdict = WAL_DAMAGED_TAIL;
+                s->bad_span = last_op + tail_span - s->bad_op + 1;
+                if (k == ENTRY_BAD_BODY) {
+                    s->bad_header_valid = 1;
+                    s->bad_header = h;
+                }
+                scan_reason(s,
+                            "WAL damaged tail at %s, offset %llu (%s; entries "
+                            "up to op %llu follow, within the %u appends "
+                            "group commit leaves unsynced): ops %llu..%llu "
+                            "may have been acknowledged",
+                            opbuf, (unsigned long long)pos, kind_text(k),
+                            (unsigned long long)last_op, c->unsynced_max,
+                            (unsigned long long)s->bad_op,
+                            (unsigned long long)(s->bad_op + s->bad_span - 1));
+                return 0;
+            }
+        }
         if (trailing > VS_FRAME_MAX) {
             s->verdict = WAL_INTERIOR_CORRUPT;
             scan_reason(s,
@@ -496,6 +605,7 @@ scan_fd(struct vs_sio *io, int fd, const struct wal_options *opt,
             opt && opt->format_known ? opt->format_known : vs_wire_format_known,
         .out = out,
         .drop_upto = opt ? opt->drop_damaged_upto : 0,
+        .unsynced_max = opt ? opt->unsynced_max : 0,
         .index = index,
         .index_cap = index_cap,
     };

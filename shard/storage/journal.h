@@ -32,8 +32,21 @@
  *    fields). It may have been acknowledged: a cluster replica cuts it,
  *    records the op as faulty and repairs it from peers; a one-replica
  *    node refuses unless told to cut (vstreamd --cut-damaged-tail).
- *  - INTERIOR CORRUPTION: any damage with a complete valid entry after
- *    it: refuse, naming the op and byte offset.
+ *  - UNSYNCED GROUP TAIL (only with wal_options.unsynced_max > 1: the
+ *    writer left up to that many appends unsynced at once, and a power
+ *    loss may keep any subset of their pages, so a later entry can
+ *    survive an earlier one): damage after a valid entry, followed by
+ *    valid entries, where every op from the damaged one to the file's
+ *    last lies within unsynced_max ops (each damaged stretch ends where
+ *    an entry of a later, missing-op-skipping op verifies; the valid runs
+ *    chain): what a power loss under group commit leaves. A lost write
+ *    means no fsync completed after it, so nothing from it on was
+ *    acknowledged: when the first damaged header is zero (the TORN TAIL
+ *    zero rule) it is a TORN TAIL cut at the damage; otherwise (it may
+ *    have been written, synced and damaged since) a DAMAGED TAIL whose
+ *    bad_span reaches the last op the file holds.
+ *  - INTERIOR CORRUPTION: any other damage with a complete valid entry
+ *    after it: refuse, naming the op and byte offset.
  *  - CHAIN BREAK: two valid entries that do not chain: refuse.
  *  - DROPPED PREFIX (only with wal_options.drop_damaged_upto): damage
  *    whose ops all lie at or below that op, with a valid entry after it,
@@ -67,6 +80,14 @@
 #include "common/wire.h"
 #include "shard/storage/atomic_file.h"
 #include "shard/storage/io.h"
+
+/* The most appends shard 0 leaves written but not yet fsynced at any
+ * moment: its group commit holds at most VSR_PIPELINE_MAX nosync appends
+ * of one loop pass and makes the next append (or the pass's end) fsync
+ * them all (shard/zero/commit.c asserts its bound against this one).
+ * Shard 0's boot and vstream-inspect scan with it as
+ * wal_options.unsynced_max. */
+#define WAL_GROUP_UNSYNCED_MAX 33u
 
 /* Entry format versions counted separately by the scan (others: [0]). */
 #define WAL_VERSIONS_TRACKED 8u
@@ -103,6 +124,9 @@ struct wal_scan {
     int bad_header_valid;
     struct vs_hdr_prepare bad_header;
     uint32_t bad_release;
+    /* TORN/DAMAGED_TAIL judged by the unsynced group rule: valid entries
+     * up to group_last_op followed the damage (0: the plain tail rules) */
+    uint64_t group_last_op;
     int cut; /* the tail was cut at open (writable open only) */
     /* drop_damaged_upto: damage dropped with the prefix before it (the
      * count of damaged ranges skipped, 0 if none). The retained entries
@@ -129,6 +153,10 @@ struct wal_options {
      * before N are dropped (the state covers them; they only served
      * repair). Damage above it keeps the rules above. */
     uint64_t drop_damaged_upto;
+    /* 0 or 1: every append was fsynced before the next (the classic
+     * rules). N > 1: the writer may have left up to N appends unsynced at
+     * once (group commit): the UNSYNCED GROUP TAIL rule above applies. */
+    uint32_t unsynced_max;
 };
 
 struct wal_index_entry {

@@ -209,6 +209,7 @@ check_wal(struct vs_sio *io, const char *meta, const struct recovery_expect *e,
         .read_only = e->read_only,
         .cut_damaged_tail = cut_damaged,
         .drop_damaged_upto = drop_upto,
+        .unsynced_max = e->wal_unsynced_max,
     };
     struct wal_scan *s = &r->wal_scan;
     int rc;
@@ -427,10 +428,16 @@ recovery_open(struct vs_sio *io, const char *data_dir,
                  "until repaired)",
                  ull(r->damaged_cut_op), ull(r->damaged_cut_last),
                  ull(r->damaged_cut_offset));
+    char group[160] = "";
+    if (ws->group_last_op)
+        snprintf(group, sizeof(group),
+                 "; valid entries up to op %llu followed the damage, within "
+                 "what group commit leaves unsynced (power loss)",
+                 ull(ws->group_last_op));
     return verdict(r, RECOVERY_BOOT,
                    "superblock sequence %llu, view %u, log_view %u, "
                    "commit_max %llu, checkpoint op %llu; snapshot %s%llu; "
-                   "replay ops %llu..%llu%s%s%s",
+                   "replay ops %llu..%llu%s%s%s%s",
                    ull(r->sb.sequence), r->state.view, r->state.log_view,
                    ull(r->state.commit_max), ull(r->state.checkpoint_op),
                    r->have_snapshot ? "op " : "none/",
@@ -439,7 +446,7 @@ recovery_open(struct vs_sio *io, const char *data_dir,
                    r->wal_tail_cut ? (e->read_only ? " (would cut WAL tail)"
                                                    : " (WAL tail cut)")
                                    : "",
-                   dropped, faulty);
+                   dropped, faulty, group);
 }
 
 void

@@ -109,6 +109,10 @@ struct recovery_expect {
     int cut_damaged_tail; /* one-replica: cut a damaged WAL tail */
     int read_only;        /* vstream-inspect: modify nothing */
     wal_format_known_fn *wal_format_known; /* NULL: default gate */
+    /* appends the journal's writer may leave unsynced at once
+     * (wal_options.unsynced_max; 0: every append fsynced). Shard 0 and
+     * vstream-inspect: WAL_GROUP_UNSYNCED_MAX. */
+    uint32_t wal_unsynced_max;
 };
 
 struct recovery_result {

@@ -34,6 +34,7 @@ fill_expect(const struct vs_config *cfg, struct recovery_expect *e)
     e->replica_count = (uint8_t)shard0_replica_count(cfg);
     e->is_cluster = e->replica_count > 1;
     e->cut_damaged_tail = cfg->cut_damaged_tail != 0;
+    e->wal_unsynced_max = WAL_GROUP_UNSYNCED_MAX; /* commit.c's group commit */
 }
 
 static int

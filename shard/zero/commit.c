@@ -602,6 +602,13 @@ commit_release_held(struct commit *c)
     c->n_held = 0;
 }
 
+/* The scan's unsynced window must cover every append this binding can
+ * leave unsynced: VSR_PIPELINE_MAX held plus the one whose fsync is in
+ * progress (shard/storage/journal.h). */
+_Static_assert(VSR_PIPELINE_MAX + 1 <= WAL_GROUP_UNSYNCED_MAX,
+               "group commit may leave more appends unsynced than the WAL "
+               "scan's window");
+
 static int
 commit_do_append(struct commit *c, const struct vs_vsr_action *a)
 {

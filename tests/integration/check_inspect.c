@@ -67,8 +67,10 @@ struct dd {
     struct vs_sio io;
 };
 
+/* A one- or more-replica metadata dir: snapshot at op 2, superblock
+ * slots of view 3 and 4, WAL entries 2..last_op (40-byte bodies). */
 static void
-healthy(struct dd *d, uint8_t replica_count)
+healthy_upto(struct dd *d, uint8_t replica_count, uint64_t last_op)
 {
     tu_mkdtemp(d->dir, sizeof(d->dir), d->meta, sizeof(d->meta));
     sio_init_real(&d->io);
@@ -83,22 +85,33 @@ healthy(struct dd *d, uint8_t replica_count)
     struct sb_store st;
     ck_assert_int_eq(sb_open(&st, &d->io, d->meta, NULL), 0);
     uint8_t pl[VSR_STATE_SIZE];
+    /* the older slot carries a faulty range, the newest none: both are
+     * printed per slot, the verdict reads the newest */
+    s.faulty_op = 9;
+    s.nonack_op = 8;
     vsr_state_encode(&s, pl);
     ck_assert_int_eq(sb_write(&st, pl, sizeof(pl)), 0);
     s.view = 4;
+    s.faulty_op = s.nonack_op = 0;
     vsr_state_encode(&s, pl);
     ck_assert_int_eq(sb_write(&st, pl, sizeof(pl)), 0);
     struct wal w;
     ck_assert_int_eq(wal_open(&w, &d->io, d->meta, NULL, NULL), 0);
     struct vs_u128 parent = {0, 0};
     uint8_t body[64];
-    for (uint64_t op = 2; op <= 6; op++) {
+    for (uint64_t op = 2; op <= last_op; op++) {
         struct vs_hdr_prepare h;
         tu_prepare(&h, body, 40, op, parent, 1);
         ck_assert_int_eq(wal_append(&w, &h, body, 40), 0);
         parent = h.f.checksum;
     }
     wal_close(&w);
+}
+
+static void
+healthy(struct dd *d, uint8_t replica_count)
+{
+    healthy_upto(d, replica_count, 6);
 }
 
 START_TEST(test_usage)
@@ -118,6 +131,9 @@ START_TEST(test_healthy_and_fresh)
     ck_assert_ptr_nonnull(strstr(out, "superblock.a: valid sequence 1 view 3"));
     ck_assert_ptr_nonnull(strstr(out, "superblock.b: valid sequence 2 view 4"));
     ck_assert_ptr_nonnull(strstr(out, "checkpoint (op 2,"));
+    ck_assert_ptr_nonnull(strstr(out, "replica 0/1 faulty_op 9 nonack_op 8\n"
+                                      "  superblock.b: valid sequence 2"));
+    ck_assert_ptr_nonnull(strstr(out, "replica 0/1 faulty_op 0 nonack_op 0\n"));
     ck_assert_ptr_nonnull(strstr(out, "snapshot: ok (size 50 bytes, format "
                                       "version 1, op 2)"));
     ck_assert_ptr_nonnull(strstr(out, "wal: clean"));
@@ -132,6 +148,8 @@ START_TEST(test_healthy_and_fresh)
     ck_assert_ptr_nonnull(strstr(out, "\"first_op\":2,\"last_op\":6"));
     ck_assert_ptr_nonnull(strstr(out, "\"per_version\":{\"1\":5}"));
     ck_assert_ptr_nonnull(strstr(out, "\"running\":false"));
+    ck_assert_ptr_nonnull(strstr(out, "\"faulty_op\":9,\"nonack_op\":8"));
+    ck_assert_ptr_nonnull(strstr(out, "\"faulty_op\":0,\"nonack_op\":0"));
     tu_rm_rf(d.dir);
     /* an empty dir: fresh for a one-replica node */
     tu_mkdtemp(d.dir, sizeof(d.dir), NULL, 0);
@@ -167,8 +185,28 @@ START_TEST(test_refusals_read_only)
         strstr(out, "\"verdict\":\"refuse-wal-damaged-tail\""));
     ck_assert_ptr_nonnull(strstr(out, "\"bad_op\":6"));
     b[len - 1] ^= 1;
-    /* interior corruption: refuse naming op and offset */
+    /* damage with valid entries after it, all within the appends shard
+     * 0's group commit may leave unsynced at once (a power loss can keep
+     * a later page and lose an earlier one): a damaged tail spanning to
+     * the last op, not interior corruption */
     b[296 + 20] ^= 1; /* op 3's header (op 2 is 296 bytes) */
+    tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
+    ck_assert_int_eq(inspect(d.dir, NULL, NULL), 3);
+    ck_assert_ptr_nonnull(strstr(out, "damaged tail at op 3, offset 296"));
+    ck_assert_ptr_nonnull(strstr(out, "ops 3..6 may have been acknowledged"));
+    ck_assert_ptr_nonnull(strstr(out, "verdict: refuse-wal-damaged-tail"));
+    /* the same entry's header zeroed (never written): torn, boots */
+    memset(b + 296, 0, VS_HEADER_SIZE);
+    tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
+    ck_assert_int_eq(inspect(d.dir, NULL, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(out, "torn tail at op 3, offset 296"));
+    free(b);
+    tu_rm_rf(d.dir);
+    /* interior corruption: damage with more valid entries after it than
+     * group commit leaves unsynced: refuse naming op and offset */
+    healthy_upto(&d, 1, 2 + WAL_GROUP_UNSYNCED_MAX + 1);
+    b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
+    b[296 + 20] ^= 1;
     tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
     ck_assert_int_eq(inspect(d.dir, NULL, NULL), 3);
     ck_assert_ptr_nonnull(strstr(out, "interior corruption at op 3, offset "

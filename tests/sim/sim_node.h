@@ -85,6 +85,11 @@ struct sim_node_config {
     uint64_t seed;
     int own_reply_bytes; /* cache replies with this replica's id and view,
                             as shard 0 did before finding F1's fix */
+    /* shard 0's group commit: an append is written without an fsync and
+     * made durable by one wal_sync at the first completion due (or by
+     * the append that would exceed WAL_GROUP_UNSYNCED_MAX); boot scans
+     * with that window (wal_options.unsynced_max) */
+    int group_commit;
     const struct sim_node_hooks *hooks;
 };
 
@@ -113,6 +118,7 @@ struct sim_node {
     struct vs_vsr *eng;
     struct wal journal;
     int journal_open;
+    uint32_t unsynced; /* group_commit: appends written, not yet fsynced */
     struct sb_store sb;
     struct vs_vsr_persist sb_durable; /* as last written to disk */
     int sb_durable_set;
@@ -145,6 +151,7 @@ struct sim_node {
                                chunk with zero bytes (sim_xfer.h) */
     /* marks (coverage) */
     uint64_t m_torn_cut, m_damaged_cut, m_checkpoints, m_replayed;
+    uint64_t m_group_tails; /* boots whose cut was an unsynced group tail */
     uint64_t m_sb_writes, m_truncations, m_state_transfer;
     /* boots whose recovery dropped damaged WAL entries the snapshot
      * covers, and the highest op the last such boot dropped */

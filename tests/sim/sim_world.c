@@ -827,6 +827,7 @@ sim_world_restart(struct sim_world *w, unsigned i)
     if (n->up)
         return 0;
     uint64_t torn0 = n->m_torn_cut, dam0 = n->m_damaged_cut;
+    uint64_t group0 = n->m_group_tails;
     uint64_t drop0 = n->m_wal_dropped;
     int rc = sim_node_boot(n, 0);
     if (rc == 1 && w->p.n == 1 && !w->p.no_operator_cut &&
@@ -854,6 +855,7 @@ sim_world_restart(struct sim_world *w, unsigned i)
                (unsigned long long)n->snap_op);
     w->m.torn_cut += n->m_torn_cut - torn0;
     w->m.damaged_cut += n->m_damaged_cut - dam0;
+    w->m.group_tails += n->m_group_tails - group0;
     /* the superblock never goes backwards at an open */
     const struct vs_vsr_persist *fl = &w->sb_floor[i];
     if (n->sb_durable.view < fl->view ||
@@ -1259,6 +1261,7 @@ sim_world_init(struct sim_world *w, uint64_t seed, const struct sim_params *p,
             .caps = caps,
             .seed = splitmix(&x),
             .own_reply_bytes = p->own_reply_bytes,
+            .group_commit = p->group_commit,
             .hooks = &w->hooks,
         };
         sim_node_init(&w->node[i], &nc, &w->disk[i], dd);

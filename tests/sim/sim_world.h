@@ -74,6 +74,10 @@ struct sim_params { /* drawn per seed */
     unsigned clients;
     uint64_t ticks;      /* of faults; then the liveness phase */
     int own_reply_bytes; /* cache replies as shard 0 did before F1's fix */
+    /* journal appends stay unsynced until their completion, up to
+     * WAL_GROUP_UNSYNCED_MAX at once, as shard 0's group commit leaves
+     * them (a crash may keep a later one and lose an earlier one) */
+    int group_commit;
     /* at-most-once tolerates a re-execution whose first execution ran
      * after its session was evicted (finding F3 in sim-findings.md) */
     int allow_sessionless;
@@ -139,6 +143,7 @@ struct sim_hist {
 };
 
 struct sim_marks {
+    uint64_t group_tails; /* boots that cut an unsynced group tail */
     uint64_t crashes, crashes_in_io, restarts, refusals, torn_cut, damaged_cut,
         checkpoints, replays, evictions, reregisters, retries, duplicates,
         bitrot, sb_corrupt, partitions, view_changes, cluster_restarts, commits,

@@ -66,6 +66,9 @@ static int g_no_offsets_fsync = 0;
 static int g_parts_local = 0;  /* --parts-local: the sim-local binding */
 static int g_bad_offsets = 0;  /* --parts-bad-offsets */
 static int g_dup_requests = 0; /* --parts-dup-requests */
+/* --group-commit: metadata journal appends stay unsynced until their
+ * completion, as shard 0's group commit leaves them (sim_node.h) */
+static int g_group_commit = 0;
 
 /* Attaches the partition groups to a built world (if asked). 0 or -errno
  * with w->failure set. */
@@ -99,6 +102,8 @@ parts_args(void)
              g_parts_local ? " --parts-local" : "",
              g_bad_offsets ? " --parts-bad-offsets" : "",
              g_dup_requests ? " --parts-dup-requests" : "");
+    if (g_group_commit)
+        strncat(b, " --group-commit", sizeof(b) - strlen(b) - 1);
     return b;
 }
 
@@ -161,6 +166,7 @@ print_marks(const struct sim_world *w)
         {"refusals", m->refusals},
         {"torn_cut", m->torn_cut},
         {"damaged_cut", m->damaged_cut},
+        {"group_tails", m->group_tails},
         {"checkpoints", m->checkpoints},
         {"replays", m->replays},
         {"evictions", m->evictions},
@@ -252,6 +258,7 @@ struct seed_opts {
     int strict_lost_session; /* finding F2 fails the run */
     int own_reply_bytes;     /* cache replies as shard 0 did (finding F1) */
     unsigned partitions;     /* partition groups (0: --partitions) */
+    int group_commit;        /* unsynced appends (also --group-commit) */
 };
 
 static int
@@ -262,6 +269,7 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     sim_world_params(seed, n, &p);
     if (ticks)
         p.ticks = ticks;
+    p.group_commit = g_group_commit || (so != NULL && so->group_commit);
     if (so != NULL) {
         p.allow_sessionless = !so->strict_sessionless;
         p.allow_lost_session = !so->strict_lost_session;
@@ -2241,6 +2249,7 @@ run_scenario_here(const struct scenario *s, int trace)
     }
     struct sim_params p;
     sim_world_params(0x5ce0 + s->n, s->n, &p);
+    p.group_commit = g_group_commit;
     p.loss_pm = 20;
     p.dup_pm = 20;
     p.ticks = 0;
@@ -2362,7 +2371,9 @@ usage(void)
             "       vsr-sim --seeds FIRST COUNT [--replicas N]\n"
             "       (any run: [--partitions P] partition groups beside the\n"
             "        metadata group, [--no-offsets-fsync] [--parts-local]\n"
-            "        [--parts-bad-offsets] [--parts-dup-requests])\n"
+            "        [--parts-bad-offsets] [--parts-dup-requests],\n"
+            "        [--group-commit] unsynced journal appends as shard 0's\n"
+            "        group commit leaves them)\n"
             "       vsr-sim --scenario NAME [--trace] | --scenarios | --list\n"
             "       vsr-sim --beyond-model FIRST COUNT\n");
 }
@@ -2434,6 +2445,8 @@ main(int argc, char **argv)
             g_bad_offsets = 1;
         } else if (strcmp(a, "--parts-dup-requests") == 0) {
             g_dup_requests = 1;
+        } else if (strcmp(a, "--group-commit") == 0) {
+            g_group_commit = 1;
         } else if (strcmp(a, "--full") == 0) {
             faults_spec = PROFILE_FULL;
         } else if (strcmp(a, "--faults") == 0 && i + 1 < argc) {

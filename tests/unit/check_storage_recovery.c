@@ -495,6 +495,47 @@ START_TEST(test_cluster_damaged_tail_cut)
 }
 END_TEST
 
+/* A cluster replica under shard 0's group commit whose journal lost an
+ * unsynced page of op 2 but kept ops 3 and 4 (a power loss): a damaged
+ * tail from op 2 through the last op, all reported faulty (never nacked
+ * until repaired); the classic rules would refuse it as interior. */
+static size_t entry_at(const uint8_t *b, size_t len, uint64_t op);
+
+START_TEST(test_cluster_unsynced_group_tail_cut)
+{
+    struct dd d;
+    dd_init(&d);
+    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
+    s.replica_count = 3;
+    s.replica_id = 2;
+    dd_superblock(&d, &s);
+    dd_wal(&d, 1, 4);
+    size_t len;
+    uint8_t *b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
+    size_t at2 = entry_at(b, len, 2);
+    b[at2 + VS_HEADER_SIZE] ^= 0x04; /* op 2's body */
+    tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
+    free(b);
+    struct recovery_expect e = expect_one();
+    e.replica_count = 3;
+    e.replica_id = 2;
+    e.is_cluster = 1;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_INTERIOR);
+    recovery_result_fini(&res);
+    e.wal_unsynced_max = WAL_GROUP_UNSYNCED_MAX;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert(res.wal_tail_cut);
+    ck_assert_int_eq(res.wal_scan.verdict, WAL_DAMAGED_TAIL);
+    ck_assert_uint_eq(wal_last_op(&res.journal), 1);
+    ck_assert_uint_eq(res.damaged_cut_op, 2);
+    ck_assert_uint_eq(res.damaged_cut_last, 4);
+    ck_assert(res.wal_scan.bad_header_valid);
+    ck_assert_uint_eq(res.wal_scan.bad_header.op, 2);
+    recovery_result_fini(&res);
+    tu_rm_rf(d.dir);
+}
+END_TEST
+
 /* A cluster replica whose only journal entry is damaged beyond reading
  * its op (a flipped command byte): the op is unknown, so the first op
  * above the state is reported faulty (never nacked until repaired). */
@@ -702,6 +743,7 @@ suite(void)
     tcase_add_test(tc, test_snapshot_pairing);
     tcase_add_test(tc, test_wal_verdicts);
     tcase_add_test(tc, test_cluster_damaged_tail_cut);
+    tcase_add_test(tc, test_cluster_unsynced_group_tail_cut);
     tcase_add_test(tc, test_cluster_unreadable_first_entry_marked);
     tcase_add_test(tc, test_wal_damage_below_snapshot);
     suite_add_tcase(s, tc);

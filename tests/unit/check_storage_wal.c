@@ -235,6 +235,129 @@ START_TEST(test_interior_flip)
 }
 END_TEST
 
+/* Group commit (wal_options.unsynced_max > 1): a power loss may keep a
+ * later unsynced entry and lose an earlier one. Damage followed by valid
+ * entries inside the window is a tail: torn (cut) when the damaged
+ * header was never written, damaged through the last op otherwise;
+ * beyond the window, or with the classic rules, interior corruption. */
+START_TEST(test_unsynced_group_tail)
+{
+    struct vs_sio io;
+    sio_init_real(&io);
+    struct fixture fx;
+    build(&fx, &io, NULL, NULL);
+    size_t full;
+    uint8_t *orig = wal_bytes(&fx, &full);
+    uint8_t *b = vs_xmalloc(full);
+    struct wal_options g = {.read_only = 1, .unsynced_max = 33};
+    struct wal_options classic = {.read_only = 1};
+    struct wal_scan s;
+    struct wal w;
+
+    /* ops 3 and 4 lost (their pages read as zeros), 5 and 6 kept */
+    memcpy(b, orig, full);
+    memset(b + fx.offset[2], 0, fx.offset[4] - fx.offset[2]);
+    put_wal(&fx, b, full);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &classic, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
+    ck_assert_uint_eq(s.bad_op, 3);
+    ck_assert_uint_eq(s.valid_end, fx.offset[2]);
+    ck_assert_ptr_nonnull(strstr(s.reason, "entries up to op 6 follow"));
+    struct wal_options gw = {.unsynced_max = 33};
+    ck_assert_int_eq(wal_open(&w, &io, fx.meta, &gw, &s), 0);
+    ck_assert(s.cut);
+    ck_assert_uint_eq(wal_last_op(&w), 2);
+    wal_close(&w);
+    size_t now;
+    free(tu_read_file(fx.meta, VS_JOURNAL_FILE, &now));
+    ck_assert_uint_eq(now, fx.offset[2]);
+
+    /* op 3's body flipped (written, then damaged): a damaged tail whose
+     * span reaches the last op, its verified header kept; refused unless
+     * cutting is allowed, then cut at op 3 */
+    memcpy(b, orig, full);
+    b[fx.offset[2] + VS_HEADER_SIZE + 5] ^= 0x10;
+    put_wal(&fx, b, full);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
+    ck_assert_uint_eq(s.bad_op, 3);
+    ck_assert_uint_eq(s.bad_offset, fx.offset[2]);
+    ck_assert_uint_eq(s.bad_span, 4); /* ops 3..6 */
+    ck_assert(s.bad_header_valid);
+    ck_assert_int_eq(memcmp(&s.bad_header, &fx.hdr[2], sizeof(s.bad_header)),
+                     0);
+    ck_assert_ptr_nonnull(strstr(s.reason, "ops 3..6 may have been"));
+    ck_assert_int_eq(wal_open(&w, &io, fx.meta, &gw, &s), -EBADMSG);
+    free(tu_read_file(fx.meta, VS_JOURNAL_FILE, &now));
+    ck_assert_uint_eq(now, full); /* refused: nothing cut */
+    struct wal_options gcut = {.unsynced_max = 33, .cut_damaged_tail = 1};
+    ck_assert_int_eq(wal_open(&w, &io, fx.meta, &gcut, &s), 0);
+    ck_assert_uint_eq(wal_last_op(&w), 2);
+    wal_close(&w);
+
+    /* the window bounds it: ops 3..6 need a window of 4 */
+    put_wal(&fx, b, full);
+    struct wal_options g3 = {.read_only = 1, .unsynced_max = 3};
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g3, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
+    struct wal_options g4 = {.read_only = 1, .unsynced_max = 4};
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g4, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &classic, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
+
+    /* two damaged stretches (op 3's header garbled, op 5 lost) between
+     * valid entries: one damaged tail through op 6 */
+    memcpy(b, orig, full);
+    b[fx.offset[2] + 20] ^= 0x01;
+    memset(b + fx.offset[4], 0, fx.offset[5] - fx.offset[4]);
+    put_wal(&fx, b, full);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
+    ck_assert_uint_eq(s.bad_span, 4);
+    ck_assert(!s.bad_header_valid);
+
+    /* a damaged last stretch after the valid run counts toward the span;
+     * a zero one (never written) does not */
+    memcpy(b, orig, full);
+    b[fx.offset[2] + VS_HEADER_SIZE + 1] ^= 0x01; /* op 3 */
+    b[fx.offset[5] + VS_HEADER_SIZE + 1] ^= 0x01; /* op 6 (last) */
+    put_wal(&fx, b, full);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
+    ck_assert_uint_ge(s.bad_span, 4); /* at least ops 3..6 */
+    memcpy(b, orig, full);
+    b[fx.offset[2] + VS_HEADER_SIZE + 1] ^= 0x01;     /* op 3 */
+    memset(b + fx.offset[5], 0, full - fx.offset[5]); /* op 6 never */
+    put_wal(&fx, b, full);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
+    ck_assert_uint_eq(s.bad_span, 3); /* ops 3..5 (6 never written) */
+
+    /* valid entries after the damage that do not chain: interior */
+    memcpy(b, orig, full);
+    b[fx.offset[2] + VS_HEADER_SIZE + 1] ^= 0x01; /* op 3 */
+    /* op 5 swapped for a copy of op 4: 4, 4 breaks the chain */
+    size_t l4 = fx.offset[4] - fx.offset[3];
+    uint8_t *tail = vs_xmalloc(full);
+    size_t tl = 0;
+    memcpy(tail, b, fx.offset[4]);
+    tl = fx.offset[4];
+    memcpy(tail + tl, b + fx.offset[3], l4);
+    tl += l4;
+    put_wal(&fx, tail, tl);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
+    free(tail);
+
+    free(b);
+    free(orig);
+    tu_rm_rf(fx.dir);
+}
+END_TEST
+
 /* The last entry at full length with a bad checksum: the distinct
  * damaged-tail verdict; refused unless cutting was asked for. */
 START_TEST(test_damaged_tail)
@@ -1018,6 +1141,7 @@ suite(void)
     tcase_add_test(tc, test_last_entry_every_flip);
     tcase_add_test(tc, test_partial_write_boots);
     tcase_add_test(tc, test_damaged_tail);
+    tcase_add_test(tc, test_unsynced_group_tail);
     tcase_add_test(tc, test_garbled_header_is_damage);
     tcase_add_test(tc, test_unreadable_entry_is_damage);
     tcase_add_test(tc, test_op_wrap_is_chain_break);
