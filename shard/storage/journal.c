@@ -288,23 +288,21 @@ probe_next(struct scan_ctx *c, uint64_t pos, uint64_t *at,
     return rc;
 }
 
-/* The unsynced group tail (journal.h): damage at pos (op bad_op, after a
- * valid entry) followed by valid entries, W = c->unsynced_max. Walks the rest
- * of the file: each damaged stretch resynchronises on the next verifying entry,
- * which must skip at least one op (a lost write is a whole missing entry);
- * valid runs must chain; every op seen stays below bad_op + W; what follows the
- * last valid run is a tail of at most one frame. Returns 1 with *last_op (the
- * file's last valid op) and *tail_span (entries the final damaged stretch may
- * hold: 0 when it is torn by the zero rule or absent), 0 if the shape does not
- * fit (the other rules apply), -errno. */
+/* The unsynced group tail (journal.h): the entry at pos (op bad_op, after
+ * a valid entry) was never written, and valid entries follow it. Walks
+ * the rest of the file: each damaged stretch resynchronises on the next
+ * verifying entry, which must skip at least one op (a lost write is a
+ * whole missing entry); valid runs must chain; every op seen stays below
+ * bad_op + W (W = c->unsynced_max); a last damaged stretch is at most one
+ * frame. Returns 1 with *last_op (the file's last valid op) if the shape
+ * fits, 0 if not (the other rules apply), -errno. */
 static int
 unsynced_group_tail(struct scan_ctx *c, uint64_t pos, uint64_t bad_op,
-                    uint64_t *last_op, uint64_t *tail_span)
+                    uint64_t *last_op)
 {
     uint64_t at = pos, last = bad_op - 1;
-    int runs = 0;
     struct vs_hdr_prepare h, prev;
-    while (runs <= (int)c->unsynced_max) {
+    for (uint32_t runs = 0; runs <= c->unsynced_max; runs++) {
         uint64_t nx = 0;
         struct vs_hdr_prepare nh;
         memset(&nh, 0, sizeof(nh));
@@ -312,25 +310,13 @@ unsynced_group_tail(struct scan_ctx *c, uint64_t pos, uint64_t bad_op,
         if (found < 0)
             return found;
         if (!found) {
-            if (runs == 0)
+            if (runs == 0 || c->size - at > VS_FRAME_MAX)
                 return 0; /* nothing valid follows: the plain tail rules */
-            uint64_t rest = c->size - at;
-            if (rest > VS_FRAME_MAX)
-                return 0;
-            int k = entry_check(c, at, &h);
-            if (k < 0)
-                return k;
             *last_op = last;
-            *tail_span =
-                (k == ENTRY_SHORT_HEADER || k == ENTRY_ZERO_HEADER ||
-                 k == ENTRY_SHORT_BODY)
-                    ? 0
-                    : (rest / VS_HEADER_SIZE ? rest / VS_HEADER_SIZE : 1);
-            return last + *tail_span - bad_op < c->unsynced_max ? 1 : 0;
+            return 1;
         }
         if (nh.op <= last + 1 || nh.op - bad_op >= c->unsynced_max)
             return 0;
-        runs++;
         prev = nh;
         last = nh.op;
         uint64_t p = nx + nh.f.size;
@@ -351,7 +337,6 @@ unsynced_group_tail(struct scan_ctx *c, uint64_t pos, uint64_t bad_op,
         }
         if (p >= c->size) {
             *last_op = last;
-            *tail_span = 0;
             return 1;
         }
         at = p;
@@ -496,40 +481,21 @@ scan_run(struct scan_ctx *c)
             }
         }
         uint64_t trailing = c->size - pos;
-        if (have_prev && c->unsynced_max > 1) {
-            uint64_t last_op = 0, tail_span = 0;
-            int g =
-                unsynced_group_tail(c, pos, s->bad_op, &last_op, &tail_span);
+        if (have_prev && c->unsynced_max > 1 &&
+            (k == ENTRY_ZERO_HEADER || k == ENTRY_SHORT_HEADER)) {
+            uint64_t last_op = 0;
+            int g = unsynced_group_tail(c, pos, s->bad_op, &last_op);
             if (g < 0)
                 return g;
-            if (g)
-                s->group_last_op = last_op;
-            if (g && (k == ENTRY_ZERO_HEADER || k == ENTRY_SHORT_HEADER)) {
+            if (g) {
                 s->verdict = WAL_TORN_TAIL;
+                s->group_last_op = last_op;
                 scan_reason(s,
                             "WAL torn tail at %s, offset %llu (%s; entries up "
                             "to op %llu follow, within the %u appends group "
                             "commit leaves unsynced): never acknowledged",
                             opbuf, (unsigned long long)pos, kind_text(k),
                             (unsigned long long)last_op, c->unsynced_max);
-                return 0;
-            }
-            if (g) {
-                s->verdict = WAL_DAMAGED_TAIL;
-                s->bad_span = last_op + tail_span - s->bad_op + 1;
-                if (k == ENTRY_BAD_BODY) {
-                    s->bad_header_valid = 1;
-                    s->bad_header = h;
-                }
-                scan_reason(s,
-                            "WAL damaged tail at %s, offset %llu (%s; entries "
-                            "up to op %llu follow, within the %u appends "
-                            "group commit leaves unsynced): ops %llu..%llu "
-                            "may have been acknowledged",
-                            opbuf, (unsigned long long)pos, kind_text(k),
-                            (unsigned long long)last_op, c->unsynced_max,
-                            (unsigned long long)s->bad_op,
-                            (unsigned long long)(s->bad_op + s->bad_span - 1));
                 return 0;
             }
         }

@@ -35,16 +35,16 @@
  *  - UNSYNCED GROUP TAIL (only with wal_options.unsynced_max > 1: the
  *    writer left up to that many appends unsynced at once, and a power
  *    loss may keep any subset of their pages, so a later entry can
- *    survive an earlier one): damage after a valid entry, followed by
- *    valid entries, where every op from the damaged one to the file's
- *    last lies within unsynced_max ops (each damaged stretch ends where
- *    an entry of a later, missing-op-skipping op verifies; the valid runs
- *    chain): what a power loss under group commit leaves. A lost write
- *    means no fsync completed after it, so nothing from it on was
- *    acknowledged: when the first damaged header is zero (the TORN TAIL
- *    zero rule) it is a TORN TAIL cut at the damage; otherwise (it may
- *    have been written, synced and damaged since) a DAMAGED TAIL whose
- *    bad_span reaches the last op the file holds.
+ *    survive an earlier one): the damaged entry after a valid one has a
+ *    header the TORN TAIL zero rule calls never written (or fewer than
+ *    256 bytes remain before the next entry), valid entries follow, every
+ *    op from it to the file's last lies within unsynced_max ops (each
+ *    damaged stretch ends where an entry of a later, op-skipping op
+ *    verifies; the valid runs chain): a TORN TAIL cut at the damage. A
+ *    lost write means no fsync completed after it, so nothing written
+ *    from it on was acknowledged. Non-zero damage there may be an entry
+ *    fsynced and damaged since, with acknowledged entries after it:
+ *    interior corruption, as below.
  *  - INTERIOR CORRUPTION: any other damage with a complete valid entry
  *    after it: refuse, naming the op and byte offset.
  *  - CHAIN BREAK: two valid entries that do not chain: refuse.
@@ -124,8 +124,8 @@ struct wal_scan {
     int bad_header_valid;
     struct vs_hdr_prepare bad_header;
     uint32_t bad_release;
-    /* TORN/DAMAGED_TAIL judged by the unsynced group rule: valid entries
-     * up to group_last_op followed the damage (0: the plain tail rules) */
+    /* TORN_TAIL judged by the unsynced group rule: valid entries up to
+     * group_last_op followed the never-written entry (0: plain rules) */
     uint64_t group_last_op;
     int cut; /* the tail was cut at open (writable open only) */
     /* drop_damaged_upto: damage dropped with the prefix before it (the

@@ -236,10 +236,10 @@ START_TEST(test_interior_flip)
 END_TEST
 
 /* Group commit (wal_options.unsynced_max > 1): a power loss may keep a
- * later unsynced entry and lose an earlier one. Damage followed by valid
- * entries inside the window is a tail: torn (cut) when the damaged
- * header was never written, damaged through the last op otherwise;
- * beyond the window, or with the classic rules, interior corruption. */
+ * later unsynced entry and lose an earlier one. A never-written entry
+ * (zero header) followed by valid entries inside the window is a torn
+ * tail, cut; non-zero damage there, or anything beyond the window, or the
+ * classic rules, are interior corruption. */
 START_TEST(test_unsynced_group_tail)
 {
     struct vs_sio io;
@@ -264,6 +264,7 @@ START_TEST(test_unsynced_group_tail)
     ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
     ck_assert_uint_eq(s.bad_op, 3);
     ck_assert_uint_eq(s.valid_end, fx.offset[2]);
+    ck_assert_uint_eq(s.group_last_op, 6);
     ck_assert_ptr_nonnull(strstr(s.reason, "entries up to op 6 follow"));
     struct wal_options gw = {.unsynced_max = 33};
     ck_assert_int_eq(wal_open(&w, &io, fx.meta, &gw, &s), 0);
@@ -274,83 +275,63 @@ START_TEST(test_unsynced_group_tail)
     free(tu_read_file(fx.meta, VS_JOURNAL_FILE, &now));
     ck_assert_uint_eq(now, fx.offset[2]);
 
-    /* op 3's body flipped (written, then damaged): a damaged tail whose
-     * span reaches the last op, its verified header kept; refused unless
-     * cutting is allowed, then cut at op 3 */
-    memcpy(b, orig, full);
-    b[fx.offset[2] + VS_HEADER_SIZE + 5] ^= 0x10;
-    put_wal(&fx, b, full);
-    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
-    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
-    ck_assert_uint_eq(s.bad_op, 3);
-    ck_assert_uint_eq(s.bad_offset, fx.offset[2]);
-    ck_assert_uint_eq(s.bad_span, 4); /* ops 3..6 */
-    ck_assert(s.bad_header_valid);
-    ck_assert_int_eq(memcmp(&s.bad_header, &fx.hdr[2], sizeof(s.bad_header)),
-                     0);
-    ck_assert_ptr_nonnull(strstr(s.reason, "ops 3..6 may have been"));
-    ck_assert_int_eq(wal_open(&w, &io, fx.meta, &gw, &s), -EBADMSG);
-    free(tu_read_file(fx.meta, VS_JOURNAL_FILE, &now));
-    ck_assert_uint_eq(now, full); /* refused: nothing cut */
-    struct wal_options gcut = {.unsynced_max = 33, .cut_damaged_tail = 1};
-    ck_assert_int_eq(wal_open(&w, &io, fx.meta, &gcut, &s), 0);
-    ck_assert_uint_eq(wal_last_op(&w), 2);
-    wal_close(&w);
+    /* op 3's body or header flipped (written, maybe fsynced, damaged
+     * since: acknowledged entries may follow): interior, nothing cut */
+    for (int hdr = 0; hdr < 2; hdr++) {
+        memcpy(b, orig, full);
+        b[fx.offset[2] + (hdr ? 20 : VS_HEADER_SIZE + 5)] ^= 0x10;
+        put_wal(&fx, b, full);
+        ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+        ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
+        ck_assert_uint_eq(s.bad_op, 3);
+        ck_assert_uint_eq(s.group_last_op, 0);
+        ck_assert_int_eq(wal_open(&w, &io, fx.meta, &gw, &s), -EBADMSG);
+        free(tu_read_file(fx.meta, VS_JOURNAL_FILE, &now));
+        ck_assert_uint_eq(now, full);
+    }
 
-    /* the window bounds it: ops 3..6 need a window of 4 */
+    /* the window bounds it: op 3 lost with ops up to 6 after it needs a
+     * window of 4 */
+    memcpy(b, orig, full);
+    memset(b + fx.offset[2], 0, VS_HEADER_SIZE);
     put_wal(&fx, b, full);
     struct wal_options g3 = {.read_only = 1, .unsynced_max = 3};
     ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g3, &s), 0);
     ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
     struct wal_options g4 = {.read_only = 1, .unsynced_max = 4};
     ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g4, &s), 0);
-    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
-    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &classic, &s), 0);
-    ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
+    ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
+    ck_assert_uint_eq(s.group_last_op, 6);
 
-    /* two damaged stretches (op 3's header garbled, op 5 lost) between
-     * valid entries: one damaged tail through op 6 */
+    /* more damage after the first valid run (op 5's body flipped, op 6's
+     * bytes after a lost op 3): still one torn tail from op 3, since
+     * nothing written after a lost write was acknowledged */
     memcpy(b, orig, full);
-    b[fx.offset[2] + 20] ^= 0x01;
-    memset(b + fx.offset[4], 0, fx.offset[5] - fx.offset[4]);
+    memset(b + fx.offset[2], 0, VS_HEADER_SIZE);
+    b[fx.offset[4] + VS_HEADER_SIZE + 1] ^= 0x01;
     put_wal(&fx, b, full);
     ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
-    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
-    ck_assert_uint_eq(s.bad_span, 4);
-    ck_assert(!s.bad_header_valid);
-
-    /* a damaged last stretch after the valid run counts toward the span;
-     * a zero one (never written) does not */
+    ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
+    ck_assert_uint_eq(s.group_last_op, 6);
     memcpy(b, orig, full);
-    b[fx.offset[2] + VS_HEADER_SIZE + 1] ^= 0x01; /* op 3 */
-    b[fx.offset[5] + VS_HEADER_SIZE + 1] ^= 0x01; /* op 6 (last) */
+    memset(b + fx.offset[2], 0, VS_HEADER_SIZE);
+    b[fx.offset[5] + VS_HEADER_SIZE + 1] ^= 0x01; /* the last entry */
     put_wal(&fx, b, full);
     ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
-    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
-    ck_assert_uint_ge(s.bad_span, 4); /* at least ops 3..6 */
-    memcpy(b, orig, full);
-    b[fx.offset[2] + VS_HEADER_SIZE + 1] ^= 0x01;     /* op 3 */
-    memset(b + fx.offset[5], 0, full - fx.offset[5]); /* op 6 never */
-    put_wal(&fx, b, full);
-    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
-    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
-    ck_assert_uint_eq(s.bad_span, 3); /* ops 3..5 (6 never written) */
+    ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
+    ck_assert_uint_eq(s.group_last_op, 5);
 
-    /* valid entries after the damage that do not chain: interior */
+    /* valid entries after the lost one that do not chain: interior */
     memcpy(b, orig, full);
-    b[fx.offset[2] + VS_HEADER_SIZE + 1] ^= 0x01; /* op 3 */
-    /* op 5 swapped for a copy of op 4: 4, 4 breaks the chain */
+    memset(b + fx.offset[2], 0, VS_HEADER_SIZE);
     size_t l4 = fx.offset[4] - fx.offset[3];
-    uint8_t *tail = vs_xmalloc(full);
-    size_t tl = 0;
-    memcpy(tail, b, fx.offset[4]);
-    tl = fx.offset[4];
-    memcpy(tail + tl, b + fx.offset[3], l4);
-    tl += l4;
-    put_wal(&fx, tail, tl);
+    uint8_t *t = vs_xmalloc(fx.offset[4] + l4);
+    memcpy(t, b, fx.offset[4]);
+    memcpy(t + fx.offset[4], b + fx.offset[3], l4); /* op 4 twice */
+    put_wal(&fx, t, fx.offset[4] + l4);
     ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
     ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
-    free(tail);
+    free(t);
 
     free(b);
     free(orig);
