@@ -135,6 +135,58 @@ check_snapshot(struct vs_sio *io, const char *meta, struct recovery_result *r)
     return 0; /* same pairing, or a superblock lagging a newer snapshot */
 }
 
+/* A cluster replica's damaged tail is about to be cut: records it in
+ * the superblock first (faulty_op and nonack_op raised to the top of what
+ * the cut bytes may hold, faulty_prepare = the damaged entry's header
+ * when it verified), so a crash right after the cut still boots knowing
+ * the range is faulty and never nacks it. r->state becomes the written
+ * state. 0, -VS_EFATAL, or 1 with a refusal set. */
+static int
+mark_damaged_before_cut(struct vs_sio *io, const char *meta,
+                        struct recovery_result *r, const struct wal_scan *s)
+{
+    uint64_t cut = s->bad_op;
+    if (cut == 0)
+        cut = (r->have_snapshot ? r->snapshot_op : 0) + 1;
+    uint64_t last = cut + (s->bad_span > 0 ? s->bad_span - 1 : 0);
+    struct vs_vsr_state st = r->state;
+    if (last > st.faulty_op)
+        st.faulty_op = last;
+    if (last > st.nonack_op)
+        st.nonack_op = last;
+    if (s->bad_header_valid && s->bad_header.op == cut && s->bad_header.op > 0)
+        st.faulty_prepare = s->bad_header;
+    uint8_t payload[VSR_STATE_SIZE];
+    vsr_state_encode(&st, payload);
+    struct vs_vsr_state check;
+    if (vsr_state_decode(VSR_STATE_VERSION, payload, sizeof(payload), &check,
+                         NULL, 0) != VSR_STATE_OK)
+        memset(&st.faulty_prepare, 0, sizeof(st.faulty_prepare));
+    vsr_state_encode(&st, payload);
+    struct sb_store sb;
+    int rc = sb_open(&sb, io, meta, NULL);
+    if (rc == 0 && !sb_store_writable(&sb))
+        rc = -EROFS;
+    if (rc == 0)
+        rc = sb_write(&sb, payload, sizeof(payload));
+    if (rc == -VS_EFATAL)
+        return rc;
+    if (rc < 0)
+        return verdict(r, RECOVERY_REFUSE_IO,
+                       "cannot record the damaged WAL tail (op %llu) as "
+                       "faulty in the superblock before cutting it: %s",
+                       ull(cut), sio_strerror(rc)),
+               1;
+    r->state = st;
+    rc = sb_read_latest(io, meta, &r->sb);
+    if (rc < 0)
+        return verdict(r, RECOVERY_REFUSE_IO,
+                       "cannot read back the superblock in %s: %s", meta,
+                       sio_strerror(rc)),
+               1;
+    return 0;
+}
+
 /* Step 6-7. Returns 0, or -VS_EFATAL. */
 static int
 check_wal(struct vs_sio *io, const char *meta, const struct recovery_expect *e,
@@ -164,7 +216,18 @@ check_wal(struct vs_sio *io, const char *meta, const struct recovery_expect *e,
     if (e->read_only) {
         rc = wal_scan_file(io, meta, &opt, s);
     } else {
+        /* A cluster replica's damaged tail may hold acknowledged ops:
+         * the first open never cuts it, so its mark is durable in the
+         * superblock before the second open cuts. */
+        opt.cut_damaged_tail = cut_damaged && !e->is_cluster;
         rc = wal_open(&r->journal, io, meta, &opt, s);
+        if (rc == -EBADMSG && e->is_cluster && s->verdict == WAL_DAMAGED_TAIL) {
+            rc = mark_damaged_before_cut(io, meta, r, s);
+            if (rc != 0)
+                return rc < 0 ? rc : 0;
+            opt.cut_damaged_tail = 1;
+            rc = wal_open(&r->journal, io, meta, &opt, s);
+        }
         if (rc == 0)
             r->journal_open = 1;
         else if (rc == -EBADMSG)

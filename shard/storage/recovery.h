@@ -25,8 +25,14 @@
  *     format -> refuse; torn tail -> cut; damaged tail -> cut for a
  *     cluster replica (repaired from peers), refused for a one-replica
  *     node unless cut_damaged_tail (the cluster replica's cut op is
- *     reported in damaged_cut_op). A gap between the snapshot and the
- *     first WAL op -> refuse.
+ *     reported in damaged_cut_op). A cluster replica records the cut in
+ *     the superblock BEFORE cutting (VsrState faulty_op and nonack_op
+ *     raised to damaged_cut_last, faulty_prepare = the entry's header
+ *     when it verified; `state` is then the state written), so a crash
+ *     right after the cut still boots with the range faulty, never
+ *     nacked; a failed write refuses (RECOVERY_REFUSE_IO) and cuts
+ *     nothing. A gap between the snapshot and the first WAL op ->
+ *     refuse.
  *     Damage at or below the snapshot op (those entries are not replayed;
  *     the checkpoint drain keeps them only to repair peers) with a valid
  *     entry after it is no refusal: the retained journal starts at that

@@ -6,8 +6,8 @@
  * Record framing (reference/iggy-server-ng.md §3, DESIGN §4), LE:
  *
  *    0 magic            4 bytes, ASCII "SBLK" in this order
- *    4 version          u16  (1 to 3; also versions the VsrState payload;
- *                            this release writes 3)
+ *    4 version          u16  (1 to 4; also versions the VsrState payload;
+ *                            this release writes 4)
  *    6 pad              u16  0
  *    8 sequence         u64  >= 1, +1 per write
  *   16 parent_checksum  u64  0 (reserved until used)
@@ -55,7 +55,7 @@
 #include "shard/storage/io.h"
 
 #define SB_MAGIC        "SBLK"
-#define SB_VERSION      3u /* written; 1 to 3 are read */
+#define SB_VERSION      4u /* written; 1 to 4 are read */
 #define SB_VERSION_MIN  1u
 #define SB_HEADER_SIZE  28u
 #define SB_TRAILER_SIZE 8u

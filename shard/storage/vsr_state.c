@@ -1,7 +1,7 @@
 /*
  * shard/storage/vsr_state.c - encode/decode of the VsrState payload
- * (version 1: 66 bytes and version 2: 330 bytes, read only; version 3:
- * 338 bytes).
+ * (version 1: 66 bytes, version 2: 330 bytes and version 3: 338 bytes,
+ * read only; version 4: 594 bytes).
  * Pure functions over explicit little-endian offsets (never a struct
  * memcpy, so padding can never leak into the format). Any process.
  */
@@ -64,12 +64,19 @@ vsr_state_encode(const struct vs_vsr_state *s, uint8_t out[VSR_STATE_SIZE])
     /* the header is itself a little-endian wire struct (common/wire.h) */
     memcpy(out + 74, &s->checkpoint_prepare, VS_HEADER_SIZE);
     put_u64(out + 330, s->nonack_op);
+    memcpy(out + 338, &s->faulty_prepare, VS_HEADER_SIZE);
 }
 
 int
 vsr_state_has_checkpoint_prepare(const struct vs_vsr_state *s)
 {
     return !vs_u128_is_zero(s->checkpoint_prepare.f.checksum);
+}
+
+int
+vsr_state_has_faulty_prepare(const struct vs_vsr_state *s)
+{
+    return !vs_u128_is_zero(s->faulty_prepare.f.checksum);
 }
 
 static enum vsr_state_error fail_with(enum vsr_state_error e, char *reason,
@@ -101,11 +108,13 @@ vsr_state_decode(uint16_t version, const void *payload, size_t len,
         want = VSR_STATE_V2_SIZE;
     else if (version == VSR_STATE_V3)
         want = VSR_STATE_V3_SIZE;
+    else if (version == VSR_STATE_V4)
+        want = VSR_STATE_V4_SIZE;
     else
         return fail_with(VSR_STATE_UNKNOWN_VERSION, reason, reason_len,
                          "VsrState format version %u is unknown to this "
                          "release (knows %u to %u)",
-                         (unsigned)version, VSR_STATE_V1, VSR_STATE_V3);
+                         (unsigned)version, VSR_STATE_V1, VSR_STATE_V4);
     if (len != want)
         return fail_with(VSR_STATE_BAD_LENGTH, reason, reason_len,
                          "VsrState payload is %zu bytes, version %u has "
@@ -132,6 +141,8 @@ vsr_state_decode(uint16_t version, const void *payload, size_t len,
     }
     if (version >= VSR_STATE_V3)
         s.nonack_op = get_u64(p + 330);
+    if (version >= VSR_STATE_V4)
+        memcpy(&s.faulty_prepare, p + 338, VS_HEADER_SIZE);
     if (s.log_view > s.view)
         return fail_with(VSR_STATE_LOG_VIEW_AHEAD, reason, reason_len,
                          "VsrState log_view %u is ahead of view %u", s.log_view,
@@ -157,6 +168,15 @@ vsr_state_decode(uint16_t version, const void *payload, size_t len,
                          "range's top %llu",
                          (unsigned long long)s.nonack_op,
                          (unsigned long long)s.faulty_op);
+    if (vsr_state_has_faulty_prepare(&s) &&
+        (s.faulty_prepare.f.command != VS_CMD_PREPARE ||
+         s.faulty_prepare.op == 0 || s.faulty_prepare.op > s.faulty_op ||
+         !vs_prepare_verify_identity(&s.faulty_prepare)))
+        return fail_with(VSR_STATE_BAD_FAULTY_PREPARE, reason, reason_len,
+                         "VsrState faulty prepare (op %llu) does not verify "
+                         "as a prepare within the faulty range (top %llu)",
+                         (unsigned long long)s.faulty_prepare.op,
+                         (unsigned long long)s.faulty_op);
     *out = s;
     if (reason && reason_len)
         reason[0] = '\0';
@@ -181,6 +201,8 @@ vsr_state_error_name(enum vsr_state_error e)
         return "bad checkpoint prepare";
     case VSR_STATE_BAD_FAULTY_RANGE:
         return "bad faulty range";
+    case VSR_STATE_BAD_FAULTY_PREPARE:
+        return "bad faulty prepare";
     }
     return "unknown";
 }

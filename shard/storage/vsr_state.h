@@ -38,18 +38,35 @@
  *                                  faulty_op are an adopted log's reach
  *                                  never journaled: nackable
  *  338 end of version 3 (338 bytes)
+ *  338 faulty_prepare       256   (all zero: none) the header this
+ *                                  replica's log holds at the first op
+ *                                  of the faulty range (the op above the
+ *                                  journal's last entry) when it knows
+ *                                  one: a damaged entry whose header
+ *                                  verified, or a canonical header it
+ *                                  adopted. The WAL no longer holds it
+ *                                  (the cut removed it), so without this
+ *                                  copy a second restart forgets which
+ *                                  op the faulty slot holds. The engine
+ *                                  takes it only chained to the
+ *                                  recovered head (engine.h
+ *                                  faulty_header)
+ *  594 end of version 4 (594 bytes)
  *
  * Version 1 payloads decode with faulty_op = nonack_op = 0 and no
  * checkpoint prepare; version 2 (one field for both meanings) decodes
  * with nonack_op = faulty_op (the whole range never nacked, as that
- * release did); this release writes version 3.
+ * release did); version 3 decodes with no faulty prepare; this release
+ * writes version 4.
  *
  * Invariants: decode refuses (typed, never misparses) an unknown record
  * version, a payload of the wrong length for its version, log_view >
  * view, a replica count of 0 or above VS_REPLICAS_MAX, replica_id >=
- * replica_count, (version 2 and 3) a recorded checkpoint prepare whose
- * op is not checkpoint_op or that is not a prepare, and (version 3)
- * nonack_op above faulty_op.
+ * replica_count, (version 2 and later) a recorded checkpoint prepare
+ * whose op is not checkpoint_op or that is not a prepare, (version 3
+ * and later) nonack_op above faulty_op, and (version 4) a recorded
+ * faulty prepare that is not a verifying prepare or whose op is 0 or
+ * above faulty_op.
  * Golden bytes are pinned by tests/unit/check_storage_sb.c.
  * Callers: any process (pure functions).
  */
@@ -67,8 +84,10 @@
 #define VSR_STATE_V2_SIZE 330u
 #define VSR_STATE_V3      3u /* superblock record version 3 */
 #define VSR_STATE_V3_SIZE 338u
-#define VSR_STATE_VERSION VSR_STATE_V3 /* written by this release */
-#define VSR_STATE_SIZE    VSR_STATE_V3_SIZE
+#define VSR_STATE_V4      4u /* superblock record version 4 */
+#define VSR_STATE_V4_SIZE 594u
+#define VSR_STATE_VERSION VSR_STATE_V4 /* written by this release */
+#define VSR_STATE_SIZE    VSR_STATE_V4_SIZE
 
 struct vs_vsr_state {
     struct vs_u128 cluster;
@@ -84,6 +103,8 @@ struct vs_vsr_state {
     uint64_t nonack_op; /* 0 = none, <= faulty_op */
     /* zero (checksum 0) when not recorded */
     struct vs_hdr_prepare checkpoint_prepare;
+    /* the header at the faulty range's first op; zero when none */
+    struct vs_hdr_prepare faulty_prepare;
 };
 
 enum vsr_state_error {
@@ -94,6 +115,7 @@ enum vsr_state_error {
     VSR_STATE_BAD_REPLICA,
     VSR_STATE_BAD_CHECKPOINT_PREPARE,
     VSR_STATE_BAD_FAULTY_RANGE,
+    VSR_STATE_BAD_FAULTY_PREPARE,
 };
 
 /* Writes the VSR_STATE_SIZE-byte encoding of VSR_STATE_VERSION. */
@@ -107,5 +129,7 @@ enum vsr_state_error vsr_state_decode(uint16_t version, const void *payload,
 const char *vsr_state_error_name(enum vsr_state_error e);
 /* 1 if s->checkpoint_prepare holds the checkpoint op's header. */
 int vsr_state_has_checkpoint_prepare(const struct vs_vsr_state *s);
+/* 1 if s->faulty_prepare holds a header (version 4). */
+int vsr_state_has_faulty_prepare(const struct vs_vsr_state *s);
 
 #endif /* VS_SHARD_STORAGE_VSR_STATE_H */

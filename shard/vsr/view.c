@@ -5,8 +5,10 @@
  * that moves a replica between views: backup timeouts, StartViewChange,
  * DoViewChange (built once per view: R2), the candidate's merge of a
  * quorum of DVCs (canonical by log_view then op, nack-quorum truncation,
- * faulty ops never nacked, wait when undecidable), StartView (broadcast
- * by a new primary, targeted as a probe answer), and RequestStartView.
+ * faulty ops never nacked, a DVC of an older log_view a nack above the
+ * lowest op a canonical DVC claims, wait when undecidable), StartView
+ * (broadcast by a new primary, targeted as a probe answer), and
+ * RequestStartView.
  *
  * Invariants: view and log_view only rise; log_view changes only when a
  * candidate starts its view or a replica installs a StartView (R7); a
@@ -557,16 +559,38 @@ merge_try(struct vs_vsr *v)
     }
     if (span > 0 && canon[span - 1] != NULL && canon[span - 1]->commit > commit)
         commit = canon[span - 1]->commit;
+    /* The lowest op a DVC of log_view L claims. A replica of log_view L
+     * claims at least the top of the log it adopted (or started) in view
+     * L: its head, or the reach mark persisted with the log_view; only a
+     * nack quorum of an earlier merge cuts below that. So an op x above
+     * it either lies above the log view L started with -- every op there
+     * was prepared in view L, and could only commit by PrepareOks of
+     * view L, which a replica whose log_view is below L never sent -- or
+     * an earlier nack quorum already proved log L's op x uncommitted. */
+    uint64_t canon_floor = UINT64_MAX;
+    for (unsigned r = 0; r < v->n; r++)
+        if (v->dvcs[r] != NULL && dvc_hdr(v->dvcs[r])->log_view == L &&
+            dvc_hdr(v->dvcs[r])->op < canon_floor)
+            canon_floor = dvc_hdr(v->dvcs[r])->op;
     /* Truncate from the top while a nack quorum proves an op was never
-     * prepared (so never committed). */
+     * prepared (so never committed). Above canon_floor every DVC of a
+     * lower log_view counts as a nack, whatever it holds there (an op of
+     * an older view, or a faulty slot: it acknowledged nothing of view
+     * L); at or below it such a DVC nacks only by its own bits or by a
+     * header that differs from the known canonical one. */
     unsigned nq = vsr_quorum_nack(v->n);
     uint64_t new_top = top;
     while (new_top > commit && new_top >= lo) {
         const struct vs_hdr_prepare *c = canon[new_top - lo];
         unsigned nacks = 0;
-        for (unsigned r = 0; r < v->n; r++)
-            if (v->dvcs[r] != NULL && dvc_nacks(v->dvcs[r], new_top, c))
+        for (unsigned r = 0; r < v->n; r++) {
+            const struct vsr_msg *d = v->dvcs[r];
+            if (d == NULL)
+                continue;
+            if ((new_top > canon_floor && dvc_hdr(d)->log_view < L) ||
+                dvc_nacks(d, new_top, c))
                 nacks++;
+        }
         if (nacks < nq)
             break;
         v->stats.nack_truncations++;

@@ -184,7 +184,8 @@ struct commit {
     struct vs_hdr_prepare ckpt_prepare;
     uint64_t faulty_op;
     uint64_t cut_op;   /* a damaged tail cut at this boot (cluster), or 0 */
-    int cut_header_ok; /* the cut entry's header verified: cut_header */
+    int cut_header_ok; /* cut_header: the cut entry's verified header, or
+                        * the one an earlier boot's superblock kept */
     struct vs_hdr_prepare cut_header;
     int rebuilt;           /* rebuilt after a lost disk, not caught up yet */
     uint32_t behind_ticks; /* the once-a-minute "needs state transfer" check */
@@ -711,6 +712,16 @@ commit_do_superblock(struct commit *c, const struct vs_vsr_persist *p)
     /* the part of it a damaged cut may have held (never nacked); a
      * single replica's mark is always a cut */
     s.nonack_op = c->replica_count > 1 ? p->nonack_op : c->faulty_op;
+    if (c->replica_count > 1 && p->faulty_op != 0 && c->engine != NULL) {
+        /* The header the engine's log holds at the faulty range's first
+         * op (above the WAL's last entry): the WAL does not hold it, so
+         * the superblock keeps it for the next boot. */
+        uint64_t x = wal_empty(&c->journal) ? vsr_commit_min(c->engine) + 1
+                                            : wal_last_op(&c->journal) + 1;
+        struct vs_hdr_prepare fh;
+        if (x <= p->faulty_op && vsr_header(c->engine, x, &fh) && fh.op == x)
+            s.faulty_prepare = fh;
+    }
     const struct vs_hdr_prepare *cp = wal_header(&c->journal, p->checkpoint_op);
     if (cp != NULL)
         c->ckpt_prepare = *cp;
@@ -2575,6 +2586,14 @@ commit_create(const struct commit_options *o, struct shard0_recovered *rec,
     c->cut_header_ok =
         rec->r.damaged_cut_op != 0 && rec->r.wal_scan.bad_header_valid;
     c->cut_header = rec->r.wal_scan.bad_header;
+    if (!c->cut_header_ok && c->replica_count > 1 &&
+        vsr_state_has_faulty_prepare(&rec->r.state)) {
+        /* A cut of an earlier boot: the superblock kept the header of
+         * the faulty range's first op (the engine takes it only chained
+         * to the recovered head). */
+        c->cut_header_ok = 1;
+        c->cut_header = rec->r.state.faulty_prepare;
+    }
     c->behind_ticks = 5000; /* first "behind" check after 10 s */
     c->rebuilt = o->rebuilt;
     struct vs_vsr_persist d = {

@@ -296,6 +296,13 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         if (r.wal_scan.group_last_op != 0)
             n->m_group_tails++;
     }
+    if (!fhdr_ok && n->cfg.replica_count > 1 &&
+        vsr_state_has_faulty_prepare(&r.state)) {
+        /* a cut of an earlier boot: the superblock kept its header (the
+         * engine takes it only chained to the recovered head) */
+        fhdr = r.state.faulty_prepare;
+        fhdr_ok = 1;
+    }
     /* the state: the snapshot (if any); the engine replays the rest */
     size_t size = meta_state_size(&n->cfg.caps);
     n->state = vs_xcalloc(1, size);
@@ -408,6 +415,23 @@ do_append(struct sim_node *n, const struct vs_vsr_action *a)
     io_push(n, &e);
 }
 
+/* As shard 0 (commit.c): the header the engine's log holds at the
+ * first op of the faulty range (the op above the WAL's last entry),
+ * which the WAL does not hold: the superblock keeps it for the next
+ * boot. */
+static void
+faulty_prepare_fill(struct sim_node *n, const struct vs_vsr_persist *p,
+                    struct vs_vsr_state *s)
+{
+    if (p->faulty_op == 0 || n->eng == NULL)
+        return;
+    uint64_t x = wal_empty(&n->journal) ? vsr_commit_min(n->eng) + 1
+                                        : wal_last_op(&n->journal) + 1;
+    struct vs_hdr_prepare h;
+    if (x <= p->faulty_op && vsr_header(n->eng, x, &h) && h.op == x)
+        s->faulty_prepare = h;
+}
+
 static void
 do_superblock(struct sim_node *n, const struct vs_vsr_persist *p)
 {
@@ -418,8 +442,9 @@ do_superblock(struct sim_node *n, const struct vs_vsr_persist *p)
     s.commit_max = p->commit_max;
     s.checkpoint_op = p->checkpoint_op;
     s.checkpoint_checksum = p->checkpoint_checksum;
-    s.faulty_op = p->faulty_op; /* the mark outlives a second crash */
-    s.nonack_op = p->nonack_op; /* and which part of it is a cut */
+    s.faulty_op = p->faulty_op;    /* the mark outlives a second crash */
+    s.nonack_op = p->nonack_op;    /* and which part of it is a cut */
+    faulty_prepare_fill(n, p, &s); /* and the header at its first op */
     const struct vs_hdr_prepare *cp = wal_header(&n->journal, p->checkpoint_op);
     if (cp != NULL)
         n->ckpt_prepare = *cp;

@@ -580,6 +580,59 @@ sc_damaged_last_entry(struct sim_world *w)
     return finish(w);
 }
 
+/* The last entry of a backup is damaged (full length, bad body: its
+ * header verifies), cut at boot; the backup crashes again before the
+ * repair. Its second boot finds no entry for the op (the first boot cut
+ * it): the superblock's copy of the header keeps the op known (faulty,
+ * never nacked, repaired against that header), not a blank. */
+static int
+sc_damaged_cut_header_kept(struct sim_world *w)
+{
+    w->faults_on = 1;
+    steps(w, 500);
+    const struct sim_node *b = &w->node[1];
+    if (!b->up || !b->journal_open || wal_empty(&b->journal)) {
+        sim_world_failf(w, "scenario: replica 1 holds no journal entry");
+        return 1;
+    }
+    uint64_t last = wal_last_op(&b->journal);
+    struct vs_hdr_prepare want = *wal_header(&b->journal, last);
+    sim_world_crash(w, 1);
+    if (!sim_world_rot_op(w, 1, last, 0))
+        sim_world_failf(w, "scenario: op %llu not in replica 1's journal",
+                        (unsigned long long)last);
+    for (int boot = 0; boot < 2 && !w->failed; boot++) {
+        if (sim_world_restart(w, 1) != 0) {
+            sim_world_failf(w, "scenario: replica 1 refused boot %d: %s",
+                            boot + 1, w->node[1].refuse);
+            return 1;
+        }
+        struct vs_hdr_prepare h;
+        if (!vsr_header(b->eng, last, &h) ||
+            !vs_u128_eq(h.f.checksum, want.f.checksum))
+            sim_world_failf(w,
+                            "scenario: boot %d of replica 1 does not know "
+                            "the header of its cut op %llu",
+                            boot + 1, (unsigned long long)last);
+        struct vs_vsr_info info;
+        vsr_info(b->eng, &info);
+        if (info.faulty_op < last || info.nonack_top < last)
+            sim_world_failf(w,
+                            "scenario: boot %d of replica 1 does not keep "
+                            "op %llu never nacked (faulty %llu, nonack "
+                            "%llu)",
+                            boot + 1, (unsigned long long)last,
+                            (unsigned long long)info.faulty_op,
+                            (unsigned long long)info.nonack_top);
+        if (boot == 0)
+            sim_world_crash(w, 1); /* before any repair */
+    }
+    if (w->m.damaged_cut == 0)
+        sim_world_failf(w, "scenario: no damaged tail was cut");
+    steps(w, 600);
+    return finish(w);
+}
+
 /* A replica that voted in a view restarts (its view from the superblock). */
 static int
 sc_restart_voter(struct sim_world *w)
@@ -2009,6 +2062,9 @@ static const struct scenario SCENARIOS[] = {
     {"duelling-candidates", 3, NULL, sc_duelling_candidates},
     {"whole-cluster-restart", 3, NULL, sc_cluster_restart},
     {"damaged-last-entry-repaired", 3, NULL, sc_damaged_last_entry},
+    /* a damaged cut's header outlives a second restart before the repair
+     * (VsrState v4 faulty_prepare) */
+    {"damaged-cut-header-kept", 3, NULL, sc_damaged_cut_header_kept},
     {"bitrot-interior-one-replica", 3, NULL, sc_bitrot_interior},
     {"restart-voter", 3, NULL, sc_restart_voter},
     {"recover-lost-disk", 3, NULL, sc_recover_lost_disk},
@@ -2257,14 +2313,33 @@ static const struct scenario SCENARIOS[] = {
      702511,
      0,
      {0}},
-    {"stall-gate-703946",
-     4,
-     "n=4: a cut op of the newest log_view nacked by 2 of the 3 needed; "
-     "the lower-log_view DVC holds another op there and says nothing",
+    /* n=4: a faulty op of the newest log_view above the log that view
+     * started with, nacked by 2 of the 3 needed; the lower-log_view DVC
+     * holding another op there now counts as a nack (it acknowledged
+     * nothing of that view), so the merge cuts it instead of waiting
+     * (the schedule that showed it first changed; check_vsr_merge
+     * replays the DVCs) */
+    {"stall-gate-703946", 4, NULL, NULL, 703946, 0, {0}},
+    /* Group commit (unsynced appends): with the wide group-tail rule
+     * (damage followed by valid entries was a damaged tail through the
+     * last op) two of three replicas held the same op as faulty (never
+     * nacked) and the third ended below it: undecidable, the merge waited
+     * forever. Non-zero damage followed by valid entries refuses again;
+     * they must pass. */
+    {"stall-gate-3700003-group-tail",
+     3,
      NULL,
-     703946,
+     NULL,
+     3700003,
      0,
-     {0}},
+     {NULL, 0, 0, 0, 0, 1}},
+    {"stall-gate-3700150-group-tail",
+     3,
+     NULL,
+     NULL,
+     3700150,
+     0,
+     {NULL, 0, 0, 0, 0, 1}},
     /* the only copy of op 24 (a header the survivors know, its body
      * faulty) is on a replica refusing to boot: waived, proven */
     {"stall-gate-704532", 3, NULL, NULL, 704532, 0, {0}},

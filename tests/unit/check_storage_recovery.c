@@ -472,6 +472,24 @@ START_TEST(test_cluster_damaged_tail_cut)
     ck_assert(res.wal_scan.bad_header_valid);
     ck_assert_uint_eq(res.wal_scan.bad_header.op, 4);
     ck_assert_ptr_nonnull(strstr(res.reason, "op 4 cut as damage"));
+    /* the mark was durable before the cut: the superblock on disk names
+     * the range and the cut entry's header, and the state returned is
+     * the state written */
+    ck_assert_uint_eq(res.state.faulty_op, 4);
+    ck_assert_uint_eq(res.state.nonack_op, 4);
+    ck_assert(vsr_state_has_faulty_prepare(&res.state));
+    ck_assert_uint_eq(res.state.faulty_prepare.op, 4);
+    ck_assert_uint_eq(res.sb.sequence, 2);
+    recovery_result_fini(&res);
+    /* a crash right after the cut: the next boot finds a clean WAL and
+     * still the faulty range with its header */
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_int_eq(res.wal_scan.verdict, WAL_CLEAN);
+    ck_assert_uint_eq(res.damaged_cut_op, 0);
+    ck_assert_uint_eq(res.state.faulty_op, 4);
+    ck_assert_uint_eq(res.state.nonack_op, 4);
+    ck_assert(vsr_state_has_faulty_prepare(&res.state));
+    ck_assert_uint_eq(res.state.faulty_prepare.op, 4);
     recovery_result_fini(&res);
     tu_rm_rf(d.dir);
 }

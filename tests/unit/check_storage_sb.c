@@ -62,8 +62,8 @@ START_TEST(test_vsr_state_golden)
     /* 330 nonack_op (version 3) */
     static const uint8_t want_nonack[8] = {0x41, 0x43, 0x44, 0x45,
                                            0x46, 0x47, 0x48, 0x49};
-    _Static_assert(VSR_STATE_SIZE == 338, "VsrState v3 is 338 bytes");
-    _Static_assert(VSR_STATE_VERSION == 3, "this release writes v3");
+    _Static_assert(VSR_STATE_SIZE == 594, "VsrState v4 is 594 bytes");
+    _Static_assert(VSR_STATE_VERSION == 4, "this release writes v4");
     struct vs_vsr_state s = golden_state();
     uint8_t out[VSR_STATE_SIZE];
     vsr_state_encode(&s, out);
@@ -71,12 +71,22 @@ START_TEST(test_vsr_state_golden)
     for (size_t i = sizeof(want); i < VSR_STATE_V2_SIZE; i++)
         ck_assert_uint_eq(out[i], 0);
     ck_assert_int_eq(memcmp(out + VSR_STATE_V2_SIZE, want_nonack, 8), 0);
+    /* 338..594 faulty_prepare (version 4): zero = none */
+    for (size_t i = VSR_STATE_V3_SIZE; i < VSR_STATE_V4_SIZE; i++)
+        ck_assert_uint_eq(out[i], 0);
     struct vs_vsr_state d;
-    ck_assert_int_eq(vsr_state_decode(3, out, sizeof(out), &d, NULL, 0),
+    ck_assert_int_eq(vsr_state_decode(4, out, sizeof(out), &d, NULL, 0),
                      VSR_STATE_OK);
     ck_assert_uint_eq(d.faulty_op, s.faulty_op);
     ck_assert_uint_eq(d.nonack_op, s.nonack_op);
     ck_assert(!vsr_state_has_checkpoint_prepare(&d));
+    ck_assert(!vsr_state_has_faulty_prepare(&d));
+    /* version 3: the first 338 bytes, no faulty prepare */
+    memset(&d, 0xee, sizeof(d));
+    ck_assert_int_eq(vsr_state_decode(3, out, VSR_STATE_V3_SIZE, &d, NULL, 0),
+                     VSR_STATE_OK);
+    ck_assert_uint_eq(d.nonack_op, s.nonack_op);
+    ck_assert(!vsr_state_has_faulty_prepare(&d));
     /* version 2: the first 330 bytes; one mark for both meanings, so the
      * whole range reads as never nacked */
     memset(&d, 0xee, sizeof(d));
@@ -110,11 +120,27 @@ START_TEST(test_vsr_state_golden)
     vsr_state_encode(&s, out);
     ck_assert_int_eq(memcmp(out, want, sizeof(want)), 0);
     ck_assert_int_eq(memcmp(out + 74, &s.checkpoint_prepare, 256), 0);
-    ck_assert_int_eq(vsr_state_decode(3, out, sizeof(out), &d, NULL, 0),
+    ck_assert_int_eq(vsr_state_decode(4, out, sizeof(out), &d, NULL, 0),
                      VSR_STATE_OK);
     ck_assert(vsr_state_has_checkpoint_prepare(&d));
     ck_assert_int_eq(memcmp(&d.checkpoint_prepare, &s.checkpoint_prepare, 256),
                      0);
+
+    /* a recorded faulty prepare: the header bytes verbatim at 338, a
+     * version 3 prefix of the same bytes reads without it */
+    s.faulty_op = 40;
+    s.nonack_op = 40;
+    tu_prepare(&s.faulty_prepare, body, sizeof(body), 38,
+               (struct vs_u128){7, 8}, VS_WIRE_FORMAT_VERSION);
+    vsr_state_encode(&s, out);
+    ck_assert_int_eq(memcmp(out + 338, &s.faulty_prepare, 256), 0);
+    ck_assert_int_eq(vsr_state_decode(4, out, sizeof(out), &d, NULL, 0),
+                     VSR_STATE_OK);
+    ck_assert(vsr_state_has_faulty_prepare(&d));
+    ck_assert_int_eq(memcmp(&d.faulty_prepare, &s.faulty_prepare, 256), 0);
+    ck_assert_int_eq(vsr_state_decode(3, out, VSR_STATE_V3_SIZE, &d, NULL, 0),
+                     VSR_STATE_OK);
+    ck_assert(!vsr_state_has_faulty_prepare(&d));
 }
 END_TEST
 
@@ -125,9 +151,9 @@ START_TEST(test_vsr_state_refusals)
     char why[160];
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(4, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(5, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_UNKNOWN_VERSION);
-    ck_assert_ptr_nonnull(strstr(why, "version 4"));
+    ck_assert_ptr_nonnull(strstr(why, "version 5"));
     ck_assert_int_eq(vsr_state_decode(1, buf, 58, &d, why, sizeof(why)),
                      VSR_STATE_BAD_LENGTH);
     ck_assert_int_eq(
@@ -143,13 +169,19 @@ START_TEST(test_vsr_state_refusals)
         vsr_state_decode(3, buf, VSR_STATE_V2_SIZE, &d, why, sizeof(why)),
         VSR_STATE_BAD_LENGTH);
     ck_assert_int_eq(
-        vsr_state_decode(3, buf, VSR_STATE_SIZE + 1, &d, why, sizeof(why)),
+        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        VSR_STATE_BAD_LENGTH);
+    ck_assert_int_eq(
+        vsr_state_decode(4, buf, VSR_STATE_V3_SIZE, &d, why, sizeof(why)),
+        VSR_STATE_BAD_LENGTH);
+    ck_assert_int_eq(
+        vsr_state_decode(4, buf, VSR_STATE_SIZE + 1, &d, why, sizeof(why)),
         VSR_STATE_BAD_LENGTH);
     /* version 3: the never-nacked top above the faulty range's top */
     s.nonack_op = s.faulty_op + 1;
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(4, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_BAD_FAULTY_RANGE);
     ck_assert_ptr_nonnull(strstr(why, "never-nacked"));
     s = golden_state();
@@ -161,25 +193,55 @@ START_TEST(test_vsr_state_refusals)
     s.checkpoint_prepare.timestamp ^= 1;
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(4, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_BAD_CHECKPOINT_PREPARE);
     tu_prepare(&s.checkpoint_prepare, body, sizeof(body), s.checkpoint_op + 1,
                (struct vs_u128){1, 0}, VS_WIRE_FORMAT_VERSION);
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(4, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_BAD_CHECKPOINT_PREPARE);
+    /* version 4: a recorded faulty prepare that does not verify, is not
+     * a prepare, or lies above the faulty range's top */
+    s = golden_state();
+    s.faulty_op = 40;
+    s.nonack_op = 40;
+    tu_prepare(&s.faulty_prepare, body, sizeof(body), 40,
+               (struct vs_u128){1, 0}, VS_WIRE_FORMAT_VERSION);
+    vsr_state_encode(&s, buf);
+    ck_assert_int_eq(
+        vsr_state_decode(4, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        VSR_STATE_OK);
+    s.faulty_prepare.timestamp ^= 1;
+    vsr_state_encode(&s, buf);
+    ck_assert_int_eq(
+        vsr_state_decode(4, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        VSR_STATE_BAD_FAULTY_PREPARE);
+    ck_assert_ptr_nonnull(strstr(why, "faulty prepare"));
+    tu_prepare(&s.faulty_prepare, body, sizeof(body), 41,
+               (struct vs_u128){1, 0}, VS_WIRE_FORMAT_VERSION);
+    vsr_state_encode(&s, buf);
+    ck_assert_int_eq(
+        vsr_state_decode(4, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        VSR_STATE_BAD_FAULTY_PREPARE);
+    tu_prepare(&s.faulty_prepare, body, sizeof(body), 40,
+               (struct vs_u128){1, 0}, VS_WIRE_FORMAT_VERSION);
+    s.faulty_prepare.f.command = VS_CMD_REPAIR_PREPARE;
+    vsr_state_encode(&s, buf);
+    ck_assert_int_eq(
+        vsr_state_decode(4, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        VSR_STATE_BAD_FAULTY_PREPARE);
     s = golden_state();
     s.log_view = s.view + 1;
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(4, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_LOG_VIEW_AHEAD);
     s = golden_state();
     s.replica_id = 3;
     vsr_state_encode(&s, buf);
     ck_assert_int_eq(
-        vsr_state_decode(3, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
+        vsr_state_decode(4, buf, VSR_STATE_SIZE, &d, why, sizeof(why)),
         VSR_STATE_BAD_REPLICA);
 }
 END_TEST
@@ -506,20 +568,20 @@ START_TEST(test_crash_leaves_tmp)
 END_TEST
 
 /* Every VsrState version this release reads boots from a store that
- * holds it (DESIGN §4), and the next write upgrades it to version 3. */
+ * holds it (DESIGN §4), and the next write upgrades it to version 4. */
 START_TEST(test_boot_each_version)
 {
     static const size_t size[] = {0, VSR_STATE_V1_SIZE, VSR_STATE_V2_SIZE,
-                                  VSR_STATE_V3_SIZE};
+                                  VSR_STATE_V3_SIZE, VSR_STATE_V4_SIZE};
     struct vs_sio io;
     sio_init_real(&io);
     static struct sb_read r;
-    for (uint16_t ver = VSR_STATE_V1; ver <= VSR_STATE_V3; ver++) {
+    for (uint16_t ver = VSR_STATE_V1; ver <= VSR_STATE_V4; ver++) {
         char dir[256];
         tu_mkdtemp(dir, sizeof(dir), NULL, 0);
         struct vs_vsr_state s = golden_state(), d;
         uint8_t p[VSR_STATE_SIZE], rec[SB_RECORD_MAX];
-        vsr_state_encode(&s, p); /* each version is a prefix of v3 */
+        vsr_state_encode(&s, p); /* each version is a prefix of v4 */
         size_t n = sb_record_encode(ver, 1, p, size[ver], rec);
         tu_write_file(dir, sb_slot_name(0), rec, n);
         ck_assert_int_eq(sb_read_latest(&io, dir, &r), 0);
@@ -531,7 +593,7 @@ START_TEST(test_boot_each_version)
         ck_assert_uint_eq(d.view, s.view);
         ck_assert_uint_eq(d.commit_max, s.commit_max);
         ck_assert_uint_eq(d.faulty_op, ver >= 2 ? s.faulty_op : 0);
-        ck_assert_uint_eq(d.nonack_op, ver == 3   ? s.nonack_op
+        ck_assert_uint_eq(d.nonack_op, ver >= 3   ? s.nonack_op
                                        : ver == 2 ? s.faulty_op
                                                   : 0);
         struct sb_store st;

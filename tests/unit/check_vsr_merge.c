@@ -8,7 +8,9 @@
  * log_view loses and is truncated), then by op; an uncommitted op kept
  * when no nack quorum proves it unprepared; nack-quorum truncation; a
  * faulty op is never nacked, the candidate waits, then repairs it from
- * the DVC sender whose present bit is set; DVC/SV golden byte offsets
+ * the DVC sender whose present bit is set; n = 4: a DVC of an older
+ * log_view counts as a nack above the lowest op a canonical DVC claims
+ * (and proves nothing within the canonical log); DVC/SV golden byte offsets
  * (iggy-server-ng.md §2); a DVC withheld until the faulty mark is
  * durable; stale StartViews refused while Recovering (incarnation,
  * durable view); RequestPrepares answered high to low, RangeEvicted below
@@ -193,12 +195,14 @@ options(struct vs_vsr_options *o, uint8_t replica)
 /* A restarted replica with log c[1..ops] (durable view/log_view), that
  * probes unanswered and then elects view + 1. */
 static void
-start_recovered(struct bind *b, uint8_t replica, const struct chain *c,
-                unsigned ops, uint32_t view, uint32_t log_view, uint64_t faulty)
+start_recovered_n(struct bind *b, uint8_t replica, uint8_t n,
+                  const struct chain *c, unsigned ops, uint32_t view,
+                  uint32_t log_view, uint64_t faulty)
 {
     memset(b, 0, sizeof(*b));
     struct vs_vsr_options o;
     options(&o, replica);
+    o.replica_count = n;
     struct vs_hdr_prepare hs[CHAIN_MAX];
     for (unsigned op = 1; op <= ops; op++)
         hs[op - 1] = *hdr(c, op);
@@ -212,6 +216,13 @@ start_recovered(struct bind *b, uint8_t replica, const struct chain *c,
     char why[160];
     ck_assert_msg(vsr_create(&o, &b->v, why, sizeof(why)) == 0, "%s", why);
     bind_drain(b);
+}
+
+static void
+start_recovered(struct bind *b, uint8_t replica, const struct chain *c,
+                unsigned ops, uint32_t view, uint32_t log_view, uint64_t faulty)
+{
+    start_recovered_n(b, replica, 3, c, ops, view, log_view, faulty);
 }
 
 /* Ticks until the replica left Recovering (bounded). */
@@ -449,6 +460,73 @@ START_TEST(test_merge_faulty_nacked_by_quorum)
     struct vs_vsr_info info;
     vsr_info(b.v, &info);
     ck_assert_uint_eq(info.faulty_op, 0);
+    bind_fini(&b);
+}
+END_TEST
+
+/* n = 4 (nack quorum 3). The newest log_view (1) ends at op 4 on
+ * replicas 3 and 0; replica 1 claims op 5 of log_view 1 but is faulty
+ * there (no header, no nack). The candidate, replica 2 of log_view 0,
+ * holds another op 5 of view 0. Op 5 of log 1 lies above the log view 1
+ * started with (a DVC of log_view 1 ends below it), so it could only
+ * commit by PrepareOks of view 1, which the candidate never sent: its
+ * DVC counts as a nack there. With three DVCs that is 2 nacks (wait);
+ * the fourth makes 3: op 5 is cut and the view starts at op 4. */
+START_TEST(test_merge_older_log_view_nacks_above_canonical_floor)
+{
+    struct chain c;
+    chain_build(&c, 5, NULL, 0, 7);
+    struct bind b;
+    start_recovered_n(&b, 2, 4, &c, 5, 1, 0, 0);
+    elect(&b);
+    ck_assert_uint_eq(vsr_view(b.v), 2); /* candidate: 2 mod 4 */
+    ck_assert_int_eq(feed_dvc(&b, 1, 2, 1, &c, 5, 5, 3, 0x1e, 0, 1),
+                     VSR_ACCEPTED);
+    ck_assert_int_eq(feed_dvc(&b, 3, 2, 1, &c, 4, 4, 3, 0xf, 0, 0),
+                     VSR_ACCEPTED);
+    ck_assert_uint_eq(vsr_stats(b.v)->merge_waits, 1);
+    ck_assert_uint_eq(vsr_stats(b.v)->nack_truncations, 0);
+    ck_assert_int_eq(vsr_status(b.v), VSR_STATUS_VIEW_CHANGE);
+    ck_assert_int_eq(feed_dvc(&b, 0, 2, 1, &c, 4, 4, 3, 0xf, 0, 0),
+                     VSR_ACCEPTED);
+    ck_assert_uint_eq(vsr_stats(b.v)->merge_deadlocks, 0);
+    ck_assert_uint_eq(vsr_stats(b.v)->nack_truncations, 1);
+    ck_assert_uint_eq(b.truncated, 5);
+    ck_assert_uint_eq(vsr_op(b.v), 4);
+    ck_assert_int_eq(vsr_status(b.v), VSR_STATUS_NORMAL);
+    ck_assert_uint_eq(vsr_log_view(b.v), 2);
+    const struct vs_hdr_start_view *sv =
+        (const void *)last_sent(&b, VS_CMD_START_VIEW, 1);
+    ck_assert_ptr_nonnull(sv);
+    ck_assert_uint_eq(sv->op, 4);
+    bind_fini(&b);
+}
+END_TEST
+
+/* The same DVCs except that every DVC of log_view 1 claims op 5 (two
+ * nack it, the faulty one is silent): log 1 may have started with an op
+ * 5, perhaps the candidate's own, committed in view 0 with the
+ * candidate's PrepareOk. The older DVC proves nothing there: with every
+ * replica's DVC the merge still waits (never cuts a maybe-committed op). */
+START_TEST(test_merge_older_log_view_silent_within_canonical_log)
+{
+    struct chain c;
+    chain_build(&c, 5, NULL, 0, 8);
+    struct bind b;
+    start_recovered_n(&b, 2, 4, &c, 5, 1, 0, 0);
+    elect(&b);
+    ck_assert_int_eq(feed_dvc(&b, 1, 2, 1, &c, 5, 5, 3, 0x1e, 0, 1),
+                     VSR_ACCEPTED);
+    ck_assert_int_eq(feed_dvc(&b, 3, 2, 1, &c, 5, 5, 3, 0x1e, 0x1, 1),
+                     VSR_ACCEPTED);
+    ck_assert_int_eq(feed_dvc(&b, 0, 2, 1, &c, 5, 5, 3, 0x1e, 0x1, 1),
+                     VSR_ACCEPTED);
+    ck_assert_uint_eq(vsr_stats(b.v)->nack_truncations, 0);
+    ck_assert_uint_ge(vsr_stats(b.v)->merge_deadlocks, 1);
+    ck_assert_int_eq(vsr_status(b.v), VSR_STATUS_VIEW_CHANGE);
+    ck_assert_uint_eq(vsr_op(b.v), 5);
+    ck_assert_uint_eq(b.truncated, 0);
+    ck_assert_uint_eq(count_sent(&b, VS_CMD_START_VIEW), 0);
     bind_fini(&b);
 }
 END_TEST
@@ -800,6 +878,8 @@ main(void)
     tcase_add_test(tc, test_merge_nack_quorum_truncates);
     tcase_add_test(tc, test_merge_faulty_waits_then_repairs);
     tcase_add_test(tc, test_merge_faulty_nacked_by_quorum);
+    tcase_add_test(tc, test_merge_older_log_view_nacks_above_canonical_floor);
+    tcase_add_test(tc, test_merge_older_log_view_silent_within_canonical_log);
     tcase_add_test(tc, test_dvc_golden_and_withheld);
     tcase_add_test(tc, test_recovering_refuses_stale_sv);
     tcase_add_test(tc, test_serve_repair);
