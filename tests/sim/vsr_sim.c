@@ -2332,14 +2332,14 @@ static const struct scenario SCENARIOS[] = {
      NULL,
      3700003,
      0,
-     {NULL, 0, 0, 0, 0, 1}},
+     {.group_commit = 1}},
     {"stall-gate-3700150-group-tail",
      3,
      NULL,
      NULL,
      3700150,
      0,
-     {NULL, 0, 0, 0, 0, 1}},
+     {.group_commit = 1}},
     /* the only copy of op 24 (a header the survivors know, its body
      * faulty) is on a replica refusing to boot: waived, proven */
     {"stall-gate-704532", 3, NULL, NULL, 704532, 0, {0}},
