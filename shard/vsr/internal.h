@@ -161,6 +161,9 @@ struct vs_vsr {
     uint64_t repair_idle; /* no round before this tick */
     uint64_t repair_mark; /* stats.repairs when the round started */
     unsigned repair_rr;
+    /* backup: no round before this tick for a gap a Prepare opened while
+     * nothing was missing (a reordered prepare may still arrive) */
+    uint64_t gap_wait;
     uint64_t evicted_op[VS_REPLICAS_MAX]; /* STATE_TRANSFER issued */
     int transfer;
     uint64_t transfer_op;
@@ -249,9 +252,11 @@ uint64_t vsr_missing_count(const struct vs_vsr *v);
 enum vsr_verdict
 vsr_on_request_prepares(struct vs_vsr *v,
                         const struct vs_hdr_request_prepares *h);
+/* canonical: a Prepare frame of our view from its primary (on_prepare),
+ * taken into a hole even where no checksum is expected there. */
 enum vsr_verdict vsr_on_repair_prepare(struct vs_vsr *v,
                                        const struct vs_hdr_prepare *p,
-                                       const uint8_t *frame);
+                                       const uint8_t *frame, int canonical);
 enum vsr_verdict vsr_on_repair_done(struct vs_vsr *v,
                                     const struct vs_hdr_repair_done *h);
 
