@@ -878,7 +878,8 @@ vsr_on_journal_durable(struct vs_vsr *v, uint64_t op, struct vs_u128 checksum)
  * asks any peer for them top down, each one taken only if its checksum
  * is the parent the op above names (repair.c). Until then the journal
  * stops below the gap, so no PrepareOk is sent for an op above a hole
- * and a DoViewChange nacks the ops this replica never held. Without it
+ * and a view change that begins before it is filled drops the ops held
+ * above it (repair.c vsr_gap_drop). Without it
  * a backup that lost prepares the primary no longer sends as Prepares
  * (bodies not in its memory go out as RepairPrepares, which only a
  * known header verifies) learned no header above its head and the
@@ -901,6 +902,8 @@ prepare_over_gap(struct vs_vsr *v, const struct vs_hdr_prepare *p,
     vsr_msg_unref(m);
     v->stats.prepares++;
     v->stats.gap_jumps++;
+    v->jump_op = p->op;
+    v->jump_view = v->view;
     if (p->commit > v->commit_max)
         v->commit_max = p->commit;
     vsr_commit_walk(v);

@@ -121,7 +121,9 @@
  * takes it, moving its head there: the ops between become a hole
  * repaired from any peer top down, each checked against the parent the
  * op above names. The journal (so every PrepareOk) stays below the hole
- * until it is filled; a DoViewChange nacks the ops it never held. A
+ * until it is filled; a view change that begins first drops the ops
+ * held above the hole (never journaled, never acknowledged), so the
+ * DoViewChange's log ends below it, as if they never arrived. A
  * fresh gap waits `prepare` ticks before its first round (a reordered
  * prepare may be on its way), and a Prepare of the view filling a hole
  * is taken where no checksum is expected yet.
@@ -597,6 +599,8 @@ struct vs_vsr_stats {
     uint64_t repairs;           /* prepares accepted from RepairPrepare */
     uint64_t gap_jumps;         /* backup: the primary's Prepare taken
                                    above a gap (the ops between repaired) */
+    uint64_t gap_drops;         /* backup: those ops dropped unjournaled
+                                   when a view change began */
     uint64_t repair_served;     /* SEND_PREPARE actions issued */
     uint64_t range_evicted;     /* RangeEvicted received (ours) */
     uint64_t probes;            /* RequestStartView sent */

@@ -164,6 +164,9 @@ struct vs_vsr {
     /* backup: no round before this tick for a gap a Prepare opened while
      * nothing was missing (a reordered prepare may still arrive) */
     uint64_t gap_wait;
+    /* backup: the highest op a Prepare jumped a gap to in jump_view */
+    uint64_t jump_op;
+    uint32_t jump_view;
     uint64_t evicted_op[VS_REPLICAS_MAX]; /* STATE_TRANSFER issued */
     int transfer;
     uint64_t transfer_op;
@@ -248,6 +251,7 @@ void vsr_observe_view(struct vs_vsr *v, uint32_t view, uint8_t from);
 /* repair.c */
 void vsr_repair_tick(struct vs_vsr *v);
 void vsr_repair_kick(struct vs_vsr *v);
+void vsr_gap_drop(struct vs_vsr *v);
 uint64_t vsr_missing_count(const struct vs_vsr *v);
 enum vsr_verdict
 vsr_on_request_prepares(struct vs_vsr *v,

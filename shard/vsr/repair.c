@@ -195,6 +195,44 @@ vsr_repair_kick(struct vs_vsr *v)
     v->stats.repair_requests++;
 }
 
+/* Drops the ops held above a hole a backup's Prepare jumped in this
+ * view (prepare_over_gap): only memory holds them, never journaled nor
+ * acknowledged (the journal stops at the hole). Leaving the view, its
+ * log ends below the hole as if they had never arrived: a DoViewChange
+ * claiming them (nacked) over the hole would show the merge a log of
+ * the newest log_view it cannot complete from a lower log_view's ops in
+ * the hole. A hole with a journaled op above it is kept. */
+void
+vsr_gap_drop(struct vs_vsr *v)
+{
+    if (v->jump_op == 0 || v->jump_view != v->view ||
+        v->status != VSR_STATUS_NORMAL)
+        return;
+    uint64_t x =
+        (v->journal_op > v->commit_min ? v->journal_op : v->commit_min) + 1;
+    while (x <= v->head && vsr_slot_cget(v, x) != NULL)
+        x++;
+    if (x > v->head || x > v->jump_op)
+        return; /* no hole below a jumped op */
+    for (uint64_t y = x + 1; y <= v->head; y++) {
+        const struct vsr_slot *s = vsr_slot_cget(v, y);
+        if (s != NULL && (s->durable || s->appending))
+            return;
+    }
+    for (uint64_t y = x + 1; y <= v->head; y++) {
+        struct vsr_slot *s = vsr_slot_get(v, y);
+        if (s == NULL)
+            continue;
+        vsr_msg_unref(s->msg);
+        memset(s, 0, sizeof(*s));
+    }
+    vsr_set_head(v, x - 1);
+    if (v->journal_op > v->head)
+        v->journal_op = v->head;
+    v->jump_op = 0;
+    v->stats.gap_drops++;
+}
+
 void
 vsr_repair_tick(struct vs_vsr *v)
 {

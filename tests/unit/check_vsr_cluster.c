@@ -390,6 +390,38 @@ START_TEST(test_prepare_over_gap)
 }
 END_TEST
 
+/* A backup that jumped a gap and enters a view change before the hole
+ * is repaired drops the ops it holds above the hole (never journaled,
+ * never acknowledged): its log ends below the hole again. */
+START_TEST(test_gap_dropped_at_view_change)
+{
+    struct sim *s = sim_new(3, 109);
+    unsigned seen = 0;
+    s->filter = drop_op1_to_2;
+    s->filter_ctx = &seen;
+    s->r[1].hold_journal = 1; /* backup 1 serves no repair: not durable */
+    ck_assert_int_eq(sim_request(s, 0, 1, 1, VS_OP_CREATE_TOPIC, "a", 1), 0);
+    ck_assert_int_eq(sim_request(s, 0, 2, 1, VS_OP_CREATE_TOPIC, "b", 1), 0);
+    struct vs_vsr *b = s->r[2].eng;
+    const struct vs_vsr_stats *st = vsr_stats(b);
+    for (int t = 0; t < 3 && st->gap_jumps == 0; t++)
+        sim_step(s);
+    ck_assert_uint_eq(st->gap_jumps, 1);
+    ck_assert_uint_eq(vsr_op(b), 2);
+    sim_isolate(s, 0, 1); /* no repair from the primary, and it falls silent */
+    for (int t = 0; t < 3000 && vsr_status(b) == VSR_STATUS_NORMAL; t++)
+        sim_step(s);
+    ck_assert_int_ne(vsr_status(b), VSR_STATUS_NORMAL);
+    ck_assert_uint_eq(st->gap_drops, 1);
+    ck_assert_uint_eq(vsr_op(b), 0);
+    struct vs_hdr_prepare h;
+    ck_assert(!vsr_header(b, 2, &h));
+    ck_assert_uint_eq(st->repairs, 0);
+    ck_assert_clean(s);
+    sim_free(s);
+}
+END_TEST
+
 /* Drops every Prepare sent before tick `until`. */
 struct blackout {
     uint64_t until;
@@ -611,6 +643,7 @@ vsr_cluster_suite(void)
     tcase_add_test(tc, test_backup_refuses_bad_prepares);
     tcase_add_test(tc, test_duplicate_and_late_prepare_ok);
     tcase_add_test(tc, test_prepare_over_gap);
+    tcase_add_test(tc, test_gap_dropped_at_view_change);
     tcase_add_test(tc, test_loss_then_retransmit);
     tcase_add_test(tc, test_random_faults);
     tcase_add_test(tc, test_deterministic_replay);
