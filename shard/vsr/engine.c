@@ -877,13 +877,13 @@ vsr_on_journal_durable(struct vs_vsr *v, uint64_t op, struct vs_u128 checksum)
  * (its body waits in memory) and the ops between are missing, so repair
  * asks any peer for them top down, each one taken only if its checksum
  * is the parent the op above names (repair.c). Until then the journal
- * stops below the gap, so no PrepareOk is sent for an op above a hole
+ * stops below the gap, so no PrepareOk is sent for an op above a hole,
  * and a view change that begins before it is filled drops the ops held
- * above it (repair.c vsr_gap_drop). Without it
- * a backup that lost prepares the primary no longer sends as Prepares
- * (bodies not in its memory go out as RepairPrepares, which only a
- * known header verifies) learned no header above its head and the
- * primary's commit could wait on it forever. */
+ * above it (repair.c vsr_gap_drop). Without it a backup that lost
+ * prepares the primary no longer sends as Prepares (bodies not in its
+ * memory go out as RepairPrepares, which only a known header verifies)
+ * learned no header above its head and the primary's commit could wait
+ * on it forever. */
 static enum vsr_verdict
 prepare_over_gap(struct vs_vsr *v, const struct vs_hdr_prepare *p,
                  const uint8_t *frame)
