@@ -736,13 +736,16 @@ vsr_journal_truncate(struct vs_vsr *v, uint64_t op)
         v->journal_op = v->head;
 }
 
-/* Puts a verified prepare at op = head + 1 and advances the head. */
+/* Puts a verified prepare above the head and advances the head to it:
+ * at head + 1 it chains to the head; above it (a backup taking its
+ * primary's prepare over a gap) the ops between are missing, and repair
+ * fetches them top down, each checked by the parent of the op above. */
 static struct vsr_slot *
 slot_insert(struct vs_vsr *v, struct vsr_msg *m)
 {
     const struct vs_hdr_prepare *p = (const struct vs_hdr_prepare *)&m->hdr;
-    VS_ASSERT(p->op == v->head + 1);
-    VS_ASSERT(vs_u128_eq(p->parent, v->head_checksum));
+    VS_ASSERT(p->op > v->head);
+    VS_ASSERT(p->op > v->head + 1 || vs_u128_eq(p->parent, v->head_checksum));
     struct vsr_slot *s = vsr_slot_of(v, p->op);
     /* The op leaving the window must be applied and checkpointed. */
     VS_ASSERT(!s->present || s->h.op <= v->commit_min);
@@ -867,6 +870,46 @@ vsr_on_journal_durable(struct vs_vsr *v, uint64_t op, struct vs_u128 checksum)
 /* Replica messages                                                 */
 /* ---------------------------------------------------------------- */
 
+/* Backup, Normal in the prepare's view: a Prepare of this view above
+ * head + 1. Only this view's primary sends Prepare frames stamped with
+ * it, and every op it sends is of the view's log, so the header is
+ * canonical though nothing below it is held here: the head jumps to it
+ * (its body waits in memory) and the ops between are missing, so repair
+ * asks any peer for them top down, each one taken only if its checksum
+ * is the parent the op above names (repair.c). Until then the journal
+ * stops below the gap, so no PrepareOk is sent for an op above a hole,
+ * and a view change that begins before it is filled drops the ops held
+ * above it (repair.c vsr_gap_drop). Without it a backup that lost
+ * prepares the primary no longer sends as Prepares (bodies not in its
+ * memory go out as RepairPrepares, which only a known header verifies)
+ * learned no header above its head and the primary's commit could wait
+ * on it forever. */
+static enum vsr_verdict
+prepare_over_gap(struct vs_vsr *v, const struct vs_hdr_prepare *p,
+                 const uint8_t *frame)
+{
+    /* Bodies wait in memory for the hole to be repaired: bounded. */
+    if (p->op > v->journal_op + 4 * (uint64_t)VSR_PIPELINE_MAX)
+        return VSR_DROP_GAP;
+    if (p->op > vsr_window_top(v))
+        return VSR_DROP_JOURNAL_FULL;
+    /* A fresh gap is most often a reordering: the missing prepares are
+     * on their way, so repair waits one retransmit interval for them. */
+    if (vsr_missing_count(v) == 0)
+        v->gap_wait = v->now + v->to.prepare;
+    struct vsr_msg *m = vsr_msg_new(frame, p->f.size);
+    slot_insert(v, m);
+    vsr_msg_unref(m);
+    v->stats.prepares++;
+    v->stats.gap_jumps++;
+    v->jump_op = p->op;
+    v->jump_view = v->view;
+    if (p->commit > v->commit_max)
+        v->commit_max = p->commit;
+    vsr_commit_walk(v);
+    return VSR_ACCEPTED;
+}
+
 static enum vsr_verdict
 on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
            const uint8_t *frame)
@@ -906,11 +949,11 @@ on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
          * covers it), maybe one of an earlier view. */
         struct vsr_slot *s = vsr_slot_get(v, p->op);
         if (s == NULL) /* a hole below the head: fill it as a repair */
-            return vsr_on_repair_prepare(v, p, frame);
+            return vsr_on_repair_prepare(v, p, frame, 1);
         if (!vs_u128_eq(s->h.f.checksum, p->f.checksum))
             return VSR_DROP_CONFLICT;
         if (!s->durable && !s->appending && s->msg == NULL)
-            return vsr_on_repair_prepare(v, p, frame); /* known header */
+            return vsr_on_repair_prepare(v, p, frame, 1); /* known header */
         /* Our first PrepareOk may have been lost. */
         if (s->durable && vsr_may_ack(v))
             vsr_send_prepare_ok(v, s);
@@ -931,7 +974,7 @@ on_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
         return VSR_DROP_NOT_PRIMARY;
     v->primary_silence = 0;
     if (p->op > v->head + 1)
-        return VSR_DROP_GAP;
+        return prepare_over_gap(v, p, frame);
     if (v->anchor_unknown && v->head == v->commit_min) {
         /* The first prepare above an installed snapshot whose op checksum
          * was not given: the primary of this view names it. */
@@ -1143,7 +1186,7 @@ classify(struct vs_vsr *v, const void *frame, size_t len)
         if (h.f.size - VS_HEADER_SIZE > v->body_max)
             return VSR_DROP_BODY_MAX;
         return vsr_on_repair_prepare(v, (const struct vs_hdr_prepare *)&h,
-                                     frame);
+                                     frame, 0);
     case VS_CMD_PREPARE_OK:
         return on_prepare_ok(v, (const struct vs_hdr_prepare_ok *)&h);
     case VS_CMD_COMMIT:

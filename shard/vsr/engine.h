@@ -27,7 +27,8 @@
  *    order: frame length and structure; integrity (the seal of a sealed
  *    frame; for a prepare its identity checksum, then its body checksum);
  *    release; cluster; group; sender; then, for a prepare, status, view,
- *    op == head + 1 and parent == checksum of head (the hash chain).
+ *    op == head + 1 and parent == checksum of head (the hash chain), or
+ *    a Prepare of its view above head + 1 (see Journal repair).
  *    Anything else is dropped with a typed reason (enum vsr_verdict).
  *  - R3: PrepareOk for op N is sent only after the binding reported the
  *    journal append of N durable (vsr_on_journal_durable).
@@ -114,7 +115,18 @@
  * surfaces as a STATE_TRANSFER action. A repaired prepare is accepted
  * only if its identity matches the header the requester knows for that
  * op, or (no header known) it chains to the op below; the head op and
- * its checksum are re-anchored together.
+ * its checksum are re-anchored together. A backup in Normal status that
+ * gets a Prepare of its view above head + 1 (only the view's primary
+ * sends those; it may no longer hold the bodies between as Prepares)
+ * takes it, moving its head there: the ops between become a hole
+ * repaired from any peer top down, each checked against the parent the
+ * op above names. The journal (so every PrepareOk) stays below the hole
+ * until it is filled; a view change that begins first drops the ops
+ * held above the hole (never journaled, never acknowledged), so the
+ * DoViewChange's log ends below it, as if they never arrived. A
+ * fresh gap waits `prepare` ticks before its first round (a reordered
+ * prepare may be on its way), and a Prepare of the view filling a hole
+ * is taken where no checksum is expected yet.
  *
  * Restart (options.recovering): status Recovering; every rsv ticks it
  * sends RequestStartView{view = durable view, incarnation} to every
@@ -386,9 +398,8 @@ enum vsr_verdict {
     VSR_DROP_IDENTITY,     /* prepare: identity checksum mismatch */
     VSR_DROP_BODY,         /* prepare: body checksum mismatch */
     VSR_DROP_CHAIN,        /* prepare: parent != checksum of op - 1 */
-    VSR_DROP_GAP,          /* prepare: op > head + 1; the primary
-                              retransmits what it retains, journal
-                              repair is not in this version */
+    VSR_DROP_GAP,          /* prepare: op further above the journal
+                              than the bodies held in memory allow */
     VSR_DROP_CONFLICT,     /* prepare: op held with another checksum */
     VSR_DROP_JOURNAL_FULL, /* prepare: op beyond checkpoint + slots */
     VSR_DROP_BODY_MAX,     /* prepare: body larger than body_max */
@@ -597,6 +608,10 @@ struct vs_vsr_stats {
     uint64_t truncations;       /* JOURNAL_TRUNCATE actions */
     uint64_t repair_requests;   /* RequestPrepares sent */
     uint64_t repairs;           /* prepares accepted from RepairPrepare */
+    uint64_t gap_jumps;         /* backup: the primary's Prepare taken
+                                   above a gap (the ops between repaired) */
+    uint64_t gap_drops;         /* backup: those ops dropped unjournaled
+                                   when a view change began */
     uint64_t repair_served;     /* SEND_PREPARE actions issued */
     uint64_t range_evicted;     /* RangeEvicted received (ours) */
     uint64_t probes;            /* RequestStartView sent */

@@ -161,6 +161,12 @@ struct vs_vsr {
     uint64_t repair_idle; /* no round before this tick */
     uint64_t repair_mark; /* stats.repairs when the round started */
     unsigned repair_rr;
+    /* backup: no round before this tick for a gap a Prepare opened while
+     * nothing was missing (a reordered prepare may still arrive) */
+    uint64_t gap_wait;
+    /* backup: the highest op a Prepare jumped a gap to in jump_view */
+    uint64_t jump_op;
+    uint32_t jump_view;
     uint64_t evicted_op[VS_REPLICAS_MAX]; /* STATE_TRANSFER issued */
     int transfer;
     uint64_t transfer_op;
@@ -245,13 +251,16 @@ void vsr_observe_view(struct vs_vsr *v, uint32_t view, uint8_t from);
 /* repair.c */
 void vsr_repair_tick(struct vs_vsr *v);
 void vsr_repair_kick(struct vs_vsr *v);
+void vsr_gap_drop(struct vs_vsr *v);
 uint64_t vsr_missing_count(const struct vs_vsr *v);
 enum vsr_verdict
 vsr_on_request_prepares(struct vs_vsr *v,
                         const struct vs_hdr_request_prepares *h);
+/* canonical: a Prepare frame of our view from its primary (on_prepare),
+ * taken into a hole even where no checksum is expected there. */
 enum vsr_verdict vsr_on_repair_prepare(struct vs_vsr *v,
                                        const struct vs_hdr_prepare *p,
-                                       const uint8_t *frame);
+                                       const uint8_t *frame, int canonical);
 enum vsr_verdict vsr_on_repair_done(struct vs_vsr *v,
                                     const struct vs_hdr_repair_done *h);
 

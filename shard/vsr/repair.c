@@ -3,8 +3,10 @@
  * RepairDone, RangeEvicted.
  *
  * Role: fills the ops a replica knows of but does not hold durably (a
- * hole below a known header, the ops of an adopted StartView or a merge,
- * a faulty op, ops below a Commit heartbeat's commit), one window of at
+ * hole below a known header -- such as the gap below a Prepare taken
+ * above the head, engine.c prepare_over_gap -- the ops of an adopted
+ * StartView or a merge, a faulty op, ops below a Commit heartbeat's
+ * commit), one window of at
  * most VSR_REPAIR_MAX ops per round from one peer, re-requested from the
  * next peer after `repair` ticks. Serves other replicas' requests from
  * the journal (SEND_PREPARE) or from bodies in memory, highest op first,
@@ -18,8 +20,12 @@
  * parent named by the known op above it, or the commit checksum of a
  * Commit heartbeat of this view; so repair never imports an op the
  * view's log does not contain, and the head op and its checksum move
- * together. A request never has an empty range (from <= to, from >= 1);
- * one arriving with one is dropped, never asserted on.
+ * together. The one exception is a Prepare frame of our view filling a
+ * hole below the head (engine.c, `canonical`): only this view's primary
+ * sends those, so where no checksum is expected there it is taken, still
+ * checked against the ops held on either side. A request never has an
+ * empty range (from <= to, from >= 1); one arriving with one is dropped,
+ * never asserted on.
  *
  * Callers: engine.c and view.c only (one thread; no I/O).
  */
@@ -125,7 +131,7 @@ void
 vsr_repair_kick(struct vs_vsr *v)
 {
     if (v->n == 1 || v->xfer || v->repair_active || !repair_allowed(v) ||
-        v->now < v->repair_idle)
+        v->now < v->repair_idle || v->now < v->gap_wait)
         return;
     uint64_t top = want_top(v);
     uint64_t lo = 0;
@@ -187,6 +193,44 @@ vsr_repair_kick(struct vs_vsr *v)
     v->repair_deadline = v->now + v->to.repair;
     v->repair_mark = v->stats.repairs;
     v->stats.repair_requests++;
+}
+
+/* Drops the ops held above a hole a backup's Prepare jumped in this
+ * view (prepare_over_gap): only memory holds them, never journaled nor
+ * acknowledged (the journal stops at the hole). Leaving the view, its
+ * log ends below the hole as if they had never arrived: a DoViewChange
+ * claiming them (nacked) over the hole would show the merge a log of
+ * the newest log_view it cannot complete from a lower log_view's ops in
+ * the hole. A hole with a journaled op above it is kept. */
+void
+vsr_gap_drop(struct vs_vsr *v)
+{
+    if (v->jump_op == 0 || v->jump_view != v->view ||
+        v->status != VSR_STATUS_NORMAL)
+        return;
+    uint64_t x =
+        (v->journal_op > v->commit_min ? v->journal_op : v->commit_min) + 1;
+    while (x <= v->head && vsr_slot_cget(v, x) != NULL)
+        x++;
+    if (x > v->head || x > v->jump_op)
+        return; /* no hole below a jumped op */
+    for (uint64_t y = x + 1; y <= v->head; y++) {
+        const struct vsr_slot *s = vsr_slot_cget(v, y);
+        if (s != NULL && (s->durable || s->appending))
+            return;
+    }
+    for (uint64_t y = x + 1; y <= v->head; y++) {
+        struct vsr_slot *s = vsr_slot_get(v, y);
+        if (s == NULL)
+            continue;
+        vsr_msg_unref(s->msg);
+        memset(s, 0, sizeof(*s));
+    }
+    vsr_set_head(v, x - 1);
+    if (v->journal_op > v->head)
+        v->journal_op = v->head;
+    v->jump_op = 0;
+    v->stats.gap_drops++;
 }
 
 void
@@ -294,7 +338,7 @@ vsr_on_request_prepares(struct vs_vsr *v,
 
 enum vsr_verdict
 vsr_on_repair_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
-                      const uint8_t *frame)
+                      const uint8_t *frame, int canonical)
 {
     uint64_t x = p->op;
     if (v->status == VSR_STATUS_RECOVERING)
@@ -306,7 +350,7 @@ vsr_on_repair_prepare(struct vs_vsr *v, const struct vs_hdr_prepare *p,
     if (p->f.size - VS_HEADER_SIZE > v->body_max)
         return VSR_DROP_BODY_MAX;
     struct vs_u128 want;
-    if (!expected(v, x, &want) || !vs_u128_eq(want, p->f.checksum))
+    if (expected(v, x, &want) ? !vs_u128_eq(want, p->f.checksum) : !canonical)
         return VSR_DROP_UNWANTED;
     struct vsr_slot *s = vsr_slot_get(v, x);
     if (s != NULL && (s->durable || s->appending || s->msg != NULL)) {

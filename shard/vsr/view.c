@@ -229,6 +229,9 @@ vsr_view_change_start(struct vs_vsr *v, uint32_t view)
               (view == v->view && v->status != VSR_STATUS_VIEW_CHANGE));
     if (v->rebuilding || view < v->vote_floor)
         return;
+    /* ops a backup took above a gap and never journaled leave the log
+     * before our DVC is built (repair.c vsr_gap_drop) */
+    vsr_gap_drop(v);
     v->status = VSR_STATUS_VIEW_CHANGE;
     v->view = view;
     vc_reset(v);

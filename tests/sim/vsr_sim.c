@@ -2301,18 +2301,15 @@ static const struct scenario SCENARIOS[] = {
      701701,
      0,
      {.waiver_mutation = 1}},
-    /* first stall old-builder (fixed); now: a backup whose head lags
-     * learns no op above it while the primary's commit waits for its
-     * PrepareOk (no heartbeat names one; the retransmits come as
-     * RepairPrepares it cannot verify) */
-    {"stall-gate-702511",
-     3,
-     "a lagging backup learns no header above its head while the "
-     "primary's commit waits for it",
-     NULL,
-     702511,
-     0,
-     {0}},
+    /* first stall old-builder (fixed); then: a backup whose head lagged
+     * (op 57, after an install) learned no op above it while the
+     * primary's commit of 58.. waited for its PrepareOk: no heartbeat
+     * named one, the retransmits of 58 and 59 (bodies not in the
+     * restarted primary's memory) came as RepairPrepares it could not
+     * verify, and it dropped the Prepares of 60.. as a gap. Fixed: a
+     * backup takes its view's Prepare above a gap and repairs the ops
+     * below it by the hash chain (engine.c prepare_over_gap). */
+    {"stall-gate-702511-prepare-over-gap", 3, NULL, NULL, 702511, 0, {0}},
     /* n=4: a faulty op of the newest log_view above the log that view
      * started with, nacked by 2 of the 3 needed; the lower-log_view DVC
      * holding another op there now counts as a nack (it acknowledged
@@ -2437,16 +2434,11 @@ static const struct scenario SCENARIOS[] = {
     {"rot-below-snapshot-800221", 3, NULL, NULL, 800221, 0, {0}},
     /* Gate soak seed 800573: the rot is at op 18, above replica 0's
      * snapshot op 16 (a refusal, as the rules say); the other two then
-     * stall Normal in view 2 (a backup at op 32 keeps dropping the
-     * primary's prepares as "gap before op", never repairing 33..36). */
-    {"stall-gate-800573",
-     3,
-     "an engine stall: a backup behind the primary's head never repairs "
-     "the gap (gate soak seed 800573)",
-     NULL,
-     800573,
-     0,
-     {0}},
+     * stalled Normal in view 2 (a backup at op 32 kept dropping the
+     * primary's prepares as "gap before op", never repairing 33..36).
+     * Fixed by the same rule: the Prepare above the gap is taken and
+     * 33..36 are repaired below it. */
+    {"stall-gate-800573-prepare-over-gap", 3, NULL, NULL, 800573, 0, {0}},
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
 
