@@ -1568,7 +1568,8 @@ part_truncate_tail(struct vs_part *p, uint64_t offset)
         return 0;
     if (offset > p->next_offset || p->nsegs == 0)
         return -EINVAL;
-    p->wpending = 0; /* a begun write is cancelled (part_append_end) */
+    if (p->wpending)
+        return -EBUSY; /* the write would land past the cut: a hole */
     /* the segment the cut falls in: the last one starting at or below */
     size_t k = p->nsegs;
     while (k > 0 && p->segs[k - 1].start > offset)

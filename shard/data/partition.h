@@ -235,9 +235,10 @@ int part_append_nosync(struct vs_part *p, uint8_t *batch, size_t len,
  *     -ENOSPC (the partial write cut back, the partition as before),
  *     -VS_EFATAL (any other write error: io poisoned), or accounts the
  *     batch as part_append_nosync would have (under every-batch hidden
- *     until a part_sync_done covers it). -ECANCELED when a part_purge or
- *     part_truncate_tail came between (nothing accounted; the bytes, if
- *     they landed, are in a file the purge removed or past the cut).
+ *     until a part_sync_done covers it). -ECANCELED when a part_purge
+ *     came between (nothing accounted; the bytes, if they landed, are in
+ *     the file the purge removed: the writer's fd is its own).
+ *     part_truncate_tail refuses (-EBUSY) while a write is begun.
  * The caller keeps the batch's buffer alive and unchanged from begin to
  * end (the write reads it, end reads its header). When the handle goes
  * before end (partition deleted, shard stopping): part_write_release. */
@@ -332,7 +333,8 @@ int part_segment_at(const struct vs_part *p, size_t i, uint64_t *start,
 int part_read_log(struct vs_part *p, uint64_t seg_start, uint64_t pos,
                   void *buf, size_t len);
 /* Removes every batch with base_offset >= offset (offset must start a
- * batch or be the next offset), durably: the floor is lowered first, then
+ * batch or be the next offset; -EBUSY while a part_append_begin is not
+ * ended), durably: the floor is lowered first, then
  * later segments unlinked, the index and the log cut and fsynced, and the
  * segment holding the cut reloaded as the active one. next_offset becomes
  * `offset`. 0, -EINVAL (not a batch boundary of the retained log; nothing
