@@ -1120,6 +1120,52 @@ seek_batch(struct vs_part *p, const struct dseg *s, uint64_t pos, int by_ts,
     return 1;
 }
 
+/* 1 if the batch whose header is hdr is emitted whole by a read of
+ * `want` messages from offset lo (emit_trimmed's whole-batch case). */
+static int
+poll_whole(const uint8_t *hdr, uint64_t lo, uint32_t want)
+{
+    uint64_t base = batch_base_offset(hdr);
+    uint32_t n = batch_count(hdr);
+    return n > 0 && base >= lo && n <= want;
+}
+
+/* part_poll's whole-batch case: the batch at pos of s is read straight
+ * into the reply's end and verified there (as part_poll verifies every
+ * batch it reads); kept only if it passes. 0, -EBADMSG, -errno. */
+static int
+poll_read_whole(struct vs_part *p, const struct dseg *s, uint64_t pos,
+                size_t blen, int *fdc, struct vs_wbuf *out,
+                struct part_poll_result *res)
+{
+    uint8_t *dst = vs_wbuf_reserve(out, blen);
+    int rc = dseg_read(p->io, s, pos, dst, blen, fdc);
+    if (rc < 0)
+        return rc;
+    if (p->opts.verify_reads) {
+        enum batch_err be = batch_validate(dst, blen, NULL, 0, NULL);
+        if (be != BATCH_OK) {
+            vs_log_error(
+                "partition %" PRIu32 ".%" PRIu32 ".%" PRIu32
+                " (%s): the batch at offset %" PRIu64 " (%s, position %" PRIu64
+                ") fails verification on read: %s; not served",
+                p->id.stream_id, p->id.topic_id, p->id.partition_id, p->dir,
+                batch_base_offset(dst), s->log_name, pos, batch_err_str(be));
+            p->read_errors++;
+            return -EBADMSG;
+        }
+    }
+    uint64_t base = batch_base_offset(dst);
+    uint32_t n = batch_count(dst);
+    out->len += blen;
+    if (res->count == 0)
+        res->first_offset = base;
+    res->last_offset = base + n - 1;
+    res->count += n;
+    res->batches++;
+    return 0;
+}
+
 int
 part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
           uint32_t count, size_t max_bytes, struct vs_wbuf *out,
@@ -1208,6 +1254,18 @@ part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
             if (batch_header_check(hdr) != BATCH_OK || blen > s->size - pos) {
                 rc = -EIO;
                 break;
+            }
+            if (poll_whole(hdr, start, left)) {
+                /* read and verified in place in the reply: no copy */
+                rc = poll_read_whole(p, s, pos, (size_t)blen, &fdc, out, res);
+                if (rc < 0)
+                    break;
+                left -= batch_count(hdr);
+                start = res->last_offset + 1;
+                pos += blen;
+                if (out->len - out0 >= max_bytes)
+                    left = 0;
+                continue;
             }
             if (blen > cap) {
                 cap = (size_t)blen;

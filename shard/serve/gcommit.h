@@ -35,8 +35,10 @@
  * error poisons the io (the shard exits 2, as on the loop). Every held or
  * queued send is answered exactly once (a refusal when its append fails). A
  * failed fdatasync ends the process (exit 2, the file and errno on one line):
- * never retried. The sync threads touch only dup'd fds and the sealed
- * group's items; everything else is loop-thread state.
+ * never retried. The sync threads touch only dup'd fds, the sealed
+ * group's items and its holds' writes (struct part_write and the buffer
+ * it reads, which the loop leaves alone until the group is done);
+ * everything else is loop-thread state.
  * Process: data shards (loop thread, plus the sync threads).
  */
 #ifndef VS_SHARD_SERVE_GCOMMIT_H
