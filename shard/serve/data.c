@@ -289,7 +289,8 @@ exec_poll(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
     return 0;
 }
 
-/* The group commit's append (gcommit.h gc_exec_fn). */
+/* The group commit's append (gcommit.h gc_exec_fn): begun only, or
+ * (pw NULL) written here without an fsync. */
 static uint32_t
 gc_exec(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
         uint8_t *batch, size_t len, struct vs_wbuf *out, struct part_write *pw)
@@ -327,7 +328,8 @@ data_exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
     struct serve_gcommit *gc = s->data->gc;
     if (gc == NULL)
         return exec_send(s, dp, cmd, data, dlen, out, 0, NULL);
-    if (w != NULL) {
+    int offload = s->cfg->segment_write_offload;
+    if (w != NULL && (offload || part_every_batch(dp->p))) {
         uint32_t st = gcommit_send(gc, dp, cmd, data, dlen, w, s->data->own);
         return st == 0 ? DATA_DEFERRED : st;
     }
@@ -1136,7 +1138,8 @@ serve_data_init(struct serve *s)
     if (rc != 0)
         return rc;
     dparts_sync(&d->parts);
-    d->gc = gcommit_create(s, &d->parts, gc_exec, gc_answer);
+    d->gc = gcommit_create(s, &d->parts, gc_exec, gc_answer,
+                           s->cfg->segment_write_offload);
     if (d->gc == NULL)
         return -errno;
     errno = 0;

@@ -61,7 +61,8 @@ struct gc_hold {
     uint8_t body[32];
     size_t len;
     struct part_id id;
-    struct part_write pw;
+    struct part_write pw; /* has_write: begun, run by a sync thread */
+    int has_write;
     void *own;       /* the buffer pw.buf lies in: freed when answered */
     int every;       /* an every-batch partition's */
     uint32_t status; /* on_done: the answer's status */
@@ -94,6 +95,7 @@ struct serve_gcommit {
     struct dparts *parts;
     gc_exec_fn *exec;
     gc_answer_fn *answer;
+    int offload; /* writes on the sync threads (else on the loop) */
     struct gc_group next, flight;
     int in_flight; /* flight handed to the thread */
     struct gc_queued *q_head, *q_tail;
@@ -294,7 +296,7 @@ seal_and_submit(struct serve_gcommit *g)
         /* the partition's held send, if any (one: a later one queues
          * while its write is pending) */
         for (size_t k = 0; k < f->n_holds; k++)
-            if (f->holds[k].pw.fd >= 0 && id_eq(&f->holds[k].id, &it->id)) {
+            if (f->holds[k].has_write && id_eq(&f->holds[k].id, &it->id)) {
                 it->pw = &f->holds[k].pw;
                 it->hold = k;
             }
@@ -362,10 +364,25 @@ append_and_hold(struct serve_gcommit *g, struct dpart *dp,
 {
     vs_wbuf_reset(&g->out);
     struct part_write pw;
-    uint32_t st = g->exec(g->s, dp, cmd, batch, len, &g->out, &pw);
-    if (st != 0) {
+    memset(&pw, 0, sizeof(pw));
+    pw.fd = -1;
+    uint32_t st =
+        g->exec(g->s, dp, cmd, batch, len, &g->out, g->offload ? &pw : NULL);
+    if (st != 0 || !g->offload) { /* refused, or already written */
         free(own);
+        own = NULL;
+    }
+    if (st != 0)
         return st;
+    if (!g->offload) {
+        group_add_id(&g->next, &dp->id);
+        struct gc_hold *h =
+            group_add_hold(&g->next, w, g->out.data, g->out.len);
+        h->id = dp->id;
+        h->every = part_every_batch(dp->p);
+        g->n.held++;
+        kick(g);
+        return 0;
     }
     if (own == NULL) { /* the caller's buffer goes when we return */
         own = vs_xmalloc(len ? len : 1);
@@ -376,6 +393,7 @@ append_and_hold(struct serve_gcommit *g, struct dpart *dp,
     struct gc_hold *h = group_add_hold(&g->next, w, g->out.data, g->out.len);
     h->id = dp->id;
     h->pw = pw;
+    h->has_write = 1;
     h->own = own;
     h->every = part_every_batch(dp->p);
     g->n.held++;
@@ -564,9 +582,9 @@ on_done(evutil_socket_t fd, short what, void *arg)
             g->n.fsyncs++;
         }
     }
-    /* holds whose partition had no item (deleted, or no active segment) */
+    /* writes whose partition had no item (deleted, or no active segment) */
     for (size_t k = 0; k < n; k++)
-        if (!ended[k]) {
+        if (holds[k].has_write && !ended[k]) {
             struct dpart *dp = dparts_find(g->parts, &holds[k].id);
             if (dp != NULL && holds[k].pw.err == 0)
                 holds[k].pw.err = -EIO; /* never written */
@@ -660,7 +678,7 @@ gcommit_counters(const struct serve_gcommit *g, struct gc_counters *out)
 
 struct serve_gcommit *
 gcommit_create(struct serve *s, struct dparts *parts, gc_exec_fn *exec,
-               gc_answer_fn *answer)
+               gc_answer_fn *answer, int offload)
 {
     struct serve_gcommit *g = vs_xcalloc(1, sizeof(*g));
     int err = 0;
@@ -669,6 +687,7 @@ gcommit_create(struct serve *s, struct dparts *parts, gc_exec_fn *exec,
     g->parts = parts;
     g->exec = exec;
     g->answer = answer;
+    g->offload = offload;
     vs_wbuf_init(&g->out);
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);

@@ -69,7 +69,9 @@ struct gc_waiter {
 };
 
 /* Begins cmd's append (part_append_begin into *pw); the reply body (as
- * if the write succeeded) into out. Returns the status (0 = begun). */
+ * if the write succeeded) into out. Returns the status (0 = begun).
+ * pw NULL (writes not offloaded): appends without an fsync here
+ * (part_append_nosync). */
 typedef uint32_t gc_exec_fn(struct serve *s, struct dpart *dp,
                             const struct data_cmd *cmd, uint8_t *batch,
                             size_t len, struct vs_wbuf *out,
@@ -80,9 +82,13 @@ typedef void gc_answer_fn(struct serve *s, const struct gc_waiter *w,
 
 struct serve_gcommit;
 
-/* NULL + errno when the thread or eventfd cannot be made. */
+/* NULL + errno when the thread or eventfd cannot be made. `offload` 0
+ * (segment_write_offload false): every-batch sends are written on the
+ * loop when they arrive and only their fsync is the threads'; the
+ * caller writes interval sends itself (gcommit_note). */
 struct serve_gcommit *gcommit_create(struct serve *s, struct dparts *parts,
-                                     gc_exec_fn *exec, gc_answer_fn *answer);
+                                     gc_exec_fn *exec, gc_answer_fn *answer,
+                                     int offload);
 /* Waits for an fsync in flight (its answers are dropped: the process is
  * stopping), joins the thread and frees everything. */
 void gcommit_destroy(struct serve_gcommit *g);

@@ -12,7 +12,9 @@
  * The same producers under the interval policy with frames above the
  * direct-read size (each batch written off the loop from the buffer it
  * was received in, or from the IPC reassembly buffer when forwarded):
- * the same checks, and again after a clean stop and a restart.
+ * the same checks, and again after a clean stop and a restart. Both
+ * again with segment_write_offload false (writes on the loop, only the
+ * fsyncs on the threads).
  * Every wait is bounded; processes are ended by pid.
  */
 #include "config.h"
@@ -42,18 +44,47 @@ struct prod {
     pthread_t th;
 };
 
+/* 1: the node runs with segment_write_offload false */
+static int g_inline;
+
+/* Starts the node (again), on `addr` if not NULL. */
+static void
+start_node(const char *addr)
+{
+    const char *args[8];
+    size_t k = 0;
+    if (addr != NULL) {
+        args[k++] = "--client-addr";
+        args[k++] = addr;
+    }
+    if (g_inline) {
+        args[k++] = "--segment-write-offload";
+        args[k++] = "false";
+    }
+    args[k] = NULL;
+    e2e_start(&node, 2, args);
+}
+
 static void
 setup(void)
 {
     ck_assert_int_eq(vs_harness_init(), 0);
     ck_assert_int_eq(vs_node_init(&node), 0);
-    e2e_start(&node, 2, NULL);
+    start_node(NULL);
+}
+
+static void
+setup_inline(void)
+{
+    g_inline = 1;
+    setup();
 }
 
 static void
 teardown(void)
 {
     vs_node_cleanup(&node);
+    g_inline = 0;
 }
 
 /* Big payloads: PER of them make a frame above SERVE_RX_DIRECT_MIN. */
@@ -183,8 +214,7 @@ START_TEST(test_concurrent_fsync_sends_durable)
     char addr[256];
     snprintf(addr, sizeof addr, "%s", node.ready.client);
     e2e_kill_node(&node);
-    const char *same[] = {"--client-addr", addr, NULL};
-    e2e_start(&node, 2, same);
+    start_node(addr);
     c = e2e_login(&node, "iggy", "iggy");
     for (uint32_t p = 0; p < PARTS; p++)
         check_partition(c, pr, p);
@@ -268,8 +298,7 @@ START_TEST(test_interval_big_sends_in_order)
     char addr[256];
     snprintf(addr, sizeof addr, "%s", node.ready.client);
     ck_assert_int_eq(vs_node_stop(&node, 20000), 0);
-    const char *same[] = {"--client-addr", addr, NULL};
-    e2e_start(&node, 2, same);
+    start_node(addr);
     c = e2e_login(&node, "iggy", "iggy");
     for (uint32_t p = 0; p < PARTS; p++)
         check_partition(c, pr, p);
@@ -287,6 +316,12 @@ gcommit_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_concurrent_fsync_sends_durable);
     tcase_add_test(tc, test_counters_logged);
+    tcase_add_test(tc, test_interval_big_sends_in_order);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("inline_writes");
+    tcase_add_checked_fixture(tc, setup_inline, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_concurrent_fsync_sends_durable);
     tcase_add_test(tc, test_interval_big_sends_in_order);
     suite_add_tcase(s, tc);
     return s;
