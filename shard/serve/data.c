@@ -1120,7 +1120,11 @@ pg_exec(struct serve *s, const struct data_cmd *cmd,
      * lag behind, so the client retries rather than hear "not found" */
     if (dparts_find(parts, &id) == NULL)
         return VS_E_TRANSIENT_NOT_COMMITTED;
+    /* data is the link's: never an outer request's buffer to take */
+    void **outer = s->data->own;
+    s->data->own = NULL;
     uint32_t st = data_exec(s, cmd, req, req->client, data, dlen, out, w, hops);
+    s->data->own = outer;
     return st == DATA_DEFERRED ? PGROUPS_DEFERRED : st;
 }
 
