@@ -157,6 +157,8 @@ static const struct vs_config_key config_keys[] = {
      "interval policy: fsync at least this often"},
     {"fsync_bytes", VS_CFG_SIZE, F(fsync_bytes), 1, 64 * GIB, "4M", NULL,
      "interval policy: fsync after this many unsynced bytes"},
+    {"segment_write_offload", VS_CFG_BOOL, F(segment_write_offload), 0, 1, "true", NULL,
+     "write each send's batch into its segment on the data shard's sync threads (the loop keeps reading sockets meanwhile); false: on the loop itself, as before"},
     {"disk_watermark_bytes", VS_CFG_SIZE, F(disk_watermark_bytes), 0, UINT64_MAX, "256M", "0",
      "refuse new sends while the data dir's filesystem has less free space"},
     {"partition_replication", VS_CFG_BOOL, F(partition_replication), 0, 1, "false", NULL,

@@ -126,6 +126,9 @@ struct vs_config {
     uint32_t fsync_interval_ms;
     uint64_t fsync_bytes;
     uint64_t disk_watermark_bytes; /* refuse sends below this free space */
+    /* bool: sends' segment writes on the sync threads (shard/serve/
+     * gcommit.h), else on the loop */
+    uint32_t segment_write_offload;
     /* bool, experimental: partitions of replica sets of more than one
      * node run a VSR group each (shard/serve/pgroups.h) */
     uint32_t partition_replication;

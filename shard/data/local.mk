@@ -23,7 +23,8 @@ tests_bench_bench_data_SOURCES = tests/bench/bench_data.c
 tests_bench_bench_data_LDADD = $(DATA_LDADD)
 
 if HAVE_CHECK
-DATA_UNIT = tests/unit/check_data_batch tests/unit/check_data_part
+DATA_UNIT = tests/unit/check_data_batch tests/unit/check_data_part \
+	tests/unit/check_data_pwrite
 UNIT_TESTS += $(DATA_UNIT)
 check_PROGRAMS += $(DATA_UNIT)
 
@@ -35,6 +36,11 @@ tests_unit_check_data_part_SOURCES = tests/unit/check_data_part.c \
 	tests/unit/data_testutil.h
 tests_unit_check_data_part_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_data_part_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
+
+tests_unit_check_data_pwrite_SOURCES = tests/unit/check_data_pwrite.c \
+	tests/unit/data_testutil.h
+tests_unit_check_data_pwrite_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_unit_check_data_pwrite_LDADD = $(DATA_LDADD) $(CHECK_LIBS) -lpthread
 endif
 
 # A real full filesystem (tmpfs mounted by the test; skips when it may

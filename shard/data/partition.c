@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,17 @@ struct vs_part {
      * after the group's committed batches); UINT64_MAX = no cap. */
     uint64_t visible_cap;
     int created; /* this open made the directory (part_take_created) */
+    /* An append begun by part_append_begin whose write runs on another
+     * thread: reserved at the active segment's end, not yet accounted
+     * (next_offset, the segment and the index move in part_append_end).
+     * At most one; wtoken names it (a purge or a tail cut cancels it). */
+    int wpending;
+    uint64_t wtoken;
 };
+
+/* Tokens of begun writes: unique in the process (loop threads only ever
+ * take them for their own partitions; atomic for the shards' threads). */
+static _Atomic uint64_t part_wtokens;
 
 void
 part_opts_default(struct part_opts *o)
@@ -768,6 +779,8 @@ append_batch(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
         return -VS_EFATAL;
     if (p->nsegs == 0)
         return -EIO; /* a failed purge: abandon and reopen */
+    if (p->wpending)
+        return -EBUSY; /* a begun write owns the segment's end */
     uint64_t base = p->next_offset;
     uint32_t n = info.message_count;
     int rc;
@@ -824,6 +837,139 @@ part_append_nosync(struct vs_part *p, uint8_t *batch, size_t len,
                    enum batch_err *berr)
 {
     return append_batch(p, batch, len, wall_us, res, berr, 0);
+}
+
+/* ---- appends whose write runs on another thread ----
+ * part_append_begin does on the loop what append_batch does before its
+ * write (validation, the floor, the roll, the stamp) and reserves the
+ * active segment's end; part_write_run is the write alone (any thread);
+ * part_append_end does on the loop what append_batch does after it. */
+
+int
+part_append_begin(struct vs_part *p, uint8_t *batch, size_t len,
+                  uint64_t wall_us, struct part_append_result *res,
+                  enum batch_err *berr, struct part_write *w)
+{
+    memset(w, 0, sizeof(*w));
+    w->fd = -1;
+    if (p->wpending)
+        return -EBUSY;
+    struct batch_info info;
+    enum batch_err be = batch_validate(batch, len, &p->opts.limits, 1, &info);
+    if (berr)
+        *berr = be;
+    if (be != BATCH_OK)
+        return -EINVAL;
+    if (p->opts.read_only)
+        return -EROFS;
+    if (sio_is_fatal(p->io))
+        return -VS_EFATAL;
+    if (p->nsegs == 0)
+        return -EIO;
+    uint64_t base = p->next_offset;
+    uint32_t n = info.message_count;
+    int rc;
+    if (p->opts.durability == PART_FSYNC_INTERVAL && base + n > p->floor) {
+        rc = state_write(p, p->purge_gen, base + n + p->opts.frontier_step);
+        if (rc < 0)
+            return rc;
+    }
+    struct dseg *a = active(p);
+    if (a->size > 0 && a->size + len > p->opts.segment_size) {
+        rc = roll(p);
+        if (rc < 0)
+            return rc;
+        a = active(p);
+    }
+    /* the writer's own fd: the handle may close its fd (purge) while the
+     * write runs, and the number could then name another file */
+    w->fd = fcntl(a->fd, F_DUPFD_CLOEXEC, 0);
+    if (w->fd < 0)
+        return -errno;
+    uint64_t ts = batch_next_timestamp(p->last_ts, wall_us);
+    batch_stamp(batch, p->id.partition_id, base, ts);
+    w->io = p->io;
+    w->buf = batch;
+    w->len = len;
+    w->pos = a->size;
+    w->base = base;
+    w->next = base + n;
+    w->ts = ts;
+    w->token = atomic_fetch_add(&part_wtokens, 1) + 1;
+    p->wpending = 1;
+    p->wtoken = w->token;
+    if (res) {
+        res->base_offset = base;
+        res->base_timestamp = ts;
+        res->message_count = n;
+    }
+    return 0;
+}
+
+void
+part_write_run(struct part_write *w)
+{
+    size_t done = 0;
+    w->err = 0;
+    while (done < w->len) {
+        ssize_t n = w->io->pwrite(w->io, w->fd, w->buf + done, w->len - done,
+                                  (off_t)(w->pos + done));
+        if (n < 0) {
+            w->err = (int)n;
+            break;
+        }
+        if (n == 0) { /* no progress and no error: out of space */
+            w->err = -ENOSPC;
+            break;
+        }
+        done += (size_t)n;
+    }
+    w->written = done;
+}
+
+void
+part_write_release(struct part_write *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+}
+
+int
+part_append_end(struct vs_part *p, struct part_write *w)
+{
+    part_write_release(w);
+    if (!p->wpending || p->wtoken != w->token)
+        return -ECANCELED; /* purged or cut meanwhile: nothing accounted */
+    p->wpending = 0;
+    struct dseg *a = active(p);
+    if (sio_is_fatal(p->io))
+        return -VS_EFATAL;
+    if (w->err == -ENOSPC) {
+        /* cut the partial write back; a failing cut is fatal */
+        int rc = sio_ftruncate(p->io, a->fd, (off_t)w->pos, a->log_path);
+        return rc < 0 ? rc : -ENOSPC;
+    }
+    if (w->err < 0)
+        return sio_set_fatal(p->io, SIO_WRITE, -w->err, a->log_path);
+    int rc =
+        dseg_append_written(p->io, a, w->buf, w->len, p->opts.index_interval);
+    if (rc < 0)
+        return rc;
+    p->next_offset = w->next;
+    p->last_ts = w->ts;
+    p->unsynced_bytes += w->len;
+    if (p->opts.durability == PART_FSYNC_EVERY_BATCH && !p->hidden) {
+        p->hidden = 1;
+        p->hidden_from = w->base;
+    }
+    return 0;
+}
+
+int
+part_write_pending(const struct vs_part *p)
+{
+    return p->wpending;
 }
 
 int
@@ -1013,6 +1159,52 @@ seek_batch(struct vs_part *p, const struct dseg *s, uint64_t pos, int by_ts,
     return 1;
 }
 
+/* 1 if the batch whose header is hdr is emitted whole by a read of
+ * `want` messages from offset lo (emit_trimmed's whole-batch case). */
+static int
+poll_whole(const uint8_t *hdr, uint64_t lo, uint32_t want)
+{
+    uint64_t base = batch_base_offset(hdr);
+    uint32_t n = batch_count(hdr);
+    return n > 0 && base >= lo && n <= want;
+}
+
+/* part_poll's whole-batch case: the batch at pos of s is read straight
+ * into the reply's end and verified there (as part_poll verifies every
+ * batch it reads); kept only if it passes. 0, -EBADMSG, -errno. */
+static int
+poll_read_whole(struct vs_part *p, const struct dseg *s, uint64_t pos,
+                size_t blen, int *fdc, struct vs_wbuf *out,
+                struct part_poll_result *res)
+{
+    uint8_t *dst = vs_wbuf_reserve(out, blen);
+    int rc = dseg_read(p->io, s, pos, dst, blen, fdc);
+    if (rc < 0)
+        return rc;
+    if (p->opts.verify_reads) {
+        enum batch_err be = batch_validate(dst, blen, NULL, 0, NULL);
+        if (be != BATCH_OK) {
+            vs_log_error(
+                "partition %" PRIu32 ".%" PRIu32 ".%" PRIu32
+                " (%s): the batch at offset %" PRIu64 " (%s, position %" PRIu64
+                ") fails verification on read: %s; not served",
+                p->id.stream_id, p->id.topic_id, p->id.partition_id, p->dir,
+                batch_base_offset(dst), s->log_name, pos, batch_err_str(be));
+            p->read_errors++;
+            return -EBADMSG;
+        }
+    }
+    uint64_t base = batch_base_offset(dst);
+    uint32_t n = batch_count(dst);
+    out->len += blen;
+    if (res->count == 0)
+        res->first_offset = base;
+    res->last_offset = base + n - 1;
+    res->count += n;
+    res->batches++;
+    return 0;
+}
+
 int
 part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
           uint32_t count, size_t max_bytes, struct vs_wbuf *out,
@@ -1101,6 +1293,18 @@ part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
             if (batch_header_check(hdr) != BATCH_OK || blen > s->size - pos) {
                 rc = -EIO;
                 break;
+            }
+            if (poll_whole(hdr, start, left)) {
+                /* read and verified in place in the reply: no copy */
+                rc = poll_read_whole(p, s, pos, (size_t)blen, &fdc, out, res);
+                if (rc < 0)
+                    break;
+                left -= batch_count(hdr);
+                start = res->last_offset + 1;
+                pos += blen;
+                if (out->len - out0 >= max_bytes)
+                    left = 0;
+                continue;
             }
             if (blen > cap) {
                 cap = (size_t)blen;
@@ -1285,6 +1489,7 @@ part_purge(struct vs_part *p, uint64_t purge_generation)
 {
     if (purge_generation <= p->purge_gen)
         return 0;
+    p->wpending = 0; /* a begun write is cancelled (part_append_end) */
     uint64_t start = 0;
     int rc;
     if (p->opts.purge_keep_offsets) {
@@ -1460,6 +1665,8 @@ part_truncate_tail(struct vs_part *p, uint64_t offset)
         return 0;
     if (offset > p->next_offset || p->nsegs == 0)
         return -EINVAL;
+    if (p->wpending)
+        return -EBUSY; /* the write would land past the cut: a hole */
     /* the segment the cut falls in: the last one starting at or below */
     size_t k = p->nsegs;
     while (k > 0 && p->segs[k - 1].start > offset)

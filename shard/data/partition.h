@@ -230,6 +230,51 @@ int part_append(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
 int part_append_nosync(struct vs_part *p, uint8_t *batch, size_t len,
                        uint64_t wall_us, struct part_append_result *res,
                        enum batch_err *berr);
+/* An append whose write runs on another thread (the serve layer's
+ * group commit writes and fsyncs off its event loop):
+ *   part_append_begin (loop) validates, persists the floor, rolls and
+ *     stamps like part_append and reserves the active segment's end; the
+ *     offsets are taken but nothing is accounted yet (reads, stats and
+ *     the next offset do not move) and no other append may begin
+ *     (-EBUSY) until part_append_end;
+ *   part_write_run (ANY thread) writes the batch through the io's raw
+ *     pwrite into its own dup of the log fd; it touches nothing but *w,
+ *     so the loop may read the partition meanwhile (the io's pwrite must
+ *     be callable from that thread: sio_init_real's is; the fault
+ *     injector's only while the loop makes no io call);
+ *   part_append_end (loop) classifies the result as sio_pwrite_all does:
+ *     -ENOSPC (the partial write cut back, the partition as before),
+ *     -VS_EFATAL (any other write error: io poisoned), or accounts the
+ *     batch as part_append_nosync would have (under every-batch hidden
+ *     until a part_sync_done covers it). -ECANCELED when a part_purge
+ *     came between (nothing accounted; the bytes, if they landed, are in
+ *     the file the purge removed: the writer's fd is its own).
+ *     part_truncate_tail refuses (-EBUSY) while a write is begun.
+ * The caller keeps the batch's buffer alive and unchanged from begin to
+ * end (the write reads it, end reads its header). When the handle goes
+ * before end (partition deleted, shard stopping): part_write_release. */
+struct part_write {
+    struct vs_sio *io;
+    int fd; /* the writer's dup of the active log */
+    const uint8_t *buf;
+    size_t len;
+    uint64_t pos;            /* where in the active log */
+    uint64_t base, next, ts; /* offsets and timestamp it was given */
+    uint64_t token;          /* the handle's pending write */
+    int err;                 /* part_write_run: 0 or -errno */
+    size_t written;          /* part_write_run: bytes that landed */
+};
+int part_append_begin(struct vs_part *p, uint8_t *batch, size_t len,
+                      uint64_t wall_us, struct part_append_result *res,
+                      enum batch_err *berr, struct part_write *w);
+void part_write_run(struct part_write *w);
+/* 0, -ENOSPC, -VS_EFATAL, -ECANCELED (see above); releases w's fd. */
+int part_append_end(struct vs_part *p, struct part_write *w);
+/* Closes w's fd (idempotent). */
+void part_write_release(struct part_write *w);
+/* 1 between part_append_begin and part_append_end. */
+int part_write_pending(const struct vs_part *p);
+
 /* What an fsync on another thread must cover now: the active log's fd
  * (owned by the handle: dup it, the handle may close it meanwhile) and
  * path, and the unsynced bytes and next offset at this moment. */
@@ -299,7 +344,8 @@ int part_segment_at(const struct vs_part *p, size_t i, uint64_t *start,
 int part_read_log(struct vs_part *p, uint64_t seg_start, uint64_t pos,
                   void *buf, size_t len);
 /* Removes every batch with base_offset >= offset (offset must start a
- * batch or be the next offset), durably: the floor is lowered first, then
+ * batch or be the next offset; -EBUSY while a part_append_begin is not
+ * ended), durably: the floor is lowered first, then
  * later segments unlinked, the index and the log cut and fsynced, and the
  * segment holding the cut reloaded as the active one. next_offset becomes
  * `offset`. 0, -EINVAL (not a batch boundary of the retained log; nothing

@@ -638,6 +638,19 @@ dseg_append(struct vs_sio *io, struct dseg *s, const uint8_t *batch, size_t len,
     }
     if (rc < 0)
         return rc;
+    return dseg_append_written(io, s, batch, len, interval);
+}
+
+/* The accounting half of dseg_append, also called on its own once a
+ * batch written by another thread landed at s->size (partition.c's
+ * part_append_end). */
+int
+dseg_append_written(struct vs_sio *io, struct dseg *s, const uint8_t *batch,
+                    size_t len, uint32_t interval)
+{
+    (void)len;
+    uint64_t pos = s->size;
+    int rc;
     size_t before = s->nidx;
     seg_account(s, batch, pos, interval, 1);
     if (s->nidx > before && !s->idx_stale) {

@@ -95,6 +95,13 @@ int dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
 int dseg_append(struct vs_sio *io, struct dseg *s, const uint8_t *batch,
                 size_t len, uint32_t interval);
 
+/* The batch [batch, len) was written at s->size by the caller (an
+ * append whose pwrite ran on another thread): accounts it and appends its
+ * index entry if due, as dseg_append does after its write. 0, -VS_EFATAL
+ * (an index write failure other than ENOSPC). */
+int dseg_append_written(struct vs_sio *io, struct dseg *s, const uint8_t *batch,
+                        size_t len, uint32_t interval);
+
 /* fsync of the log (and index if `with_index`). 0 or -VS_EFATAL. */
 int dseg_sync(struct vs_sio *io, struct dseg *s, int with_index);
 /* Rewrites a stale index, closes the fds: the segment becomes sealed.

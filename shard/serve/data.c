@@ -82,6 +82,11 @@ struct serve_data {
     struct vs_wbuf out;
     struct serve_gcommit *gc; /* fsyncs off the loop, group commit */
     struct serve_pgroups *pg; /* replicated partitions (NULL: off) */
+    /* while a request runs: the malloc'd buffer its data lies in, which
+     * a deferred send may take (gcommit_send sets *own = NULL); NULL:
+     * the data is not ours to keep (copied if it must outlive the call) */
+    void **own;
+    void **rx_own; /* serve_data_on_frame: the reassembly buffer */
 };
 
 /* ---------------------------------------------------------------- misc */
@@ -176,19 +181,23 @@ consumer_of(const struct data_cmd *cmd, struct part_consumer *pc)
 }
 
 /* Appends a send's batch; `nosync`: the fsync is the group commit's
- * (gcommit.h), else part_append's own under every-batch. */
+ * (gcommit.h), else part_append's own under every-batch. `pw` non-NULL:
+ * only begins it (part_append_begin): the group commit writes it, and
+ * counts it once written. */
 static uint32_t
 exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
-          uint8_t *batch, size_t blen, struct vs_wbuf *out, int nosync)
+          uint8_t *batch, size_t blen, struct vs_wbuf *out, int nosync,
+          struct part_write *pw)
 {
     if (disk_low(s))
         return VS_E_CANNOT_SAVE_MESSAGES;
     struct part_append_result res;
     enum batch_err berr = BATCH_OK;
-    int rc =
-        nosync ? part_append_nosync(dp->p, batch, blen, vs_realtime_us(), &res,
-                                    &berr)
-               : part_append(dp->p, batch, blen, vs_realtime_us(), &res, &berr);
+    uint64_t now = vs_realtime_us();
+    int rc = pw != NULL
+                 ? part_append_begin(dp->p, batch, blen, now, &res, &berr, pw)
+             : nosync ? part_append_nosync(dp->p, batch, blen, now, &res, &berr)
+                      : part_append(dp->p, batch, blen, now, &res, &berr);
     dparts_check_fatal(&s->data->parts, rc, "append");
     if (rc == -EINVAL) {
         vs_log_debug("partition %u.%u.%u: batch refused: %s", cmd->stream_id,
@@ -202,9 +211,11 @@ exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
     }
     if (rc != 0)
         return VS_E_CANNOT_APPEND_TO_FILE;
-    dparts_stats_note(&s->data->parts, dp);
-    vs_metrics_add(VS_M_MESSAGES_SENT, res.message_count);
-    vs_metrics_add(VS_M_MESSAGES_SENT_BYTES, blen);
+    if (pw == NULL) {
+        dparts_stats_note(&s->data->parts, dp);
+        vs_metrics_add(VS_M_MESSAGES_SENT, res.message_count);
+        vs_metrics_add(VS_M_MESSAGES_SENT_BYTES, blen);
+    }
     vs_wr_u32(out, 1);
     vs_wr_u32(out, cmd->stream_id);
     vs_wr_u32(out, cmd->topic_id);
@@ -278,12 +289,13 @@ exec_poll(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
     return 0;
 }
 
-/* The group commit's append (gcommit.h gc_exec_fn). */
+/* The group commit's append (gcommit.h gc_exec_fn): begun only, or
+ * (pw NULL) written here without an fsync. */
 static uint32_t
 gc_exec(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
-        uint8_t *batch, size_t len, struct vs_wbuf *out)
+        uint8_t *batch, size_t len, struct vs_wbuf *out, struct part_write *pw)
 {
-    return exec_send(s, dp, cmd, batch, len, out, 1);
+    return exec_send(s, dp, cmd, batch, len, out, 1, pw);
 }
 
 /* A command for a partition with a replica set, when partition
@@ -302,10 +314,12 @@ data_exec_replicated(struct serve *s, struct dpart *dp,
     return st == PGROUPS_DEFERRED ? DATA_DEFERRED : st;
 }
 
-/* A send: every-batch partitions go through the group commit (the answer
- * to w is held until the batch is durable: DATA_DEFERRED); interval ones
- * are appended without an inline fsync and the group commit schedules
- * it. Without a waiter or a group commit, part_append's own fsync. */
+/* A send: with a waiter it goes through the group commit, which writes
+ * the batch off the loop and holds the answer to w until it is written
+ * (interval) or durable (every-batch): DATA_DEFERRED. The buffer the
+ * caller offers in d->own is taken by it. Without a waiter or a group
+ * commit: appended here, part_append's own fsync under every-batch, the
+ * group commit's schedule under interval. */
 static uint32_t
 data_exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
                uint8_t *data, size_t dlen, struct vs_wbuf *out,
@@ -313,14 +327,15 @@ data_exec_send(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
 {
     struct serve_gcommit *gc = s->data->gc;
     if (gc == NULL)
-        return exec_send(s, dp, cmd, data, dlen, out, 0);
-    if (part_every_batch(dp->p)) {
-        if (w == NULL)
-            return exec_send(s, dp, cmd, data, dlen, out, 0);
-        uint32_t st = gcommit_send(gc, dp, cmd, data, dlen, w);
+        return exec_send(s, dp, cmd, data, dlen, out, 0, NULL);
+    int offload = s->cfg->segment_write_offload;
+    if (w != NULL && (offload || part_every_batch(dp->p))) {
+        uint32_t st = gcommit_send(gc, dp, cmd, data, dlen, w, s->data->own);
         return st == 0 ? DATA_DEFERRED : st;
     }
-    uint32_t st = exec_send(s, dp, cmd, data, dlen, out, 1);
+    if (part_every_batch(dp->p))
+        return exec_send(s, dp, cmd, data, dlen, out, 0, NULL);
+    uint32_t st = exec_send(s, dp, cmd, data, dlen, out, 1, NULL);
     if (st == 0)
         gcommit_note(gc, dp, mono_ms());
     return st;
@@ -498,8 +513,11 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
         w.conn_id = c->id;
         w.seq = d->seq + 1;
         vs_wbuf_reset(&d->out);
+        /* a frame read into its own buffer (rxbody.c) may be taken */
+        d->own = data != NULL && s->frame_own != NULL ? &s->frame_own : NULL;
         uint32_t st = data_exec(s, cmd, req, c->client, data, dlen, &d->out,
                                 segs ? NULL : &w, 0);
+        d->own = NULL;
         if (st == DATA_DEFERRED) {
             /* held until durable: the connection waits like a forward */
             struct vs_proc_shm *me = seg_proc(s->ctx->seg, s->ctx->slot);
@@ -922,8 +940,11 @@ on_request(struct serve *s, uint32_t src, const struct fwd_hdr *fh, uint8_t *p,
         w.remote = 1;
         w.src = src;
         w.fh = *fh;
+        /* the reassembly buffer may be taken (serve_data_on_frame) */
+        d->own = d->rx_own;
         st = data_exec(s, &cmd, &req, fh->client, p + head, len - head, &d->out,
                        &w, 0);
+        d->own = NULL;
         if (st == DATA_DEFERRED) {
             s->n.data_remote++;
             return; /* answered by gc_answer once durable */
@@ -989,10 +1010,17 @@ serve_data_on_frame(struct serve *s, uint32_t src, const void *frame,
     if (fh.flags & FWD_F_MORE)
         return;
     rx->active = 0;
-    if (fh.kind == FWD_DATA_REQUEST)
+    if (fh.kind == FWD_DATA_REQUEST) {
+        /* a send may keep the buffer until its write is done */
+        void *own = rx->buf.data;
+        d->rx_own = &own;
         on_request(s, src, &fh, rx->buf.data, rx->buf.len);
-    else
+        d->rx_own = NULL;
+        if (own == NULL) /* taken: the next message gets a new one */
+            vs_wbuf_init(&rx->buf);
+    } else {
         on_reply(s, &fh, rx->buf.data, rx->buf.len);
+    }
     if (rx->buf.cap > (size_t)4 << 20) { /* do not keep a huge buffer */
         vs_wbuf_fini(&rx->buf);
         vs_wbuf_init(&rx->buf);
@@ -1092,7 +1120,11 @@ pg_exec(struct serve *s, const struct data_cmd *cmd,
      * lag behind, so the client retries rather than hear "not found" */
     if (dparts_find(parts, &id) == NULL)
         return VS_E_TRANSIENT_NOT_COMMITTED;
+    /* data is the link's: never an outer request's buffer to take */
+    void **outer = s->data->own;
+    s->data->own = NULL;
     uint32_t st = data_exec(s, cmd, req, req->client, data, dlen, out, w, hops);
+    s->data->own = outer;
     return st == DATA_DEFERRED ? PGROUPS_DEFERRED : st;
 }
 
@@ -1110,7 +1142,8 @@ serve_data_init(struct serve *s)
     if (rc != 0)
         return rc;
     dparts_sync(&d->parts);
-    d->gc = gcommit_create(s, &d->parts, gc_exec, gc_answer);
+    d->gc = gcommit_create(s, &d->parts, gc_exec, gc_answer,
+                           s->cfg->segment_write_offload);
     if (d->gc == NULL)
         return -errno;
     errno = 0;

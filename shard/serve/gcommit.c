@@ -19,22 +19,29 @@
 #include <event2/event.h>
 
 #include "common/clock.h"
+#include "common/errors.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/mem.h"
+#include "shard/data/batch.h"
 #include "shard/data/pjournal.h"
 #include "shard/serve/gcommit.h"
 #include "shard/serve/server.h"
 
 #define GC_SYNC_THREADS 4
 
-/* One partition of a group: its fsync target, and the thread's result. */
+/* One partition of a group: the write of its held send (if any), its
+ * fsync target, and the thread's result. */
 struct gc_item {
     struct part_id id;
     struct part_sync_target t;
     char path[600];
-    int fd; /* dup'd */
+    int fd; /* dup'd; -1: no fsync wanted (an interval send's write) */
     int err;
     int journal; /* a replicated partition's journal file (no dpart) */
+    struct part_write *pw; /* the held send's write (in flight.holds) */
+    size_t hold;           /* its index in flight.holds */
+    int synced;            /* the thread's fdatasync ran and succeeded */
 };
 
 /* A journal fsync of a replicated partition (gcommit_journal_sync). */
@@ -46,11 +53,19 @@ struct gc_jsync {
     int fd[2]; /* dup'd log and vsr fds, until handed to the items */
 };
 
-/* A held answer. */
+/* A held send: its write (begun on the loop, run by a sync thread), and
+ * its answer once written (interval) or written and durable
+ * (every-batch). */
 struct gc_hold {
     struct gc_waiter w;
     uint8_t body[32];
     size_t len;
+    struct part_id id;
+    struct part_write pw; /* has_write: begun, run by a sync thread */
+    int has_write;
+    void *own;       /* the buffer pw.buf lies in: freed when answered */
+    int every;       /* an every-batch partition's */
+    uint32_t status; /* on_done: the answer's status */
 };
 
 struct gc_group {
@@ -67,8 +82,9 @@ struct gc_group {
 /* A send waiting for its partition's previous batch to be durable. */
 struct gc_queued {
     struct data_cmd cmd;
-    uint8_t *batch;
+    uint8_t *batch; /* within own */
     size_t len;
+    void *own;
     struct gc_waiter w;
     uint32_t status; /* run_queued: the refusal to answer */
     struct gc_queued *next;
@@ -79,6 +95,7 @@ struct serve_gcommit {
     struct dparts *parts;
     gc_exec_fn *exec;
     gc_answer_fn *answer;
+    int offload; /* writes on the sync threads (else on the loop) */
     struct gc_group next, flight;
     int in_flight; /* flight handed to the thread */
     struct gc_queued *q_head, *q_tail;
@@ -132,7 +149,7 @@ group_add_id(struct gc_group *gr, const struct part_id *id)
     gr->ids[gr->n_ids++] = *id;
 }
 
-static void
+static struct gc_hold *
 group_add_hold(struct gc_group *gr, const struct gc_waiter *w,
                const uint8_t *body, size_t len)
 {
@@ -141,9 +158,23 @@ group_add_hold(struct gc_group *gr, const struct gc_waiter *w,
         gr->holds = vs_xrealloc(gr->holds, gr->cap_holds * sizeof(*gr->holds));
     }
     struct gc_hold *h = &gr->holds[gr->n_holds++];
+    memset(h, 0, sizeof(*h));
     h->w = *w;
     h->len = len < sizeof(h->body) ? len : sizeof(h->body);
     memcpy(h->body, body, h->len);
+    h->pw.fd = -1;
+    return h;
+}
+
+/* Lets go of the holds' writes and buffers (answered, or stopping). */
+static void
+holds_free(struct gc_hold *holds, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        part_write_release(&holds[i].pw);
+        free(holds[i].own);
+        holds[i].own = NULL;
+    }
 }
 
 static void
@@ -155,6 +186,7 @@ group_clear(struct gc_group *gr)
                 close(gr->js[i].fd[k]);
     gr->n_js = 0;
     gr->n_ids = 0;
+    holds_free(gr->holds, gr->n_holds);
     gr->n_holds = 0;
     free(gr->items);
     gr->items = NULL;
@@ -197,12 +229,21 @@ sync_thread(void *arg)
          * item is taken by exactly one thread */
         struct gc_item *it = &g->flight.items[g->claim++];
         pthread_mutex_unlock(&g->mu);
-        int rc;
-        do
-            rc = fdatasync(it->fd);
-        while (rc == -1 && errno == EINTR);
-        it->err = rc == -1 ? errno : 0;
-        close(it->fd);
+        /* the write first, in the item's own thread: a partition's
+         * bytes are written and then synced by the same thread, and a
+         * partition has one item per group (order per partition) */
+        if (it->pw != NULL)
+            part_write_run(it->pw);
+        if (it->fd >= 0 && (it->pw == NULL || it->pw->err == 0)) {
+            int rc;
+            do
+                rc = fdatasync(it->fd);
+            while (rc == -1 && errno == EINTR);
+            it->err = rc == -1 ? errno : 0;
+            it->synced = rc == 0;
+        }
+        if (it->fd >= 0)
+            close(it->fd);
         it->fd = -1;
         pthread_mutex_lock(&g->mu);
         if (++g->done == g->flight.n_items) {
@@ -248,19 +289,30 @@ seal_and_submit(struct serve_gcommit *g)
                              : "journal",
                      (unsigned long long)f->js[i].key);
         }
+    uint64_t now = now_ms();
     for (size_t i = 0; i < f->n_ids; i++) {
         struct dpart *dp = dparts_find(g->parts, &f->ids[i]);
         struct gc_item *it = &f->items[f->n_items];
         if (dp == NULL || part_sync_target(dp->p, &it->t) != 0)
             continue; /* deleted meanwhile: nothing left to make durable */
-        it->fd = fcntl(it->t.fd, F_DUPFD_CLOEXEC, 0);
-        if (it->fd < 0)
-            shard_fatal(g->s->ctx, "fsync of %s: dup: %s", it->t.path,
-                        strerror(errno));
         it->id = f->ids[i];
+        it->fd = -1;
+        it->err = 0;
+        /* the partition's held send, if any (one: a later one queues
+         * while its write is pending) */
+        for (size_t k = 0; k < f->n_holds; k++)
+            if (f->holds[k].has_write && id_eq(&f->holds[k].id, &it->id)) {
+                it->pw = &f->holds[k].pw;
+                it->hold = k;
+            }
+        if (part_every_batch(dp->p) || part_sync_due(dp->p, now)) {
+            it->fd = fcntl(it->t.fd, F_DUPFD_CLOEXEC, 0);
+            if (it->fd < 0)
+                shard_fatal(g->s->ctx, "fsync of %s: dup: %s", it->t.path,
+                            strerror(errno));
+        }
         snprintf(it->path, sizeof(it->path), "%s", it->t.path);
         it->t.path = NULL; /* the handle's string may go; use it->path */
-        it->err = 0;
         f->n_items++;
     }
     g->in_flight = 1;
@@ -277,7 +329,11 @@ seal_and_submit(struct serve_gcommit *g)
     g->claim = 0;
     g->done = 0;
     g->work = 1;
-    pthread_cond_broadcast(&g->cv);
+    /* as many threads as there are items (a thread that finishes one
+     * takes the next): waking all four for a group of one costs a
+     * context switch each for nothing */
+    for (size_t i = 0; i < f->n_items && i < GC_SYNC_THREADS; i++)
+        pthread_cond_signal(&g->cv);
     pthread_mutex_unlock(&g->mu);
 }
 
@@ -302,34 +358,74 @@ kick(struct serve_gcommit *g)
     event_active(g->kick_ev, EV_TIMEOUT, 1);
 }
 
-/* Appends now (the partition has no batch waiting) and holds w. */
+/* Begins the append now (the partition has no batch waiting) and holds
+ * w; the write runs with the next group. `own`: the buffer batch lies
+ * in, taken (NULL: the stamped batch is copied once the begin accepted
+ * it). */
 static uint32_t
 append_and_hold(struct serve_gcommit *g, struct dpart *dp,
                 const struct data_cmd *cmd, uint8_t *batch, size_t len,
-                const struct gc_waiter *w)
+                void *own, const struct gc_waiter *w)
 {
     vs_wbuf_reset(&g->out);
-    uint32_t st = g->exec(g->s, dp, cmd, batch, len, &g->out);
+    struct part_write pw;
+    memset(&pw, 0, sizeof(pw));
+    pw.fd = -1;
+    uint32_t st =
+        g->exec(g->s, dp, cmd, batch, len, &g->out, g->offload ? &pw : NULL);
+    if (st != 0 || !g->offload) { /* refused, or already written */
+        free(own);
+        own = NULL;
+    }
     if (st != 0)
         return st;
+    if (!g->offload) {
+        group_add_id(&g->next, &dp->id);
+        struct gc_hold *h =
+            group_add_hold(&g->next, w, g->out.data, g->out.len);
+        h->id = dp->id;
+        h->every = part_every_batch(dp->p);
+        g->n.held++;
+        kick(g);
+        return 0;
+    }
+    if (own == NULL) { /* the caller's buffer goes when we return */
+        own = vs_xmalloc(len ? len : 1);
+        memcpy(own, batch, len);
+        pw.buf = own;
+    }
     group_add_id(&g->next, &dp->id);
-    group_add_hold(&g->next, w, g->out.data, g->out.len);
+    struct gc_hold *h = group_add_hold(&g->next, w, g->out.data, g->out.len);
+    h->id = dp->id;
+    h->pw = pw;
+    h->has_write = 1;
+    h->own = own;
+    h->every = part_every_batch(dp->p);
     g->n.held++;
     kick(g);
     return 0;
 }
 
+/* 1 while a send to dp must wait: its write is pending, or (every-batch)
+ * its previous batch is not durable yet. */
 static int
 waiting(const struct dpart *dp)
 {
-    return part_sync_due(dp->p, 0); /* every-batch: unsynced bytes */
+    if (part_write_pending(dp->p))
+        return 1;
+    return part_every_batch(dp->p) && part_sync_due(dp->p, 0);
 }
 
 uint32_t
 gcommit_send(struct serve_gcommit *g, struct dpart *dp,
              const struct data_cmd *cmd, uint8_t *batch, size_t len,
-             const struct gc_waiter *w)
+             const struct gc_waiter *w, void **own)
 {
+    void *mine = NULL;
+    if (own != NULL && *own != NULL) { /* batch lies in *own: take it */
+        mine = *own;
+        *own = NULL;
+    }
     int queued_same = 0;
     for (struct gc_queued *q = g->q_head; q && !queued_same; q = q->next)
         queued_same = q->cmd.stream_id == cmd->stream_id &&
@@ -337,12 +433,20 @@ gcommit_send(struct serve_gcommit *g, struct dpart *dp,
                       q->cmd.partition_id == cmd->partition_id &&
                       q->cmd.created_op == cmd->created_op;
     if (!waiting(dp) && !queued_same)
-        return append_and_hold(g, dp, cmd, batch, len, w);
-    /* its previous batch is not durable yet: copy, append after it */
+        return append_and_hold(g, dp, cmd, batch, len, mine, w);
+    /* behind the partition's previous batch: kept (copied only when the
+     * caller's buffer is not ours to take), appended after it, in
+     * arrival order */
     struct gc_queued *q = vs_xcalloc(1, sizeof(*q));
     q->cmd = *cmd;
-    q->batch = vs_xmalloc(len ? len : 1);
-    memcpy(q->batch, batch, len);
+    if (mine != NULL) {
+        q->own = mine;
+        q->batch = batch;
+    } else {
+        q->own = vs_xmalloc(len ? len : 1);
+        memcpy(q->own, batch, len);
+        q->batch = q->own;
+    }
     q->len = len;
     q->w = *w;
     if (g->q_tail)
@@ -380,8 +484,11 @@ run_queued(struct serve_gcommit *g)
         uint32_t st = 0;
         if (!behind && dp == NULL) {
             st = VS_E_RESOURCE_NOT_FOUND; /* deleted meanwhile */
+            free(q->own);
         } else if (!behind && !waiting(dp)) {
-            st = append_and_hold(g, dp, &q->cmd, q->batch, q->len, &q->w);
+            /* the hold takes q->own (or frees it on a refusal) */
+            st = append_and_hold(g, dp, &q->cmd, q->batch, q->len, q->own,
+                                 &q->w);
         } else {
             if (!behind)
                 blocked[n_blocked++] = id;
@@ -390,7 +497,7 @@ run_queued(struct serve_gcommit *g)
             continue;
         }
         *pp = q->next;
-        free(q->batch);
+        q->own = NULL;
         q->batch = NULL;
         if (st != 0) {
             q->status = st;
@@ -406,6 +513,31 @@ run_queued(struct serve_gcommit *g)
         g->answer(g->s, &q->w, q->status, NULL, 0);
         free(q);
     }
+}
+
+/* The end of a held send's write on the loop: its status. */
+static uint32_t
+end_write(struct serve_gcommit *g, struct gc_hold *h, struct dpart *dp)
+{
+    if (dp == NULL) { /* deleted meanwhile */
+        part_write_release(&h->pw);
+        return VS_E_RESOURCE_NOT_FOUND;
+    }
+    int rc = part_append_end(dp->p, &h->pw);
+    dparts_check_fatal(g->parts, rc, "append");
+    if (rc == -ENOSPC) {
+        vs_log_warn("partition %u.%u.%u: out of space: send refused",
+                    h->id.stream_id, h->id.topic_id, h->id.partition_id);
+        return VS_E_CANNOT_SAVE_MESSAGES;
+    }
+    if (rc == -ECANCELED) /* purged meanwhile: the client resends */
+        return VS_E_TRANSIENT_NOT_COMMITTED;
+    if (rc != 0)
+        return VS_E_CANNOT_APPEND_TO_FILE;
+    dparts_stats_note(g->parts, dp);
+    vs_metrics_add(VS_M_MESSAGES_SENT, batch_count(h->pw.buf));
+    vs_metrics_add(VS_M_MESSAGES_SENT_BYTES, h->pw.len);
+    return 0;
 }
 
 static void
@@ -425,22 +557,48 @@ on_done(evutil_socket_t fd, short what, void *arg)
         return;
     struct gc_group *f = &g->flight;
     uint64_t now = now_ms();
+    size_t n = f->n_holds;
+    struct gc_hold *holds = f->holds;
+    char *ended = vs_xcalloc(n ? n : 1, 1);
     for (size_t i = 0; i < f->n_items; i++) {
         struct gc_item *it = &f->items[i];
         if (it->err != 0)
             shard_fatal(g->s->ctx, "fsync of %s: %s", it->path,
                         strerror(it->err));
-        if (!it->journal) {
-            struct dpart *dp = dparts_find(g->parts, &it->id);
-            if (dp != NULL)
-                part_sync_done(dp->p, &it->t, now);
+        if (it->journal) {
+            g->n.fsyncs++;
+            continue;
         }
-        g->n.fsyncs++;
+        struct dpart *dp = dparts_find(g->parts, &it->id);
+        struct part_sync_target t = it->t;
+        if (it->pw != NULL) {
+            struct gc_hold *h = &holds[it->hold];
+            h->status = end_write(g, h, dp);
+            ended[it->hold] = 1;
+            if (h->status == 0) { /* the fsync covered the batch too */
+                t.unsynced_bytes += h->pw.len;
+                t.next_offset = h->pw.next;
+            } else {
+                it->synced = 0; /* nothing of it to mark */
+            }
+        }
+        if (dp != NULL && it->synced) {
+            part_sync_done(dp->p, &t, now);
+            g->n.fsyncs++;
+        }
     }
+    /* writes whose partition had no item (deleted, or no active segment) */
+    for (size_t k = 0; k < n; k++)
+        if (holds[k].has_write && !ended[k]) {
+            struct dpart *dp = dparts_find(g->parts, &holds[k].id);
+            if (dp != NULL && holds[k].pw.err == 0)
+                holds[k].pw.err = -EIO; /* never written */
+            holds[k].status = end_write(g, &holds[k], dp);
+        }
+    free(ended);
     g->in_flight = 0;
-    size_t n = f->n_holds;
-    struct gc_hold *holds = f->holds;
     f->holds = NULL;
+    f->n_holds = 0;
     f->cap_holds = 0;
     size_t n_js = f->n_js;
     struct gc_jsync *js = f->js;
@@ -452,12 +610,23 @@ on_done(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 0; i < n_js; i++)
         js[i].done(js[i].ctx, js[i].key, &js[i].t);
     free(js);
+    /* interval partitions written now: their fsync when due */
+    for (size_t k = 0; k < n; k++)
+        if (holds[k].status == 0 && !holds[k].every) {
+            struct dpart *dp = dparts_find(g->parts, &holds[k].id);
+            if (dp != NULL)
+                gcommit_note(g, dp, now);
+        }
     /* queued sends first: they arrived before anything the answers
      * below let their connections send */
     run_queued(g);
-    /* answers only now that their batches are durable */
+    /* answers only now that their batches are written (and durable
+     * under every-batch) */
     for (size_t i = 0; i < n; i++)
-        g->answer(g->s, &holds[i].w, 0, holds[i].body, holds[i].len);
+        g->answer(g->s, &holds[i].w, holds[i].status,
+                  holds[i].status == 0 ? holds[i].body : NULL,
+                  holds[i].status == 0 ? holds[i].len : 0);
+    holds_free(holds, n);
     free(holds);
     seal_and_submit(g);
 }
@@ -518,7 +687,7 @@ gcommit_counters(const struct serve_gcommit *g, struct gc_counters *out)
 
 struct serve_gcommit *
 gcommit_create(struct serve *s, struct dparts *parts, gc_exec_fn *exec,
-               gc_answer_fn *answer)
+               gc_answer_fn *answer, int offload)
 {
     struct serve_gcommit *g = vs_xcalloc(1, sizeof(*g));
     int err = 0;
@@ -527,6 +696,7 @@ gcommit_create(struct serve *s, struct dparts *parts, gc_exec_fn *exec,
     g->parts = parts;
     g->exec = exec;
     g->answer = answer;
+    g->offload = offload;
     vs_wbuf_init(&g->out);
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
@@ -577,7 +747,7 @@ gcommit_destroy(struct serve_gcommit *g)
     while (g->q_head) {
         struct gc_queued *q = g->q_head;
         g->q_head = q->next;
-        free(q->batch);
+        free(q->own);
         free(q);
     }
     group_fini(&g->next);

@@ -2,31 +2,43 @@
  * shard/serve/gcommit.h - group commit of a data shard's appends: fsync
  * off the event loop, shared by the batches of many partitions.
  *
- * Role: a send to an every-batch partition is appended without an fsync
- * (part_append_nosync) and its answer is held. The partitions with held
- * answers form the NEXT group; when no fsync is in flight the group is
- * sealed (each partition's active log fd dup'd, its unsynced bytes and
- * next offset recorded) and handed to this shard's sync threads, which
- * fdatasync the group's files in parallel (one thread per file at a
- * time, up to four at once). The loop meanwhile keeps reading and appending:
- * batches to other partitions join the next group. When the thread is
- * done the loop marks the partitions synced (the batches become visible
- * to polls), answers every held send (replies only after durability),
- * runs the sends that were queued, and seals the next group at once.
- * Interval-policy partitions are appended without an inline fsync too;
- * their periodic and size-triggered fsyncs go through the same thread
- * (gcommit_note, gcommit_tick) with nothing held, and so do the journal
- * fsyncs of replicated partitions (gcommit_journal_sync).
+ * Role: a send is begun on the loop (part_append_begin: validated,
+ * stamped, its offsets and place at the segment's end reserved) and its
+ * answer is held; the batch's WRITE and the fsync both run off the loop.
+ * The partitions with held answers form the NEXT group; when no group is
+ * in flight the group is sealed (each partition's active log fd dup'd,
+ * its unsynced bytes and next offset recorded) and handed to this
+ * shard's sync threads: the thread that takes a partition writes its
+ * held batch (part_write_run, from the buffer the batch was received in:
+ * no copy) and then, under every-batch, fdatasyncs the file; the files
+ * of a group are handled in parallel (up to four threads). The loop
+ * meanwhile keeps reading sockets while the kernel copies the batches
+ * into the page cache: batches to other partitions join the next group.
+ * When the threads are done the loop accounts each write
+ * (part_append_end: offsets, index entry, next offset), marks the
+ * partitions synced (the batches become visible to polls), answers every
+ * held send (every-batch: only after durability; interval: once
+ * written), runs the sends that were queued, and seals the next group at
+ * once. Interval-policy partitions' periodic and size-triggered fsyncs
+ * go through the same threads (gcommit_note, gcommit_tick) with nothing
+ * held, and so do the journal fsyncs of replicated partitions
+ * (gcommit_journal_sync).
  *
- * Invariants: under every-batch a partition has at most one batch
- * appended and not yet durable (the recovery rules of shard/data assume
- * it): a send to a partition whose batch is waiting is copied and queued
- * (the only copy, and only under contention for one partition), and
- * appended after that fsync, in arrival order. Every held or queued send
- * is answered exactly once (a refusal when its append fails). A failed
- * fdatasync ends the process (exit 2, the file and errno on one line):
- * never retried. The sync threads touch only dup'd fds and the sealed
- * group's items; everything else is loop-thread state.
+ * Invariants: a partition has at most one write begun and not ended
+ * (strict order per partition: its next send is queued until the end),
+ * and under every-batch at most one batch appended and not yet durable
+ * (the recovery rules of shard/data assume it): a send to a partition
+ * whose batch is waiting is queued, and appended after it, in arrival
+ * order. A send's buffer is owned by the group commit from the send to
+ * its answer (taken when the caller offers it, else copied once). A
+ * write that fails with ENOSPC is cut back and refused; any other write
+ * error poisons the io (the shard exits 2, as on the loop). Every held or
+ * queued send is answered exactly once (a refusal when its append fails). A
+ * failed fdatasync ends the process (exit 2, the file and errno on one line):
+ * never retried. The sync threads touch only dup'd fds, the sealed
+ * group's items and its holds' writes (struct part_write and the buffer
+ * it reads, which the loop leaves alone until the group is done);
+ * everything else is loop-thread state.
  * Process: data shards (loop thread, plus the sync threads).
  */
 #ifndef VS_SHARD_SERVE_GCOMMIT_H
@@ -56,30 +68,40 @@ struct gc_waiter {
     uint64_t nonce;
 };
 
-/* Appends cmd's batch without an fsync; the reply body into out. Returns
- * the status (0 = appended). */
+/* Begins cmd's append (part_append_begin into *pw); the reply body (as
+ * if the write succeeded) into out. Returns the status (0 = begun).
+ * pw NULL (writes not offloaded): appends without an fsync here
+ * (part_append_nosync). */
 typedef uint32_t gc_exec_fn(struct serve *s, struct dpart *dp,
                             const struct data_cmd *cmd, uint8_t *batch,
-                            size_t len, struct vs_wbuf *out);
+                            size_t len, struct vs_wbuf *out,
+                            struct part_write *pw);
 /* Delivers the answer of a held or queued send. */
 typedef void gc_answer_fn(struct serve *s, const struct gc_waiter *w,
                           uint32_t status, const uint8_t *body, size_t len);
 
 struct serve_gcommit;
 
-/* NULL + errno when the thread or eventfd cannot be made. */
+/* NULL + errno when the thread or eventfd cannot be made. `offload` 0
+ * (segment_write_offload false): every-batch sends are written on the
+ * loop when they arrive and only their fsync is the threads'; the
+ * caller writes interval sends itself (gcommit_note). */
 struct serve_gcommit *gcommit_create(struct serve *s, struct dparts *parts,
-                                     gc_exec_fn *exec, gc_answer_fn *answer);
+                                     gc_exec_fn *exec, gc_answer_fn *answer,
+                                     int offload);
 /* Waits for an fsync in flight (its answers are dropped: the process is
  * stopping), joins the thread and frees everything. */
 void gcommit_destroy(struct serve_gcommit *g);
 
-/* A send to the every-batch partition dp. Returns 0 when the answer is
- * held or queued (w is answered later, exactly once), else the status to
- * answer now (the append was refused; nothing stored). */
+/* A send to the (non-replicated) partition dp. Returns 0 when the answer
+ * is held or queued (w is answered later, exactly once), else the status
+ * to answer now (the append was refused; nothing stored). `own` (may be
+ * NULL): *own is the malloc'd buffer batch lies in, or NULL; when set it
+ * is taken (*own = NULL; freed here once the send is answered), else the
+ * batch is copied once. */
 uint32_t gcommit_send(struct serve_gcommit *g, struct dpart *dp,
                       const struct data_cmd *cmd, uint8_t *batch, size_t len,
-                      const struct gc_waiter *w);
+                      const struct gc_waiter *w, void **own);
 /* After an interval-policy append: schedules an fsync if one is due. */
 void gcommit_note(struct serve_gcommit *g, struct dpart *dp, uint64_t now_ms);
 /* The interval policy's timer: every due partition joins the next group. */

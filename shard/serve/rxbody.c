@@ -55,8 +55,11 @@ rx_on_read(evutil_socket_t fd, short what, void *arg)
     uint32_t size = c->rx_size;
     c->rx = NULL;
     c->rx_size = c->rx_have = 0;
+    struct serve *s = c->srv;
+    s->frame_own = f; /* a send may keep it until its write is done */
     serve_conn_dispatch_frame(c, f, size);
-    free(f);
+    free(s->frame_own); /* NULL when taken */
+    s->frame_own = NULL;
     serve_conn_resume(c);
 }
 

@@ -193,6 +193,11 @@ struct serve {
     uint64_t cred_next_expiry;
 
     struct serve_data *data; /* the data plane (data.c) */
+    /* while rxbody.c dispatches a frame read into its own malloc'd
+     * buffer: that buffer, which the data plane may take for a send
+     * whose write outlives the dispatch (it sets frame_own = NULL and
+     * frees it later); NULL otherwise */
+    void *frame_own;
     struct serve_live *live; /* group liveness reports (liveness.c) */
     struct serve_bal *bal;   /* connection balance (balance.c) */
     struct serve_ho *ho;     /* connection handoff (handoff.c) */

@@ -9,6 +9,12 @@
  * after a SIGKILL of the whole node and a restart on the same data dir
  * the same holds (acknowledged means durable). A clean stop logs the
  * group-commit counters (every send held, fsyncs no more than sends).
+ * The same producers under the interval policy with frames above the
+ * direct-read size (each batch written off the loop from the buffer it
+ * was received in, or from the IPC reassembly buffer when forwarded):
+ * the same checks, and again after a clean stop and a restart. Both
+ * again with segment_write_offload false (writes on the loop, only the
+ * fsyncs on the threads).
  * Every wait is bounded; processes are ended by pid.
  */
 #include "config.h"
@@ -38,25 +44,63 @@ struct prod {
     pthread_t th;
 };
 
+/* 1: the node runs with segment_write_offload false */
+static int g_inline;
+
+/* Starts the node (again), on `addr` if not NULL. */
+static void
+start_node(const char *addr)
+{
+    const char *args[8];
+    size_t k = 0;
+    if (addr != NULL) {
+        args[k++] = "--client-addr";
+        args[k++] = addr;
+    }
+    if (g_inline) {
+        args[k++] = "--segment-write-offload";
+        args[k++] = "false";
+    }
+    args[k] = NULL;
+    e2e_start(&node, 2, args);
+}
+
 static void
 setup(void)
 {
     ck_assert_int_eq(vs_harness_init(), 0);
     ck_assert_int_eq(vs_node_init(&node), 0);
-    e2e_start(&node, 2, NULL);
+    start_node(NULL);
+}
+
+static void
+setup_inline(void)
+{
+    g_inline = 1;
+    setup();
 }
 
 static void
 teardown(void)
 {
     vs_node_cleanup(&node);
+    g_inline = 0;
 }
+
+/* Big payloads: PER of them make a frame above SERVE_RX_DIRECT_MIN. */
+#define BIG_LEN 20000
+static int g_big;
 
 static size_t
 payload_of(int p, int b, int m, char *out, size_t cap)
 {
-    return (size_t)snprintf(out, cap, "p%d-b%d-m%d-%0*d", p, b, m,
-                            (p * 7 + b * 3 + m) % 50 + 1, 0);
+    size_t n = (size_t)snprintf(out, cap, "p%d-b%d-m%d-%0*d", p, b, m,
+                                (p * 7 + b * 3 + m) % 50 + 1, 0);
+    if (!g_big)
+        return n;
+    for (; n < BIG_LEN && n < cap; n++)
+        out[n] = (char)('a' + (p * 5 + b * 3 + m + (int)n) % 26);
+    return n;
 }
 
 static void *
@@ -75,7 +119,7 @@ producer(void *arg)
     }
     struct vsc_partitioning part = vsc_part_id((uint32_t)(pr->index % PARTS));
     for (int b = 0; b < BATCHES && !pr->err; b++) {
-        char pay[PER][96];
+        static __thread char pay[PER][BIG_LEN + 96];
         struct vsc_msg m[PER];
         struct vsc_sent sent;
         memset(m, 0, sizeof m);
@@ -123,7 +167,7 @@ check_partition(struct vsc *c, const struct prod *pr, uint32_t part)
             ck_assert_uint_eq(r.msgs[i].offset, next); /* no gap, no dup */
             int id = (int)r.msgs[i].id.lo - 1;
             int p = id / 10000, b = id % 10000 / 10, k = id % 10;
-            char want[96];
+            static char want[BIG_LEN + 96];
             size_t wl = payload_of(p, b, k, want, sizeof want);
             ck_assert_int_eq(p % PARTS, (int)part);
             ck_assert_uint_eq(pr[p].acked[b] + (uint64_t)k, next);
@@ -170,8 +214,7 @@ START_TEST(test_concurrent_fsync_sends_durable)
     char addr[256];
     snprintf(addr, sizeof addr, "%s", node.ready.client);
     e2e_kill_node(&node);
-    const char *same[] = {"--client-addr", addr, NULL};
-    e2e_start(&node, 2, same);
+    start_node(addr);
     c = e2e_login(&node, "iggy", "iggy");
     for (uint32_t p = 0; p < PARTS; p++)
         check_partition(c, pr, p);
@@ -228,6 +271,42 @@ START_TEST(test_counters_logged)
 }
 END_TEST
 
+/* The interval policy: sends are held until their batch is written off
+ * the loop (not until an fsync); big frames are taken, not copied. */
+START_TEST(test_interval_big_sends_in_order)
+{
+    g_big = 1;
+    struct vsc *c = e2e_login(&node, "iggy", "iggy");
+    ck_assert_int_eq(vsc_stream_create(c, "gc", NULL), 0);
+    ck_assert_int_eq(vsc_topic_create(c, &SID, PARTS, "t", NULL, 0, NULL), 0);
+    vsc_destroy(c);
+    static struct prod pr[PRODUCERS];
+    memset(pr, 0, sizeof pr);
+    for (int i = 0; i < PRODUCERS; i++) {
+        pr[i].index = i;
+        ck_assert_int_eq(pthread_create(&pr[i].th, NULL, producer, &pr[i]), 0);
+    }
+    for (int i = 0; i < PRODUCERS; i++)
+        pthread_join(pr[i].th, NULL);
+    for (int i = 0; i < PRODUCERS; i++)
+        ck_assert_msg(pr[i].err == 0, "producer %d: %s", i, pr[i].msg);
+    c = e2e_login(&node, "iggy", "iggy");
+    for (uint32_t p = 0; p < PARTS; p++)
+        check_partition(c, pr, p);
+    vsc_destroy(c);
+    /* a clean stop flushes what was written: all of it after a restart */
+    char addr[256];
+    snprintf(addr, sizeof addr, "%s", node.ready.client);
+    ck_assert_int_eq(vs_node_stop(&node, 20000), 0);
+    start_node(addr);
+    c = e2e_login(&node, "iggy", "iggy");
+    for (uint32_t p = 0; p < PARTS; p++)
+        check_partition(c, pr, p);
+    vsc_destroy(c);
+    g_big = 0;
+}
+END_TEST
+
 static Suite *
 gcommit_suite(void)
 {
@@ -237,6 +316,13 @@ gcommit_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_concurrent_fsync_sends_durable);
     tcase_add_test(tc, test_counters_logged);
+    tcase_add_test(tc, test_interval_big_sends_in_order);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("inline_writes");
+    tcase_add_checked_fixture(tc, setup_inline, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_concurrent_fsync_sends_durable);
+    tcase_add_test(tc, test_interval_big_sends_in_order);
     suite_add_tcase(s, tc);
     return s;
 }
