@@ -820,8 +820,8 @@ pgroups_on_tick(void *arg)
             group_stop(pg, e, now);
         /* a staged install swaps in once no fsync of the group is in
          * flight (its completion must not reach the reopened group) */
-        if (e->g != NULL && pgroup_install_pending(e->g) &&
-            !e->state_pending && !e->sync_pending)
+        if (e->g != NULL && pgroup_install_pending(e->g) && !e->state_pending &&
+            !e->sync_pending)
             group_reinstall(pg, e);
         /* reopened once no fsync of the stopped group is in flight: the
          * superblock it reads back is then durable */

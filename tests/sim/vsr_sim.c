@@ -2376,13 +2376,13 @@ static const struct scenario SCENARIOS[] = {
      NULL,
      2001376,
      0,
-     {.partitions =
-          2}}, /* Gate seed 135 (n = 1): a crash alone (torn, reordered unsynced
-                * writes, no injected fault) leaves a torn batch followed by a
-                * whole one in a segment; part_open refuses it as interior
-                * damage, so the group stays unserved for good (gate seeds 142,
-                * 167, 291, 484 and 326 too; some a torn .vsr record followed by
-                * others: pgroup_open) */
+     {.partitions = 2}},
+    /* Gate seed 135 (n = 1): a crash alone (torn, reordered unsynced
+     * writes, no injected fault) leaves a torn batch followed by a
+     * whole one in a segment; part_open refuses it as interior
+     * damage, so the group stays unserved for good (gate seeds 142,
+     * 167, 291, 484 and 326 too; some a torn .vsr record followed by
+     * others: pgroup_open) */
     {"part-crash-refusal-135",
      1,
      "partition recovery that cuts damage above the last fsync "
@@ -2392,12 +2392,14 @@ static const struct scenario SCENARIOS[] = {
      0,
      {.partitions = 2, .strict_crash_refusal = 1}},
     /* the partition waiver itself: the refused node made bootable but
-     * its partition frames dropped, the group must fail, unwaived */
-    {"part-waiver-must-not-apply-2001376",
+     * its partition frames dropped, the group must fail, unwaived (seed
+     * 1000238: 2001376 no longer needs the waiver since the engine's
+     * repair and merge fixes changed its schedule) */
+    {"part-waiver-must-not-apply-1000238",
      3,
      NULL,
      NULL,
-     2001376,
+     1000238,
      0,
      {.partitions = 2, .waiver_mutation = 1}},
     {"part-waiver-refused-1000238",
