@@ -74,7 +74,8 @@ endif
 
 # A replicated partition's consensus group (pgroup.h) and its in-process
 # three-replica test.
-libvs_server_a_SOURCES += shard/serve/pgroup.c shard/serve/pgroup.h
+libvs_server_a_SOURCES += shard/serve/pgroup.c shard/serve/pgroup.h \
+	shard/serve/pgclients.c shard/serve/pgclients.h
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_pgroup
 check_PROGRAMS += tests/unit/check_pgroup

@@ -45,16 +45,21 @@
  * (VS_E_TRANSIENT_NOT_COMMITTED: the client resends, the new primary
  * deduplicates). A request number below the client's highest committed
  * one is never proposed again (answered if it is one of the cached four,
- * else -ESTALE). At-least-once edge: a copy of a proposal at the client's
- * current request number that arrives after four newer batches with that
- * number committed is not recognised and is stored again; the table also
- * survives a restart only for the ops the recovered journal window holds
- * (journal_slots ops).
+ * else -ESTALE). The table (shard/serve/pgclients.h) is saved to the
+ * partition's `clients` file before every checkpoint and loaded at open,
+ * so it survives restarts beyond the recovered journal window.
+ * At-least-once edge: a copy of a proposal at the client's current
+ * request number that arrives after four newer batches with that number
+ * committed is not recognised and is stored again (Iggy's SDKs send
+ * every batch at one request number).
  * Consumer-offset ops: a store's result is checked against the committed
  * frontier at the op (deterministic on every replica); the highest
  * applied offset op is persisted (<partition>/offsets_applied) so a
  * replay after a restart does not apply it again; a storage failure in
  * the apply stops the group (the op is applied again after the restart).
+ * A poll's auto-commit on a replica is such an op too (a raising store,
+ * proposed by the primary, forwarded to it from a backup): the offset a
+ * consumer reads back on any replica is the group's.
  * Reply frames (env->reply): a struct vs_hdr_reply echoing client,
  * request, request_checksum and operation, with status; status 0 carries
  * the body: a send's confirmation [1 u32][stream u32][topic u32]
@@ -139,18 +144,22 @@ struct pgroup_stats {
 
 /* The body of a consumer-offset op (VS_OP_STORE_CONSUMER_OFFSET /
  * VS_OP_DELETE_CONSUMER_OFFSET), 24 bytes little endian:
- * kind u8 (enum part_consumer_kind) | 3 zero bytes | id u32 |
- * group_created_op u64 | offset u64 (0 for a delete). */
+ * kind u8 (enum part_consumer_kind) | raise u8 | 2 zero bytes | id u32 |
+ * group_created_op u64 | offset u64 (0 for a delete). raise (stores
+ * only) is 1 for a poll's auto-commit: the stored offset is raised to
+ * `offset`, never lowered (an explicit store sets it as given). */
 #define PGROUP_OFFSET_BODY 24u
 struct pgroup_offset_op {
     uint8_t kind;
+    uint8_t raise;
     uint32_t id;
     uint64_t group_created_op;
     uint64_t offset;
 };
 void pgroup_offset_encode(const struct pgroup_offset_op *o,
                           uint8_t out[PGROUP_OFFSET_BODY]);
-/* 0, or -EINVAL for a body of another size, kind or non-zero padding. */
+/* 0, or -EINVAL for a body of another size, kind, a raise flag above 1
+ * or non-zero padding. */
 int pgroup_offset_decode(const uint8_t *b, size_t len,
                          struct pgroup_offset_op *o);
 
@@ -192,6 +201,14 @@ int pgroup_on_send(struct vs_pgroup *g, const struct vs_hdr_request *req,
 int pgroup_on_offset(struct vs_pgroup *g, const struct vs_hdr_request *req,
                      uint8_t operation, const struct pgroup_offset_op *o,
                      uint64_t wall_us);
+/* A poll's auto-commit on the primary: proposes a raising store (o->raise
+ * is forced to 1) without a client and without a waiter (best effort, as
+ * Iggy's: the poll's reply does not wait for it; every replica applies
+ * it at its op). 0 (proposed, or nothing to do: the applied offset is
+ * already at or above it, or the same op is in flight), or
+ * pgroup_on_send's -EREMOTE / -EAGAIN / -EBUSY / -VS_EFATAL. */
+int pgroup_on_autocommit(struct vs_pgroup *g, const struct pgroup_offset_op *o,
+                         uint64_t wall_us);
 /* The group's journal (for pj_sync_target). */
 struct vs_pjournal *pgroup_journal(struct vs_pgroup *g);
 /* Takes the sync target env->sync asked for (see pgroup_env). 0 or
