@@ -370,6 +370,15 @@ int part_retention(struct vs_part *p, uint64_t now_us,
                    uint64_t message_expiry_us, uint64_t max_bytes,
                    struct part_retention_result *res);
 
+/* What part_retention and then part_apply_watermark(watermark) would
+ * delete, as one watermark (pure; no I/O): the start offset of the first
+ * segment that would survive, 0 when nothing would go. A replicated
+ * partition's primary proposes it to its group (every replica then
+ * applies it with part_apply_watermark, deleting the same segments). */
+uint64_t part_retention_watermark(const struct vs_part *p, uint64_t now_us,
+                                  uint64_t message_expiry_us,
+                                  uint64_t max_bytes, uint64_t watermark);
+
 /* DeleteSegments (iggy-client-protocol-2 §1.2: the `n` oldest SEALED
  * segments). Computes the offset watermark the metadata op records: the
  * start offset of the first segment that survives (nothing sealed -> the

@@ -1025,6 +1025,16 @@ pj_read(struct vs_pjournal *j, uint64_t op, struct vs_wbuf *out)
 }
 
 int
+pj_drop_segment(struct vs_pjournal *j, uint64_t start)
+{
+    if (sio_is_fatal(j->io))
+        return -VS_EFATAL;
+    if (start >= part_active_start(j->p))
+        return -EINVAL; /* the active segment's records stay */
+    return vsr_cut(j, start, 0);
+}
+
+int
 pj_truncate_from(struct vs_pjournal *j, uint64_t op)
 {
     if (sio_is_fatal(j->io))

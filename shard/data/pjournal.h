@@ -152,6 +152,13 @@ int pj_sync(struct vs_pjournal *j);
  * in the journal's in-memory window: the newest window + 1 ops and
  * every op above the commit), -EBADMSG (fails its checksums). */
 int pj_read(struct vs_pjournal *j, uint64_t op, struct vs_wbuf *out);
+/* Removes the .vsr file of the sealed segment starting at `start`, once
+ * its batches were deleted (a replicated trim: every replica drops the
+ * same segments at the same op). Its ops then read as gone (pj_read
+ * -ENOENT: a peer asking for them is answered by others or by a state
+ * transfer). 0 (also when absent), -EINVAL (the active segment or a later
+ * one), -VS_EFATAL. */
+int pj_drop_segment(struct vs_pjournal *j, uint64_t start);
 /* Removes every op >= op (records and their batches), durably. Never at
  * or below the committed op. */
 int pj_truncate_from(struct vs_pjournal *j, uint64_t op);

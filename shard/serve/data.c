@@ -1071,8 +1071,10 @@ data_on_tick(evutil_socket_t fd, short what, void *arg)
         gcommit_tick(d->gc, mono_ms()); /* interval fsyncs, off the loop */
     else
         dparts_tick_fsync(&d->parts, mono_ms());
-    if (d->ticks % (DATA_RETENTION_MS / DATA_TICK_MS) == 0)
+    if (d->ticks % (DATA_RETENTION_MS / DATA_TICK_MS) == 0) {
         dparts_tick_retention(&d->parts, vs_realtime_us());
+        pgroups_tick_retention(d->pg, vs_realtime_us());
+    }
     watch_owners(s);
 }
 

@@ -459,7 +459,8 @@ update_one(struct dparts *d, struct dpart *dp, const struct dlive *e)
                          sio_strerror(rc));
         }
     }
-    if (e->watermark > dp->watermark) {
+    dp->meta_watermark = e->watermark;
+    if (e->watermark > dp->watermark && !dp->grouped) {
         int rc = part_apply_watermark(dp->p, e->watermark, NULL);
         dparts_check_fatal(d, rc, "deleting segments");
         if (rc == 0)
@@ -620,6 +621,8 @@ void
 dparts_tick_retention(struct dparts *d, uint64_t now_us)
 {
     for (struct dpart *dp = d->all; dp; dp = dp->next) {
+        if (dp->grouped)
+            continue; /* its group's primary proposes it (pgroups.h) */
         struct part_retention_result r = {0};
         int rc = part_retention(dp->p, now_us, dp->message_expiry,
                                 dp->max_bytes, &r);

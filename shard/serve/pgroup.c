@@ -508,6 +508,55 @@ apply_offset(struct vs_pgroup *g, uint64_t op, uint8_t operation,
     return 0;
 }
 
+/* Applies a trim op (pgroup.h, Trims): the sealed segments below its
+ * watermark go, with their .vsr records. Idempotent (a replay after a
+ * restart deletes nothing more). 0 and *code, or -1 (stopped). */
+static int
+apply_trim(struct vs_pgroup *g, uint64_t op, const uint8_t *b, uint32_t len,
+           uint32_t *code)
+{
+    struct pgroup_trim_op t;
+    *code = 0;
+    if (pgroup_trim_decode(b, len, &t) < 0) {
+        *code = VS_E_INVALID_FORMAT;
+        return 0;
+    }
+    uint64_t starts[64];
+    size_t n = 0;
+    uint64_t start, size;
+    for (size_t i = 0; n < 64 && part_segment_at(g->p, i, &start, &size) == 0;
+         i++)
+        if (start < t.watermark)
+            starts[n++] = start;
+    uint64_t first0 = n ? starts[0] : 0;
+    struct part_retention_result res;
+    int rc = part_apply_watermark(g->p, t.watermark, &res);
+    uint64_t first = 0;
+    if (rc == 0 && part_segment_at(g->p, 0, &first, &size) == 0)
+        for (size_t i = 0; rc == 0 && i < n && starts[i] < first; i++)
+            rc = pj_drop_segment(g->j, starts[i]);
+    if (rc < 0) {
+        (void)set_fatal(g, "trim", rc);
+        return -1;
+    }
+    g->stats.trims++;
+    g->stats.segments_trimmed += res.segments_deleted;
+    if (res.segments_deleted > 0)
+        vs_log_info(
+            "partition group %" PRIx64 ": op %" PRIu64 " (%s) deleted "
+            "%u segments (offsets %" PRIu64 "..%" PRIu64 ", %" PRIu64 " bytes)",
+            g->group, op,
+            t.kind == PGROUP_TRIM_RETENTION ? "retention" : "DeleteSegments",
+            res.segments_deleted, first0, first ? first - 1 : 0,
+            res.bytes_deleted);
+    if (res.segments_deleted > 0 && first0 != t.first && first0 < t.first)
+        vs_log_warn("partition group %" PRIx64 ": op %" PRIu64
+                    " named segments from offset %" PRIu64
+                    " but this replica's log starts at %" PRIu64,
+                    g->group, op, t.first, first0);
+    return 0;
+}
+
 static int
 do_commit(struct vs_pgroup *g, const struct vs_vsr_action *a)
 {
@@ -547,6 +596,8 @@ do_commit(struct vs_pgroup *g, const struct vs_vsr_action *a)
         if (h->operation == VS_OP_STORE_CONSUMER_OFFSET ||
             h->operation == VS_OP_DELETE_CONSUMER_OFFSET)
             rc = apply_offset(g, a->op, h->operation, body, a->body_len, &code);
+        else if (h->operation == VS_OP_DELETE_SEGMENTS)
+            rc = apply_trim(g, a->op, body, a->body_len, &code);
         vs_wbuf_fini(&rb);
         if (rc < 0 || g->fatal)
             return -VS_EFATAL; /* the COMMIT stays unapplied */
@@ -954,6 +1005,39 @@ pgroup_on_offset(struct vs_pgroup *g, const struct vs_hdr_request *req,
     return propose(g, req, operation, body, sizeof(body), wall_us);
 }
 
+/* Proposes a body without a client (an auto-commit, a trim): the engine
+ * keeps no per-client slot for it, so it never holds back a client's own
+ * next request. 0 (proposed, or an op with the same body and operation
+ * is in flight) or the engine's refusal. */
+static int
+propose_anon(struct vs_pgroup *g, uint8_t operation, const uint8_t *body,
+             uint32_t len, uint64_t wall_us)
+{
+    struct vs_hdr_request r;
+    memset(&r, 0, sizeof(r));
+    r.f.cluster = g->o.cluster;
+    r.f.size = (uint32_t)sizeof(r) + len;
+    r.f.command = VS_CMD_REQUEST;
+    r.operation = operation;
+    r.request_checksum = vs_checksum(body, len);
+    uint64_t top = vsr_op(g->v);
+    for (uint64_t op = vsr_commit_min(g->v) + 1; op <= top; op++) {
+        struct vs_hdr_prepare h;
+        if (vsr_header(g->v, op, &h) == 1 && vs_u128_is_zero(h.client) &&
+            h.operation == operation &&
+            vs_u128_eq(h.request_checksum, r.request_checksum))
+            return 0;
+    }
+    int rc = vsr_on_request(g->v, &r, body, len, wall_us);
+    if (rc == -ENOSPC)
+        rc = -EBUSY;
+    if (rc < 0)
+        return rc;
+    g->stats.proposals++;
+    drain(g);
+    return g->fatal ? -VS_EFATAL : 0;
+}
+
 int
 pgroup_on_autocommit(struct vs_pgroup *g, const struct pgroup_offset_op *o,
                      uint64_t wall_us)
@@ -972,30 +1056,59 @@ pgroup_on_autocommit(struct vs_pgroup *g, const struct pgroup_offset_op *o,
         return 0; /* applied already (ops in flight may raise it too) */
     uint8_t body[PGROUP_OFFSET_BODY];
     pgroup_offset_encode(&ro, body);
-    struct vs_hdr_request r;
-    memset(&r, 0, sizeof(r));
-    r.f.cluster = g->o.cluster;
-    r.f.size = (uint32_t)sizeof(r) + (uint32_t)sizeof(body);
-    r.f.command = VS_CMD_REQUEST;
-    r.operation = VS_OP_STORE_CONSUMER_OFFSET;
-    r.request_checksum = vs_checksum(body, sizeof(body));
-    /* no client: the engine keeps no per-client slot for it, so it never
-     * holds back the consumer's own next request */
+    return propose_anon(g, VS_OP_STORE_CONSUMER_OFFSET, body, sizeof(body),
+                        wall_us);
+}
+
+int
+pgroup_on_trim(struct vs_pgroup *g, uint8_t kind, uint64_t watermark,
+               uint64_t wall_us)
+{
+    if (kind != PGROUP_TRIM_RETENTION && kind != PGROUP_TRIM_DELETE_SEGMENTS)
+        return -EINVAL;
+    int rc = proposer_check(g);
+    if (rc < 0)
+        return rc;
     uint64_t top = vsr_op(g->v);
     for (uint64_t op = vsr_commit_min(g->v) + 1; op <= top; op++) {
         struct vs_hdr_prepare h;
-        if (vsr_header(g->v, op, &h) == 1 && vs_u128_is_zero(h.client) &&
-            vs_u128_eq(h.request_checksum, r.request_checksum))
-            return 0; /* the same auto-commit is in flight */
+        if (vsr_header(g->v, op, &h) == 1 &&
+            h.operation == VS_OP_DELETE_SEGMENTS)
+            return 0; /* one trim at a time: the next tick sees its result */
     }
-    rc = vsr_on_request(g->v, &r, body, sizeof(body), wall_us);
-    if (rc == -ENOSPC)
-        rc = -EBUSY;
-    if (rc < 0)
-        return rc;
-    g->stats.proposals++;
-    drain(g);
-    return g->fatal ? -VS_EFATAL : 0;
+    struct pgroup_trim_op t = {.kind = kind, .watermark = watermark};
+    uint64_t size;
+    if (part_segment_at(g->p, 0, &t.first, &size) < 0 || watermark <= t.first ||
+        watermark > part_active_start(g->p))
+        return 0; /* no sealed segment goes */
+    uint8_t body[PGROUP_TRIM_BODY];
+    pgroup_trim_encode(&t, body);
+    return propose_anon(g, VS_OP_DELETE_SEGMENTS, body, sizeof(body), wall_us);
+}
+
+void
+pgroup_trim_encode(const struct pgroup_trim_op *t,
+                   uint8_t out[PGROUP_TRIM_BODY])
+{
+    memset(out, 0, PGROUP_TRIM_BODY);
+    out[0] = t->kind;
+    vs_store_u64(out + 8, t->first);
+    vs_store_u64(out + 16, t->watermark);
+}
+
+int
+pgroup_trim_decode(const uint8_t *b, size_t len, struct pgroup_trim_op *t)
+{
+    if (len != PGROUP_TRIM_BODY ||
+        (b[0] != PGROUP_TRIM_RETENTION && b[0] != PGROUP_TRIM_DELETE_SEGMENTS))
+        return -EINVAL;
+    for (int i = 1; i < 8; i++)
+        if (b[i])
+            return -EINVAL;
+    t->kind = b[0];
+    t->first = vs_load_u64(b + 8);
+    t->watermark = vs_load_u64(b + 16);
+    return t->watermark > t->first ? 0 : -EINVAL;
 }
 
 enum vsr_verdict

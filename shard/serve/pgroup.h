@@ -18,10 +18,9 @@
  *                        view changes and checkpoints only) ->
  *                        on_superblock_durable
  *   COMMIT            -> pj_set_commit (the batch becomes visible to
- *                        polls), consumer-offset ops (store, delete)
+ *                        polls), consumer-offset ops (store, delete) and
+ *                        trim ops (retention, DeleteSegments: see Trims)
  *                        applied to the partition, vsr_on_commit_applied
- *                        (retention, purge and DeleteSegments are not
- *                        ops of the group in this version)
  *   REPLY             -> not used: the COMMIT answers the proposal's
  *                        waiter through env->reply (see Replies below)
  *   SEND_PREPARE      -> pj_read, then env->send with command 19
@@ -60,6 +59,18 @@
  * A poll's auto-commit on a replica is such an op too (a raising store,
  * proposed by the primary, forwarded to it from a backup): the offset a
  * consumer reads back on any replica is the group's.
+ * Trims: retention (message expiry, size cap) and DeleteSegments of a
+ * replicated partition are ops of its group (operation
+ * VS_OP_DELETE_SEGMENTS, body PGROUP_TRIM_BODY): only the primary
+ * proposes one (pgroup_on_trim), naming the range of sealed segments that
+ * go ([first, watermark): the first segment's start and the start of the
+ * first one that stays, as its own log has them); every replica applies it
+ * at its op with part_apply_watermark (the same sealed segments: the
+ * replicas' logs are byte-identical up to the commit, and every op before
+ * the trim is applied first) and removes their .vsr records
+ * (pj_drop_segment). A backup never runs retention on its own. The ops of
+ * deleted segments then read as gone (a peer asking for them is answered
+ * by another replica or falls back to a state transfer).
  * Reply frames (env->reply): a struct vs_hdr_reply echoing client,
  * request, request_checksum and operation, with status; status 0 carries
  * the body: a send's confirmation [1 u32][stream u32][topic u32]
@@ -140,6 +151,7 @@ struct pgroup_stats {
     uint64_t proposals, duplicates, replies, waiters_dropped;
     uint64_t appends, syncs, commits, truncations, superblock_writes;
     uint64_t repairs_served, state_transfers, enospc, stale;
+    uint64_t trims, segments_trimmed;
 };
 
 /* The body of a consumer-offset op (VS_OP_STORE_CONSUMER_OFFSET /
@@ -162,6 +174,26 @@ void pgroup_offset_encode(const struct pgroup_offset_op *o,
  * or non-zero padding. */
 int pgroup_offset_decode(const uint8_t *b, size_t len,
                          struct pgroup_offset_op *o);
+
+/* The body of a trim op (VS_OP_DELETE_SEGMENTS in a partition group), 24
+ * bytes little endian: kind u8 (enum pgroup_trim_kind) | 7 zero bytes |
+ * first u64 (start offset of the first segment the proposer held) |
+ * watermark u64 (start offset of the first segment that stays; every
+ * sealed segment whose messages all lie below it goes). */
+#define PGROUP_TRIM_BODY 24u
+enum pgroup_trim_kind {
+    PGROUP_TRIM_RETENTION = 1,      /* message expiry or the size cap */
+    PGROUP_TRIM_DELETE_SEGMENTS = 2 /* the metadata's watermark */
+};
+struct pgroup_trim_op {
+    uint8_t kind;
+    uint64_t first;
+    uint64_t watermark;
+};
+void pgroup_trim_encode(const struct pgroup_trim_op *t,
+                        uint8_t out[PGROUP_TRIM_BODY]);
+/* 0, or -EINVAL (size, kind, padding, watermark not above first). */
+int pgroup_trim_decode(const uint8_t *b, size_t len, struct pgroup_trim_op *t);
 
 /* The group id of a partition (a pure function of its identity; the same
  * on every node). */
@@ -209,6 +241,12 @@ int pgroup_on_offset(struct vs_pgroup *g, const struct vs_hdr_request *req,
  * pgroup_on_send's -EREMOTE / -EAGAIN / -EBUSY / -VS_EFATAL. */
 int pgroup_on_autocommit(struct vs_pgroup *g, const struct pgroup_offset_op *o,
                          uint64_t wall_us);
+/* A trim on the primary (see Trims): proposes it without a client. 0
+ * (proposed, or nothing to do: the watermark deletes no segment here, or
+ * a trim is in flight already), or pgroup_on_send's -EREMOTE / -EAGAIN /
+ * -EBUSY / -VS_EFATAL, -EINVAL (a bad kind). */
+int pgroup_on_trim(struct vs_pgroup *g, uint8_t kind, uint64_t watermark,
+                   uint64_t wall_us);
 /* The group's journal (for pj_sync_target). */
 struct vs_pjournal *pgroup_journal(struct vs_pgroup *g);
 /* Takes the sync target env->sync asked for (see pgroup_env). 0 or

@@ -361,6 +361,7 @@ group_open(struct serve_pgroups *pg, struct pg_entry *e)
     struct dpart *dp = dparts_find(pg->parts, &e->id);
     if (dp == NULL)
         return;
+    dp->grouped = 1; /* retention is the group's, even while it is closed */
     struct pgroup_opts o;
     memset(&o, 0, sizeof(o));
     o.cluster = pg->s->cluster;
@@ -895,6 +896,38 @@ autocommit_run(struct serve_pgroups *pg, struct pg_entry *e,
                  cmd->stream_id, cmd->topic_id, cmd->partition_id, cmd->value,
                  rc == -VS_EFATAL ? "the group stopped" : strerror(-rc));
     return VS_E_TRANSIENT_NOT_COMMITTED;
+}
+
+void
+pgroups_tick_retention(struct serve_pgroups *pg, uint64_t now_us)
+{
+    if (pg == NULL)
+        return;
+    for (struct pg_entry *e = pg->all; e; e = e->next) {
+        if (e->g == NULL || !pgroup_is_settled_primary(e->g))
+            continue;
+        struct dpart *dp = dparts_find(pg->parts, &e->id);
+        if (dp == NULL)
+            continue;
+        uint64_t wm = part_retention_watermark(
+            dp->p, now_us, dp->message_expiry, dp->max_bytes, 0);
+        uint8_t kind = PGROUP_TRIM_RETENTION;
+        uint64_t md =
+            part_retention_watermark(dp->p, now_us, 0, 0, dp->meta_watermark);
+        if (md > wm) {
+            wm = md;
+            kind = PGROUP_TRIM_DELETE_SEGMENTS;
+        }
+        if (wm == 0)
+            continue;
+        int rc = pgroup_on_trim(e->g, kind, wm, vs_realtime_us());
+        if (rc < 0)
+            vs_log_debug(
+                "partition %u.%u.%u: trim below offset %" PRIu64
+                " not proposed: %s",
+                e->id.stream_id, e->id.topic_id, e->id.partition_id, wm,
+                rc == -VS_EFATAL ? "the group stopped" : strerror(-rc));
+    }
 }
 
 int

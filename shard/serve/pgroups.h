@@ -131,6 +131,14 @@ uint32_t pgroups_exec(struct serve_pgroups *pg, struct dpart *dp,
 int pgroups_autocommit(struct serve_pgroups *pg, struct dpart *dp,
                        const struct data_cmd *poll, uint64_t offset);
 
+/* The retention tick of the replicated partitions (after
+ * dparts_tick_retention, which leaves them alone): for each group whose
+ * settled primary is this node, what retention (message expiry, size
+ * cap) and the metadata's DeleteSegments watermark would delete is
+ * proposed as one trim op (pgroup_on_trim); every replica deletes the
+ * same segments when it commits. NULL is accepted. */
+void pgroups_tick_retention(struct serve_pgroups *pg, uint64_t now_us);
+
 /* The answer of a command a peer node forwarded here (w->link). */
 void pgroups_answer_link(struct serve_pgroups *pg, const struct gc_waiter *w,
                          uint32_t status, const uint8_t *body, size_t len);

@@ -1278,6 +1278,126 @@ START_TEST(test_autocommit_group_op)
 }
 END_TEST
 
+static size_t
+segments_of(int node, uint64_t *starts, size_t max)
+{
+    uint64_t start, size;
+    size_t n = 0;
+    struct vs_part *pp = pgroup_part(g_n[node].g);
+    while (n < max && part_segment_at(pp, n, &start, &size) == 0)
+        starts[n++] = start;
+    return n;
+}
+
+static int
+vsr_file_exists(int node, uint64_t start)
+{
+    char path[900];
+    snprintf(path, sizeof(path), "%s/%020llu.vsr",
+             part_dir(pgroup_part(g_n[node].g)), (unsigned long long)start);
+    return access(path, F_OK) == 0;
+}
+
+/* Retention / DeleteSegments of a replicated partition is an op of its
+ * group: only the primary proposes it, every replica (one of them cut
+ * off while it commits, repaired after) deletes the same sealed segments
+ * and their .vsr records, the logs stay byte-identical, and the group
+ * restarts over the trimmed log. */
+START_TEST(test_trim_same_segments_everywhere)
+{
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(4, 1, 40);
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    uint64_t st[64];
+    size_t n = segments_of(0, st, 64);
+    ck_assert_uint_ge(n, 4);
+    /* a backup never proposes one; bad kinds are refused */
+    ck_assert_int_eq(
+        pgroup_on_trim(g_n[1].g, PGROUP_TRIM_RETENTION, st[2], g_wall),
+        -EREMOTE);
+    ck_assert_int_eq(pgroup_on_trim(g_n[0].g, 9, st[2], g_wall), -EINVAL);
+    /* nothing to delete: not proposed */
+    uint64_t op = vsr_op(pgroup_engine(g_n[0].g));
+    ck_assert_int_eq(
+        pgroup_on_trim(g_n[0].g, PGROUP_TRIM_RETENTION, st[0], g_wall), 0);
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), op);
+    /* the same watermark from the pure planner (the size cap) */
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a, sz;
+        ck_assert_int_eq(part_segment_at(pgroup_part(g_n[0].g), i, &a, &sz), 0);
+        total += sz;
+    }
+    uint64_t s0, sz0, s1, sz1;
+    part_segment_at(pgroup_part(g_n[0].g), 0, &s0, &sz0);
+    part_segment_at(pgroup_part(g_n[0].g), 1, &s1, &sz1);
+    ck_assert_uint_eq(part_retention_watermark(pgroup_part(g_n[0].g), 0, 0,
+                                               total - sz0 - sz1, 0),
+                      st[2]);
+    ck_assert_uint_eq(
+        part_retention_watermark(pgroup_part(g_n[0].g), 0, 0, 0, st[2]), st[2]);
+    ck_assert_uint_eq(
+        part_retention_watermark(pgroup_part(g_n[0].g), 0, 0, 0, 0), 0);
+    g_drop[0][2] = 1; /* replica 2 misses the trim's prepare */
+    ck_assert_int_eq(
+        pgroup_on_trim(g_n[0].g, PGROUP_TRIM_RETENTION, st[2], g_wall), 0);
+    /* one trim at a time */
+    ck_assert_int_eq(
+        pgroup_on_trim(g_n[0].g, PGROUP_TRIM_DELETE_SEGMENTS, st[3], g_wall),
+        0);
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), op + 1);
+    for (int s = 0; s < 30; s++)
+        step();
+    ck_assert_uint_eq(segments_of(2, st + 32, 32), n); /* not yet */
+    g_drop[0][2] = 0;
+    produce(4, 41, 42);
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    for (int i = 0; i < N; i++) {
+        uint64_t mine[64];
+        size_t m = segments_of(i, mine, 64);
+        ck_assert_uint_ge(m, n - 2);
+        ck_assert_uint_eq(mine[0], st[2]);
+        ck_assert_int_eq(vsr_file_exists(i, st[0]), 0);
+        ck_assert_int_eq(vsr_file_exists(i, st[1]), 0);
+        ck_assert_int_eq(vsr_file_exists(i, st[2]), 1);
+        struct pgroup_stats ps;
+        pgroup_stats(g_n[i].g, &ps);
+        ck_assert_uint_eq(ps.trims, 1);
+        ck_assert_uint_eq(ps.segments_trimmed, 2);
+        ck_assert_int_eq(pgroup_fatal(g_n[i].g), 0);
+    }
+    files_identical();
+    /* a poll from offset 0 starts at the first kept segment everywhere */
+    uint64_t c0 = polled(0, NULL);
+    for (int i = 1; i < N; i++)
+        ck_assert_uint_eq(polled(i, NULL), c0);
+    /* the group restarts over the trimmed log and keeps going */
+    for (int i = 0; i < N; i++)
+        node_kill(&g_n[i]);
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    int p = wait_primary(-1);
+    produce(4, 43, 45);
+    wait_commit_all(pgroup_commit(g_n[p].g));
+    files_identical();
+    /* the trim body's refusals */
+    uint8_t b[PGROUP_TRIM_BODY];
+    struct pgroup_trim_op t = {.kind = PGROUP_TRIM_RETENTION,
+                               .first = 10,
+                               .watermark = 20},
+                          x;
+    pgroup_trim_encode(&t, b);
+    ck_assert_int_eq(pgroup_trim_decode(b, sizeof(b), &x), 0);
+    ck_assert_uint_eq(x.watermark, 20);
+    ck_assert_int_eq(pgroup_trim_decode(b, sizeof(b) - 1, &x), -EINVAL);
+    b[3] = 1;
+    ck_assert_int_eq(pgroup_trim_decode(b, sizeof(b), &x), -EINVAL);
+    t.watermark = 10;
+    pgroup_trim_encode(&t, b);
+    ck_assert_int_eq(pgroup_trim_decode(b, sizeof(b), &x), -EINVAL);
+}
+END_TEST
+
 static Suite *
 pgroup_suite(void)
 {
@@ -1300,6 +1420,7 @@ pgroup_suite(void)
     tcase_add_test(tc, test_client_table_survives_restart);
     tcase_add_test(tc, test_client_table_codec);
     tcase_add_test(tc, test_autocommit_group_op);
+    tcase_add_test(tc, test_trim_same_segments_everywhere);
     suite_add_tcase(s, tc);
     return s;
 }
