@@ -117,7 +117,12 @@ struct vs_pjournal;
 /* Opens the journal side of partition `p` (already opened by part_open
  * with cut_damaged_tail = 1): reads vsr_state and every .vsr record,
  * verifies the chain and the batches the records name, applies the
- * recovery rules above. `window` bounds the headers returned (the
+ * recovery rules above. Records of segments deleted by a trim (their
+ * .vsr files gone with the batches) are not needed: when the first
+ * retained record lies above the superblock's checkpoint + 1 and older
+ * segments were deleted, the recovered state's checkpoint becomes the op
+ * right below it (a trim commits after every op it deletes, so they
+ * were applied). `window` bounds the headers returned (the
  * engine's journal_slots): those of the ops from state.checkpoint_op up,
  * at most window + 1. Visibility is capped at the checkpoint op (the
  * engine's replay raises it). 0, or -EBADMSG with `verdict` filled
