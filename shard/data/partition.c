@@ -1266,6 +1266,32 @@ part_apply_watermark(struct vs_part *p, uint64_t watermark,
 }
 
 int
+part_seal_active(struct vs_part *p)
+{
+    if (p->opts.read_only)
+        return -EROFS;
+    if (sio_is_fatal(p->io))
+        return -VS_EFATAL;
+    if (p->nsegs == 0)
+        return -EIO;
+    return active(p)->size > 0 ? roll(p) : 0;
+}
+
+uint64_t
+part_purge_generation(const struct vs_part *p)
+{
+    return p->purge_gen;
+}
+
+int
+part_set_purge_generation(struct vs_part *p, uint64_t purge_generation)
+{
+    if (purge_generation <= p->purge_gen)
+        return 0;
+    return state_write(p, purge_generation, p->floor);
+}
+
+int
 part_purge(struct vs_part *p, uint64_t purge_generation)
 {
     if (purge_generation <= p->purge_gen)

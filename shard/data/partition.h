@@ -401,6 +401,19 @@ int part_apply_watermark(struct vs_part *p, uint64_t watermark,
  * metadata's generation). 0, -ENOSPC, -VS_EFATAL. */
 int part_purge(struct vs_part *p, uint64_t purge_generation);
 
+/* A replicated partition's purge is an op of its group (shard/serve/
+ * pgroup.h): when a replica appends it, it seals its active segment
+ * (part_seal_active: a new empty active segment at the next offset;
+ * nothing when the active one is empty), so every replica has a segment
+ * boundary at the purge's offset; when it commits, the segments below go
+ * (part_apply_watermark), the consumer offsets too, and the generation is
+ * recorded (part_set_purge_generation: the state file, durably; never
+ * lowered), so part_open never purges it again locally. 0 or -errno /
+ * -VS_EFATAL. */
+int part_seal_active(struct vs_part *p);
+uint64_t part_purge_generation(const struct vs_part *p);
+int part_set_purge_generation(struct vs_part *p, uint64_t purge_generation);
+
 /* ---- consumer offsets (implemented in offsets.c) ---- */
 
 enum part_consumer_kind {

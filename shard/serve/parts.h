@@ -86,9 +86,11 @@ struct dpart {
     struct dpart *next;      /* all open partitions */
     /* the metadata's DeleteSegments watermark (applied or not) */
     uint64_t meta_watermark;
+    /* the metadata's purge generation (applied or not) */
+    uint64_t meta_purge_gen;
     /* 1: a member of a replica set of more than one (pgroups.h): its
-     * retention and DeleteSegments are ops of its group, never run here
-     * on this node's own */
+     * retention, DeleteSegments and purges are ops of its group, never
+     * run here on this node's own (its open never purges either) */
     int grouped;
 };
 

@@ -331,6 +331,15 @@ do_append(struct vs_pgroup *g, const struct vs_vsr_action *a)
         g->fatal = 1;
         return rc;
     }
+    struct pgroup_trim_op pt;
+    if (h->operation == VS_OP_DELETE_SEGMENTS && a->body &&
+        pgroup_trim_decode(a->body, a->body_len, &pt) == 0 &&
+        pt.kind == PGROUP_TRIM_PURGE) {
+        /* a segment boundary at the purge's offset on every replica */
+        rc = part_seal_active(g->p);
+        if (rc < 0)
+            return set_fatal(g, "sealing the segment of a purge", rc);
+    }
     if (pj_is_batch_op(h->operation)) {
         if (batch_base_timestamp(a->body) > g->last_ts)
             g->last_ts = batch_base_timestamp(a->body);
@@ -521,6 +530,9 @@ apply_trim(struct vs_pgroup *g, uint64_t op, const uint8_t *b, uint32_t len,
         *code = VS_E_INVALID_FORMAT;
         return 0;
     }
+    int purge = t.kind == PGROUP_TRIM_PURGE;
+    if (purge && t.first <= part_purge_generation(g->p))
+        return 0; /* this generation is applied (a replay, or a repeat) */
     uint64_t starts[64];
     size_t n = 0;
     uint64_t start, size;
@@ -535,21 +547,30 @@ apply_trim(struct vs_pgroup *g, uint64_t op, const uint8_t *b, uint32_t len,
     if (rc == 0 && part_segment_at(g->p, 0, &first, &size) == 0)
         for (size_t i = 0; rc == 0 && i < n && starts[i] < first; i++)
             rc = pj_drop_segment(g->j, starts[i]);
+    if (rc == 0 && purge && op > g->offsets_applied) {
+        rc = part_offsets_clear(g->p);
+        if (rc == 0)
+            rc = applied_store(g, op);
+    }
+    if (rc == 0 && purge)
+        rc = part_set_purge_generation(g->p, t.first);
     if (rc < 0) {
-        (void)set_fatal(g, "trim", rc);
+        (void)set_fatal(g, purge ? "purge" : "trim", rc);
         return -1;
     }
     g->stats.trims++;
     g->stats.segments_trimmed += res.segments_deleted;
     if (res.segments_deleted > 0)
-        vs_log_info(
-            "partition group %" PRIx64 ": op %" PRIu64 " (%s) deleted "
-            "%u segments (offsets %" PRIu64 "..%" PRIu64 ", %" PRIu64 " bytes)",
-            g->group, op,
-            t.kind == PGROUP_TRIM_RETENTION ? "retention" : "DeleteSegments",
-            res.segments_deleted, first0, first ? first - 1 : 0,
-            res.bytes_deleted);
-    if (res.segments_deleted > 0 && first0 != t.first && first0 < t.first)
+        vs_log_info("partition group %" PRIx64 ": op %" PRIu64 " (%s) deleted "
+                    "%u segments (offsets %" PRIu64 "..%" PRIu64 ", %" PRIu64
+                    " bytes)",
+                    g->group, op,
+                    t.kind == PGROUP_TRIM_RETENTION ? "retention"
+                    : purge                         ? "purge"
+                                                    : "DeleteSegments",
+                    res.segments_deleted, first0, first ? first - 1 : 0,
+                    res.bytes_deleted);
+    if (!purge && res.segments_deleted > 0 && first0 < t.first)
         vs_log_warn("partition group %" PRIx64 ": op %" PRIu64
                     " named segments from offset %" PRIu64
                     " but this replica's log starts at %" PRIu64,
@@ -1086,6 +1107,35 @@ pgroup_on_trim(struct vs_pgroup *g, uint8_t kind, uint64_t watermark,
     return propose_anon(g, VS_OP_DELETE_SEGMENTS, body, sizeof(body), wall_us);
 }
 
+int
+pgroup_on_purge(struct vs_pgroup *g, uint64_t generation, uint64_t wall_us)
+{
+    if (generation == 0)
+        return -EINVAL;
+    int rc = proposer_check(g);
+    if (rc < 0)
+        return rc;
+    if (generation <= part_purge_generation(g->p))
+        return 0;
+    uint64_t top = vsr_op(g->v);
+    for (uint64_t op = vsr_commit_min(g->v) + 1; op <= top; op++) {
+        struct vs_hdr_prepare h;
+        if (vsr_header(g->v, op, &h) == 1 &&
+            h.operation == VS_OP_DELETE_SEGMENTS)
+            return 0; /* one trim at a time: the next tick sees its result */
+    }
+    struct part_stats ps;
+    part_stats(g->p, &ps);
+    struct pgroup_trim_op t = {.kind = PGROUP_TRIM_PURGE,
+                               .first = generation,
+                               .watermark = ps.next_offset > g->stamp_next
+                                                ? ps.next_offset
+                                                : g->stamp_next};
+    uint8_t body[PGROUP_TRIM_BODY];
+    pgroup_trim_encode(&t, body);
+    return propose_anon(g, VS_OP_DELETE_SEGMENTS, body, sizeof(body), wall_us);
+}
+
 void
 pgroup_trim_encode(const struct pgroup_trim_op *t,
                    uint8_t out[PGROUP_TRIM_BODY])
@@ -1100,7 +1150,8 @@ int
 pgroup_trim_decode(const uint8_t *b, size_t len, struct pgroup_trim_op *t)
 {
     if (len != PGROUP_TRIM_BODY ||
-        (b[0] != PGROUP_TRIM_RETENTION && b[0] != PGROUP_TRIM_DELETE_SEGMENTS))
+        (b[0] != PGROUP_TRIM_RETENTION && b[0] != PGROUP_TRIM_DELETE_SEGMENTS &&
+         b[0] != PGROUP_TRIM_PURGE))
         return -EINVAL;
     for (int i = 1; i < 8; i++)
         if (b[i])
@@ -1108,6 +1159,8 @@ pgroup_trim_decode(const uint8_t *b, size_t len, struct pgroup_trim_op *t)
     t->kind = b[0];
     t->first = vs_load_u64(b + 8);
     t->watermark = vs_load_u64(b + 16);
+    if (t->kind == PGROUP_TRIM_PURGE)
+        return t->first > 0 ? 0 : -EINVAL;
     return t->watermark > t->first ? 0 : -EINVAL;
 }
 

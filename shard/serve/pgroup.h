@@ -68,7 +68,16 @@
  * at its op with part_apply_watermark (the same sealed segments: the
  * replicas' logs are byte-identical up to the commit, and every op before
  * the trim is applied first) and removes their .vsr records
- * (pj_drop_segment). A backup never runs retention on its own. The ops of
+ * (pj_drop_segment). A backup never runs retention on its own.
+ * Purges (PurgeTopic, PurgeStream) are trims of kind PGROUP_TRIM_PURGE
+ * at the group's next offset W when proposed: a replica appending one
+ * seals its active segment (every replica then has a segment boundary
+ * at W, since every op before it is appended first and every later one
+ * after); committing it, a replica whose partition has an older purge
+ * generation deletes every segment below W, every consumer offset
+ * (gated by the applied offset-op mark on a replay), and records the
+ * generation (part_set_purge_generation); offsets continue from W (a
+ * group never reuses an offset). The ops of
  * deleted segments then read as gone (a peer asking for them is answered
  * by another replica or falls back to a state transfer).
  * Reply frames (env->reply): a struct vs_hdr_reply echoing client,
@@ -182,8 +191,12 @@ int pgroup_offset_decode(const uint8_t *b, size_t len,
  * sealed segment whose messages all lie below it goes). */
 #define PGROUP_TRIM_BODY 24u
 enum pgroup_trim_kind {
-    PGROUP_TRIM_RETENTION = 1,      /* message expiry or the size cap */
-    PGROUP_TRIM_DELETE_SEGMENTS = 2 /* the metadata's watermark */
+    PGROUP_TRIM_RETENTION = 1,       /* message expiry or the size cap */
+    PGROUP_TRIM_DELETE_SEGMENTS = 2, /* the metadata's watermark */
+    /* PurgeTopic / PurgeStream: `first` carries the metadata's purge
+     * generation, `watermark` the offset the purge stops at (the next
+     * offset when it was proposed; 0 for an empty partition) */
+    PGROUP_TRIM_PURGE = 3
 };
 struct pgroup_trim_op {
     uint8_t kind;
@@ -192,7 +205,8 @@ struct pgroup_trim_op {
 };
 void pgroup_trim_encode(const struct pgroup_trim_op *t,
                         uint8_t out[PGROUP_TRIM_BODY]);
-/* 0, or -EINVAL (size, kind, padding, watermark not above first). */
+/* 0, or -EINVAL (size, kind, padding, watermark not above first; for a
+ * purge, a generation of 0). */
 int pgroup_trim_decode(const uint8_t *b, size_t len, struct pgroup_trim_op *t);
 
 /* The group id of a partition (a pure function of its identity; the same
@@ -247,6 +261,12 @@ int pgroup_on_autocommit(struct vs_pgroup *g, const struct pgroup_offset_op *o,
  * -EBUSY / -VS_EFATAL, -EINVAL (a bad kind). */
 int pgroup_on_trim(struct vs_pgroup *g, uint8_t kind, uint64_t watermark,
                    uint64_t wall_us);
+/* A purge on the primary (see Trims, purges): proposes purge generation
+ * `generation` at the group's next offset. 0 (proposed, or nothing to
+ * do: the partition has it, or a trim or purge is in flight), or
+ * pgroup_on_send's -EREMOTE / -EAGAIN / -EBUSY / -VS_EFATAL, -EINVAL
+ * (generation 0). */
+int pgroup_on_purge(struct vs_pgroup *g, uint64_t generation, uint64_t wall_us);
 /* The group's journal (for pj_sync_target). */
 struct vs_pjournal *pgroup_journal(struct vs_pgroup *g);
 /* Takes the sync target env->sync asked for (see pgroup_env). 0 or

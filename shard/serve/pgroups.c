@@ -909,6 +909,17 @@ pgroups_tick_retention(struct serve_pgroups *pg, uint64_t now_us)
         struct dpart *dp = dparts_find(pg->parts, &e->id);
         if (dp == NULL)
             continue;
+        if (dp->meta_purge_gen > part_purge_generation(dp->p)) {
+            int prc =
+                pgroup_on_purge(e->g, dp->meta_purge_gen, vs_realtime_us());
+            if (prc < 0)
+                vs_log_debug(
+                    "partition %u.%u.%u: purge %" PRIu64 " not proposed: %s",
+                    e->id.stream_id, e->id.topic_id, e->id.partition_id,
+                    dp->meta_purge_gen,
+                    prc == -VS_EFATAL ? "the group stopped" : strerror(-prc));
+            continue; /* retention after it */
+        }
         uint64_t wm = part_retention_watermark(
             dp->p, now_us, dp->message_expiry, dp->max_bytes, 0);
         uint8_t kind = PGROUP_TRIM_RETENTION;

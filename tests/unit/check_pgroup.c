@@ -1407,6 +1407,63 @@ START_TEST(test_trim_same_segments_everywhere)
 }
 END_TEST
 
+/* A purge is an op of the group: every replica seals its active segment
+ * at the purge's offset when it appends it, and at its commit deletes
+ * every segment below it and every consumer offset, records the
+ * generation; offsets continue; a repeat of the generation is nothing. */
+START_TEST(test_purge_group_op)
+{
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(4, 1, 30);
+    ck_assert_int_eq(offset_op(0, 42, 1, VS_OP_STORE_CONSUMER_OFFSET, 3, 5), 0);
+    wait_status(42, 1, 0);
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    uint64_t last = 0;
+    uint32_t before = polled(0, &last);
+    ck_assert_uint_gt(before, 0);
+    uint64_t w = last + 1;
+    ck_assert_int_eq(pgroup_on_purge(g_n[1].g, 1, g_wall), -EREMOTE);
+    ck_assert_int_eq(pgroup_on_purge(g_n[0].g, 0, g_wall), -EINVAL);
+    ck_assert_int_eq(pgroup_on_purge(g_n[0].g, 1, g_wall), 0);
+    produce(4, 31, 33); /* sends right behind it */
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    for (int i = 0; i < N; i++) {
+        struct vs_part *pp = pgroup_part(g_n[i].g);
+        ck_assert_uint_eq(part_purge_generation(pp), 1);
+        uint64_t st[64];
+        ck_assert_uint_ge(segments_of(i, st, 64), 1);
+        ck_assert_uint_eq(st[0], w);
+        ck_assert_uint_eq(offset_on(i, 3), UINT64_MAX);
+        uint64_t l = 0;
+        /* 4 clients x (2 + 3 + 1) messages (rounds 31..33) */
+        ck_assert_uint_eq(polled(i, &l), 24);
+        ck_assert_uint_eq(l, w + 24 - 1);
+        ck_assert_int_eq(pgroup_fatal(g_n[i].g), 0);
+    }
+    files_identical();
+    /* the same generation again: nothing proposed */
+    uint64_t op = vsr_op(pgroup_engine(g_n[0].g));
+    ck_assert_int_eq(pgroup_on_purge(g_n[0].g, 1, g_wall), 0);
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), op);
+    /* a restart keeps it; the next generation purges again */
+    for (int i = 0; i < N; i++)
+        node_kill(&g_n[i]);
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    int p = wait_primary(-1);
+    for (int i = 0; i < N; i++)
+        ck_assert_uint_eq(polled(i, NULL), 24);
+    ck_assert_int_eq(pgroup_on_purge(g_n[p].g, 2, g_wall), 0);
+    produce(2, 34, 35);
+    wait_commit_all(pgroup_commit(g_n[p].g));
+    for (int i = 0; i < N; i++) {
+        ck_assert_uint_eq(part_purge_generation(pgroup_part(g_n[i].g)), 2);
+        ck_assert_uint_eq(polled(i, NULL), 2 * (2 + 3)); /* rounds 34, 35 */
+    }
+    files_identical();
+}
+END_TEST
+
 static Suite *
 pgroup_suite(void)
 {
@@ -1430,6 +1487,7 @@ pgroup_suite(void)
     tcase_add_test(tc, test_client_table_codec);
     tcase_add_test(tc, test_autocommit_group_op);
     tcase_add_test(tc, test_trim_same_segments_everywhere);
+    tcase_add_test(tc, test_purge_group_op);
     suite_add_tcase(s, tc);
     return s;
 }
