@@ -19,7 +19,8 @@
  *                        on_superblock_durable
  *   COMMIT            -> pj_set_commit (the batch becomes visible to
  *                        polls), consumer-offset ops (store, delete) and
- *                        trim ops (retention, DeleteSegments: see Trims)
+ *                        trim ops (retention, DeleteSegments, purges:
+ *                        see Trims)
  *                        applied to the partition, vsr_on_commit_applied
  *   REPLY             -> not used: the COMMIT answers the proposal's
  *                        waiter through env->reply (see Replies below)

@@ -5,7 +5,9 @@
  *    1 MiB, several sealed): every node deletes the same sealed segments
  *    (the same first offset through every node's polls; the partition's
  *    .log/.vsr files byte-identical on every node, the deleted ones gone
- *    everywhere), and a node restarted afterwards serves the same;
+ *    everywhere), and a node restarted afterwards serves the same; then
+ *    PurgeTopic: no message left on any node, the same files, offsets
+ *    continuing after it;
  *  - a poll's auto-commit through a backup and through the primary: the
  *    stored offset is the group's, readable through every node, and it
  *    survives the SIGKILL of the group's primary node (the survivors read
@@ -398,6 +400,35 @@ START_TEST(test_delete_segments_same_everywhere)
     ck_assert_msg(rc == 0, "restart node 2: %d", rc);
     wait_first(2, "pt", "t", first, total, 30000);
     files_identical();
+
+    /* PurgeTopic through node 1: every node ends with no message and
+     * the same files; offsets continue after the purge */
+    c = login_on(1, 20000);
+    rc = vsc_topic_purge(c, &sid, &tid);
+    ck_assert_msg(rc == 0, "purge: %d %s", rc, vsc_last_error(c));
+    end = now_ms() + 20000;
+    uint32_t left = 1;
+    for (unsigned i = 0; i < 3; i++) {
+        struct vsc *h = login_on(i, 20000);
+        g_tolerant = 1;
+        do {
+            left =
+                poll_on(h, "pt", "t", 1, VSC_POLL_OFFSET, 0, 1, 0, NULL, NULL);
+            if (left != 0)
+                usleep(100 * 1000);
+        } while (left != 0 && now_ms() < end);
+        g_tolerant = 0;
+        vsc_destroy(h);
+        ck_assert_msg(left == 0,
+                      "node %u still serves messages after the "
+                      "purge (%u)",
+                      i, left);
+    }
+    send_batch(c, "pt", "t", 999, 10, 100);
+    vsc_destroy(c);
+    for (unsigned i = 0; i < 3; i++)
+        wait_first(i, "pt", "t", total, total + 10, 20000);
+    ck_assert_uint_eq(files_identical(), 1);
 }
 END_TEST
 
