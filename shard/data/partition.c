@@ -1452,6 +1452,30 @@ part_retention(struct vs_part *p, uint64_t now_us, uint64_t message_expiry_us,
 }
 
 uint64_t
+part_retention_watermark(const struct vs_part *p, uint64_t now_us,
+                         uint64_t message_expiry_us, uint64_t max_bytes,
+                         uint64_t watermark)
+{
+    int expiry = message_expiry_us != 0 && message_expiry_us != UINT64_MAX;
+    int cap = max_bytes != 0 && max_bytes != UINT64_MAX;
+    uint64_t size = total_size(p);
+    size_t k = 0; /* segments part_retention / the watermark would drop */
+    while (k + 1 < p->nsegs) {
+        const struct dseg *s = &p->segs[k];
+        int expired = s->empty || (expiry && s->last_ts <= now_us &&
+                                   now_us - s->last_ts >= message_expiry_us);
+        int over = cap && size > max_bytes;
+        int below = s->empty ? p->segs[k + 1].start <= watermark
+                             : s->last_offset < watermark;
+        if (!expired && !over && !below)
+            break;
+        size -= s->size;
+        k++;
+    }
+    return k == 0 ? 0 : p->segs[k].start;
+}
+
+uint64_t
 part_watermark_for_segments(const struct vs_part *p, uint32_t n)
 {
     size_t sealed = p->nsegs - 1;
@@ -1482,6 +1506,26 @@ part_apply_watermark(struct vs_part *p, uint64_t watermark,
     if (rc == 0 && any)
         rc = sio_dir_fsync(p->io, p->dir);
     return rc;
+}
+
+int
+part_seal_active(struct vs_part *p)
+{
+    if (p->opts.read_only)
+        return -EROFS;
+    if (sio_is_fatal(p->io))
+        return -VS_EFATAL;
+    if (p->nsegs == 0)
+        return -EIO;
+    return active(p)->size > 0 ? roll(p) : 0;
+}
+
+int
+part_set_purge_generation(struct vs_part *p, uint64_t purge_generation)
+{
+    if (purge_generation <= p->purge_gen)
+        return 0;
+    return state_write(p, purge_generation, p->floor);
 }
 
 int

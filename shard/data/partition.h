@@ -427,6 +427,15 @@ int part_retention(struct vs_part *p, uint64_t now_us,
                    uint64_t message_expiry_us, uint64_t max_bytes,
                    struct part_retention_result *res);
 
+/* What part_retention and then part_apply_watermark(watermark) would
+ * delete, as one watermark (pure; no I/O): the start offset of the first
+ * segment that would survive, 0 when nothing would go. A replicated
+ * partition's primary proposes it to its group (every replica then
+ * applies it with part_apply_watermark, deleting the same segments). */
+uint64_t part_retention_watermark(const struct vs_part *p, uint64_t now_us,
+                                  uint64_t message_expiry_us,
+                                  uint64_t max_bytes, uint64_t watermark);
+
 /* DeleteSegments (iggy-client-protocol-2 §1.2: the `n` oldest SEALED
  * segments). Computes the offset watermark the metadata op records: the
  * start offset of the first segment that survives (nothing sealed -> the
@@ -458,8 +467,21 @@ void part_state_image(uint64_t purge_generation, uint64_t floor,
                       uint8_t out[PART_STATE_IMAGE_SIZE]);
 /* The options the partition was opened with. */
 const struct part_opts *part_options(const struct vs_part *p);
-/* The purge generation the partition's `state` file holds. */
+/* The purge generation the partition's `state` file holds (also for a
+ * replicated partition's purge below). */
 uint64_t part_purge_generation(const struct vs_part *p);
+
+/* A replicated partition's purge is an op of its group (shard/serve/
+ * pgroup.h): when a replica appends it, it seals its active segment
+ * (part_seal_active: a new empty active segment at the next offset;
+ * nothing when the active one is empty), so every replica has a segment
+ * boundary at the purge's offset; when it commits, the segments below go
+ * (part_apply_watermark), the consumer offsets too, and the generation is
+ * recorded (part_set_purge_generation: the state file, durably; never
+ * lowered), so part_open never purges it again locally. 0 or -errno /
+ * -VS_EFATAL. */
+int part_seal_active(struct vs_part *p);
+int part_set_purge_generation(struct vs_part *p, uint64_t purge_generation);
 
 /* ---- consumer offsets (implemented in offsets.c) ---- */
 

@@ -858,6 +858,16 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
         j->head = w.r[w.n - 1].e.op;
         j->head_checksum = w.r[w.n - 1].e.checksum;
     }
+    if (w.n && seg_first > 0 && w.r[0].e.op > rec->state.checkpoint_op + 1) {
+        /* the segments holding the ops below the first retained record
+         * were deleted by a trim op of the group, which commits after
+         * every op it deletes: those ops were applied, so the journal
+         * starts as if checkpointed right below its first record */
+        rec->state.checkpoint_op = w.r[0].e.op - 1;
+        rec->state.checkpoint_checksum = w.r[0].h.parent;
+        if (rec->state.commit_max < rec->state.checkpoint_op)
+            rec->state.commit_max = rec->state.checkpoint_op;
+    }
     j->commit =
         rec->state.commit_max < j->head ? rec->state.commit_max : j->head;
     /* the headers the engine gets: from the checkpoint op up */
@@ -1062,6 +1072,16 @@ pj_read(struct vs_pjournal *j, uint64_t op, struct vs_wbuf *out)
         return -EBADMSG;
     out->len = base + sizeof(struct vs_hdr_prepare) + e->body_len;
     return 0;
+}
+
+int
+pj_drop_segment(struct vs_pjournal *j, uint64_t start)
+{
+    if (sio_is_fatal(j->io))
+        return -VS_EFATAL;
+    if (start >= part_active_start(j->p))
+        return -EINVAL; /* the active segment's records stay */
+    return vsr_cut(j, start, 0);
 }
 
 int

@@ -138,7 +138,12 @@ int pj_state_write_nosync(struct vs_pjournal *j, const struct pj_state *s,
 /* Opens the journal side of partition `p` (already opened by part_open
  * with cut_damaged_tail = 1): reads vsr_state and every .vsr record,
  * verifies the chain and the batches the records name, applies the
- * recovery rules above. `window` bounds the headers returned (the
+ * recovery rules above. Records of segments deleted by a trim (their
+ * .vsr files gone with the batches) are not needed: when the first
+ * retained record lies above the superblock's checkpoint + 1 and older
+ * segments were deleted, the recovered state's checkpoint becomes the op
+ * right below it (a trim commits after every op it deletes, so they
+ * were applied). `window` bounds the headers returned (the
  * engine's journal_slots): those of the ops from state.checkpoint_op up,
  * at most window + 1. Visibility is capped at the checkpoint op (the
  * engine's replay raises it). 0, or -EBADMSG with `verdict` filled
@@ -173,6 +178,13 @@ int pj_sync(struct vs_pjournal *j);
  * in the journal's in-memory window: the newest window + 1 ops and
  * every op above the commit), -EBADMSG (fails its checksums). */
 int pj_read(struct vs_pjournal *j, uint64_t op, struct vs_wbuf *out);
+/* Removes the .vsr file of the sealed segment starting at `start`, once
+ * its batches were deleted (a replicated trim: every replica drops the
+ * same segments at the same op). Its ops then read as gone (pj_read
+ * -ENOENT: a peer asking for them is answered by others or by a state
+ * transfer). 0 (also when absent), -EINVAL (the active segment or a later
+ * one), -VS_EFATAL. */
+int pj_drop_segment(struct vs_pjournal *j, uint64_t start);
 /* Removes every op >= op (records and their batches), durably. Never at
  * or below the committed op. */
 int pj_truncate_from(struct vs_pjournal *j, uint64_t op);

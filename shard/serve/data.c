@@ -275,7 +275,10 @@ exec_poll(struct serve *s, struct dpart *dp, const struct data_cmd *cmd,
     vs_metrics_add(VS_M_MESSAGES_POLLED_BYTES, out->len - head - 16);
     uint64_t stored = 0;
     int committed = 0;
-    if (cmd->autocommit && pr.count > 0) {
+    if (cmd->autocommit && pr.count > 0 &&
+        pgroups_autocommit(s->data->pg, dp, cmd, pr.last_offset)) {
+        /* an op of the partition's group: stored when it commits */
+    } else if (cmd->autocommit && pr.count > 0) {
         rc = part_offset_commit(dp->p, &pc, pr.last_offset, &stored);
         dparts_check_fatal(&s->data->parts, rc, "auto-commit");
         if (rc != 0)
@@ -1096,8 +1099,10 @@ data_on_tick(evutil_socket_t fd, short what, void *arg)
         gcommit_tick(d->gc, mono_ms()); /* interval fsyncs, off the loop */
     else
         dparts_tick_fsync(&d->parts, mono_ms());
-    if (d->ticks % (DATA_RETENTION_MS / DATA_TICK_MS) == 0)
+    if (d->ticks % (DATA_RETENTION_MS / DATA_TICK_MS) == 0) {
         dparts_tick_retention(&d->parts, vs_realtime_us());
+        pgroups_tick_retention(d->pg, vs_realtime_us());
+    }
     watch_owners(s);
 }
 

@@ -122,3 +122,15 @@ tests_integration_check_cluster_pxfer_SOURCES = \
 tests_integration_check_cluster_pxfer_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_pxfer_LDADD = $(CLUSTER_LDADD)
 endif
+
+# The partition group's trims and auto-commits on a real 3-node cluster:
+# DeleteSegments leaves identical files everywhere, auto-committed offsets
+# are the group's and survive the loss of its primary node.
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_cluster_ptrim
+INTEG_TESTS += tests/integration/check_cluster_ptrim
+tests_integration_check_cluster_ptrim_SOURCES = \
+	tests/integration/check_cluster_ptrim.c $(CLUSTER_COMMON)
+tests_integration_check_cluster_ptrim_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_ptrim_LDADD = $(CLUSTER_LDADD)
+endif

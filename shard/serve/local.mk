@@ -74,7 +74,8 @@ endif
 
 # A replicated partition's consensus group (pgroup.h) and its in-process
 # three-replica test.
-libvs_server_a_SOURCES += shard/serve/pgroup.c shard/serve/pgroup.h
+libvs_server_a_SOURCES += shard/serve/pgroup.c shard/serve/pgroup.h \
+	shard/serve/pgclients.c shard/serve/pgclients.h
 # Its partition state transfer (pxfer.h).
 libvs_server_a_SOURCES += shard/serve/pxfer.c shard/serve/pxfer.h
 if HAVE_CHECK

@@ -428,7 +428,10 @@ open_one(struct dparts *d, const struct dlive *e)
                         (unsigned long long)e->id.created_op, path,
                         (unsigned long long)d->created_hw);
     }
-    int rc = part_open(&d->io, d->dir, &e->id, &o, 1, e->purge_gen, &p, &v);
+    /* a replicated partition's purges are its group's ops: its open
+     * never completes one from the metadata's generation */
+    int rc = part_open(&d->io, d->dir, &e->id, &o, 1,
+                       e->replicated ? 0 : e->purge_gen, &p, &v);
     if (rc == -EBADMSG)
         shard_fatal(d->ctx, "refusing partition: %s", v.msg);
     dparts_check_fatal(d, rc, "opening a partition");
@@ -441,8 +444,10 @@ open_one(struct dparts *d, const struct dlive *e)
     struct dpart *dp = vs_xcalloc(1, sizeof(*dp));
     dp->id = e->id;
     dp->p = p;
-    dp->purge_gen = e->purge_gen;
+    dp->purge_gen = e->replicated ? part_purge_generation(p) : e->purge_gen;
     dp->watermark = 0;
+    dp->grouped = e->replicated;
+    dp->meta_purge_gen = e->purge_gen;
     dp->stats_ix = VS_STATS_NONE;
     size_t b = dparts_hash(d, &dp->id);
     dp->hnext = d->buckets[b];
@@ -464,7 +469,10 @@ update_one(struct dparts *d, struct dpart *dp, const struct dlive *e)
     dp->message_expiry = e->message_expiry;
     dp->max_bytes = e->max_bytes;
     int changed = 0;
-    if (e->purge_gen > dp->purge_gen) {
+    dp->meta_purge_gen = e->purge_gen;
+    if (e->replicated)
+        dp->grouped = 1;
+    if (e->purge_gen > dp->purge_gen && !dp->grouped) {
         changed = 1;
         int rc = part_purge(dp->p, e->purge_gen);
         dparts_check_fatal(d, rc, "purging a partition");
@@ -477,7 +485,8 @@ update_one(struct dparts *d, struct dpart *dp, const struct dlive *e)
                          sio_strerror(rc));
         }
     }
-    if (e->watermark > dp->watermark) {
+    dp->meta_watermark = e->watermark;
+    if (e->watermark > dp->watermark && !dp->grouped) {
         int rc = part_apply_watermark(dp->p, e->watermark, NULL);
         dparts_check_fatal(d, rc, "deleting segments");
         if (rc == 0)
@@ -638,6 +647,8 @@ void
 dparts_tick_retention(struct dparts *d, uint64_t now_us)
 {
     for (struct dpart *dp = d->all; dp; dp = dp->next) {
+        if (dp->grouped)
+            continue; /* its group's primary proposes it (pgroups.h) */
         struct part_retention_result r = {0};
         int rc = part_retention(dp->p, now_us, dp->message_expiry,
                                 dp->max_bytes, &r);

@@ -84,6 +84,14 @@ struct dpart {
     uint32_t stats_ix;       /* stats entry, VS_STATS_NONE if none */
     struct dpart *hnext;     /* hash chain */
     struct dpart *next;      /* all open partitions */
+    /* the metadata's DeleteSegments watermark (applied or not) */
+    uint64_t meta_watermark;
+    /* the metadata's purge generation (applied or not) */
+    uint64_t meta_purge_gen;
+    /* 1: a member of a replica set of more than one (pgroups.h): its
+     * retention, DeleteSegments and purges are ops of its group, never
+     * run here on this node's own (its open never purges either) */
+    int grouped;
 };
 
 struct dparts {

@@ -32,12 +32,12 @@
 #include "common/log.h"
 #include "common/mem.h"
 #include "shard/data/batch.h"
+#include "shard/serve/pgclients.h"
 #include "shard/serve/pgroup.h"
 #include "shard/serve/pxfer.h"
 #include "shard/storage/atomic_file.h"
 
 #define PG_CLIENTS_MAX 4096u /* client table entries kept per group */
-#define PG_CLIENT_KEEP 4u    /* committed proposals kept per client */
 #define PG_WAITERS_MAX 256u  /* proposals waiting for their commit */
 #define PG_CONFIRM_LEN 24u   /* a send's confirmation body */
 /* Interval policy: unsynced appends are fsynced after this many ticks
@@ -56,24 +56,6 @@ struct pg_key {
     struct vs_u128 client;
     uint64_t request;
     struct vs_u128 request_checksum;
-};
-
-struct pg_done {
-    uint64_t request;
-    struct vs_u128 request_checksum;
-    uint64_t op;
-    uint64_t base_offset; /* sends */
-    uint8_t operation;
-    uint32_t code; /* apply result */
-    int used;
-};
-
-struct pg_client {
-    struct vs_u128 client;
-    struct pg_done done[PG_CLIENT_KEEP]; /* ring, newest at next - 1 */
-    unsigned next;
-    uint64_t max_request; /* highest request number committed */
-    uint64_t used;        /* commit counter value when last updated (LRU) */
 };
 
 struct pg_waiter {
@@ -103,10 +85,10 @@ struct vs_pgroup {
     struct vs_vsr_persist state_pending;
     uint64_t synced_seq; /* appends covered by the last completed sync */
     uint32_t idle_ticks; /* interval policy: ticks since a sync */
-    /* client table, rebuilt from committed prepares on every replica */
-    struct pg_client *clients;
-    size_t nclients;
-    uint64_t commits;
+    /* client table, built from committed prepares on every replica and
+     * saved (pgclients.h) before every checkpoint */
+    struct pgc_table clients;
+    uint64_t clients_op; /* the applied op the saved table is as of */
     struct pg_waiter waiters[PG_WAITERS_MAX];
     size_t nwaiters;
     uint64_t waiter_age;
@@ -169,60 +151,13 @@ key_eq(const struct pg_key *a, struct vs_u128 client, uint64_t request,
            vs_u128_eq(a->request_checksum, rc);
 }
 
-static struct pg_client *
-client_find(struct vs_pgroup *g, struct vs_u128 c)
-{
-    for (size_t i = 0; i < g->nclients; i++)
-        if (vs_u128_eq(g->clients[i].client, c))
-            return &g->clients[i];
-    return NULL;
-}
-
-static const struct pg_done *
-client_done(struct vs_pgroup *g, const struct vs_hdr_request *req)
-{
-    const struct pg_client *c = client_find(g, req->client);
-    for (unsigned i = 0; c && i < PG_CLIENT_KEEP; i++) {
-        const struct pg_done *d = &c->done[i];
-        if (d->used && d->request == req->request &&
-            vs_u128_eq(d->request_checksum, req->request_checksum))
-            return d;
-    }
-    return NULL;
-}
-
+/* Records a committed op (an op the saved table covers is in it). */
 static void
 client_record(struct vs_pgroup *g, const struct vs_hdr_prepare *h,
               uint64_t base_offset, uint32_t code)
 {
-    if (vs_u128_is_zero(h->client))
-        return;
-    struct pg_client *e = client_find(g, h->client);
-    if (!e) {
-        if (g->nclients < PG_CLIENTS_MAX) {
-            e = &g->clients[g->nclients++];
-        } else {
-            /* the least recently committed client leaves the table */
-            e = &g->clients[0];
-            for (size_t i = 1; i < g->nclients; i++)
-                if (g->clients[i].used < e->used)
-                    e = &g->clients[i];
-        }
-        memset(e, 0, sizeof(*e));
-        e->client = h->client;
-    }
-    struct pg_done *d = &e->done[e->next];
-    e->next = (e->next + 1) % PG_CLIENT_KEEP;
-    d->request = h->request;
-    d->request_checksum = h->request_checksum;
-    d->op = h->op;
-    d->base_offset = base_offset;
-    d->operation = h->operation;
-    d->code = code;
-    d->used = 1;
-    if (h->request > e->max_request)
-        e->max_request = h->request;
-    e->used = ++g->commits;
+    if (h->op > g->clients_op)
+        pgc_record(&g->clients, h, base_offset, code);
 }
 
 static struct pg_waiter *
@@ -420,6 +355,15 @@ do_append(struct vs_pgroup *g, const struct vs_vsr_action *a)
         g->fatal = 1;
         return rc;
     }
+    struct pgroup_trim_op pt;
+    if (h->operation == VS_OP_DELETE_SEGMENTS && a->body &&
+        pgroup_trim_decode(a->body, a->body_len, &pt) == 0 &&
+        pt.kind == PGROUP_TRIM_PURGE) {
+        /* a segment boundary at the purge's offset on every replica */
+        rc = part_seal_active(g->p);
+        if (rc < 0)
+            return set_fatal(g, "sealing the segment of a purge", rc);
+    }
     if (pj_is_batch_op(h->operation)) {
         if (batch_base_timestamp(a->body) > g->last_ts)
             g->last_ts = batch_base_timestamp(a->body);
@@ -581,6 +525,14 @@ apply_offset(struct vs_pgroup *g, uint64_t op, uint8_t operation,
                                                            : PART_CONSUMER,
                               .id = o.id,
                               .group_created_op = o.group_created_op};
+    if (o.raise && operation == VS_OP_STORE_CONSUMER_OFFSET) {
+        /* an auto-commit never lowers the stored offset (a damaged file
+         * is rewritten: every replica that can read its own holds the
+         * same value) */
+        uint64_t cur = 0;
+        if (part_offset_get(g->p, &c, &cur) == 0 && cur >= o.offset)
+            return 0;
+    }
     int rc = operation == VS_OP_STORE_CONSUMER_OFFSET
                  ? part_offset_store(g->p, &c, o.offset)
                  : part_offset_delete(g->p, &c);
@@ -594,6 +546,67 @@ apply_offset(struct vs_pgroup *g, uint64_t op, uint8_t operation,
         (void)set_fatal(g, "consumer offset apply", rc);
         return -1;
     }
+    return 0;
+}
+
+/* Applies a trim op (pgroup.h, Trims): the sealed segments below its
+ * watermark go, with their .vsr records. Idempotent (a replay after a
+ * restart deletes nothing more). 0 and *code, or -1 (stopped). */
+static int
+apply_trim(struct vs_pgroup *g, uint64_t op, const uint8_t *b, uint32_t len,
+           uint32_t *code)
+{
+    struct pgroup_trim_op t;
+    *code = 0;
+    if (pgroup_trim_decode(b, len, &t) < 0) {
+        *code = VS_E_INVALID_FORMAT;
+        return 0;
+    }
+    int purge = t.kind == PGROUP_TRIM_PURGE;
+    if (purge && t.first <= part_purge_generation(g->p))
+        return 0; /* this generation is applied (a replay, or a repeat) */
+    uint64_t starts[64];
+    size_t n = 0;
+    uint64_t start, size;
+    for (size_t i = 0; n < 64 && part_segment_at(g->p, i, &start, &size) == 0;
+         i++)
+        if (start < t.watermark)
+            starts[n++] = start;
+    uint64_t first0 = n ? starts[0] : 0;
+    struct part_retention_result res;
+    int rc = part_apply_watermark(g->p, t.watermark, &res);
+    uint64_t first = 0;
+    if (rc == 0 && part_segment_at(g->p, 0, &first, &size) == 0)
+        for (size_t i = 0; rc == 0 && i < n && starts[i] < first; i++)
+            rc = pj_drop_segment(g->j, starts[i]);
+    if (rc == 0 && purge && op > g->offsets_applied) {
+        rc = part_offsets_clear(g->p);
+        if (rc == 0)
+            rc = applied_store(g, op);
+    }
+    if (rc == 0 && purge)
+        rc = part_set_purge_generation(g->p, t.first);
+    if (rc < 0) {
+        (void)set_fatal(g, purge ? "purge" : "trim", rc);
+        return -1;
+    }
+    g->stats.trims++;
+    g->stats.segments_trimmed += res.segments_deleted;
+    if (res.segments_deleted > 0)
+        vs_log_info("partition group %" PRIx64 ": op %" PRIu64 " (%s) deleted "
+                    "%u segments (offsets %" PRIu64 "..%" PRIu64 ", %" PRIu64
+                    " bytes)",
+                    g->group, op,
+                    t.kind == PGROUP_TRIM_RETENTION ? "retention"
+                    : purge                         ? "purge"
+                                                    : "DeleteSegments",
+                    res.segments_deleted, first0, first ? first - 1 : 0,
+                    res.bytes_deleted);
+    if (!purge && res.segments_deleted > 0 && first0 < t.first)
+        vs_log_warn("partition group %" PRIx64 ": op %" PRIu64
+                    " named segments from offset %" PRIu64
+                    " but this replica's log starts at %" PRIu64,
+                    g->group, op, t.first, first0);
     return 0;
 }
 
@@ -636,6 +649,8 @@ do_commit(struct vs_pgroup *g, const struct vs_vsr_action *a)
         if (h->operation == VS_OP_STORE_CONSUMER_OFFSET ||
             h->operation == VS_OP_DELETE_CONSUMER_OFFSET)
             rc = apply_offset(g, a->op, h->operation, body, a->body_len, &code);
+        else if (h->operation == VS_OP_DELETE_SEGMENTS)
+            rc = apply_trim(g, a->op, body, a->body_len, &code);
         vs_wbuf_fini(&rb);
         if (rc < 0 || g->fatal)
             return -VS_EFATAL; /* the COMMIT stays unapplied */
@@ -656,8 +671,24 @@ do_commit(struct vs_pgroup *g, const struct vs_vsr_action *a)
      * partition's state, so the checkpoint is the applied op itself */
     struct vs_vsr_persist d;
     vsr_durable(g->v, &d);
-    if (a->op - d.checkpoint_op >= g->o.journal_slots / 2)
+    if (a->op - d.checkpoint_op >= g->o.journal_slots / 2) {
+        /* the client table first: the ops below the new checkpoint may
+         * leave the recovered window, the table must not forget them */
+        int src = pgc_save(&g->clients, a->op, part_io(g->p), part_dir(g->p));
+        if (src < 0) {
+            /* no checkpoint now: the window stays, the next commit tries
+             * again (the window filling up holds proposals back) */
+            vs_log_warn("partition group %" PRIx64
+                        ": saving the client table at op %" PRIu64
+                        " failed: %s; checkpoint deferred",
+                        g->group, a->op, sio_strerror(src));
+            if (src == -VS_EFATAL)
+                (void)set_fatal(g, "client table save", src);
+            return 0;
+        }
+        g->clients_op = a->op;
         (void)vsr_checkpoint(g->v, a->op, h->f.checksum);
+    }
     return 0;
 }
 
@@ -865,7 +896,7 @@ pgroup_open(const struct pgroup_opts *o, struct vs_part *p,
     g->group = pgroup_group_id(&o->id);
     g->every_batch = part_every_batch(p);
     vs_wbuf_init(&g->out);
-    g->clients = vs_xcalloc(PG_CLIENTS_MAX, sizeof(*g->clients));
+    pgc_init(&g->clients, PG_CLIENTS_MAX);
     struct pj_recovered rec;
     struct part_verdict verdict;
     int rc = pj_open(p, o->journal_slots, &g->j, &rec, &verdict);
@@ -934,8 +965,20 @@ pgroup_open(const struct pgroup_opts *o, struct vs_part *p,
     vo.body_max = o->body_max;
     vo.seed = o->seed;
     vo.timeouts = o->timeouts;
-    /* ops at or below the checkpoint were applied in a prior life (the
-     * replay records the ones above it) */
+    /* the client table as saved before the last checkpoint, then the
+     * ops at or below the checkpoint it does not cover (applied in a
+     * prior life; the replay records the ones above it) */
+    rc = pgc_load(&g->clients, part_io(p), part_dir(p), &g->clients_op);
+    if (rc < 0) {
+        /* a damaged table is not fatal to the partition: it restarts
+         * from the recovered window (late copies of proposals older than
+         * it are then not recognised) */
+        vs_log_warn("partition group %" PRIx64 ": %s/%s unreadable (%s); the "
+                    "client table restarts from the journal window",
+                    g->group, part_dir(p), PGC_FILE, sio_strerror(rc));
+        pgc_clear(&g->clients);
+        g->clients_op = 0;
+    }
     for (size_t i = 0; i < rec.count; i++)
         if (rec.headers[i].op <= rec.state.checkpoint_op)
             client_record(g, &rec.headers[i],
@@ -988,7 +1031,7 @@ pgroup_close(struct vs_pgroup *g)
     vsr_destroy(g->v);
     pj_close(g->j);
     free(g->held);
-    free(g->clients);
+    pgc_fini(&g->clients);
     vs_wbuf_fini(&g->out);
     free(g);
 }
@@ -1016,13 +1059,14 @@ static int
 dedup(struct vs_pgroup *g, const struct vs_hdr_request *req)
 {
     struct pg_key k = {req->client, req->request, req->request_checksum};
-    const struct pg_done *d = client_done(g, req);
+    const struct pgc_done *d = pgc_done_find(
+        &g->clients, req->client, req->request, req->request_checksum);
     if (d) {
         g->stats.duplicates++;
         send_reply(g, &k, d->operation, d->op, 0, d->base_offset, d->code);
         return 1;
     }
-    const struct pg_client *c = client_find(g, req->client);
+    const struct pgc_client *c = pgc_find(&g->clients, req->client);
     if (c && req->request < c->max_request) {
         /* an old request number that is not one of the cached proposals:
          * a late copy; never proposed again */
@@ -1120,6 +1164,144 @@ pgroup_on_offset(struct vs_pgroup *g, const struct vs_hdr_request *req,
     return propose(g, req, operation, body, sizeof(body), wall_us);
 }
 
+/* Proposes a body without a client (an auto-commit, a trim): the engine
+ * keeps no per-client slot for it, so it never holds back a client's own
+ * next request. 0 (proposed, or an op with the same body and operation
+ * is in flight) or the engine's refusal. */
+static int
+propose_anon(struct vs_pgroup *g, uint8_t operation, const uint8_t *body,
+             uint32_t len, uint64_t wall_us)
+{
+    struct vs_hdr_request r;
+    memset(&r, 0, sizeof(r));
+    r.f.cluster = g->o.cluster;
+    r.f.size = (uint32_t)sizeof(r) + len;
+    r.f.command = VS_CMD_REQUEST;
+    r.operation = operation;
+    r.request_checksum = vs_checksum(body, len);
+    uint64_t top = vsr_op(g->v);
+    for (uint64_t op = vsr_commit_min(g->v) + 1; op <= top; op++) {
+        struct vs_hdr_prepare h;
+        if (vsr_header(g->v, op, &h) == 1 && vs_u128_is_zero(h.client) &&
+            h.operation == operation &&
+            vs_u128_eq(h.request_checksum, r.request_checksum))
+            return 0;
+    }
+    int rc = vsr_on_request(g->v, &r, body, len, wall_us);
+    if (rc == -ENOSPC)
+        rc = -EBUSY;
+    if (rc < 0)
+        return rc;
+    g->stats.proposals++;
+    drain(g);
+    return g->fatal ? -VS_EFATAL : 0;
+}
+
+int
+pgroup_on_autocommit(struct vs_pgroup *g, const struct pgroup_offset_op *o,
+                     uint64_t wall_us)
+{
+    int rc = proposer_check(g);
+    if (rc < 0)
+        return rc;
+    struct pgroup_offset_op ro = *o;
+    ro.raise = 1;
+    struct part_consumer c = {.kind = ro.kind == PART_GROUP ? PART_GROUP
+                                                            : PART_CONSUMER,
+                              .id = ro.id,
+                              .group_created_op = ro.group_created_op};
+    uint64_t cur = 0;
+    if (part_offset_get(g->p, &c, &cur) == 0 && cur >= ro.offset)
+        return 0; /* applied already (ops in flight may raise it too) */
+    uint8_t body[PGROUP_OFFSET_BODY];
+    pgroup_offset_encode(&ro, body);
+    return propose_anon(g, VS_OP_STORE_CONSUMER_OFFSET, body, sizeof(body),
+                        wall_us);
+}
+
+int
+pgroup_on_trim(struct vs_pgroup *g, uint8_t kind, uint64_t watermark,
+               uint64_t wall_us)
+{
+    if (kind != PGROUP_TRIM_RETENTION && kind != PGROUP_TRIM_DELETE_SEGMENTS)
+        return -EINVAL;
+    int rc = proposer_check(g);
+    if (rc < 0)
+        return rc;
+    uint64_t top = vsr_op(g->v);
+    for (uint64_t op = vsr_commit_min(g->v) + 1; op <= top; op++) {
+        struct vs_hdr_prepare h;
+        if (vsr_header(g->v, op, &h) == 1 &&
+            h.operation == VS_OP_DELETE_SEGMENTS)
+            return 0; /* one trim at a time: the next tick sees its result */
+    }
+    struct pgroup_trim_op t = {.kind = kind, .watermark = watermark};
+    uint64_t size;
+    if (part_segment_at(g->p, 0, &t.first, &size) < 0 || watermark <= t.first ||
+        watermark > part_active_start(g->p))
+        return 0; /* no sealed segment goes */
+    uint8_t body[PGROUP_TRIM_BODY];
+    pgroup_trim_encode(&t, body);
+    return propose_anon(g, VS_OP_DELETE_SEGMENTS, body, sizeof(body), wall_us);
+}
+
+int
+pgroup_on_purge(struct vs_pgroup *g, uint64_t generation, uint64_t wall_us)
+{
+    if (generation == 0)
+        return -EINVAL;
+    int rc = proposer_check(g);
+    if (rc < 0)
+        return rc;
+    if (generation <= part_purge_generation(g->p))
+        return 0;
+    uint64_t top = vsr_op(g->v);
+    for (uint64_t op = vsr_commit_min(g->v) + 1; op <= top; op++) {
+        struct vs_hdr_prepare h;
+        if (vsr_header(g->v, op, &h) == 1 &&
+            h.operation == VS_OP_DELETE_SEGMENTS)
+            return 0; /* one trim at a time: the next tick sees its result */
+    }
+    struct part_stats ps;
+    part_stats(g->p, &ps);
+    struct pgroup_trim_op t = {.kind = PGROUP_TRIM_PURGE,
+                               .first = generation,
+                               .watermark = ps.next_offset > g->stamp_next
+                                                ? ps.next_offset
+                                                : g->stamp_next};
+    uint8_t body[PGROUP_TRIM_BODY];
+    pgroup_trim_encode(&t, body);
+    return propose_anon(g, VS_OP_DELETE_SEGMENTS, body, sizeof(body), wall_us);
+}
+
+void
+pgroup_trim_encode(const struct pgroup_trim_op *t,
+                   uint8_t out[PGROUP_TRIM_BODY])
+{
+    memset(out, 0, PGROUP_TRIM_BODY);
+    out[0] = t->kind;
+    vs_store_u64(out + 8, t->first);
+    vs_store_u64(out + 16, t->watermark);
+}
+
+int
+pgroup_trim_decode(const uint8_t *b, size_t len, struct pgroup_trim_op *t)
+{
+    if (len != PGROUP_TRIM_BODY ||
+        (b[0] != PGROUP_TRIM_RETENTION && b[0] != PGROUP_TRIM_DELETE_SEGMENTS &&
+         b[0] != PGROUP_TRIM_PURGE))
+        return -EINVAL;
+    for (int i = 1; i < 8; i++)
+        if (b[i])
+            return -EINVAL;
+    t->kind = b[0];
+    t->first = vs_load_u64(b + 8);
+    t->watermark = vs_load_u64(b + 16);
+    if (t->kind == PGROUP_TRIM_PURGE)
+        return t->first > 0 ? 0 : -EINVAL;
+    return t->watermark > t->first ? 0 : -EINVAL;
+}
+
 enum vsr_verdict
 pgroup_on_message(struct vs_pgroup *g, const void *frame, size_t len)
 {
@@ -1175,6 +1357,7 @@ pgroup_offset_encode(const struct pgroup_offset_op *o,
 {
     memset(out, 0, PGROUP_OFFSET_BODY);
     out[0] = o->kind;
+    out[1] = o->raise ? 1 : 0;
     vs_store_u32(out + 4, o->id);
     vs_store_u64(out + 8, o->group_created_op);
     vs_store_u64(out + 16, o->offset);
@@ -1184,9 +1367,11 @@ int
 pgroup_offset_decode(const uint8_t *b, size_t len, struct pgroup_offset_op *o)
 {
     if (len != PGROUP_OFFSET_BODY ||
-        (b[0] != PART_CONSUMER && b[0] != PART_GROUP) || b[1] || b[2] || b[3])
+        (b[0] != PART_CONSUMER && b[0] != PART_GROUP) || b[1] > 1 || b[2] ||
+        b[3])
         return -EINVAL;
     o->kind = b[0];
+    o->raise = b[1];
     o->id = vs_load_u32(b + 4);
     o->group_created_op = vs_load_u64(b + 8);
     o->offset = vs_load_u64(b + 16);

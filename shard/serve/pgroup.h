@@ -18,10 +18,10 @@
  *                        view changes and checkpoints only) ->
  *                        on_superblock_durable
  *   COMMIT            -> pj_set_commit (the batch becomes visible to
- *                        polls), consumer-offset ops (store, delete)
+ *                        polls), consumer-offset ops (store, delete) and
+ *                        trim ops (retention, DeleteSegments, purges:
+ *                        see Trims)
  *                        applied to the partition, vsr_on_commit_applied
- *                        (retention, purge and DeleteSegments are not
- *                        ops of the group in this version)
  *   REPLY             -> not used: the COMMIT answers the proposal's
  *                        waiter through env->reply (see Replies below)
  *   SEND_PREPARE      -> pj_read, then env->send with command 19
@@ -54,16 +54,42 @@
  * (VS_E_TRANSIENT_NOT_COMMITTED: the client resends, the new primary
  * deduplicates). A request number below the client's highest committed
  * one is never proposed again (answered if it is one of the cached four,
- * else -ESTALE). At-least-once edge: a copy of a proposal at the client's
- * current request number that arrives after four newer batches with that
- * number committed is not recognised and is stored again; the table also
- * survives a restart only for the ops the recovered journal window holds
- * (journal_slots ops).
+ * else -ESTALE). The table (shard/serve/pgclients.h) is saved to the
+ * partition's `clients` file before every checkpoint and loaded at open,
+ * so it survives restarts beyond the recovered journal window.
+ * At-least-once edge: a copy of a proposal at the client's current
+ * request number that arrives after four newer batches with that number
+ * committed is not recognised and is stored again (Iggy's SDKs send
+ * every batch at one request number).
  * Consumer-offset ops: a store's result is checked against the committed
  * frontier at the op (deterministic on every replica); the highest
  * applied offset op is persisted (<partition>/offsets_applied) so a
  * replay after a restart does not apply it again; a storage failure in
  * the apply stops the group (the op is applied again after the restart).
+ * A poll's auto-commit on a replica is such an op too (a raising store,
+ * proposed by the primary, forwarded to it from a backup): the offset a
+ * consumer reads back on any replica is the group's.
+ * Trims: retention (message expiry, size cap) and DeleteSegments of a
+ * replicated partition are ops of its group (operation
+ * VS_OP_DELETE_SEGMENTS, body PGROUP_TRIM_BODY): only the primary
+ * proposes one (pgroup_on_trim), naming the range of sealed segments that
+ * go ([first, watermark): the first segment's start and the start of the
+ * first one that stays, as its own log has them); every replica applies it
+ * at its op with part_apply_watermark (the same sealed segments: the
+ * replicas' logs are byte-identical up to the commit, and every op before
+ * the trim is applied first) and removes their .vsr records
+ * (pj_drop_segment). A backup never runs retention on its own.
+ * Purges (PurgeTopic, PurgeStream) are trims of kind PGROUP_TRIM_PURGE
+ * at the group's next offset W when proposed: a replica appending one
+ * seals its active segment (every replica then has a segment boundary
+ * at W, since every op before it is appended first and every later one
+ * after); committing it, a replica whose partition has an older purge
+ * generation deletes every segment below W, every consumer offset
+ * (gated by the applied offset-op mark on a replay), and records the
+ * generation (part_set_purge_generation); offsets continue from W (a
+ * group never reuses an offset). The ops of
+ * deleted segments then read as gone (a peer asking for them is answered
+ * by another replica or falls back to a state transfer).
  * Reply frames (env->reply): a struct vs_hdr_reply echoing client,
  * request, request_checksum and operation, with status; status 0 carries
  * the body: a send's confirmation [1 u32][stream u32][topic u32]
@@ -152,24 +178,54 @@ struct pgroup_stats {
     uint64_t proposals, duplicates, replies, waiters_dropped;
     uint64_t appends, syncs, commits, truncations, superblock_writes;
     uint64_t repairs_served, state_transfers, enospc, stale;
+    uint64_t trims, segments_trimmed;
 };
 
 /* The body of a consumer-offset op (VS_OP_STORE_CONSUMER_OFFSET /
  * VS_OP_DELETE_CONSUMER_OFFSET), 24 bytes little endian:
- * kind u8 (enum part_consumer_kind) | 3 zero bytes | id u32 |
- * group_created_op u64 | offset u64 (0 for a delete). */
+ * kind u8 (enum part_consumer_kind) | raise u8 | 2 zero bytes | id u32 |
+ * group_created_op u64 | offset u64 (0 for a delete). raise (stores
+ * only) is 1 for a poll's auto-commit: the stored offset is raised to
+ * `offset`, never lowered (an explicit store sets it as given). */
 #define PGROUP_OFFSET_BODY 24u
 struct pgroup_offset_op {
     uint8_t kind;
+    uint8_t raise;
     uint32_t id;
     uint64_t group_created_op;
     uint64_t offset;
 };
 void pgroup_offset_encode(const struct pgroup_offset_op *o,
                           uint8_t out[PGROUP_OFFSET_BODY]);
-/* 0, or -EINVAL for a body of another size, kind or non-zero padding. */
+/* 0, or -EINVAL for a body of another size, kind, a raise flag above 1
+ * or non-zero padding. */
 int pgroup_offset_decode(const uint8_t *b, size_t len,
                          struct pgroup_offset_op *o);
+
+/* The body of a trim op (VS_OP_DELETE_SEGMENTS in a partition group), 24
+ * bytes little endian: kind u8 (enum pgroup_trim_kind) | 7 zero bytes |
+ * first u64 (start offset of the first segment the proposer held) |
+ * watermark u64 (start offset of the first segment that stays; every
+ * sealed segment whose messages all lie below it goes). */
+#define PGROUP_TRIM_BODY 24u
+enum pgroup_trim_kind {
+    PGROUP_TRIM_RETENTION = 1,       /* message expiry or the size cap */
+    PGROUP_TRIM_DELETE_SEGMENTS = 2, /* the metadata's watermark */
+    /* PurgeTopic / PurgeStream: `first` carries the metadata's purge
+     * generation, `watermark` the offset the purge stops at (the next
+     * offset when it was proposed; 0 for an empty partition) */
+    PGROUP_TRIM_PURGE = 3
+};
+struct pgroup_trim_op {
+    uint8_t kind;
+    uint64_t first;
+    uint64_t watermark;
+};
+void pgroup_trim_encode(const struct pgroup_trim_op *t,
+                        uint8_t out[PGROUP_TRIM_BODY]);
+/* 0, or -EINVAL (size, kind, padding, watermark not above first; for a
+ * purge, a generation of 0). */
+int pgroup_trim_decode(const uint8_t *b, size_t len, struct pgroup_trim_op *t);
 
 /* The group id of a partition (a pure function of its identity; the same
  * on every node). */
@@ -209,6 +265,26 @@ int pgroup_on_send(struct vs_pgroup *g, const struct vs_hdr_request *req,
 int pgroup_on_offset(struct vs_pgroup *g, const struct vs_hdr_request *req,
                      uint8_t operation, const struct pgroup_offset_op *o,
                      uint64_t wall_us);
+/* A poll's auto-commit on the primary: proposes a raising store (o->raise
+ * is forced to 1) without a client and without a waiter (best effort, as
+ * Iggy's: the poll's reply does not wait for it; every replica applies
+ * it at its op). 0 (proposed, or nothing to do: the applied offset is
+ * already at or above it, or the same op is in flight), or
+ * pgroup_on_send's -EREMOTE / -EAGAIN / -EBUSY / -VS_EFATAL. */
+int pgroup_on_autocommit(struct vs_pgroup *g, const struct pgroup_offset_op *o,
+                         uint64_t wall_us);
+/* A trim on the primary (see Trims): proposes it without a client. 0
+ * (proposed, or nothing to do: the watermark deletes no segment here, or
+ * a trim is in flight already), or pgroup_on_send's -EREMOTE / -EAGAIN /
+ * -EBUSY / -VS_EFATAL, -EINVAL (a bad kind). */
+int pgroup_on_trim(struct vs_pgroup *g, uint8_t kind, uint64_t watermark,
+                   uint64_t wall_us);
+/* A purge on the primary (see Trims, purges): proposes purge generation
+ * `generation` at the group's next offset. 0 (proposed, or nothing to
+ * do: the partition has it, or a trim or purge is in flight), or
+ * pgroup_on_send's -EREMOTE / -EAGAIN / -EBUSY / -VS_EFATAL, -EINVAL
+ * (generation 0). */
+int pgroup_on_purge(struct vs_pgroup *g, uint64_t generation, uint64_t wall_us);
 /* The group's journal (for pj_sync_target). */
 struct vs_pjournal *pgroup_journal(struct vs_pgroup *g);
 /* Takes the sync target env->sync asked for (see pgroup_env). 0 or

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -409,6 +410,7 @@ group_open(struct serve_pgroups *pg, struct pg_entry *e)
     struct dpart *dp = dparts_find(pg->parts, &e->id);
     if (dp == NULL)
         return;
+    dp->grouped = 1; /* retention is the group's, even while it is closed */
     struct pgroup_opts o;
     memset(&o, 0, sizeof(o));
     o.cluster = pg->s->cluster;
@@ -627,7 +629,8 @@ pgroups_answer_link(struct serve_pgroups *pg, const struct gc_waiter *w,
 }
 
 /* Forwards cmd to node: PGROUPS_DEFERRED (w answered with the result) or
- * 57 when the link cannot take it now. */
+ * 57 when the link cannot take it now. Without a waiter (w NULL: an
+ * auto-commit) 0 once queued, and the result is not awaited. */
 static uint32_t
 forward(struct serve_pgroups *pg, uint8_t node, const struct data_cmd *cmd,
         const struct vs_hdr_request *req, const uint8_t *data, size_t dlen,
@@ -661,6 +664,9 @@ forward(struct serve_pgroups *pg, uint8_t node, const struct data_cmd *cmd,
         pg->n.forward_failed++;
         return VS_E_TRANSIENT_NOT_COMMITTED;
     }
+    pg->n.forwarded++;
+    if (w == NULL)
+        return 0; /* fire and forget: its result is dropped (on_result) */
     struct pg_fwd *f = vs_xcalloc(1, sizeof(*f));
     f->nonce = h.nonce;
     f->node = node;
@@ -668,7 +674,6 @@ forward(struct serve_pgroups *pg, uint8_t node, const struct data_cmd *cmd,
     f->deadline_ms = mono_ms() + PGROUPS_FWD_TIMEOUT_MS;
     f->next = pg->fwds;
     pg->fwds = f;
-    pg->n.forwarded++;
     return PGROUPS_DEFERRED;
 }
 
@@ -909,6 +914,106 @@ wait_drop(struct serve_pgroups *pg, struct pg_wait *w)
         }
 }
 
+/* A poll's auto-commit on a member e of a set of more than one: proposed
+ * here when this node is the primary, else forwarded to the primary
+ * without a waiter. The status of a forwarded one (0, or 57 when it
+ * could not be proposed: dropped, as Iggy's auto-commit is best effort). */
+static uint32_t
+autocommit_run(struct serve_pgroups *pg, struct pg_entry *e,
+               const struct data_cmd *cmd, uint32_t hops)
+{
+    if (e->g == NULL)
+        return VS_E_TRANSIENT_NOT_COMMITTED;
+    struct pgroup_offset_op oo;
+    memset(&oo, 0, sizeof(oo));
+    oo.kind = cmd->consumer_kind == 2 ? PART_GROUP : PART_CONSUMER;
+    oo.id = cmd->consumer_id;
+    oo.group_created_op = cmd->group_created_op;
+    oo.offset = cmd->value;
+    oo.raise = 1;
+    int rc = pgroup_on_autocommit(e->g, &oo, vs_realtime_us());
+    if (rc == 0) {
+        pg->n.proposed++;
+        return 0;
+    }
+    if (rc == -EREMOTE) {
+        int p = pgroup_primary(e->g);
+        if (p < 0 || p >= e->count)
+            return VS_E_TRANSIENT_NOT_COMMITTED;
+        struct vs_hdr_request none;
+        memset(&none, 0, sizeof(none));
+        uint32_t st =
+            forward(pg, e->replicas[p], cmd, &none, NULL, 0, NULL, hops);
+        return st == PGROUPS_DEFERRED ? 0 : st;
+    }
+    vs_log_debug("partition %u.%u.%u: auto-commit of offset %" PRIu64
+                 " not proposed: %s",
+                 cmd->stream_id, cmd->topic_id, cmd->partition_id, cmd->value,
+                 rc == -VS_EFATAL ? "the group stopped" : strerror(-rc));
+    return VS_E_TRANSIENT_NOT_COMMITTED;
+}
+
+void
+pgroups_tick_retention(struct serve_pgroups *pg, uint64_t now_us)
+{
+    if (pg == NULL)
+        return;
+    for (struct pg_entry *e = pg->all; e; e = e->next) {
+        if (e->g == NULL || !pgroup_is_settled_primary(e->g))
+            continue;
+        struct dpart *dp = dparts_find(pg->parts, &e->id);
+        if (dp == NULL)
+            continue;
+        if (dp->meta_purge_gen > part_purge_generation(dp->p)) {
+            int prc =
+                pgroup_on_purge(e->g, dp->meta_purge_gen, vs_realtime_us());
+            if (prc < 0)
+                vs_log_debug(
+                    "partition %u.%u.%u: purge %" PRIu64 " not proposed: %s",
+                    e->id.stream_id, e->id.topic_id, e->id.partition_id,
+                    dp->meta_purge_gen,
+                    prc == -VS_EFATAL ? "the group stopped" : strerror(-prc));
+            continue; /* retention after it */
+        }
+        uint64_t wm = part_retention_watermark(
+            dp->p, now_us, dp->message_expiry, dp->max_bytes, 0);
+        uint8_t kind = PGROUP_TRIM_RETENTION;
+        uint64_t md =
+            part_retention_watermark(dp->p, now_us, 0, 0, dp->meta_watermark);
+        if (md > wm) {
+            wm = md;
+            kind = PGROUP_TRIM_DELETE_SEGMENTS;
+        }
+        if (wm == 0)
+            continue;
+        int rc = pgroup_on_trim(e->g, kind, wm, vs_realtime_us());
+        if (rc < 0)
+            vs_log_debug(
+                "partition %u.%u.%u: trim below offset %" PRIu64
+                " not proposed: %s",
+                e->id.stream_id, e->id.topic_id, e->id.partition_id, wm,
+                rc == -VS_EFATAL ? "the group stopped" : strerror(-rc));
+    }
+}
+
+int
+pgroups_autocommit(struct serve_pgroups *pg, struct dpart *dp,
+                   const struct data_cmd *poll, uint64_t offset)
+{
+    if (pg == NULL)
+        return 0;
+    struct pg_entry *e = find_id(pg, &dp->id);
+    if (e == NULL || e->count <= 1 || e->self_ix == PG_NONE)
+        return 0;
+    struct data_cmd c = *poll;
+    c.kind = DATA_OFFSET_STORE;
+    c.value = offset;
+    c.autocommit = 1;
+    c.count = 0;
+    (void)autocommit_run(pg, e, &c, 0);
+    return 1;
+}
+
 uint32_t
 pgroups_exec(struct serve_pgroups *pg, struct dpart *dp,
              const struct data_cmd *cmd, const struct vs_hdr_request *req,
@@ -938,6 +1043,8 @@ pgroups_exec(struct serve_pgroups *pg, struct dpart *dp,
         return e->refused ? VS_E_NOT_ACCEPTED : VS_E_TRANSIENT_NOT_COMMITTED;
     int offset_op =
         cmd->kind == DATA_OFFSET_STORE || cmd->kind == DATA_OFFSET_DELETE;
+    if (cmd->kind == DATA_OFFSET_STORE && cmd->autocommit)
+        return autocommit_run(pg, e, cmd, hops);
     if (cmd->kind != DATA_SEND && !offset_op)
         return PGROUPS_PASS; /* the local replica; polls capped by pj */
     if (w == NULL || req == NULL)

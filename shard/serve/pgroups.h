@@ -45,8 +45,9 @@
  *     answer function), else forwarded to the primary's node, and so is
  *     a consumer-offset store or delete (an op of the group:
  *     pgroup_on_offset); polls, GetOffset and flush run on the local
- *     partition (polls never see past the group's commit; a poll's
- *     auto-commit stores the offset on this node only);
+ *     partition (polls never see past the group's commit); a poll's
+ *     auto-commit is a raising store op of the group (pgroups_autocommit),
+ *     forwarded to the primary without a waiter when this node is not;
  *   - a one-member set on this node: today's path (PGROUPS_PASS);
  *   - a set without this node (or a one-member set on another node):
  *     the command is forwarded to the set's first member.
@@ -137,6 +138,23 @@ uint32_t pgroups_exec(struct serve_pgroups *pg, struct dpart *dp,
                       const struct data_cmd *cmd,
                       const struct vs_hdr_request *req, uint8_t *data,
                       size_t dlen, const struct gc_waiter *w, uint32_t hops);
+
+/* A poll's auto-commit of `offset` (the last polled one) for the
+ * consumer of `poll`: on a member of a set of more than one it becomes a
+ * raising consumer-offset op of the group (proposed here when this node
+ * is its primary, else forwarded to the primary; the poll's reply does
+ * not wait for it) and 1 is returned; 0 for any other partition (the
+ * caller stores it locally). */
+int pgroups_autocommit(struct serve_pgroups *pg, struct dpart *dp,
+                       const struct data_cmd *poll, uint64_t offset);
+
+/* The retention tick of the replicated partitions (after
+ * dparts_tick_retention, which leaves them alone): for each group whose
+ * settled primary is this node, what retention (message expiry, size
+ * cap) and the metadata's DeleteSegments watermark would delete is
+ * proposed as one trim op (pgroup_on_trim); every replica deletes the
+ * same segments when it commits. NULL is accepted. */
+void pgroups_tick_retention(struct serve_pgroups *pg, uint64_t now_us);
 
 /* The answer of a command a peer node forwarded here (w->link). */
 void pgroups_answer_link(struct serve_pgroups *pg, const struct gc_waiter *w,

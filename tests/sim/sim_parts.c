@@ -2849,6 +2849,44 @@ sim_parts_arm_crash(struct sim_world *w, unsigned node, uint64_t nth)
     sim_sio_arm_crash(parts_of(w)->node[node].fs, nth);
 }
 
+int
+sim_parts_trim(struct sim_world *w, unsigned k, unsigned segments)
+{
+    struct sim_parts *ps = parts_of(w);
+    int node = sim_parts_primary(w, k);
+    if (ps->o.local_binding || node < 0)
+        return 0;
+    struct sp_rep *r = &ps->rep[node][k];
+    if (r->g == NULL || !pgroup_is_settled_primary(r->g))
+        return 0;
+    uint64_t start = 0, size = 0;
+    if (part_segment_at(r->p, segments, &start, &size) != 0 ||
+        start >= part_active_start(r->p))
+        return 0;
+    int rc = pgroup_on_trim(r->g, PGROUP_TRIM_DELETE_SEGMENTS, start,
+                            ps->w->now * 10000);
+    ptrace(ps, "node %u group %u proposes a trim below offset %llu: %d",
+           (unsigned)node, k, (unsigned long long)start, rc);
+    return rc == 0 ? 1 : -1;
+}
+
+uint64_t
+sim_parts_first_offset(const struct sim_world *w, unsigned node, unsigned k,
+                       uint64_t *trims)
+{
+    const struct sim_parts *ps = parts_of(w);
+    const struct sp_rep *r = &ps->rep[node][k];
+    uint64_t start = 0, size = 0;
+    *trims = 0;
+    if (!r->up || r->p == NULL || r->g == NULL ||
+        part_segment_at(r->p, 0, &start, &size) != 0)
+        return UINT64_MAX;
+    struct pgroup_stats st;
+    pgroup_stats(r->g, &st);
+    *trims = st.trims;
+    return start;
+}
+
 struct seg_pick {
     char best[SIM_SIO_NAME];
     const char *ext;

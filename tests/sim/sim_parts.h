@@ -128,6 +128,14 @@ void sim_parts_arm_crash(struct sim_world *w, unsigned node, uint64_t nth);
  * body (in_header 0) or its header. 1 done, 0 nothing to damage. */
 int sim_parts_rot_tail(struct sim_world *w, unsigned node, unsigned k,
                        int in_header);
+/* Production binding: the primary of partition k proposes a trim of its
+ * `segments` oldest sealed segments (pgroup_on_trim). 1 proposed, 0 no
+ * primary or not enough sealed segments, -1 refused. */
+int sim_parts_trim(struct sim_world *w, unsigned k, unsigned segments);
+/* Start offset of partition k's first segment on node i (up), or
+ * UINT64_MAX; and the trims its group applied there. */
+uint64_t sim_parts_first_offset(const struct sim_world *w, unsigned node,
+                                unsigned k, uint64_t *trims);
 /* The group id of partition k. */
 uint64_t sim_parts_group_id(const struct sim_world *w, unsigned k);
 /* The group id a replica frame carries (by command), 0 if none. */

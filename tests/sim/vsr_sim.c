@@ -1796,6 +1796,67 @@ sc_part_damaged_tail(struct sim_world *w)
     return finish(w);
 }
 
+/* DeleteSegments / retention of a replicated partition is an op of its
+ * group: the primary proposes a trim of sealed segments every replica
+ * holds, right as a backup is cut off; every replica (the cut-off one
+ * after it repairs the trim op, then a restart of another) deletes the
+ * same sealed segments, and the finish checks find the logs
+ * byte-identical at convergence. (A backup missing the deleted ops
+ * themselves needs a partition state transfer.) */
+static int
+sc_part_trim_same_segments(struct sim_world *w)
+{
+    if (parts_begin(w) || steps(w, 900))
+        return 1;
+    int p = sim_parts_primary(w, 0);
+    if (p < 0) {
+        sim_world_failf(w, "scenario: group 0 has no primary");
+        return 1;
+    }
+    int rc = 0;
+    for (int t = 0; t < 400 && rc == 0 && !w->failed; t++) {
+        rc = sim_parts_trim(w, 0, 2);
+        if (rc == 0)
+            steps(w, 5);
+    }
+    unsigned b = ((unsigned)p + 1) % w->p.n;
+    for (unsigned i = 0; i < w->p.n; i++)
+        w->part[i][b] = w->part[b][i] = i != b;
+    if (rc != 1) {
+        sim_world_failf(w, "scenario: no trim proposed (%d)", rc);
+        return 1;
+    }
+    steps(w, 300);
+    memset(w->part, 0, sizeof(w->part));
+    steps(w, 500);
+    unsigned c = ((unsigned)p + 2) % w->p.n;
+    sim_world_crash(w, c);
+    steps(w, 50);
+    sim_world_restart(w, c);
+    steps(w, 600);
+    if (finish(w))
+        return 1;
+    uint64_t first = UINT64_MAX, trims = 0;
+    for (unsigned i = 0; i < w->p.n; i++) {
+        uint64_t t = 0, f = sim_parts_first_offset(w, i, 0, &t);
+        if (f == UINT64_MAX)
+            continue;
+        if (first == UINT64_MAX)
+            first = f;
+        if (f != first)
+            sim_world_failf(w,
+                            "scenario: node %u's log starts at %llu, "
+                            "another's at %llu",
+                            i, (unsigned long long)f,
+                            (unsigned long long)first);
+        trims += t;
+    }
+    if (!w->failed && (first == 0 || first == UINT64_MAX))
+        sim_world_failf(w, "scenario: no segment deleted (first %llu)",
+                        (unsigned long long)first);
+    return parts_mark(w, "trim applied", trims);
+}
+
 /* Repaired prepares keep the hash chain (upstream #3978: repairs
  * rewound the journal's parent and nodes could not restart): a backup
  * cut off misses ops, repairs them after the heal, then restarts twice
@@ -2344,6 +2405,7 @@ static const struct scenario SCENARIOS[] = {
     /* Replicated partitions: two partition groups beside the metadata
      * group (sim_parts.h); the upstream bugs vstream must not have. */
     {"part-primary-crash-mid-sends", 3, NULL, sc_part_primary_crash},
+    {"part-trim-same-segments", 3, NULL, sc_part_trim_same_segments},
     {"part-backup-damaged-tail", 3, NULL, sc_part_damaged_tail},
     {"part-repaired-chain-restarts", 3, NULL, sc_part_repaired_chain},
     {"part-leader-restart-empty-repair", 3, NULL,

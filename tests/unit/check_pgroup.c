@@ -24,12 +24,14 @@
 #include <sys/stat.h>
 
 #include "common/buf.h"
+#include "common/checksum.h"
 #include "common/errors.h"
 #include "common/wire.h"
 #include "shard/data/batch.h"
 #include "shard/data/partition.h"
 #include "shard/data/pdir.h"
 #include "shard/data/pjournal.h"
+#include "shard/serve/pgclients.h"
 #include "shard/serve/pgroup.h"
 #include "shard/storage/io.h"
 #include "tests/unit/data_testutil.h"
@@ -1243,6 +1245,396 @@ START_TEST(test_state_format_refuses_existing)
 }
 END_TEST
 
+/* The client table outlives the journal window: after a restart whose
+ * recovered window no longer holds a client's proposals (many checkpoints
+ * later), a late copy of its last one is answered from the saved table,
+ * an older one refused, and neither is committed again. */
+START_TEST(test_client_table_survives_restart)
+{
+    for (int i = 0; i < N; i++) {
+        node_kill(&g_n[i]);
+        node_wipe(&g_n[i]);
+    }
+    g_slots = 16; /* a checkpoint every 8 applied ops */
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    ck_assert_int_eq(wait_primary(-1), 0);
+    for (uint64_t r = 1; r <= 6; r++) {
+        ck_assert_int_eq(send_on(0, 60, r, 1), 0);
+        wait_reply(60, r);
+    }
+    const struct reply *last = find_reply(60, 6, 0);
+    uint64_t base3 = last->base_offset, op3 = last->op;
+    produce(3, 1, 12); /* 36 ops of other clients: the window moves on */
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    struct vs_vsr_persist d;
+    vsr_durable(pgroup_engine(g_n[0].g), &d);
+    ck_assert_uint_gt(d.checkpoint_op, op3 + g_slots);
+    for (int i = 0; i < N; i++)
+        node_kill(&g_n[i]);
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    int p = wait_primary(-1);
+    uint64_t op = vsr_op(pgroup_engine(g_n[p].g));
+    size_t n0 = g_nrep;
+    ck_assert_int_eq(send_on(p, 60, 6, 1), 0); /* the late copy */
+    ck_assert_uint_eq(g_nrep, n0 + 1);
+    ck_assert_uint_eq(g_rep[n0].status, 0);
+    ck_assert_uint_eq(g_rep[n0].op, op3);
+    ck_assert_uint_eq(g_rep[n0].base_offset, base3);
+    ck_assert_int_eq(send_on(p, 60, 1, 1), -ESTALE);
+    for (int s = 0; s < 30; s++)
+        step();
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[p].g)), op);
+    /* a damaged table file: the group still opens (from the window) */
+    char path[900];
+    snprintf(path, sizeof(path), "%s/%s", part_dir(pgroup_part(g_n[p].g)),
+             PGC_FILE);
+    node_kill(&g_n[p]);
+    FILE *f = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, 30, SEEK_SET), 0);
+    fputc(0x5A, f);
+    fclose(f);
+    node_start(&g_n[p]);
+    produce(1, 13, 14);
+    wait_commit_all(pgroup_commit(g_n[(p + 1) % N].g));
+    files_identical();
+}
+END_TEST
+
+static void
+hdr_of(struct vs_hdr_prepare *h, uint64_t client, uint64_t request,
+       uint64_t checksum, uint64_t op)
+{
+    memset(h, 0, sizeof(*h));
+    h->client.lo = client;
+    h->client.hi = client ? 1 : 0;
+    h->request = request;
+    h->request_checksum.lo = checksum;
+    h->op = op;
+    h->operation = VS_OP_SEND_MESSAGES;
+}
+
+/* The "VSPC" form round-trips and every damage is refused. */
+START_TEST(test_client_table_codec)
+{
+    struct pgc_table t, u;
+    pgc_init(&t, 3);
+    pgc_init(&u, 3);
+    struct vs_hdr_prepare h;
+    uint64_t op = 0;
+    for (uint64_t i = 1; i <= 9; i++) {
+        hdr_of(&h, 1 + i % 2, i, 100 + i, i);
+        pgc_record(&t, &h, i * 10, 0);
+    }
+    hdr_of(&h, 1, 9, 109, 9); /* the same op again: not recorded twice */
+    pgc_record(&t, &h, 90, 0);
+    hdr_of(&h, 0, 1, 1, 10); /* no client: not recorded */
+    pgc_record(&t, &h, 0, 0);
+    ck_assert_uint_eq(t.n, 2);
+    /* a fourth client evicts the least recently committed one */
+    hdr_of(&h, 7, 1, 700, 11);
+    pgc_record(&t, &h, 0, 4100);
+    hdr_of(&h, 8, 1, 800, 12);
+    pgc_record(&t, &h, 0, 0);
+    ck_assert_uint_eq(t.n, 3);
+    struct vs_u128 c2 = {2, 1}, c1 = {1, 1}, c7 = {7, 1};
+    ck_assert_ptr_null(pgc_find(&t, c2)); /* last committed at op 8 */
+    ck_assert_uint_eq(pgc_find(&t, c1)->max_request, 9);
+    struct vs_wbuf w;
+    vs_wbuf_init(&w);
+    pgc_encode(&t, 12, &w);
+    ck_assert_int_eq(pgc_decode(&u, w.data, w.len, &op), 0);
+    ck_assert_uint_eq(op, 12);
+    ck_assert_uint_eq(u.n, 3);
+    struct vs_u128 k = {109, 0};
+    const struct pgc_done *d = pgc_done_find(&u, c1, 9, k);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_uint_eq(d->op, 9);
+    ck_assert_uint_eq(d->base_offset, 90);
+    k.lo = 700;
+    ck_assert_uint_eq(pgc_done_find(&u, c7, 1, k)->code, 4100);
+    k.lo = 101; /* evicted from client 1's ring of four */
+    ck_assert_ptr_null(pgc_done_find(&u, c1, 1, k));
+    /* re-encoding the decoded table gives the same bytes */
+    struct vs_wbuf w2;
+    vs_wbuf_init(&w2);
+    pgc_encode(&u, 12, &w2);
+    ck_assert_uint_eq(w.len, w2.len);
+    ck_assert_int_eq(memcmp(w.data, w2.data, w.len), 0);
+    /* damage: a flipped byte, trailing bytes, a short file, too many
+     * clients for the capacity, a duplicate client id (re-sealed) */
+    w.data[40] ^= 1;
+    ck_assert_int_eq(pgc_decode(&u, w.data, w.len, &op), -EBADMSG);
+    w.data[40] ^= 1;
+    ck_assert_int_eq(pgc_decode(&u, w.data, w.len - 1, &op), -EBADMSG);
+    ck_assert_int_eq(pgc_decode(&u, w.data, 20, &op), -EBADMSG);
+    struct pgc_table small;
+    pgc_init(&small, 2);
+    ck_assert_int_eq(pgc_decode(&small, w.data, w.len, &op), -EBADMSG);
+    pgc_fini(&small);
+    memcpy(w.data + 28 + PGC_CLIENT_LEN, w.data + 28, 16);
+    vs_store_u64(w.data + w.len - 8, vs_xxh3_64(w.data, w.len - 8));
+    ck_assert_int_eq(pgc_decode(&u, w.data, w.len, &op), -EBADMSG);
+    ck_assert_uint_eq(u.n, 3); /* unchanged by the refusals */
+    vs_wbuf_fini(&w);
+    vs_wbuf_fini(&w2);
+    pgc_fini(&t);
+    pgc_fini(&u);
+}
+END_TEST
+
+static uint64_t
+offset_on(int node, uint32_t consumer)
+{
+    struct part_consumer c = {.kind = PART_CONSUMER, .id = consumer};
+    uint64_t off = UINT64_MAX;
+    if (part_offset_get(pgroup_part(g_n[node].g), &c, &off) != 0)
+        return UINT64_MAX;
+    return off;
+}
+
+/* A poll's auto-commit is an op of the group proposed by the primary
+ * only; it raises the offset on every replica, never lowers it (an
+ * explicit store does), and needs no client. */
+START_TEST(test_autocommit_group_op)
+{
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(1, 1, 4); /* at least 4 messages */
+    struct pgroup_offset_op o = {.kind = PART_CONSUMER, .id = 9, .offset = 3};
+    ck_assert_int_eq(pgroup_on_autocommit(g_n[1].g, &o, g_wall), -EREMOTE);
+    uint64_t op = vsr_op(pgroup_engine(g_n[0].g));
+    ck_assert_int_eq(pgroup_on_autocommit(g_n[0].g, &o, g_wall), 0);
+    /* the same one in flight: not proposed twice */
+    ck_assert_int_eq(pgroup_on_autocommit(g_n[0].g, &o, g_wall), 0);
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), op + 1);
+    wait_commit_all(op + 1);
+    for (int i = 0; i < N; i++)
+        ck_assert_uint_eq(offset_on(i, 9), 3);
+    /* lower: nothing proposed (the applied offset is above) */
+    o.offset = 1;
+    ck_assert_int_eq(pgroup_on_autocommit(g_n[0].g, &o, g_wall), 0);
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), op + 1);
+    /* beyond the committed frontier: committed, refused at its apply */
+    o.offset = 1000000;
+    ck_assert_int_eq(pgroup_on_autocommit(g_n[0].g, &o, g_wall), 0);
+    wait_commit_all(op + 2);
+    for (int i = 0; i < N; i++)
+        ck_assert_uint_eq(offset_on(i, 9), 3);
+    /* an explicit store lowers it */
+    ck_assert_int_eq(offset_op(0, 41, 1, VS_OP_STORE_CONSUMER_OFFSET, 9, 1), 0);
+    wait_status(41, 1, 0);
+    wait_commit_all(op + 3);
+    for (int i = 0; i < N; i++)
+        ck_assert_uint_eq(offset_on(i, 9), 1);
+    /* a raising store proposed while a lower one is applied: raised */
+    o.offset = 2;
+    ck_assert_int_eq(pgroup_on_autocommit(g_n[0].g, &o, g_wall), 0);
+    wait_commit_all(op + 4);
+    for (int i = 0; i < N; i++)
+        ck_assert_uint_eq(offset_on(i, 9), 2);
+    /* the body's raise flag: 0 and 1 only */
+    uint8_t b[PGROUP_OFFSET_BODY];
+    struct pgroup_offset_op x;
+    o.raise = 1;
+    pgroup_offset_encode(&o, b);
+    ck_assert_uint_eq(b[1], 1);
+    ck_assert_int_eq(pgroup_offset_decode(b, sizeof(b), &x), 0);
+    ck_assert_uint_eq(x.raise, 1);
+    b[1] = 2;
+    ck_assert_int_eq(pgroup_offset_decode(b, sizeof(b), &x), -EINVAL);
+    /* every replica kept the same files */
+    files_identical();
+}
+END_TEST
+
+static size_t
+segments_of(int node, uint64_t *starts, size_t max)
+{
+    uint64_t start, size;
+    size_t n = 0;
+    struct vs_part *pp = pgroup_part(g_n[node].g);
+    while (n < max && part_segment_at(pp, n, &start, &size) == 0)
+        starts[n++] = start;
+    return n;
+}
+
+static int
+vsr_file_exists(int node, uint64_t start)
+{
+    char path[900];
+    snprintf(path, sizeof(path), "%s/%020llu.vsr",
+             part_dir(pgroup_part(g_n[node].g)), (unsigned long long)start);
+    return access(path, F_OK) == 0;
+}
+
+/* Retention / DeleteSegments of a replicated partition is an op of its
+ * group: only the primary proposes it, every replica (one of them cut
+ * off while it commits, repaired after) deletes the same sealed segments
+ * and their .vsr records, the logs stay byte-identical, and the group
+ * restarts over the trimmed log. */
+START_TEST(test_trim_same_segments_everywhere)
+{
+    for (int i = 0; i < N; i++) {
+        node_kill(&g_n[i]);
+        node_wipe(&g_n[i]);
+    }
+    /* no checkpoint during the run: the restart below recovers a journal
+     * whose first ops were trimmed away */
+    g_slots = 1024;
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(4, 1, 40);
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    uint64_t st[64];
+    size_t n = segments_of(0, st, 64);
+    ck_assert_uint_ge(n, 4);
+    /* a backup never proposes one; bad kinds are refused */
+    ck_assert_int_eq(
+        pgroup_on_trim(g_n[1].g, PGROUP_TRIM_RETENTION, st[2], g_wall),
+        -EREMOTE);
+    ck_assert_int_eq(pgroup_on_trim(g_n[0].g, 9, st[2], g_wall), -EINVAL);
+    /* nothing to delete: not proposed */
+    uint64_t op = vsr_op(pgroup_engine(g_n[0].g));
+    ck_assert_int_eq(
+        pgroup_on_trim(g_n[0].g, PGROUP_TRIM_RETENTION, st[0], g_wall), 0);
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), op);
+    /* the same watermark from the pure planner (the size cap) */
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a, sz;
+        ck_assert_int_eq(part_segment_at(pgroup_part(g_n[0].g), i, &a, &sz), 0);
+        total += sz;
+    }
+    uint64_t s0, sz0, s1, sz1;
+    part_segment_at(pgroup_part(g_n[0].g), 0, &s0, &sz0);
+    part_segment_at(pgroup_part(g_n[0].g), 1, &s1, &sz1);
+    ck_assert_uint_eq(part_retention_watermark(pgroup_part(g_n[0].g), 0, 0,
+                                               total - sz0 - sz1, 0),
+                      st[2]);
+    ck_assert_uint_eq(
+        part_retention_watermark(pgroup_part(g_n[0].g), 0, 0, 0, st[2]), st[2]);
+    ck_assert_uint_eq(
+        part_retention_watermark(pgroup_part(g_n[0].g), 0, 0, 0, 0), 0);
+    g_drop[0][2] = 1; /* replica 2 misses the trim's prepare */
+    ck_assert_int_eq(
+        pgroup_on_trim(g_n[0].g, PGROUP_TRIM_RETENTION, st[2], g_wall), 0);
+    /* one trim at a time */
+    ck_assert_int_eq(
+        pgroup_on_trim(g_n[0].g, PGROUP_TRIM_DELETE_SEGMENTS, st[3], g_wall),
+        0);
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), op + 1);
+    for (int s = 0; s < 30; s++)
+        step();
+    ck_assert_uint_eq(segments_of(2, st + 32, 32), n); /* not yet */
+    g_drop[0][2] = 0;
+    produce(4, 41, 42);
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    for (int i = 0; i < N; i++) {
+        uint64_t mine[64];
+        size_t m = segments_of(i, mine, 64);
+        ck_assert_uint_ge(m, n - 2);
+        ck_assert_uint_eq(mine[0], st[2]);
+        ck_assert_int_eq(vsr_file_exists(i, st[0]), 0);
+        ck_assert_int_eq(vsr_file_exists(i, st[1]), 0);
+        ck_assert_int_eq(vsr_file_exists(i, st[2]), 1);
+        struct pgroup_stats ps;
+        pgroup_stats(g_n[i].g, &ps);
+        ck_assert_uint_eq(ps.trims, 1);
+        ck_assert_uint_eq(ps.segments_trimmed, 2);
+        ck_assert_int_eq(pgroup_fatal(g_n[i].g), 0);
+    }
+    files_identical();
+    /* a poll from offset 0 starts at the first kept segment everywhere */
+    uint64_t c0 = polled(0, NULL);
+    for (int i = 1; i < N; i++)
+        ck_assert_uint_eq(polled(i, NULL), c0);
+    /* the group restarts over the trimmed log and keeps going */
+    for (int i = 0; i < N; i++)
+        node_kill(&g_n[i]);
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    int p = wait_primary(-1);
+    produce(4, 43, 45);
+    wait_commit_all(pgroup_commit(g_n[p].g));
+    files_identical();
+    /* the trim body's refusals */
+    uint8_t b[PGROUP_TRIM_BODY];
+    struct pgroup_trim_op t = {.kind = PGROUP_TRIM_RETENTION,
+                               .first = 10,
+                               .watermark = 20},
+                          x;
+    pgroup_trim_encode(&t, b);
+    ck_assert_int_eq(pgroup_trim_decode(b, sizeof(b), &x), 0);
+    ck_assert_uint_eq(x.watermark, 20);
+    ck_assert_int_eq(pgroup_trim_decode(b, sizeof(b) - 1, &x), -EINVAL);
+    b[3] = 1;
+    ck_assert_int_eq(pgroup_trim_decode(b, sizeof(b), &x), -EINVAL);
+    t.watermark = 10;
+    pgroup_trim_encode(&t, b);
+    ck_assert_int_eq(pgroup_trim_decode(b, sizeof(b), &x), -EINVAL);
+}
+END_TEST
+
+/* A purge is an op of the group: every replica seals its active segment
+ * at the purge's offset when it appends it, and at its commit deletes
+ * every segment below it and every consumer offset, records the
+ * generation; offsets continue; a repeat of the generation is nothing. */
+START_TEST(test_purge_group_op)
+{
+    ck_assert_int_eq(wait_primary(-1), 0);
+    produce(4, 1, 30);
+    ck_assert_int_eq(offset_op(0, 42, 1, VS_OP_STORE_CONSUMER_OFFSET, 3, 5), 0);
+    wait_status(42, 1, 0);
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    uint64_t last = 0;
+    uint32_t before = polled(0, &last);
+    ck_assert_uint_gt(before, 0);
+    uint64_t w = last + 1;
+    ck_assert_int_eq(pgroup_on_purge(g_n[1].g, 1, g_wall), -EREMOTE);
+    ck_assert_int_eq(pgroup_on_purge(g_n[0].g, 0, g_wall), -EINVAL);
+    ck_assert_int_eq(pgroup_on_purge(g_n[0].g, 1, g_wall), 0);
+    produce(4, 31, 33); /* sends right behind it */
+    wait_commit_all(pgroup_commit(g_n[0].g));
+    for (int i = 0; i < N; i++) {
+        struct vs_part *pp = pgroup_part(g_n[i].g);
+        ck_assert_uint_eq(part_purge_generation(pp), 1);
+        uint64_t st[64];
+        ck_assert_uint_ge(segments_of(i, st, 64), 1);
+        ck_assert_uint_eq(st[0], w);
+        ck_assert_uint_eq(offset_on(i, 3), UINT64_MAX);
+        uint64_t l = 0;
+        /* 4 clients x (2 + 3 + 1) messages (rounds 31..33) */
+        ck_assert_uint_eq(polled(i, &l), 24);
+        ck_assert_uint_eq(l, w + 24 - 1);
+        ck_assert_int_eq(pgroup_fatal(g_n[i].g), 0);
+    }
+    files_identical();
+    /* the same generation again: nothing proposed */
+    uint64_t op = vsr_op(pgroup_engine(g_n[0].g));
+    ck_assert_int_eq(pgroup_on_purge(g_n[0].g, 1, g_wall), 0);
+    ck_assert_uint_eq(vsr_op(pgroup_engine(g_n[0].g)), op);
+    /* a restart keeps it; the next generation purges again */
+    for (int i = 0; i < N; i++)
+        node_kill(&g_n[i]);
+    for (int i = 0; i < N; i++)
+        node_start(&g_n[i]);
+    int p = wait_primary(-1);
+    for (int i = 0; i < N; i++)
+        ck_assert_uint_eq(polled(i, NULL), 24);
+    ck_assert_int_eq(pgroup_on_purge(g_n[p].g, 2, g_wall), 0);
+    produce(2, 34, 35);
+    wait_commit_all(pgroup_commit(g_n[p].g));
+    for (int i = 0; i < N; i++) {
+        ck_assert_uint_eq(part_purge_generation(pgroup_part(g_n[i].g)), 2);
+        ck_assert_uint_eq(polled(i, NULL), 2 * (2 + 3)); /* rounds 34, 35 */
+    }
+    files_identical();
+}
+END_TEST
+
 static Suite *
 pgroup_suite(void)
 {
@@ -1265,6 +1657,11 @@ pgroup_suite(void)
     tcase_add_test(tc, test_superblock_made_at_create);
     tcase_add_test(tc, test_state_format_refuses_existing);
     tcase_add_test(tc, test_superblock_fsync_off_loop_withholds_sends);
+    tcase_add_test(tc, test_client_table_survives_restart);
+    tcase_add_test(tc, test_client_table_codec);
+    tcase_add_test(tc, test_autocommit_group_op);
+    tcase_add_test(tc, test_trim_same_segments_everywhere);
+    tcase_add_test(tc, test_purge_group_op);
     suite_add_tcase(s, tc);
     return s;
 }
