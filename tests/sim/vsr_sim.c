@@ -2475,14 +2475,12 @@ static const struct scenario SCENARIOS[] = {
      * (request 61) commits at op 127, its reply is lost in a crash; op
      * 128 moves the checkpoint (journal_slots / 2) and the restart
      * rebuilds the client table from the window above it only, so the
-     * client's retry of request 61 commits again at op 132. The client
-     * table now survives restarts (shard/serve/pgclients.c, saved before
-     * every checkpoint); on its branch the seed passed, on the merged tree
-     * its schedule (a torn journal cut at the restart) still commits the
-     * retry again. */
+     * client's retry of request 61 commits again at op 132. Fixed: the
+     * client table is saved before every checkpoint and loaded at open
+     * (shard/serve/pgclients.c). */
     {"part-dedup-late-copy-2002019",
      1,
-     "the saved client table to cover this schedule (shard/serve/pgroup.c)",
+     NULL,
      NULL,
      2002019,
      0,
@@ -2491,7 +2489,7 @@ static const struct scenario SCENARIOS[] = {
      * seed 3400559, n = 1, request 120) */
     {"part-dedup-late-copy-3400559",
      1,
-     "the saved client table to cover this schedule (shard/serve/pgroup.c)",
+     NULL,
      NULL,
      3400559,
      0,
