@@ -2860,8 +2860,12 @@ sim_parts_trim(struct sim_world *w, unsigned k, unsigned segments)
     if (r->g == NULL || !pgroup_is_settled_primary(r->g))
         return 0;
     uint64_t start = 0, size = 0;
-    if (part_segment_at(r->p, segments, &start, &size) != 0 ||
-        start >= part_active_start(r->p))
+    unsigned s = segments;
+    /* the start of segment s is the watermark below s sealed segments */
+    while (s > 0 && (part_segment_at(r->p, s, &start, &size) != 0 ||
+                     start >= part_active_start(r->p)))
+        s--;
+    if (s == 0)
         return 0;
     int rc = pgroup_on_trim(r->g, PGROUP_TRIM_DELETE_SEGMENTS, start,
                             ps->w->now * 10000);

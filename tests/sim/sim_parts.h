@@ -129,8 +129,9 @@ void sim_parts_arm_crash(struct sim_world *w, unsigned node, uint64_t nth);
 int sim_parts_rot_tail(struct sim_world *w, unsigned node, unsigned k,
                        int in_header);
 /* Production binding: the primary of partition k proposes a trim of its
- * `segments` oldest sealed segments (pgroup_on_trim). 1 proposed, 0 no
- * primary or not enough sealed segments, -1 refused. */
+ * oldest sealed segments, `segments` of them or as many as are sealed
+ * (pgroup_on_trim). 1 proposed, 0 no primary or no sealed segment, -1
+ * refused. */
 int sim_parts_trim(struct sim_world *w, unsigned k, unsigned segments);
 /* Start offset of partition k's first segment on node i (up), or
  * UINT64_MAX; and the trims its group applied there. */
