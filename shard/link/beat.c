@@ -122,8 +122,9 @@ beat_decode(const void *frame, size_t len, const struct vs_u128 *cluster,
         return -BEAT_ERR_CLUSTER;
     if (h->count > BEAT_ENTRIES_MAX)
         return -BEAT_ERR_COUNT;
-    if (h->entry_size != BEAT_ENTRY_SIZE &&
-        !(h->count == 0 && h->entry_size == BEAT_ENTRY_SIZE_V1))
+    /* one encoding per frame: a keepalive carries the previous release's
+     * size, a frame with entries this release's */
+    if (h->entry_size != (h->count ? BEAT_ENTRY_SIZE : BEAT_ENTRY_SIZE_V1))
         return -BEAT_ERR_ENTRY_SIZE;
     if (len != beat_frame_size(h->count))
         return -BEAT_ERR_SIZE;

@@ -16,9 +16,9 @@
  *                           by one per frame; restarts at 1 with the
  *                           sender's process)
  *   136     4  count        entries in the body, 0..BEAT_ENTRIES_MAX
- *   140     2  entry_size   64 (exactly; another size is refused),
- *                           except a keepalive (count 0): 32, the previous
- *                           release's size, so both releases accept it
+ *   140     2  entry_size   64 with entries; a keepalive (count 0): 32,
+ *                           the previous release's size, so both releases
+ *                           accept it (another size is refused)
  *   142     1  shard        the sender's mesh (data shard index)
  *   143   113  reserved     zero
  *   body: count entries of 64 bytes, strictly increasing by
@@ -61,8 +61,9 @@
 
 #define BEAT_ENTRY_SIZE 64u
 /* The previous release's entry size: a keepalive (no entries) carries it,
- * so links with nodes of that release keep their beats' sequence during a
- * rolling upgrade; the decoder takes it only with count 0. */
+ * and only it, so links with nodes of that release keep their beats'
+ * sequence during a rolling upgrade; a frame with entries carries
+ * BEAT_ENTRY_SIZE. */
 #define BEAT_ENTRY_SIZE_V1 32u
 #define BEAT_ENTRIES_MAX   16384u /* per frame: 1 MiB of body */
 #define BEAT_FRAME_MAX     (VS_HEADER_SIZE + BEAT_ENTRIES_MAX * BEAT_ENTRY_SIZE)

@@ -74,13 +74,17 @@ tests_bench_bench_dataserve_SOURCES = tests/bench/bench_dataserve.c \
 tests_bench_bench_dataserve_LDADD = libvs_data.a libvs_storage.a \
 	libvs_common.a $(VS_DEP_LIBS)
 
+# What the replicated-partition integration tests share (preplica.h).
+PREPLICA_COMMON = $(CLUSTER_COMMON) tests/integration/preplica.c \
+	tests/integration/preplica.h
+
 # Replicated partitions on a real 3-node cluster (partition_replication):
 # sends through every node, identical polls, the group primary killed.
 if HAVE_CHECK
 check_PROGRAMS += tests/integration/check_cluster_preplica
 INTEG_TESTS += tests/integration/check_cluster_preplica
 tests_integration_check_cluster_preplica_SOURCES = \
-	tests/integration/check_cluster_preplica.c $(CLUSTER_COMMON)
+	tests/integration/check_cluster_preplica.c $(PREPLICA_COMMON)
 tests_integration_check_cluster_preplica_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_preplica_LDADD = $(CLUSTER_LDADD)
 endif
@@ -118,7 +122,7 @@ if HAVE_CHECK
 check_PROGRAMS += tests/integration/check_cluster_pxfer
 INTEG_TESTS += tests/integration/check_cluster_pxfer
 tests_integration_check_cluster_pxfer_SOURCES = \
-	tests/integration/check_cluster_pxfer.c $(CLUSTER_COMMON)
+	tests/integration/check_cluster_pxfer.c $(PREPLICA_COMMON)
 tests_integration_check_cluster_pxfer_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_pxfer_LDADD = $(CLUSTER_LDADD)
 endif
@@ -130,7 +134,7 @@ if HAVE_CHECK
 check_PROGRAMS += tests/integration/check_cluster_ptrim
 INTEG_TESTS += tests/integration/check_cluster_ptrim
 tests_integration_check_cluster_ptrim_SOURCES = \
-	tests/integration/check_cluster_ptrim.c $(CLUSTER_COMMON)
+	tests/integration/check_cluster_ptrim.c $(PREPLICA_COMMON)
 tests_integration_check_cluster_ptrim_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_ptrim_LDADD = $(CLUSTER_LDADD)
 endif

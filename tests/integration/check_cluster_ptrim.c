@@ -28,6 +28,7 @@
 #include "common/buf.h"
 #include "common/errors.h"
 #include "tests/integration/cluster.h"
+#include "tests/integration/preplica.h"
 #include "tools/client/vsc.h"
 
 static struct vs_cluster cl;
@@ -38,14 +39,6 @@ static const char *const extra[] = {"--partition-replication",
                                     "--wal-slots",
                                     "1024",
                                     NULL};
-
-static uint64_t
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static void
 setup(void)
@@ -61,30 +54,6 @@ static void
 teardown(void)
 {
     vs_cluster_cleanup(&cl);
-}
-
-/* A logged-in handle on node i that stays there. */
-static struct vsc *
-login_on(unsigned i, uint32_t io_ms)
-{
-    struct vsc_opts o;
-    memset(&o, 0, sizeof(o));
-    o.addr = cl.client[i];
-    o.io_timeout_ms = io_ms;
-    o.connect_timeout_ms = 2000;
-    o.reconnects = 5;
-    o.no_follow = 1;
-    uint64_t end = now_ms() + 20000;
-    while (now_ms() < end) {
-        struct vsc *c = vsc_create(&o);
-        ck_assert_ptr_nonnull(c);
-        if (vsc_login(c, "iggy", "iggy", NULL) == 0)
-            return c;
-        vsc_destroy(c);
-        usleep(100 * 1000);
-    }
-    ck_abort_msg("no login on node %u", i);
-    return NULL;
 }
 
 /* Stream s, topic t (1 partition, factor 3, segment_size seg or the
@@ -113,13 +82,13 @@ make_topic(const char *s, const char *t, uint64_t seg)
     vsc_destroy(c);
     unsigned primary = 255;
     for (unsigned i = 0; i < 3; i++) {
-        struct vsc *h = login_on(i, 5000);
+        struct vsc *h = prep_login_on(&cl, i, 5000);
         struct vsc_id tid = vsc_id_name(t);
         int found = 0;
-        uint64_t end = now_ms() + 10000;
+        uint64_t end = prep_now_ms() + 10000;
         struct vsc_topic_replicas r;
         memset(&r, 0, sizeof(r));
-        while (now_ms() < end) {
+        while (prep_now_ms() < end) {
             rc = vsc_topic_replicas(h, &sid, &tid, &r, &found);
             if (rc == 0 && found)
                 break;
@@ -203,10 +172,10 @@ static void
 wait_first(unsigned i, const char *s, const char *t, uint64_t want,
            uint64_t total, uint32_t ms)
 {
-    struct vsc *c = login_on(i, 5000);
-    uint64_t end = now_ms() + ms, first = UINT64_MAX, last = 0;
+    struct vsc *c = prep_login_on(&cl, i, 5000);
+    uint64_t end = prep_now_ms() + ms, first = UINT64_MAX, last = 0;
     g_tolerant = 1;
-    while (now_ms() < end) {
+    while (prep_now_ms() < end) {
         first = UINT64_MAX;
         uint32_t n =
             poll_on(c, s, t, 1, VSC_POLL_OFFSET, 0, 1, 0, &first, NULL);
@@ -330,7 +299,7 @@ START_TEST(test_delete_segments_same_everywhere)
 {
     (void)make_topic("pt", "t", 1024 * 1024);
     enum { BATCHES = 45, MSGS = 100, SIZE = 1000 };
-    struct vsc *c = login_on(1, 20000);
+    struct vsc *c = prep_login_on(&cl, 1, 20000);
     for (unsigned k = 0; k < BATCHES; k++)
         send_batch(c, "pt", "t", k, MSGS, SIZE);
     uint64_t total = (uint64_t)BATCHES * MSGS;
@@ -348,7 +317,7 @@ START_TEST(test_delete_segments_same_everywhere)
     vsc_wr_id(&b, &tid);
     vs_wr_u32(&b, 0);
     vs_wr_u32(&b, 2);
-    struct vsc *d = login_on(2, 20000);
+    struct vsc *d = prep_login_on(&cl, 2, 20000);
     struct vsc_reply r;
     int rc = vsc_call(d, 503, b.data, b.len, &r);
     ck_assert_msg(rc == 0 && r.status == 0, "DeleteSegments: %d status %u %s",
@@ -358,8 +327,8 @@ START_TEST(test_delete_segments_same_everywhere)
 
     /* the same first offset everywhere (the third segment's start) */
     uint64_t first = UINT64_MAX;
-    uint64_t end = now_ms() + 20000;
-    while (now_ms() < end) {
+    uint64_t end = prep_now_ms() + 20000;
+    while (prep_now_ms() < end) {
         (void)poll_on(c, "pt", "t", 1, VSC_POLL_OFFSET, 0, 1, 0, &first, NULL);
         if (first > 0)
             break;
@@ -403,20 +372,20 @@ START_TEST(test_delete_segments_same_everywhere)
 
     /* PurgeTopic through node 1: every node ends with no message and
      * the same files; offsets continue after the purge */
-    c = login_on(1, 20000);
+    c = prep_login_on(&cl, 1, 20000);
     rc = vsc_topic_purge(c, &sid, &tid);
     ck_assert_msg(rc == 0, "purge: %d %s", rc, vsc_last_error(c));
-    end = now_ms() + 20000;
+    end = prep_now_ms() + 20000;
     uint32_t left = 1;
     for (unsigned i = 0; i < 3; i++) {
-        struct vsc *h = login_on(i, 20000);
+        struct vsc *h = prep_login_on(&cl, i, 20000);
         g_tolerant = 1;
         do {
             left =
                 poll_on(h, "pt", "t", 1, VSC_POLL_OFFSET, 0, 1, 0, NULL, NULL);
             if (left != 0)
                 usleep(100 * 1000);
-        } while (left != 0 && now_ms() < end);
+        } while (left != 0 && prep_now_ms() < end);
         g_tolerant = 0;
         vsc_destroy(h);
         ck_assert_msg(left == 0,
@@ -437,14 +406,14 @@ static void
 wait_offset(unsigned i, const char *s, const char *t, uint32_t cid,
             uint64_t want, uint32_t ms)
 {
-    struct vsc *c = login_on(i, 5000);
+    struct vsc *c = prep_login_on(&cl, i, 5000);
     struct vsc_id sid = vsc_id_name(s), tid = vsc_id_name(t);
     struct vsc_id id = vsc_id_num(cid);
     struct vsc_consumer co = vsc_consumer_single(&id);
     struct vsc_offset o;
     int found = 0, rc = -1;
-    uint64_t end = now_ms() + ms;
-    while (now_ms() < end) {
+    uint64_t end = prep_now_ms() + ms;
+    while (prep_now_ms() < end) {
         memset(&o, 0, sizeof(o));
         found = 0;
         rc = vsc_offset_get(c, &co, &sid, &tid, 1, 0, &o, &found);
@@ -465,16 +434,16 @@ START_TEST(test_autocommit_is_the_groups)
     unsigned primary = make_topic("pa", "t", 0);
     ck_assert_uint_lt(primary, 3);
     unsigned backup = (primary + 1) % 3, other = (primary + 2) % 3;
-    struct vsc *c = login_on(other, 20000);
+    struct vsc *c = prep_login_on(&cl, other, 20000);
     for (unsigned k = 0; k < 10; k++)
         send_batch(c, "pa", "t", k, 10, 40);
     vsc_destroy(c);
     /* through a backup: auto-commit of offset 34 */
-    struct vsc *b = login_on(backup, 20000);
+    struct vsc *b = prep_login_on(&cl, backup, 20000);
     uint64_t first = UINT64_MAX, last = 0;
-    uint64_t end = now_ms() + 20000;
+    uint64_t end = prep_now_ms() + 20000;
     uint32_t n = 0;
-    while (n == 0 && now_ms() < end) {
+    while (n == 0 && prep_now_ms() < end) {
         n = poll_on(b, "pa", "t", 7, VSC_POLL_NEXT, 0, 35, 1, &first, &last);
         if (n == 0)
             usleep(100 * 1000);
@@ -486,7 +455,7 @@ START_TEST(test_autocommit_is_the_groups)
     for (unsigned i = 0; i < 3; i++)
         wait_offset(i, "pa", "t", 7, 34, 10000);
     /* through the primary: the next 10, committed at 44 */
-    struct vsc *p = login_on(primary, 20000);
+    struct vsc *p = prep_login_on(&cl, primary, 20000);
     n = poll_on(p, "pa", "t", 7, VSC_POLL_NEXT, 0, 10, 1, &first, &last);
     ck_assert_uint_eq(n, 10);
     ck_assert_uint_eq(first, 35);
@@ -500,10 +469,10 @@ START_TEST(test_autocommit_is_the_groups)
     ck_assert_int_gt(vs_node_kill(&cl.node[primary]), -1);
     wait_offset(backup, "pa", "t", 7, 44, 10000);
     wait_offset(other, "pa", "t", 7, 44, 10000);
-    struct vsc *o = login_on(other, 30000);
+    struct vsc *o = prep_login_on(&cl, other, 30000);
     n = 0;
-    end = now_ms() + 30000;
-    while (now_ms() < end) {
+    end = prep_now_ms() + 30000;
+    while (prep_now_ms() < end) {
         n = poll_on(o, "pa", "t", 7, VSC_POLL_NEXT, 0, 5, 1, &first, &last);
         ck_assert_uint_eq(n, 5);
         ck_assert_uint_ge(first, 45);

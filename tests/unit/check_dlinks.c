@@ -270,6 +270,11 @@ START_TEST(test_codec_duplicates_and_damage)
                           BEAT_ENTRY_SIZE_V1);
         ck_assert_int_eq(beat_decode(ka, (size_t)kl, &cluster, &h, &body), 0);
         ck_assert_uint_eq(h->count, 0);
+        /* this release's size on a keepalive: refused (one encoding) */
+        ((struct beat_hdr *)ka)->entry_size = BEAT_ENTRY_SIZE;
+        reseal(ka, (size_t)kl);
+        ck_assert_int_eq(beat_decode(ka, (size_t)kl, &cluster, &h, &body),
+                         -BEAT_ERR_ENTRY_SIZE);
     }
     memcpy(f, buf, len);
     f[60] = VS_CMD_COMMIT;
