@@ -763,9 +763,14 @@ roll(struct vs_part *p)
 
 /* part_append and part_append_nosync; `sync` 0 leaves every fsync to the
  * caller. */
+/* What every append does before its write: validates the batch (its
+ * message count in *n), refuses when the partition takes none (read-only,
+ * fatal, a failed purge, a begun write owning the segment's end), moves
+ * the interval floor ahead of the offsets it will hand out and rolls a
+ * full active segment. 0 with *seg the segment to write to, or -errno. */
 static int
-append_batch(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
-             struct part_append_result *res, enum batch_err *berr, int sync)
+append_prepare(struct vs_part *p, uint8_t *batch, size_t len,
+               enum batch_err *berr, uint32_t *n, struct dseg **seg)
 {
     struct batch_info info;
     enum batch_err be = batch_validate(batch, len, &p->opts.limits, 1, &info);
@@ -782,11 +787,11 @@ append_batch(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
     if (p->wpending)
         return -EBUSY; /* a begun write owns the segment's end */
     uint64_t base = p->next_offset;
-    uint32_t n = info.message_count;
+    *n = info.message_count;
     int rc;
     /* The floor goes ahead of every offset handed out under interval. */
-    if (p->opts.durability == PART_FSYNC_INTERVAL && base + n > p->floor) {
-        rc = state_write(p, p->purge_gen, base + n + p->opts.frontier_step);
+    if (p->opts.durability == PART_FSYNC_INTERVAL && base + *n > p->floor) {
+        rc = state_write(p, p->purge_gen, base + *n + p->opts.frontier_step);
         if (rc < 0)
             return rc;
     }
@@ -797,6 +802,20 @@ append_batch(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
             return rc;
         a = active(p);
     }
+    *seg = a;
+    return 0;
+}
+
+static int
+append_batch(struct vs_part *p, uint8_t *batch, size_t len, uint64_t wall_us,
+             struct part_append_result *res, enum batch_err *berr, int sync)
+{
+    uint32_t n = 0;
+    struct dseg *a = NULL;
+    int rc = append_prepare(p, batch, len, berr, &n, &a);
+    if (rc < 0)
+        return rc;
+    uint64_t base = p->next_offset;
     uint64_t ts = batch_next_timestamp(p->last_ts, wall_us);
     batch_stamp(batch, p->id.partition_id, base, ts);
     rc = dseg_append(p->io, a, batch, len, p->opts.index_interval);
@@ -854,33 +873,12 @@ part_append_begin(struct vs_part *p, uint8_t *batch, size_t len,
     w->fd = -1;
     if (p->wpending)
         return -EBUSY;
-    struct batch_info info;
-    enum batch_err be = batch_validate(batch, len, &p->opts.limits, 1, &info);
-    if (berr)
-        *berr = be;
-    if (be != BATCH_OK)
-        return -EINVAL;
-    if (p->opts.read_only)
-        return -EROFS;
-    if (sio_is_fatal(p->io))
-        return -VS_EFATAL;
-    if (p->nsegs == 0)
-        return -EIO;
+    uint32_t n = 0;
+    struct dseg *a = NULL;
+    int rc = append_prepare(p, batch, len, berr, &n, &a);
+    if (rc < 0)
+        return rc;
     uint64_t base = p->next_offset;
-    uint32_t n = info.message_count;
-    int rc;
-    if (p->opts.durability == PART_FSYNC_INTERVAL && base + n > p->floor) {
-        rc = state_write(p, p->purge_gen, base + n + p->opts.frontier_step);
-        if (rc < 0)
-            return rc;
-    }
-    struct dseg *a = active(p);
-    if (a->size > 0 && a->size + len > p->opts.segment_size) {
-        rc = roll(p);
-        if (rc < 0)
-            return rc;
-        a = active(p);
-    }
     /* the writer's own fd: the handle may close its fd (purge) while the
      * write runs, and the number could then name another file */
     w->fd = fcntl(a->fd, F_DUPFD_CLOEXEC, 0);

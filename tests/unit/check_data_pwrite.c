@@ -7,7 +7,9 @@
  * tear, any other write error fatal, a purge between begin and end
  * cancels, a tail cut waits for the end, a handle closed with a write
  * begun.
- * Test code only. fsync is stubbed (the fault injector).
+ * Test code only. Its I/O goes through the fault injector's vs_sio table,
+ * whose fsync returns without a disk flush (the tests judge order and
+ * error paths, not durability).
  */
 #include "config.h"
 
