@@ -5,8 +5,10 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/mem.h"
 #include "shard/meta/index.h"
 #include "shard/meta/lookup.h"
 
@@ -123,6 +125,46 @@ meta_member_by_id(const void *st, uint32_t stream_id, uint32_t topic_id,
     struct meta_key k = {
         .a = stream_id, .b = topic_id, .c = group_id, .d = member_id};
     return find(st, META_IX_MEMBER_ID, &k);
+}
+
+static int
+member_id_cmp(const void *a, const void *b)
+{
+    const struct vs_u128 *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return 0;
+}
+
+struct vs_u128 *
+meta_member_ids(const void *st, size_t *n)
+{
+    const struct meta_hdr *h = meta_hdr_c(st);
+    uint32_t cap = meta_tab_cap(st, META_TAB_MEMBER);
+    uint32_t seen = 0;
+    struct vs_u128 *ids = NULL;
+    *n = 0;
+    if (h->count[META_TAB_MEMBER] > 0)
+        ids = vs_xmalloc(h->count[META_TAB_MEMBER] * sizeof(*ids));
+    for (uint32_t i = 0; i < cap && seen < h->count[META_TAB_MEMBER]; i++) {
+        const struct meta_member *m = meta_rec_c(st, META_TAB_MEMBER, i);
+        if (!m->in_use)
+            continue;
+        seen++;
+        ids[(*n)++] = m->client_id;
+    }
+    if (*n > 1)
+        qsort(ids, *n, sizeof(*ids), member_id_cmp);
+    return ids;
+}
+
+int
+meta_member_ids_has(const struct vs_u128 *ids, size_t n, struct vs_u128 client)
+{
+    return n > 0 &&
+           bsearch(&client, ids, n, sizeof(*ids), member_id_cmp) != NULL;
 }
 
 const struct meta_assign *

@@ -52,6 +52,12 @@ const struct meta_member *meta_member_by_id(const void *st, uint32_t stream_id,
                                             uint32_t topic_id,
                                             uint32_t group_id,
                                             uint32_t member_id);
+/* The client ids of every consumer-group member in st, sorted (heap: the
+ * caller frees; NULL when there are none), *n of them. */
+struct vs_u128 *meta_member_ids(const void *st, size_t *n);
+/* Whether client is among ids (as meta_member_ids returns them). */
+int meta_member_ids_has(const struct vs_u128 *ids, size_t n,
+                        struct vs_u128 client);
 /* Ownership of a partition in a group, or NULL if unassigned. */
 const struct meta_assign *meta_assign_get(const void *st, uint32_t stream_id,
                                           uint32_t topic_id, uint32_t group_id,

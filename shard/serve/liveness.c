@@ -361,40 +361,6 @@ live_groups(struct serve *s)
 
 /* ---------------------------------------------------------- members */
 
-static int
-live_u128_cmp(const void *a, const void *b)
-{
-    const struct vs_u128 *x = a, *y = b;
-    if (x->hi != y->hi)
-        return x->hi < y->hi ? -1 : 1;
-    if (x->lo != y->lo)
-        return x->lo < y->lo ? -1 : 1;
-    return 0;
-}
-
-/* Read section: the sorted client ids of every group member. */
-static struct vs_u128 *
-live_member_ids(const void *st, size_t *n)
-{
-    const struct meta_hdr *h = meta_hdr_c(st);
-    uint32_t cap = meta_tab_cap(st, META_TAB_MEMBER);
-    uint32_t seen = 0;
-    struct vs_u128 *v = NULL;
-    *n = 0;
-    if (h->count[META_TAB_MEMBER] > 0)
-        v = vs_xmalloc(h->count[META_TAB_MEMBER] * sizeof(*v));
-    for (uint32_t i = 0; i < cap && seen < h->count[META_TAB_MEMBER]; i++) {
-        const struct meta_member *m = meta_rec_c(st, META_TAB_MEMBER, i);
-        if (!m->in_use)
-            continue;
-        seen++;
-        v[(*n)++] = m->client_id;
-    }
-    if (*n > 1)
-        qsort(v, *n, sizeof(*v), live_u128_cmp);
-    return v;
-}
-
 /* FWD_MEMBERS (shard/fwd.h): this shard's complete set of live members
  * (bound, not closing, current session), in ring-sized pieces. */
 static void
@@ -405,10 +371,10 @@ live_members(struct serve *s)
     struct fwd_member *e = NULL;
     size_t n = 0, cap = 0, nids = 0;
     const void *st = lr_read_begin(s->lr, NULL);
-    struct vs_u128 *ids = live_member_ids(st, &nids);
+    struct vs_u128 *ids = meta_member_ids(st, &nids);
     for (struct serve_conn *c = s->all; c != NULL && nids > 0; c = c->next) {
         if (!c->bound || c->closing ||
-            bsearch(&c->client, ids, nids, sizeof(*ids), live_u128_cmp) == NULL)
+            !meta_member_ids_has(ids, nids, c->client))
             continue;
         const struct meta_session *m = meta_session_by_client(st, c->client);
         if (m == NULL || m->epoch != c->session)

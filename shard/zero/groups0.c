@@ -504,46 +504,6 @@ groups0_bind_remote(struct groups0 *g, struct vs_u128 client, uint64_t session,
     b->seen = n->reports;
 }
 
-static int
-groups0_u128_cmp(const void *a, const void *b)
-{
-    const struct vs_u128 *x = a, *y = b;
-    if (x->hi != y->hi)
-        return x->hi < y->hi ? -1 : 1;
-    if (x->lo != y->lo)
-        return x->lo < y->lo ? -1 : 1;
-    return 0;
-}
-
-/* The sorted client ids of every member of st (heap), *n of them. */
-static struct vs_u128 *
-groups0_member_ids(const void *st, size_t *n)
-{
-    const struct meta_hdr *h = meta_hdr_c(st);
-    uint32_t cap = meta_tab_cap(st, META_TAB_MEMBER);
-    uint32_t seen = 0;
-    struct vs_u128 *ids = NULL;
-    *n = 0;
-    if (h->count[META_TAB_MEMBER] > 0)
-        ids = vs_xmalloc(h->count[META_TAB_MEMBER] * sizeof(*ids));
-    for (uint32_t i = 0; i < cap && seen < h->count[META_TAB_MEMBER]; i++) {
-        const struct meta_member *m = meta_rec_c(st, META_TAB_MEMBER, i);
-        if (!m->in_use)
-            continue;
-        seen++;
-        ids[(*n)++] = m->client_id;
-    }
-    if (*n > 1)
-        qsort(ids, *n, sizeof(*ids), groups0_u128_cmp);
-    return ids;
-}
-
-static int
-groups0_in_ids(const struct vs_u128 *ids, size_t n, struct vs_u128 client)
-{
-    return n > 0 &&
-           bsearch(&client, ids, n, sizeof(*ids), groups0_u128_cmp) != NULL;
-}
 
 /* A complete report of `node` claims members only: its bindings of
  * clients that are no members now count as seen, so a client that joins
@@ -554,7 +514,7 @@ groups0_refresh_others(struct groups0 *g, const struct vs_u128 *ids, size_t nm,
 {
     for (size_t i = 0; i < g->nb; i++) {
         struct groups0_bind *b = &g->b[i];
-        if (b->node == node && !groups0_in_ids(ids, nm, b->client))
+        if (b->node == node && !meta_member_ids_has(ids, nm, b->client))
             b->seen = g->nodes[node].reports;
     }
 }
@@ -571,14 +531,14 @@ groups0_report(struct groups0 *g, const void *st, uint8_t node, uint64_t inc,
         nd->reports = 0;
     }
     size_t nm;
-    struct vs_u128 *ids = groups0_member_ids(st, &nm);
+    struct vs_u128 *ids = meta_member_ids(st, &nm);
     if (complete) {
         nd->reports++;
         groups0_refresh_others(g, ids, nm, node);
     }
     int claimed = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!groups0_in_ids(ids, nm, e[i].client))
+        if (!meta_member_ids_has(ids, nm, e[i].client))
             continue;
         const struct meta_session *m = meta_session_by_client(st, e[i].client);
         if (m == NULL || e[i].session == 0 || m->epoch != e[i].session)

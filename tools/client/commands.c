@@ -376,19 +376,28 @@ rec_pat(struct vs_rbuf *r, void *e)
     return 0;
 }
 
-int
-vsc_clients(struct vsc *c, struct vsc_client_info **out, size_t *n)
+/* A body-less list command whose reply is a run of records: *out (heap)
+ * and *n, or -EPROTO with nothing allocated. */
+static int
+vsc_records_call(struct vsc *c, uint32_t code, size_t elem_size,
+                 int (*rec)(struct vs_rbuf *, void *), void **out, size_t *n)
 {
     struct vsc_reply rep;
-    int rc = vsc_call(c, VSC_GET_CLIENTS, NULL, 0, &rep);
+    int rc = vsc_call(c, code, NULL, 0, &rep);
     *out = NULL;
     *n = 0;
     if (rc != 0)
         return rc;
-    if (vsc_decode_records(rep.payload, rep.payload_len, sizeof **out,
-                           rec_client, (void **)out, n) != 0)
+    if (vsc_decode_records(rep.payload, rep.payload_len, elem_size, rec, out,
+                           n) != 0)
         return vsc_bad_reply(c);
     return 0;
+}
+
+int
+vsc_clients(struct vsc *c, struct vsc_client_info **out, size_t *n)
+{
+    return vsc_records_call(c, VSC_GET_CLIENTS, sizeof **out, rec_client, (void **)out, n);
 }
 
 /* ---- streams ---- */
@@ -431,16 +440,7 @@ vsc_stream_get(struct vsc *c, const struct vsc_id *id, struct vsc_stream *out,
 int
 vsc_stream_list(struct vsc *c, struct vsc_stream **out, size_t *n)
 {
-    struct vsc_reply rep;
-    int rc = vsc_call(c, VSC_GET_STREAMS, NULL, 0, &rep);
-    *out = NULL;
-    *n = 0;
-    if (rc != 0)
-        return rc;
-    if (vsc_decode_records(rep.payload, rep.payload_len, sizeof **out,
-                           rec_stream, (void **)out, n) != 0)
-        return vsc_bad_reply(c);
-    return 0;
+    return vsc_records_call(c, VSC_GET_STREAMS, sizeof **out, rec_stream, (void **)out, n);
 }
 
 static int
@@ -675,16 +675,7 @@ vsc_user_get(struct vsc *c, const struct vsc_id *id, struct vsc_user *out,
 int
 vsc_user_list(struct vsc *c, struct vsc_user **out, size_t *n)
 {
-    struct vsc_reply rep;
-    int rc = vsc_call(c, VSC_GET_USERS, NULL, 0, &rep);
-    *out = NULL;
-    *n = 0;
-    if (rc != 0)
-        return rc;
-    if (vsc_decode_records(rep.payload, rep.payload_len, sizeof **out, rec_user,
-                           (void **)out, n) != 0)
-        return vsc_bad_reply(c);
-    return 0;
+    return vsc_records_call(c, VSC_GET_USERS, sizeof **out, rec_user, (void **)out, n);
 }
 
 int
@@ -773,16 +764,7 @@ vsc_pat_create(struct vsc *c, const char *name, uint64_t expiry,
 int
 vsc_pat_list(struct vsc *c, struct vsc_pat **out, size_t *n)
 {
-    struct vsc_reply rep;
-    int rc = vsc_call(c, VSC_GET_PATS, NULL, 0, &rep);
-    *out = NULL;
-    *n = 0;
-    if (rc != 0)
-        return rc;
-    if (vsc_decode_records(rep.payload, rep.payload_len, sizeof **out, rec_pat,
-                           (void **)out, n) != 0)
-        return vsc_bad_reply(c);
-    return 0;
+    return vsc_records_call(c, VSC_GET_PATS, sizeof **out, rec_pat, (void **)out, n);
 }
 
 int
