@@ -56,6 +56,12 @@ handoff_encode(const struct handoff_msg *m, uint8_t *out, size_t cap)
     size_t pl = strnlen(m->peer, HANDOFF_PEER_MAX - 1);
     memcpy(out + 128, m->peer, pl); /* the rest stays zero: terminated */
     vs_store_u64(out + 192, m->frames);
+    vs_store_u64(out + 200, m->part_request);
+    vs_store_u64(out + 208, m->part_subseq);
+    vs_store_u64(out + 216, m->part_base.lo);
+    vs_store_u64(out + 224, m->part_base.hi);
+    vs_store_u32(out + 232, m->part_status);
+    vs_store_u32(out + 236, m->part_seen);
     if (m->pending_len > 0)
         memcpy(out + HANDOFF_HEAD_SIZE, m->pending, m->pending_len);
     return (int)(HANDOFF_HEAD_SIZE + m->pending_len);
@@ -102,7 +108,16 @@ handoff_decode(const uint8_t *p, size_t len, struct handoff_msg *m)
         return -EBADMSG;
     memcpy(m->peer, p + 128, HANDOFF_PEER_MAX);
     m->frames = vs_load_u64(p + 192);
-    if (!all_zero(p + 200, HANDOFF_HEAD_SIZE - 200))
+    m->part_request = vs_load_u64(p + 200);
+    m->part_subseq = vs_load_u64(p + 208);
+    m->part_base.lo = vs_load_u64(p + 216);
+    m->part_base.hi = vs_load_u64(p + 224);
+    m->part_status = vs_load_u32(p + 232);
+    m->part_seen = vs_load_u32(p + 236);
+    if (!all_zero(p + 240, HANDOFF_HEAD_SIZE - 240))
+        return -EBADMSG;
+    if (m->part_seen > 1 ||
+        (m->part_seen == 0 && !all_zero(p + 200, 36)))
         return -EBADMSG;
     if (m->ct_idx < -1)
         return -EBADMSG;

@@ -14,7 +14,7 @@
  * Message (every field little-endian, HANDOFF_HEAD_SIZE bytes, then
  * `pending_len` bytes the sender had already read from the socket and
  * not yet parsed):
- *   0  magic "VSHO"            4  version u16 (1)   6  flags u16
+ *   0  magic "VSHO"            4  version u16 (2)   6  flags u16
  *   8  from_slot u32           12 pending_len u32
  *   16 from_incarnation u64    24 conn_id u64 (the sender's id)
  *   32 ct_idx i32 (-1: none)   36 user_id u32
@@ -22,7 +22,13 @@
  *   64 cred_user_created_op u64                     72 cred_checked_op u64
  *   80 cred_expiry_us u64      88 last_active_ms u64
  *   96 cred_digest [32]        128 peer [64] (NUL-terminated text)
- *   192 frames u64             200 reserved [8] (zero)
+ *   192 frames u64
+ *   200 part_request u64       208 part_subseq u64
+ *   216 part_base lo u64       224 part_base hi u64
+ *   232 part_status u32        236 part_seen u32 (0 or 1)
+ *   240 reserved [8] (zero)
+ * (part_*: the connection's partition-op key, shard/serve/partkey.h;
+ * all zero while part_seen is 0.)
  * Flags: HANDOFF_F_BOUND (a session is bound: session, user, client and
  * the credentials are meaningful; without it they must be zero),
  * HANDOFF_F_PAT (the session was opened with a personal access token).
@@ -30,7 +36,10 @@
  * an unknown version (-EPROTO), unknown flags, a pending length that
  * does not match the bytes after the head or exceeds HANDOFF_PENDING_MAX,
  * an unterminated peer, session fields set without the bound flag, and
- * non-zero reserved bytes.
+ * non-zero reserved bytes, part_seen other than 0/1 and part fields
+ * set while part_seen is 0. Version 1 (208 bytes, without the part
+ * fields) is refused: a handoff only crosses between the data shards of
+ * one node, which run one build.
  * Invariants: pure codec plus the two system calls; no allocation.
  * Callers: data shards (shard/serve/handoff.c), the supervisor
  * (handoff_pair_create through seg_create), tests.
@@ -44,8 +53,8 @@
 #include "common/wire.h"
 
 #define HANDOFF_MAGIC       0x4f485356u /* "VSHO" as bytes */
-#define HANDOFF_VERSION     1u
-#define HANDOFF_HEAD_SIZE   208u
+#define HANDOFF_VERSION     2u
+#define HANDOFF_HEAD_SIZE   248u
 #define HANDOFF_PENDING_MAX (128u * 1024u)
 #define HANDOFF_MSG_MAX     (HANDOFF_HEAD_SIZE + HANDOFF_PENDING_MAX)
 #define HANDOFF_DIGEST_LEN  32u
@@ -72,6 +81,9 @@ struct handoff_msg {
     uint8_t cred_digest[HANDOFF_DIGEST_LEN];
     char peer[HANDOFF_PEER_MAX];
     uint64_t frames;
+    uint64_t part_request, part_subseq;
+    struct vs_u128 part_base;
+    uint32_t part_status, part_seen;
     const uint8_t *pending; /* decode: points into the message */
     uint32_t pending_len;
 };

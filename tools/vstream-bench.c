@@ -334,6 +334,10 @@ polled_payload(const struct vsc_polled *r)
     return n;
 }
 
+/* How long a pinned consumer waits for a fill that is acknowledged but
+ * not yet visible on the node it polls (replicated partitions). */
+#define PC_LAG_MAX_NS (5ull * 1000000000ull)
+
 /* Pinned consumers (PC, PPC) and --op poll: one partition from offset 0
  * up to the expected count (PPC waits for data still being produced). */
 static void *
@@ -346,6 +350,7 @@ consumer_main(void *arg)
     struct vsc_id sid, tid, cid;
     struct vsc_poll_args pa;
     uint64_t want = a->batches_target * b->batch, got = 0, k = 0;
+    uint64_t empty_since = 0; /* PC: since when polls came back empty */
     int rc;
 
     stream_name(b, a->stream, sname, sizeof sname);
@@ -377,9 +382,15 @@ consumer_main(void *arg)
             vsc_polled_fini(&r);
             if (b->mode == MODE_POLL)
                 break; /* drained */
-            if (b->mode == MODE_PPC) {
+            /* PPC: the producer is behind. PC: the fill is acknowledged,
+             * but a node that is not its partition's primary serves a
+             * batch once it learned the batch committed (the next commit
+             * heartbeat): wait for it, within bounds. */
+            if (empty_since == 0)
+                empty_since = now;
+            if (b->mode == MODE_PPC || now - empty_since < PC_LAG_MAX_NS) {
                 struct timespec ts = {0, 100000};
-                nanosleep(&ts, NULL); /* the producer is behind */
+                nanosleep(&ts, NULL);
                 continue;
             }
             actor_fail(a, NULL, -ENODATA, "poll");
@@ -389,6 +400,7 @@ consumer_main(void *arg)
                      got, want);
             break;
         }
+        empty_since = 0;
         if (b->mode == MODE_PPC) {
             uint64_t now_us = vs_realtime_us(), o = r.msgs[0].origin_timestamp;
             vs_hist_record(a->hist, now_us > o ? (now_us - o) * 1000u : 0);

@@ -643,6 +643,11 @@ serve_conn_adopt(struct serve *s, int fd, const struct handoff_msg *m,
         return -ENOMEM;
     }
     c->frames = m->frames;
+    c->pkey.request = m->part_request;
+    c->pkey.subseq = m->part_subseq;
+    c->pkey.base = m->part_base;
+    c->pkey.status = m->part_status;
+    c->pkey.seen = m->part_seen;
     c->last_active_ms = m->last_active_ms;
     if (m->pending_len > 0) {
         /* a bufferevent's input only grows from its socket (the end is

@@ -23,6 +23,7 @@
 
 #include <event2/event.h>
 
+#include "common/checksum.h"
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -487,6 +488,7 @@ send_pieces(struct serve *s, uint32_t dst, struct fwd_hdr *fh, const void *head,
 static void
 data_done(struct serve_conn *c, uint32_t status, const void *body, size_t len)
 {
+    part_key_answered(&c->pkey, status);
     if (c->req.operation == VS_OP_DELETE_SEGMENTS) { /* segments.c goes on */
         c->data_pending = 0;
         serve_segments_on_watermark(c, status, body, len);
@@ -497,13 +499,49 @@ data_done(struct serve_conn *c, uint32_t status, const void *body, size_t len)
     serve_conn_request_done(c);
 }
 
-/* Runs cmd on its owner: here, or forwarded. `data` is mutable. */
+/* The request a replicated partition op goes on with: its request
+ * checksum replaced by the connection's deduplication key (partkey.h);
+ * every other request as it came. */
+static const struct vs_hdr_request *
+data_keyed(struct serve_conn *c, const struct vs_hdr_request *req,
+           const struct data_cmd *cmd, const uint8_t *data, size_t dlen,
+           struct vs_hdr_request *keyed)
+{
+    if (!serve_data_replicated(c->srv) ||
+        (cmd->kind != DATA_SEND && cmd->kind != DATA_OFFSET_STORE &&
+         cmd->kind != DATA_OFFSET_DELETE))
+        return req;
+    struct vs_u128 base = req->request_checksum;
+    if (vs_u128_is_zero(base) && cmd->kind == DATA_SEND) {
+        base = vs_checksum(data, dlen);
+    } else if (vs_u128_is_zero(base)) {
+        /* an offset op's body: what it does, to which consumer */
+        uint8_t b[28];
+        vs_store_u32(b, cmd->kind);
+        vs_store_u32(b + 4, cmd->consumer_kind);
+        vs_store_u32(b + 8, cmd->consumer_id);
+        vs_store_u64(b + 12, cmd->group_created_op);
+        vs_store_u64(b + 20, cmd->value);
+        base = vs_checksum(b, sizeof(b));
+    }
+    if (vs_u128_is_zero(base))
+        base.lo = 1;
+    *keyed = *req;
+    keyed->request_checksum = part_key_next(&c->pkey, req->request, base);
+    return keyed;
+}
+
+/* Runs cmd on its owner: here, or forwarded. `data` is mutable. The
+ * reply echoes req (the client's header), never the key. */
 static void
 data_route(struct serve_conn *c, const struct vs_hdr_request *req,
            const struct data_cmd *cmd, uint8_t *data, size_t dlen)
 {
     struct serve *s = c->srv;
     struct serve_data *d = s->data;
+    struct vs_hdr_request keyed;
+    const struct vs_hdr_request *kreq =
+        data_keyed(c, req, cmd, data, dlen, &keyed);
     uint32_t owner = meta_partition_shard(
         meta_group_id(cmd->stream_id, cmd->topic_id, cmd->partition_id),
         s->ctx->k);
@@ -518,7 +556,7 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
         vs_wbuf_reset(&d->out);
         /* a frame read into its own buffer (rxbody.c) may be taken */
         d->own = data != NULL && s->frame_own != NULL ? &s->frame_own : NULL;
-        uint32_t st = data_exec(s, cmd, req, c->client, data, dlen, &d->out,
+        uint32_t st = data_exec(s, cmd, kreq, c->client, data, dlen, &d->out,
                                 segs ? NULL : &w, 0);
         d->own = NULL;
         if (st == DATA_DEFERRED) {
@@ -533,6 +571,7 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
             c->data_seq = ++d->seq;
             return;
         }
+        part_key_answered(&c->pkey, st);
         if (segs)
             serve_segments_on_watermark(c, st, st == 0 ? d->out.data : NULL,
                                         st == 0 ? d->out.len : 0);
@@ -551,6 +590,7 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
                                         0);
         else
             serve_conn_reply(c, req, VS_E_TRANSIENT_NOT_COMMITTED, NULL, 0);
+        part_key_answered(&c->pkey, VS_E_TRANSIENT_NOT_COMMITTED);
         return;
     }
     c->req = *req;
@@ -572,7 +612,7 @@ data_route(struct serve_conn *c, const struct vs_hdr_request *req,
     /* payload: the command, the client's request header, the data */
     uint8_t head[sizeof(*cmd) + VS_HEADER_SIZE];
     memcpy(head, cmd, sizeof(*cmd));
-    memcpy(head + sizeof(*cmd), req, VS_HEADER_SIZE);
+    memcpy(head + sizeof(*cmd), kreq, VS_HEADER_SIZE);
     int rc = send_pieces(s, owner, &fh, head, sizeof(head), data, dlen);
     if (rc < 0) {
         vs_log_warn("client %s: cannot forward a data request to shard %u: "

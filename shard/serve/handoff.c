@@ -109,6 +109,11 @@ serve_handoff_try(struct serve_conn *c)
         memcpy(m.cred_digest, c->cred.digest, HANDOFF_DIGEST_LEN);
     snprintf(m.peer, sizeof(m.peer), "%s", c->peer);
     m.frames = c->frames;
+    m.part_request = c->pkey.request;
+    m.part_subseq = c->pkey.subseq;
+    m.part_base = c->pkey.base;
+    m.part_status = c->pkey.status;
+    m.part_seen = c->pkey.seen;
     m.pending_len = (uint32_t)plen;
     m.pending = plen > 0 ? evbuffer_pullup(in, (ev_ssize_t)plen) : NULL;
     if (plen > 0 && m.pending == NULL)

@@ -12,6 +12,7 @@ libvs_server_a_SOURCES += \
 	shard/serve/login.c \
 	shard/serve/polled.c shard/serve/polled.h \
 	shard/serve/options.c shard/serve/options.h \
+	shard/serve/partkey.c shard/serve/partkey.h \
 	shard/serve/propose.c \
 	shard/serve/prom.c shard/serve/prom.h \
 	shard/serve/proto.c shard/serve/proto.h \
@@ -29,6 +30,15 @@ tests_unit_check_serve_golden_SOURCES = tests/unit/check_serve_golden.c \
 tests_unit_check_serve_golden_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_serve_golden_LDADD = libvs_server.a libvs_ipc.a libvs_meta.a \
 	libvs_vsr.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_partkey
+check_PROGRAMS += tests/unit/check_partkey
+tests_unit_check_partkey_SOURCES = tests/unit/check_partkey.c
+tests_unit_check_partkey_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_partkey_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
 endif
 
 if HAVE_CHECK

@@ -32,6 +32,7 @@
 #include "shard/meta/secrets.h"
 #include "shard/serve/cluster.h"
 #include "shard/serve/hasher.h"
+#include "shard/serve/partkey.h"
 #include "shard/serve/proto.h"
 #include "shard/serve/serve.h"
 #include "shard/shard.h"
@@ -135,6 +136,9 @@ struct serve_conn {
     uint32_t ho_target;
     uint32_t ho_run;
     uint8_t handed_off;
+
+    /* the deduplication key of its partition ops (partkey.h) */
+    struct part_key pkey;
 };
 
 /* Bytes a connection reads or writes per system call at most. */

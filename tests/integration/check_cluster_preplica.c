@@ -6,6 +6,9 @@
  *    (each node's own connection, no leader following) are acknowledged,
  *    and every node's polls return the same history, every acknowledged
  *    message exactly once at the offset its acknowledgement named;
+ *  - the same bytes sent three times through each node under one request
+ *    number (Iggy's SDK numbering) are three sends, each stored at its
+ *    own offset, none answered as a resend of another;
  *  - a send to a partition the topic does not have is refused, and the
  *    interim rule no longer refuses the partition plane on backups;
  *  - SIGKILL of the partition group's primary node during a send loop
@@ -80,6 +83,38 @@ START_TEST(test_sends_through_every_node)
             ck_assert_msg(rc == 0, "node %u batch %u: %d %s", i, k, rc,
                           vsc_last_error(c[i]));
         }
+    /* the same bytes sent SAME_BYTES times through each node with one
+     * request number (Iggy's numbering: partition ops do not advance
+     * it): distinct sends, each stored, never answered as a resend */
+    enum { SAME_BYTES = 3 };
+    uint64_t same_base[3][SAME_BYTES];
+    for (unsigned i = 0; i < 3; i++) {
+        uint64_t request = vsc_request_counter(c[i]);
+        char text[16];
+        snprintf(text, sizeof(text), "same-%u", i);
+        struct vsc_msg sm;
+        memset(&sm, 0, sizeof(sm));
+        sm.id = (struct vs_u128){0x5a5a0000u + i, 1};
+        sm.origin_timestamp = 1;
+        sm.payload = text;
+        sm.payload_len = (uint32_t)strlen(text);
+        struct vsc_id ssid = vsc_id_name("ps"), stid = vsc_id_name("t3");
+        struct vsc_partitioning p0 = vsc_part_id(0);
+        for (unsigned r = 0; r < SAME_BYTES; r++) {
+            struct vsc_sent sent;
+            memset(&sent, 0, sizeof(sent));
+            int rc = vsc_send(c[i], &ssid, &stid, &p0, &sm, 1, &sent);
+            ck_assert_msg(rc == 0, "node %u same-bytes send %u: %d %s", i, r,
+                          rc, vsc_last_error(c[i]));
+            same_base[i][r] = sent.base_offset;
+            for (unsigned q = 0; q < r; q++)
+                ck_assert_msg(same_base[i][q] != sent.base_offset,
+                              "node %u: send %u answered with send %u's "
+                              "offset %llu",
+                              i, r, q, (unsigned long long)sent.base_offset);
+        }
+        ck_assert_uint_eq(vsc_request_counter(c[i]), request);
+    }
     /* a partition the topic does not have: refused, nothing stored */
     struct vsc_msg m;
     memset(&m, 0, sizeof(m));
@@ -94,12 +129,22 @@ START_TEST(test_sends_through_every_node)
     for (unsigned i = 0; i < 3; i++)
         vsc_destroy(c[i]);
 
-    size_t total = 3u * PER_NODE * PREP_BATCH;
+    size_t total = 3u * PER_NODE * PREP_BATCH + 3u * SAME_BYTES;
     for (unsigned i = 0; i < 3; i++) {
         prep_wait_history(&cl, i, "ps", "t3", total, &hist[i], 20000);
         ck_assert_uint_eq(hist[i].n, total);
         for (unsigned t = 0; t < 3; t++)
             prep_acked_once(&hist[i], tags[t], base[t], PER_NODE);
+        for (unsigned t = 0; t < 3; t++)
+            for (unsigned r = 0; r < SAME_BYTES; r++) {
+                char want[16];
+                snprintf(want, sizeof(want), "same-%u", t);
+                ck_assert_msg(same_base[t][r] < hist[i].n &&
+                                  strcmp(hist[i].text[same_base[t][r]],
+                                         want) == 0,
+                              "node %u: offset %llu is not %s", i,
+                              (unsigned long long)same_base[t][r], want);
+            }
     }
     prep_same_history(&hist[0], &hist[1], 0, 1);
     prep_same_history(&hist[0], &hist[2], 0, 2);

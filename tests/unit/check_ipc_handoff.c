@@ -43,6 +43,11 @@ sample(struct handoff_msg *m, const uint8_t *pending, uint32_t plen)
         m->cred_digest[i] = (uint8_t)(i + 1);
     strcpy(m->peer, "127.0.0.1:40000");
     m->frames = 17;
+    m->part_request = 21;
+    m->part_subseq = 4;
+    m->part_base = (struct vs_u128){0x1234, 0x5678};
+    m->part_status = 57;
+    m->part_seen = 1;
     m->pending = pending;
     m->pending_len = plen;
 }
@@ -54,7 +59,7 @@ START_TEST(test_golden_head)
     int n = handoff_encode(&m, buf, sizeof(buf));
     ck_assert_int_eq(n, HANDOFF_HEAD_SIZE);
     ck_assert_mem_eq(buf, "VSHO", 4);
-    ck_assert_uint_eq(buf[4], 1); /* version */
+    ck_assert_uint_eq(buf[4], 2); /* version */
     ck_assert_uint_eq(buf[5], 0);
     ck_assert_uint_eq(buf[6], 3); /* flags */
     ck_assert_uint_eq(vs_load_u32(buf + 8), 2);
@@ -74,7 +79,13 @@ START_TEST(test_golden_head)
     ck_assert_uint_eq(buf[127], 32);
     ck_assert_str_eq((const char *)buf + 128, "127.0.0.1:40000");
     ck_assert_uint_eq(vs_load_u64(buf + 192), 17);
-    for (unsigned i = 200; i < HANDOFF_HEAD_SIZE; i++)
+    ck_assert_uint_eq(vs_load_u64(buf + 200), 21);
+    ck_assert_uint_eq(vs_load_u64(buf + 208), 4);
+    ck_assert_uint_eq(vs_load_u64(buf + 216), 0x1234);
+    ck_assert_uint_eq(vs_load_u64(buf + 224), 0x5678);
+    ck_assert_uint_eq(vs_load_u32(buf + 232), 57);
+    ck_assert_uint_eq(vs_load_u32(buf + 236), 1);
+    for (unsigned i = 240; i < HANDOFF_HEAD_SIZE; i++)
         ck_assert_uint_eq(buf[i], 0);
 }
 END_TEST
@@ -104,6 +115,11 @@ START_TEST(test_round_trip)
     ck_assert_mem_eq(d.cred_digest, m.cred_digest, HANDOFF_DIGEST_LEN);
     ck_assert_str_eq(d.peer, "127.0.0.1:40000");
     ck_assert_uint_eq(d.frames, 17);
+    ck_assert_uint_eq(d.part_request, 21);
+    ck_assert_uint_eq(d.part_subseq, 4);
+    ck_assert(vs_u128_eq(d.part_base, m.part_base));
+    ck_assert_uint_eq(d.part_status, 57);
+    ck_assert_uint_eq(d.part_seen, 1);
     ck_assert_uint_eq(d.pending_len, sizeof(pending));
     ck_assert_mem_eq(d.pending, pending, sizeof(pending));
     /* an unbound connection (no session) with no ct entry */
@@ -152,13 +168,16 @@ expect_bad(size_t off, uint8_t value, int rc)
 START_TEST(test_bad_fields_refused)
 {
     expect_bad(0, 'X', -EBADMSG);   /* magic */
-    expect_bad(4, 2, -EPROTO);      /* a later version */
+    expect_bad(4, 3, -EPROTO);      /* a later version */
+    expect_bad(4, 1, -EPROTO);      /* version 1: no partition-op key */
     expect_bad(4, 0, -EPROTO);      /* version 0 */
     expect_bad(6, 0x07, -EBADMSG);  /* unknown flag */
     expect_bad(7, 0x80, -EBADMSG);  /* unknown flag, high byte */
     expect_bad(12, 1, -EBADMSG);    /* pending_len past the end */
     expect_bad(35, 0x80, -EBADMSG); /* ct_idx < -1 */
-    expect_bad(200, 1, -EBADMSG);   /* reserved */
+    expect_bad(240, 1, -EBADMSG);   /* reserved */
+    expect_bad(236, 2, -EBADMSG);   /* part_seen neither 0 nor 1 */
+    expect_bad(236, 0, -EBADMSG);   /* part fields without part_seen */
     expect_bad(HANDOFF_HEAD_SIZE - 1, 9, -EBADMSG);
     /* an unterminated peer */
     struct handoff_msg m, d;
