@@ -127,6 +127,17 @@ tests_integration_check_cluster_pxfer_CFLAGS = $(TEST_CFLAGS)
 tests_integration_check_cluster_pxfer_LDADD = $(CLUSTER_LDADD)
 endif
 
+# A backup node stopped while a million messages are sent catches up and
+# serves the identical history.
+if HAVE_CHECK
+check_PROGRAMS += tests/integration/check_cluster_pcatchup
+INTEG_TESTS += tests/integration/check_cluster_pcatchup
+tests_integration_check_cluster_pcatchup_SOURCES = \
+	tests/integration/check_cluster_pcatchup.c $(PREPLICA_COMMON)
+tests_integration_check_cluster_pcatchup_CFLAGS = $(TEST_CFLAGS)
+tests_integration_check_cluster_pcatchup_LDADD = $(CLUSTER_LDADD)
+endif
+
 # The partition group's trims and auto-commits on a real 3-node cluster:
 # DeleteSegments leaves identical files everywhere, auto-committed offsets
 # are the group's and survive the loss of its primary node.
