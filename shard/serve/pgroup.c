@@ -1322,6 +1322,15 @@ pgroup_on_message(struct vs_pgroup *g, const void *frame, size_t len)
 }
 
 void
+pgroup_heartbeat_now(struct vs_pgroup *g)
+{
+    if (g->fatal || g->install_pending)
+        return;
+    vsr_heartbeat_now(g->v);
+    drain(g);
+}
+
+void
 pgroup_tick(struct vs_pgroup *g)
 {
     if (g->fatal || g->install_pending)

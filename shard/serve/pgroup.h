@@ -297,6 +297,9 @@ int pgroup_sync_now(struct vs_pgroup *g);
 enum vsr_verdict pgroup_on_message(struct vs_pgroup *g, const void *frame,
                                    size_t len);
 void pgroup_tick(struct vs_pgroup *g);
+/* A settled primary sends its commit to the backups now
+ * (vsr_heartbeat_now): a node that forwarded a request waits for it. */
+void pgroup_heartbeat_now(struct vs_pgroup *g);
 void pgroup_on_synced(struct vs_pgroup *g, const struct pj_sync_target *t);
 /* The superblock fsync env->state_sync asked for completed. */
 void pgroup_on_state_synced(struct vs_pgroup *g);

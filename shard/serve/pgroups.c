@@ -53,11 +53,17 @@ _Static_assert(offsetof(struct pg_hdr_request, cmd) == 144, "request cmd");
 
 struct pg_hdr_result { /* PGROUPS_CMD_RESULT */
     struct vs_frame f;
-    uint64_t nonce;  /* 128 */
-    uint32_t status; /* 136 */
-    uint8_t reserved[116];
+    uint64_t nonce;     /* 128 */
+    uint32_t status;    /* 136 */
+    uint32_t reserved0; /* 140 */
+    /* 144: the group op that answered (a committed send or offset op),
+     * 0 when none or from an older peer: the asking node answers its
+     * client once its own replica applied it */
+    uint64_t op;
+    uint8_t reserved[104];
 };
 _Static_assert(sizeof(struct pg_hdr_result) == VS_HEADER_SIZE, "result");
+_Static_assert(offsetof(struct pg_hdr_result, op) == 144, "result op");
 
 struct serve_pgroups;
 
@@ -96,9 +102,23 @@ struct pg_wait {
 struct pg_fwd {
     uint64_t nonce;
     uint8_t node;
+    struct part_id id; /* the partition asked about */
     struct gc_waiter w;
     uint64_t deadline_ms;
     struct pg_fwd *next;
+};
+
+/* A forwarded command's result held until this node's replica of the
+ * group applied its op (read your writes on every node), at most
+ * PGROUPS_APPLY_WAIT_MS. */
+struct pg_held {
+    struct part_id id;
+    uint64_t op;
+    struct gc_waiter w;
+    uint8_t *body;
+    size_t len;
+    uint64_t deadline_ms;
+    struct pg_held *next;
 };
 
 /* An answer to deliver from a fresh loop pass. */
@@ -108,6 +128,7 @@ struct pg_ready {
     uint8_t *body;
     size_t len;
     struct part_id id; /* stats of a committed send (created_op 0: none) */
+    uint64_t gid, op;  /* a link waiter's group and answering op, or 0 */
     struct pg_ready *next;
 };
 
@@ -125,6 +146,7 @@ struct serve_pgroups {
     struct pg_entry *all;
     struct pg_wait *waits;
     struct pg_fwd *fwds;
+    struct pg_held *held;
     struct pg_ready *ready_head, *ready_tail;
     struct event *ready_ev;
     int ready_armed;
@@ -182,7 +204,7 @@ entry_of(struct serve_pgroups *pg, struct vs_pgroup *g)
 
 /* ------------------------------------------------------------ answers */
 
-static void
+static struct pg_ready *
 ready_push(struct serve_pgroups *pg, const struct gc_waiter *w, uint32_t status,
            const uint8_t *body, size_t len, const struct part_id *stats)
 {
@@ -205,7 +227,12 @@ ready_push(struct serve_pgroups *pg, const struct gc_waiter *w, uint32_t status,
         pg->ready_armed = 1;
         event_active(pg->ready_ev, EV_TIMEOUT, 1);
     }
+    return r;
 }
+
+static void send_result(struct serve_pgroups *pg, uint8_t peer, uint64_t nonce,
+                        uint32_t status, uint64_t op, const uint8_t *body,
+                        size_t len);
 
 static void
 on_ready(evutil_socket_t fd, short what, void *arg)
@@ -217,6 +244,7 @@ on_ready(evutil_socket_t fd, short what, void *arg)
     /* answers may queue more: deliver only what is queued now */
     struct pg_ready *r = pg->ready_head;
     pg->ready_head = pg->ready_tail = NULL;
+    int beat = 0;
     while (r != NULL) {
         struct pg_ready *next = r->next;
         if (r->id.created_op != 0) {
@@ -224,10 +252,52 @@ on_ready(evutil_socket_t fd, short what, void *arg)
             if (dp != NULL)
                 dparts_stats_note(pg->parts, dp);
         }
-        pg->answer(pg->s, &r->w, r->status, r->body, r->len);
+        if (r->w.link && r->op != 0) {
+            /* a peer forwarded it: the result names the op, and the
+             * commit goes to the backups now, so the peer's replica
+             * applies it without waiting for the next heartbeat */
+            send_result(pg, r->w.peer, r->w.nonce, r->status, r->op, r->body,
+                        r->len);
+            struct pg_entry *e = find_gid(pg, r->gid);
+            if (e != NULL && e->g != NULL) {
+                pgroup_heartbeat_now(e->g);
+                beat = 1;
+            }
+        } else {
+            pg->answer(pg->s, &r->w, r->status, r->body, r->len);
+        }
         free(r->body);
         free(r);
         r = next;
+    }
+    if (beat && pg->mesh != NULL)
+        mesh_flush(pg->mesh);
+}
+
+/* Answers the held results whose op this node's replica applied (or
+ * whose wait ran out, or whose group is gone here: the op is committed
+ * either way). */
+static void
+held_release(struct serve_pgroups *pg, uint64_t now)
+{
+    for (struct pg_held **pp = &pg->held, *x; (x = *pp) != NULL;) {
+        struct pg_entry *e = find_id(pg, &x->id);
+        int applied = e == NULL || e->g == NULL || pgroup_commit(e->g) >= x->op;
+        if (!applied && x->deadline_ms > now) {
+            pp = &x->next;
+            continue;
+        }
+        if (!applied) {
+            pg->n.held_late++;
+            vs_log_debug("partition %u.%u.%u: op %llu answered before this "
+                         "node applied it (its replica lags)",
+                         x->id.stream_id, x->id.topic_id, x->id.partition_id,
+                         (unsigned long long)x->op);
+        }
+        *pp = x->next;
+        ready_push(pg, &x->w, 0, x->body, x->len, NULL);
+        free(x->body);
+        free(x);
     }
 }
 
@@ -282,8 +352,13 @@ env_reply(void *ctx, struct vs_pgroup *g, struct vs_u128 client,
             continue;
         }
         *pp = w->next;
-        ready_push(pg, &w->w, h.status, body, blen,
-                   h.status == 0 && e != NULL ? &e->id : NULL);
+        struct pg_ready *r = ready_push(pg, &w->w, h.status, body, blen,
+                                        h.status == 0 && e != NULL ? &e->id
+                                                                   : NULL);
+        if (w->w.link && h.status == 0) {
+            r->gid = gid;
+            r->op = h.op;
+        }
         pg->n.replied++;
         if (h.status == 0 && w->messages > 0) {
             vs_metrics_add(VS_M_MESSAGES_SENT, w->messages);
@@ -597,7 +672,7 @@ frame_ok(struct serve_pgroups *pg, const void *frame, size_t len)
 
 static void
 send_result(struct serve_pgroups *pg, uint8_t peer, uint64_t nonce,
-            uint32_t status, const uint8_t *body, size_t len)
+            uint32_t status, uint64_t op, const uint8_t *body, size_t len)
 {
     if (pg->mesh == NULL)
         return;
@@ -608,6 +683,7 @@ send_result(struct serve_pgroups *pg, uint8_t peer, uint64_t nonce,
     memset(&h, 0, sizeof(h));
     h.nonce = nonce;
     h.status = status;
+    h.op = status == 0 ? op : 0;
     seal(pg, (struct vs_header *)&h, PGROUPS_CMD_RESULT, body, len);
     vs_wr_bytes(&pg->tx, &h, sizeof(h));
     if (len > 0)
@@ -625,7 +701,7 @@ pgroups_answer_link(struct serve_pgroups *pg, const struct gc_waiter *w,
 {
     if (pg == NULL)
         return;
-    send_result(pg, w->peer, w->nonce, status, body, len);
+    send_result(pg, w->peer, w->nonce, status, 0, body, len);
 }
 
 /* Forwards cmd to node: PGROUPS_DEFERRED (w answered with the result) or
@@ -670,6 +746,10 @@ forward(struct serve_pgroups *pg, uint8_t node, const struct data_cmd *cmd,
     struct pg_fwd *f = vs_xcalloc(1, sizeof(*f));
     f->nonce = h.nonce;
     f->node = node;
+    f->id = (struct part_id){.stream_id = cmd->stream_id,
+                             .topic_id = cmd->topic_id,
+                             .partition_id = cmd->partition_id,
+                             .created_op = cmd->created_op};
     f->w = *w;
     f->deadline_ms = mono_ms() + PGROUPS_FWD_TIMEOUT_MS;
     f->next = pg->fwds;
@@ -685,7 +765,7 @@ on_request(struct serve_pgroups *pg, uint8_t peer, const void *frame,
     memcpy(&h, frame, sizeof(h));
     if (len < 2 * (size_t)VS_HEADER_SIZE || h.hops == 0 ||
         h.hops > PGROUPS_HOPS_MAX) {
-        send_result(pg, peer, h.nonce, VS_E_INVALID_COMMAND, NULL, 0);
+        send_result(pg, peer, h.nonce, VS_E_INVALID_COMMAND, 0, NULL, 0);
         return;
     }
     struct vs_hdr_request req;
@@ -708,7 +788,7 @@ on_request(struct serve_pgroups *pg, uint8_t peer, const void *frame,
     }
     if (st == PGROUPS_DEFERRED)
         return;
-    send_result(pg, peer, h.nonce, st, pg->out.data, pg->out.len);
+    send_result(pg, peer, h.nonce, st, 0, pg->out.data, pg->out.len);
 }
 
 static void
@@ -720,8 +800,27 @@ on_result(struct serve_pgroups *pg, uint8_t peer, const void *frame, size_t len)
         if (f->nonce != h.nonce || f->node != peer)
             continue;
         *pp = f->next;
-        ready_push(pg, &f->w, h.status, (const uint8_t *)frame + VS_HEADER_SIZE,
-                   len - VS_HEADER_SIZE, NULL);
+        const uint8_t *body = (const uint8_t *)frame + VS_HEADER_SIZE;
+        size_t blen = len - VS_HEADER_SIZE;
+        struct pg_entry *e = h.status == 0 && h.op != 0 ? find_id(pg, &f->id)
+                                                        : NULL;
+        if (e != NULL && e->g != NULL && pgroup_commit(e->g) < h.op) {
+            struct pg_held *x = vs_xcalloc(1, sizeof(*x));
+            x->id = f->id;
+            x->op = h.op;
+            x->w = f->w;
+            if (blen > 0) {
+                x->body = vs_xmalloc(blen);
+                memcpy(x->body, body, blen);
+                x->len = blen;
+            }
+            x->deadline_ms = mono_ms() + PGROUPS_APPLY_WAIT_MS;
+            x->next = pg->held;
+            pg->held = x;
+            pg->n.held++;
+        } else {
+            ready_push(pg, &f->w, h.status, body, blen, NULL);
+        }
         free(f);
         return;
     }
@@ -765,6 +864,8 @@ pgroups_on_frame(void *arg, uint8_t peer, const void *frame, size_t len)
         return;
     }
     (void)pgroup_on_message(e->g, frame, len);
+    if (pg->held != NULL)
+        held_release(pg, mono_ms());
 }
 
 /* A beat frame's entries: each rebuilt into its Commit / Pong frame
@@ -789,6 +890,8 @@ pgroups_on_beat(void *arg, uint8_t peer, const struct beat_hdr *h,
         pg->n.beat_in++;
         (void)pgroup_on_message(e->g, &f, sizeof(f));
     }
+    if (pg->held != NULL)
+        held_release(pg, mono_ms());
 }
 
 /* A fetched partition is staged (pgroup_install_pending): the group and
@@ -869,6 +972,7 @@ pgroups_on_tick(void *arg)
         ready_push(pg, &w->w, VS_E_TRANSIENT_NOT_COMMITTED, NULL, 0, NULL);
         free(w);
     }
+    held_release(pg, now);
     /* this tick's heartbeats leave now, one beat frame per link */
     if (pg->mesh != NULL)
         mesh_flush(pg->mesh);
@@ -1185,6 +1289,12 @@ pgroups_destroy(struct serve_pgroups *pg)
         struct pg_fwd *f = pg->fwds;
         pg->fwds = f->next;
         free(f);
+    }
+    while (pg->held) {
+        struct pg_held *x = pg->held;
+        pg->held = x->next;
+        free(x->body);
+        free(x);
     }
     while (pg->ready_head) {
         struct pg_ready *r = pg->ready_head;

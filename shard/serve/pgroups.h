@@ -56,6 +56,13 @@
  * answered 57 (the client resends; the group deduplicates by client id
  * and request number). A proposed send not answered within
  * PGROUPS_WAIT_TIMEOUT_MS is answered 57 too.
+ * Read your writes: the primary's result of a committed op names the op,
+ * and the primary sends its commit to the backups at once
+ * (pgroup_heartbeat_now); a node that forwarded it and holds a replica
+ * of the group answers its client only once that replica applied the
+ * op, so the client's next poll on that node sees what it sent (waiting
+ * at most PGROUPS_APPLY_WAIT_MS: a replica still repairing or fetching
+ * answers then, the op being committed).
  *
  * Link frames of this module (above VS_CMD_MAX, data meshes only; header
  * sealed, body under checksum_body):
@@ -65,7 +72,9 @@
  *                        request header, then the command's data (a
  *                        send's batch).
  *   PGROUPS_CMD_RESULT:  [vs_frame][nonce u64 @128][status u32 @136]
- *                        [reserved 116]; body = the reply body.
+ *                        [reserved u32][op u64 @144: the answering
+ *                        group op, 0 none][reserved 104]; body = the
+ *                        reply body.
  *
  * Invariants: a send for a replicated partition is never appended
  * outside its group; every waiter is answered exactly once (reply,
@@ -89,6 +98,7 @@
 #define PGROUPS_HOPS_MAX        2u
 #define PGROUPS_FWD_TIMEOUT_MS  10000u
 #define PGROUPS_WAIT_TIMEOUT_MS 10000u
+#define PGROUPS_APPLY_WAIT_MS   5000u
 #define PGROUPS_REOPEN_MS       1000u
 /* pgroups_exec: the command takes today's (unreplicated) path. */
 #define PGROUPS_PASS (UINT32_MAX - 2u)
@@ -169,6 +179,9 @@ struct pgroups_counters {
      * received beat frames taken by a group or dropped */
     uint64_t beat_out, beat_in, beat_dropped;
     uint64_t state_syncs; /* superblock fsyncs handed to the sync threads */
+    /* forwarded results held until this node applied their op, and those
+     * answered when the wait ran out */
+    uint64_t held, held_late;
 };
 void pgroups_counters(const struct serve_pgroups *pg,
                       struct pgroups_counters *out);

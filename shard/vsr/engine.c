@@ -27,7 +27,9 @@
  *  5. Primary ticks: retransmit prepares a backup has not acknowledged
  *     (backoff with seeded jitter; from the journal via SEND_PREPARE when
  *     the body is not in memory); send a Commit heartbeat carrying
- *     commit_max. Backups raise commit_max from prepares and heartbeats.
+ *     commit_max every `commit` ticks (or when the binding asks:
+ *     vsr_heartbeat_now). Backups raise commit_max from prepares and
+ *     heartbeats.
  *
  * Memory: message buffers (header + body, contiguous) are reference
  * counted; the ring, the action queue, the withheld queue, the cached
@@ -1246,6 +1248,7 @@ send_heartbeat(struct vs_vsr *v)
         c->commit_checksum = v->commit_min_checksum;
     c->timestamp_monotonic = ++v->heartbeat_seq;
     c->commit = v->commit_max;
+    v->heartbeat_commit = v->commit_max;
     c->checkpoint_op = v->durable.checkpoint_op;
     c->group = v->group;
     vs_frame_seal(&m->hdr);
@@ -1298,6 +1301,16 @@ primary_retransmit(struct vs_vsr *v)
         if (s->attempts < 255)
             s->attempts++;
     }
+}
+
+void
+vsr_heartbeat_now(struct vs_vsr *v)
+{
+    if (v->n == 1 || !vsr_is_settled_primary(v) || v->xfer ||
+        v->commit_max <= v->heartbeat_commit)
+        return;
+    send_heartbeat(v);
+    v->heartbeat_deadline = v->now + v->to.commit;
 }
 
 void

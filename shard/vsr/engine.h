@@ -493,6 +493,13 @@ enum vsr_frame_kind {
     VSR_FRAME_TRANSFER = 2,
 };
 enum vsr_frame_kind vsr_frame_group(const struct vs_header *h, uint64_t *group);
+/* A settled primary whose commit_max moved past its last Commit
+ * heartbeat sends one now (SEND actions), so its backups learn the
+ * commit before the next heartbeat or prepare; otherwise nothing. The
+ * partition runtime asks for it when it answers a request another node
+ * forwarded: that node answers its client once it applied the op. */
+void vsr_heartbeat_now(struct vs_vsr *v);
+
 /* One 10 ms tick: retransmits, heartbeats, timeouts. */
 void vsr_tick(struct vs_vsr *v);
 /* The journal append of `op` with identity `checksum` is durable.

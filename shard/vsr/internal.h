@@ -116,6 +116,7 @@ struct vs_vsr {
     uint64_t now; /* ticks since construction */
     uint64_t heartbeat_deadline;
     uint64_t heartbeat_seq;   /* primary: Commit timestamp_monotonic */
+    uint64_t heartbeat_commit; /* primary: commit_max of the last Commit */
     uint64_t heartbeat_seen;  /* backup: last accepted */
     uint64_t primary_silence; /* backup: ticks since the primary spoke */
     uint64_t silence_limit;   /* normal_heartbeat + jitter */

@@ -5,7 +5,9 @@
  *  - a topic of replication factor 3: batches sent through every node
  *    (each node's own connection, no leader following) are acknowledged,
  *    and every node's polls return the same history, every acknowledged
- *    message exactly once at the offset its acknowledgement named;
+ *    message exactly once at the offset its acknowledgement named, and
+ *    the node that answered a send serves the batch to its next poll
+ *    (read your writes on every node);
  *  - the same bytes sent three times through each node under one request
  *    number (Iggy's SDK numbering) are three sends, each stored at its
  *    own offset, none answered as a resend of another;
@@ -82,6 +84,15 @@ START_TEST(test_sends_through_every_node)
             int rc = prep_send_batch(c[i], "ps", "t3", tags[i], k, &base[i][k]);
             ck_assert_msg(rc == 0, "node %u batch %u: %d %s", i, k, rc,
                           vsc_last_error(c[i]));
+            /* read your writes: the node that answered the send serves
+             * the batch at once, primary of the group or not */
+            char first[48], want[48];
+            snprintf(want, sizeof(want), "%s-%u-0", tags[i], k);
+            size_t n = prep_poll_at(c[i], "ps", "t3", base[i][k], first);
+            ck_assert_msg(n == PREP_BATCH && strcmp(first, want) == 0,
+                          "node %u: a poll right after batch %u was "
+                          "acknowledged at %llu returned %zu messages (%s)",
+                          i, k, (unsigned long long)base[i][k], n, first);
         }
     /* the same bytes sent SAME_BYTES times through each node with one
      * request number (Iggy's numbering: partition ops do not advance

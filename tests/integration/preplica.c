@@ -118,6 +118,37 @@ prep_send_batch(struct vsc *c, const char *s, const char *t, const char *tag,
     return rc;
 }
 
+size_t
+prep_poll_at(struct vsc *c, const char *s, const char *t, uint64_t offset,
+             char first[48])
+{
+    struct vsc_id sid = vsc_id_name(s), tid = vsc_id_name(t);
+    struct vsc_id cid = vsc_id_num(1);
+    struct vsc_poll_args a;
+    memset(&a, 0, sizeof(a));
+    a.consumer = vsc_consumer_single(&cid);
+    a.has_partition = 1;
+    a.partition_id = 0;
+    a.strategy = VSC_POLL_OFFSET;
+    a.value = offset;
+    a.count = PREP_BATCH;
+    struct vsc_polled r;
+    memset(&r, 0, sizeof(r));
+    int rc = vsc_poll(c, &sid, &tid, &a, &r);
+    ck_assert_msg(rc == 0, "poll at %llu: %d %s", (unsigned long long)offset,
+                  rc, vsc_last_error(c));
+    size_t n = r.n;
+    first[0] = '\0';
+    if (n > 0) {
+        ck_assert_uint_eq(r.msgs[0].offset, offset);
+        ck_assert_uint_lt(r.msgs[0].payload_len, 48);
+        memcpy(first, r.msgs[0].payload, r.msgs[0].payload_len);
+        first[r.msgs[0].payload_len] = '\0';
+    }
+    vsc_polled_fini(&r);
+    return n;
+}
+
 /* Polls partition 0 from offset 0 until `want` messages (or the end) on
  * c; returns the count read. Asserts offsets are consecutive from 0. */
 size_t

@@ -40,6 +40,10 @@ unsigned prep_make_topic(struct vs_cluster *cl, struct vsc *c, const char *s,
  * call's error. */
 int prep_send_batch(struct vsc *c, const char *s, const char *t,
                     const char *tag, unsigned k, uint64_t *base);
+/* One poll of partition 0 at `offset` (up to PREP_BATCH messages): the
+ * count returned; the first message's payload in first (48 bytes). */
+size_t prep_poll_at(struct vsc *c, const char *s, const char *t,
+                    uint64_t offset, char first[48]);
 /* Polls partition 0 from offset 0 until `want` messages (or the end);
  * the count read. Asserts consecutive offsets from 0. */
 size_t prep_read_history(struct vsc *c, const char *s, const char *t,

@@ -632,6 +632,39 @@ START_TEST(test_commit_heartbeat_rules)
 }
 END_TEST
 
+/* vsr_heartbeat_now: a settled primary whose commit moved sends a Commit
+ * at once, and the backups apply the op without waiting for the next
+ * heartbeat (every 50 ticks) or prepare; nothing new to say, or a
+ * backup asked, sends nothing. */
+START_TEST(test_heartbeat_now)
+{
+    struct sim *s = sim_new(3, 211);
+    ck_assert_int_eq(sim_request(s, 0, 1, 1, VS_OP_CREATE_TOPIC, "n", 1), 0);
+    for (unsigned t = 0; t < 40 && s->r[0].applied < 1; t++)
+        sim_step(s);
+    ck_assert_uint_eq(s->r[0].applied, 1);
+    /* the backups hold op 1 but have not heard it committed */
+    ck_assert_uint_eq(s->r[1].applied, 0);
+    ck_assert_uint_eq(s->r[2].applied, 0);
+    uint64_t hb = vsr_stats(s->r[0].eng)->heartbeats;
+    vsr_heartbeat_now(s->r[1].eng); /* a backup: nothing */
+    ck_assert_uint_eq(vsr_stats(s->r[1].eng)->heartbeats, 0);
+    vsr_heartbeat_now(s->r[0].eng);
+    ck_assert_uint_eq(vsr_stats(s->r[0].eng)->heartbeats, hb + 1);
+    vsr_heartbeat_now(s->r[0].eng); /* the same commit: nothing */
+    ck_assert_uint_eq(vsr_stats(s->r[0].eng)->heartbeats, hb + 1);
+    sim_drain(s);
+    for (unsigned t = 0; t < 10 && (s->r[1].applied < 1 || s->r[2].applied < 1);
+         t++)
+        sim_step(s);
+    ck_assert_uint_eq(s->r[1].applied, 1);
+    ck_assert_uint_eq(s->r[2].applied, 1);
+    ck_assert_uint_eq(vsr_stats(s->r[0].eng)->heartbeats, hb + 1);
+    ck_assert_clean(s);
+    sim_free(s);
+}
+END_TEST
+
 static Suite *
 vsr_cluster_suite(void)
 {
@@ -649,6 +682,7 @@ vsr_cluster_suite(void)
     tcase_add_test(tc, test_deterministic_replay);
     tcase_add_test(tc, test_backup_restart_recovering);
     tcase_add_test(tc, test_commit_heartbeat_rules);
+    tcase_add_test(tc, test_heartbeat_now);
     suite_add_tcase(s, tc);
     return s;
 }
