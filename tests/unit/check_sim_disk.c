@@ -76,12 +76,19 @@ dir_sync(struct sim_disk *d)
     ck_assert_int_eq(d->io.dir_fsync(&d->io, d->dir), 0);
 }
 
+/* A fresh disk whose file j holds `len` durable bytes (dir fsynced). */
+static void
+disk_with_j(struct sim_disk *d, const char *sub, uint64_t seed, size_t len)
+{
+    disk_new(d, sub, seed);
+    put(d, "j", 0, len, 0x11, 1);
+    dir_sync(d);
+}
+
 START_TEST(torn_unsynced_recorded)
 {
     struct sim_disk d;
-    disk_new(&d, "a", 7);
-    put(&d, "j", 0, 1024, 0xaa, 1); /* durable: 1024 bytes */
-    dir_sync(&d);
+    disk_with_j(&d, "a", 7, 1024);     /* durable: 1024 bytes */
     put(&d, "j", 1024, 2048, 0xbb, 0); /* pending, torn at the crash */
     ck_assert_int_eq(sim_disk_crash(&d), 0);
     ck_assert_uint_eq(d.torn, 1);
@@ -107,9 +114,7 @@ END_TEST
 START_TEST(fsynced_write_not_recorded)
 {
     struct sim_disk d;
-    disk_new(&d, "a", 8);
-    put(&d, "j", 0, 2048, 0xaa, 1);
-    dir_sync(&d);
+    disk_with_j(&d, "a", 8, 2048);
     ck_assert_int_eq(sim_disk_crash(&d), 0);
     ck_assert_uint_eq(d.torn, 0);
     ck_assert_int_eq(sim_disk_torn_unsynced(&d, "j", 0, 2048), 0);
@@ -129,11 +134,10 @@ START_TEST(lose_whole_keeps_the_draws)
      * pending write whole: j ends at its durable length there, file k
      * is byte-identical on both */
     struct sim_disk a, b;
-    disk_new(&a, "a", 11);
-    disk_new(&b, "b", 11);
+    disk_with_j(&a, "a", 11, 512);
+    disk_with_j(&b, "b", 11, 512);
     struct sim_disk *ds[2] = {&a, &b};
     for (int i = 0; i < 2; i++) {
-        put(ds[i], "j", 0, 512, 0x11, 1);
         put(ds[i], "k", 0, 512, 0x22, 1);
         dir_sync(ds[i]);
         put(ds[i], "j", 512, 4096, 0x33, 0);
@@ -165,9 +169,7 @@ END_TEST
 START_TEST(lose_range_forgotten_by_fsync)
 {
     struct sim_disk d;
-    disk_new(&d, "a", 12);
-    put(&d, "j", 0, 512, 0x11, 1);
-    dir_sync(&d);
+    disk_with_j(&d, "a", 12, 512);
     ck_assert_int_eq(sim_disk_lose_whole(&d, "j", 512, 1024), 0);
     put(&d, "j", 512, 512, 0x22, 1); /* completed: nothing to lose */
     ck_assert_uint_eq(d.nlose, 0);
