@@ -2564,6 +2564,17 @@ static const struct scenario SCENARIOS[] = {
      5003740,
      0,
      {.torn_mutation = 2}},
+    /* --group-commit: the same class (op 17 faulty on two replicas
+     * from crash-torn appends, the third below it) stalled this seed
+     * once; it converges now, and a stall of that class must pass only
+     * through the proven torn-copies waiver */
+    {"stall-gate-3710389-group-torn",
+     3,
+     NULL,
+     NULL,
+     3710389,
+     0,
+     {.group_commit = 1}},
 
     /* Replicated partitions: two partition groups beside the metadata
      * group (sim_parts.h); the upstream bugs vstream must not have. */
