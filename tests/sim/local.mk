@@ -36,4 +36,11 @@ tests_unit_check_sim_sio_SOURCES = tests/unit/check_sim_sio.c \
 	tests/sim/sim_sio.c tests/sim/sim_sio.h tests/unit/data_testutil.h
 tests_unit_check_sim_sio_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_sim_sio_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
+# The simulated disk's torn-write provenance (sim_disk.h) on its own.
+UNIT_TESTS += tests/unit/check_sim_disk
+check_PROGRAMS += tests/unit/check_sim_disk
+tests_unit_check_sim_disk_SOURCES = tests/unit/check_sim_disk.c \
+	tests/sim/sim_disk.c tests/sim/sim_disk.h tests/unit/data_testutil.h
+tests_unit_check_sim_disk_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_sim_disk_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
 endif

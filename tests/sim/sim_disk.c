@@ -338,6 +338,14 @@ d_fsync(struct vs_sio *io, int fd)
     n->dur_len = len;
     n->npend = 0;
     n->trunc_pending = 0;
+    /* the writes completed: nothing of this file is left to lose */
+    for (unsigned k = 0; k < d->nlose;) {
+        const struct sim_dname *e = name_find(d->vol, d->lose[k].name);
+        if (e != NULL && e->ino == d->fd_ino[s])
+            d->lose[k] = d->lose[--d->nlose];
+        else
+            k++;
+    }
     return 0;
 }
 
@@ -461,10 +469,46 @@ sim_disk_fini(struct sim_disk *d)
             ino_free(&d->ino[i]);
 }
 
-/* What survives of one inode's pending state (see the header). */
+/* 1 if [off, off + len) of `name` touches a range to lose whole. */
+static int
+lose_hit(const struct sim_disk *d, const char *name, uint64_t off, uint64_t len)
+{
+    for (unsigned k = 0; k < d->nlose; k++)
+        if (strcmp(d->lose[k].name, name) == 0 && off < d->lose[k].end &&
+            off + len > d->lose[k].off)
+            return 1;
+    return 0;
+}
+
 static void
-survive(struct sim_disk *d, struct sim_inode *n, const uint8_t *vol,
-        size_t vol_len, uint8_t **out, size_t *out_len)
+torn_record(struct sim_disk *d, const char *name, uint64_t off, uint64_t end,
+            uint64_t durable_len)
+{
+    if (d->ntorn == SIM_DISK_TORN) {
+        d->tornlog_full = 1;
+        return;
+    }
+    struct sim_torn *t = &d->tornlog[d->ntorn++];
+    snprintf(t->name, sizeof(t->name), "%.63s", name);
+    t->off = off;
+    t->end = end;
+    t->durable_len = d->torn_as_synced ? end : durable_len;
+    t->touched = 0;
+}
+
+/* One pending write's fate at the crash: what lands of it. */
+struct pend_fate {
+    uint64_t lo, hi;           /* bytes that land (hi == lo: none) */
+    uint64_t hole_lo, hole_hi; /* a sector keeping its old bytes */
+    int torn, dropped;
+};
+
+/* What survives of one inode's pending state (see the header). The
+ * fates are drawn first, in order, then applied: a range to lose whole
+ * (sim_disk_lose_whole) changes what lands, never the draws. */
+static void
+survive(struct sim_disk *d, const char *name, struct sim_inode *n,
+        const uint8_t *vol, size_t vol_len, uint8_t **out, size_t *out_len)
 {
     size_t len = n->dur_len;
     if (n->trunc_pending && drand(d) % 2 == 0 && n->trunc_len < len)
@@ -476,37 +520,55 @@ survive(struct sim_disk *d, struct sim_inode *n, const uint8_t *vol,
     uint8_t *b = vs_xcalloc(1, cap ? cap : 1);
     if (len)
         memcpy(b, n->dur, len < n->dur_len ? len : n->dur_len);
+    struct pend_fate *fate = vs_xcalloc(n->npend ? n->npend : 1, sizeof(*fate));
+    int lose = 0; /* a write touching a range to lose tore */
     for (size_t i = 0; i < n->npend; i++) {
+        struct pend_fate *f = &fate[i];
         uint64_t off = n->pend[i].off, plen = n->pend[i].len;
+        f->dropped = 1;
         if (off >= vol_len)
             continue;
         if (off + plen > vol_len)
             plen = vol_len - off;
-        uint64_t lo = off, hi = off + plen; /* bytes that land */
-        int hole = 0;
-        uint64_t hole_lo = 0, hole_hi = 0;
+        f->dropped = 0;
+        f->lo = off;
+        f->hi = off + plen;
         if (drand(d) % 1000 < d->tear_permille) {
             d->torn++;
+            f->torn = 1;
             if (drand(d) % 2 == 0 || plen <= SECTOR) {
-                hi = lo + drand(d) % (plen + 1); /* cut */
+                f->hi = f->lo + drand(d) % (plen + 1); /* cut */
             } else {
                 uint64_t sectors = (plen + SECTOR - 1) / SECTOR;
-                hole_lo = lo + (drand(d) % sectors) * SECTOR;
-                hole_hi = hole_lo + SECTOR < hi ? hole_lo + SECTOR : hi;
-                hole = 1; /* one sector keeps its old bytes */
+                f->hole_lo = f->lo + (drand(d) % sectors) * SECTOR;
+                f->hole_hi =
+                    f->hole_lo + SECTOR < f->hi ? f->hole_lo + SECTOR : f->hi;
             }
+            lose |= lose_hit(d, name, off, plen);
         } else if (drand(d) % 2 == 0) {
             d->dropped++;
-            continue;
+            f->dropped = 1;
         } else {
             d->applied++;
         }
-        for (uint64_t p = lo; p < hi; p++)
-            if (!hole || p < hole_lo || p >= hole_hi)
-                b[p] = vol[p];
-        if (hi > len)
-            len = (size_t)hi;
     }
+    for (size_t i = 0; i < n->npend; i++) {
+        struct pend_fate *f = &fate[i];
+        if (f->dropped)
+            continue;
+        if (lose && lose_hit(d, name, f->lo, n->pend[i].len)) {
+            d->lost_whole++;
+            continue;
+        }
+        if (f->torn)
+            torn_record(d, name, f->lo, f->lo + n->pend[i].len, n->dur_len);
+        for (uint64_t p = f->lo; p < f->hi; p++)
+            if (p < f->hole_lo || p >= f->hole_hi)
+                b[p] = vol[p];
+        if (f->hi > len)
+            len = (size_t)f->hi;
+    }
+    free(fate);
     *out = b;
     *out_len = len;
 }
@@ -565,7 +627,8 @@ sim_disk_crash(struct sim_disk *d)
                 }
                 break;
             }
-        survive(d, &d->ino[ino], vol, vol_len, &img[ino], &img_len[ino]);
+        survive(d, pick[i].name, &d->ino[ino], vol, vol_len, &img[ino],
+                &img_len[ino]);
         free(vol);
     }
     /* 3. rewrite the directory */
@@ -617,6 +680,7 @@ sim_disk_crash(struct sim_disk *d)
         free(img[i]);
     d->crashed = 0;
     d->crash_at = 0;
+    d->nlose = 0;
     return rc;
 }
 
@@ -624,6 +688,17 @@ void
 sim_disk_arm_crash(struct sim_disk *d, uint64_t nth)
 {
     d->crash_at = nth ? d->mutating_calls + nth : 0;
+}
+
+/* A fault hit [off, end) of `name`: the torn writes there no longer
+ * explain its bytes alone. */
+static void
+torn_touch(struct sim_disk *d, const char *name, uint64_t off, uint64_t end)
+{
+    for (unsigned k = 0; k < d->ntorn; k++)
+        if (strcmp(d->tornlog[k].name, name) == 0 && off < d->tornlog[k].end &&
+            end > d->tornlog[k].off)
+            d->tornlog[k].touched = 1;
 }
 
 static struct sim_inode *
@@ -643,6 +718,7 @@ sim_disk_flip(struct sim_disk *d, const char *name, uint64_t off, uint8_t mask)
         return 0;
     off %= n->dur_len;
     n->dur[off] ^= mask;
+    torn_touch(d, name, off, off + 1);
     char path[2400];
     snprintf(path, sizeof(path), "%s/%s", d->dir, name);
     int rc = write_file(path, n->dur, n->dur_len);
@@ -656,6 +732,7 @@ sim_disk_latent(struct sim_disk *d, const char *name, uint64_t off)
     if (n == NULL || n->dur_len == 0 || n->nbad >= SIM_DISK_BAD)
         return 0;
     uint64_t sector = (off % n->dur_len) / 512;
+    torn_touch(d, name, sector * 512, sector * 512 + 512);
     for (unsigned k = 0; k < n->nbad; k++)
         if (n->bad[k] == sector)
             return 1;
@@ -710,5 +787,46 @@ sim_disk_wipe(struct sim_disk *d)
         d->vol[i].ino = d->dur[i].ino = -1;
     }
     ino_gc(d);
+    sim_disk_torn_forget(d);
+    d->nlose = 0;
+    return 0;
+}
+
+int
+sim_disk_torn_unsynced(const struct sim_disk *d, const char *name, uint64_t off,
+                       uint64_t end)
+{
+    if (d->tornlog_full || end <= off)
+        return 0;
+    int torn = 0;
+    for (unsigned k = 0; k < d->ntorn; k++) {
+        const struct sim_torn *t = &d->tornlog[k];
+        if (strcmp(t->name, name) != 0 || off >= t->end || end <= t->off)
+            continue;
+        if (t->touched || t->durable_len > off)
+            return 0; /* damaged since, or bytes of it were fsynced */
+        torn = 1;
+    }
+    return torn;
+}
+
+void
+sim_disk_torn_forget(struct sim_disk *d)
+{
+    d->ntorn = 0;
+    d->tornlog_full = 0;
+}
+
+int
+sim_disk_lose_whole(struct sim_disk *d, const char *name, uint64_t off,
+                    uint64_t end)
+{
+    if (d->nlose == SIM_DISK_LOSE)
+        return -ENOSPC;
+    struct sim_torn *t = &d->lose[d->nlose++];
+    memset(t, 0, sizeof(*t));
+    snprintf(t->name, sizeof(t->name), "%.63s", name);
+    t->off = off;
+    t->end = end;
     return 0;
 }

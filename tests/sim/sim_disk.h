@@ -23,6 +23,15 @@
  * sim_disk_flip() flips one byte of a file, sim_disk_latent() makes one
  * sector unreadable (a latent sector error), sim_disk_wipe() removes all.
  *
+ * Torn-write provenance (the liveness checker's torn-copies waiver): a
+ * crash records every pending write it tore, with the file's durable
+ * length at the crash (bytes at or above it never completed an fsync);
+ * sim_disk_torn_unsynced() asks whether a byte range is such a torn,
+ * never-fsynced write untouched since. The counterfactual of that
+ * waiver registers byte ranges (sim_disk_lose_whole) whose pending
+ * writes the next crash loses whole instead of tearing them; the same
+ * random draws are made, so the rest of the crash is unchanged.
+ *
  * Invariants: one node per disk; file names are short; at most
  * SIM_DISK_FILES files and SIM_DISK_FDS open descriptors.
  * Callers: the simulator only (one thread).
@@ -38,7 +47,9 @@
 #define SIM_DISK_FILES 32
 #define SIM_DISK_FDS   1024 /* real descriptor numbers */
 #define SIM_DISK_NAME  64
-#define SIM_DISK_BAD   8 /* latent bad sectors per file */
+#define SIM_DISK_BAD   8  /* latent bad sectors per file */
+#define SIM_DISK_TORN  64 /* torn writes remembered until the next boot */
+#define SIM_DISK_LOSE  8  /* ranges the next crash loses whole */
 
 struct sim_extent {
     uint64_t off, len;
@@ -63,6 +74,14 @@ struct sim_dname {
     int ino; /* -1: no such name */
 };
 
+/* A write the crash tore (or, sim_disk_lose_whole, a range to lose). */
+struct sim_torn {
+    char name[SIM_DISK_NAME];
+    uint64_t off, end;
+    uint64_t durable_len; /* the file's fsynced length at the crash */
+    int touched;          /* a flip or latent sector hit it since */
+};
+
 struct sim_disk {
     struct vs_sio io; /* first: the storage code gets &d->io */
     char dir[512];    /* the real directory holding the files */
@@ -78,6 +97,16 @@ struct sim_disk {
     int crashed;
     /* counters */
     uint64_t torn, dropped, applied, renames_lost;
+    struct sim_torn tornlog[SIM_DISK_TORN]; /* since sim_disk_torn_forget */
+    unsigned ntorn;
+    int tornlog_full; /* some were not remembered: none qualifies */
+    struct sim_torn lose[SIM_DISK_LOSE];
+    unsigned nlose;
+    uint64_t lost_whole; /* pending writes the counterfactual lost whole */
+    /* the torn-copies waiver's mutation: every torn write is recorded
+     * as having completed its fsync before the crash (the same bytes as
+     * an entry fsynced and then damaged in that sector) */
+    int torn_as_synced;
 };
 
 /* Creates the disk over an existing empty real directory `dir` (the
@@ -110,5 +139,19 @@ long sim_disk_size(struct sim_disk *d, const char *name);
 uint8_t *sim_disk_read(struct sim_disk *d, const char *name, size_t *len);
 /* Removes every file (a lost disk); only while the node is down. */
 int sim_disk_wipe(struct sim_disk *d);
+/* 1 if bytes [off, end) of file `name` hold a write the crashes since
+ * the last sim_disk_torn_forget tore, none of those bytes had completed
+ * an fsync at that crash (the durable length was at or below off), and
+ * no flip or latent sector touched them since; else 0. */
+int sim_disk_torn_unsynced(const struct sim_disk *d, const char *name,
+                           uint64_t off, uint64_t end);
+/* Forgets the torn writes remembered so far (the node booted). */
+void sim_disk_torn_forget(struct sim_disk *d);
+/* At the next crash, if a pending write of `name` touching [off, end)
+ * tears, every pending write touching it is dropped whole instead; an
+ * fsync of the file (the writes completed) or the crash forgets the
+ * range. 0, or -ENOSPC when SIM_DISK_LOSE ranges are registered. */
+int sim_disk_lose_whole(struct sim_disk *d, const char *name, uint64_t off,
+                        uint64_t end);
 
 #endif /* VS_TESTS_SIM_DISK_H */

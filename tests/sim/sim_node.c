@@ -124,6 +124,79 @@ sim_node_fini(struct sim_node *n)
     vs_wbuf_fini(&n->snap);
     free(n->rbody);
     free(n->io);
+    free(n->om);
+    n->om = NULL;
+    n->om_cap = 0;
+}
+
+/* The op's mark, grown on demand. */
+static struct sim_opmark *
+om_get(struct sim_node *n, uint64_t op)
+{
+    if (op >= n->om_cap) {
+        uint64_t cap = n->om_cap ? n->om_cap : 256;
+        while (cap <= op)
+            cap *= 2;
+        n->om = vs_xrealloc(n->om, cap * sizeof(*n->om));
+        memset(n->om + n->om_cap, 0, (cap - n->om_cap) * sizeof(*n->om));
+        n->om_cap = cap;
+    }
+    return &n->om[op];
+}
+
+/* (op, sum) reported durable (or held by the journal at boot). */
+static void
+om_durable(struct sim_node *n, uint64_t op, struct vs_u128 sum)
+{
+    struct sim_opmark *m = om_get(n, op);
+    for (unsigned k = 0; k < m->ndurable && k < SIM_OPMARK_SUMS; k++)
+        if (vs_u128_eq(m->durable[k], sum))
+            return;
+    if (m->ndurable < SIM_OPMARK_SUMS)
+        m->durable[m->ndurable] = sum;
+    if (m->ndurable <= SIM_OPMARK_SUMS)
+        m->ndurable++;
+}
+
+int
+sim_node_ever_durable(const struct sim_node *n, uint64_t op,
+                      const struct vs_u128 *sum)
+{
+    if (op >= n->om_cap || n->om[op].ndurable == 0)
+        return 0;
+    const struct sim_opmark *m = &n->om[op];
+    if (sum == NULL || m->ndurable > SIM_OPMARK_SUMS)
+        return 1;
+    for (unsigned k = 0; k < m->ndurable; k++)
+        if (vs_u128_eq(m->durable[k], *sum))
+            return 1;
+    return 0;
+}
+
+int
+sim_node_torn_copy(const struct sim_node *n, uint64_t op, struct vs_u128 *sum)
+{
+    if (op >= n->om_cap || !n->om[op].torn)
+        return 0;
+    *sum = n->om[op].torn_sum;
+    return 1;
+}
+
+/* After a boot's cut of a damaged tail (ops first..last at bytes
+ * [off, end) of the journal): each op's copy is a torn never-fsynced
+ * write, or not, as the disk's crash record says. */
+static void
+om_cut(struct sim_node *n, uint64_t first, uint64_t last, uint64_t off,
+       uint64_t end, const struct vs_hdr_prepare *h)
+{
+    int torn = sim_disk_torn_unsynced(n->disk, VS_JOURNAL_FILE, off, end);
+    for (uint64_t op = first; op <= last && op > 0; op++) {
+        struct sim_opmark *m = om_get(n, op);
+        m->torn = (uint8_t)torn;
+        memset(&m->torn_sum, 0, sizeof(m->torn_sum));
+        if (h != NULL && h->op == op)
+            m->torn_sum = h->f.checksum;
+    }
 }
 
 static void
@@ -230,6 +303,8 @@ sim_node_recover(struct sim_node *n)
         rc = sim_node_format(n);
     if (rc != 0)
         return rc;
+    for (uint64_t op = 0; op < n->om_cap; op++)
+        n->om[op].torn = 0; /* the copies are gone */
     n->rebuilt = 1;
     return sim_node_boot(n, 0);
 }
@@ -283,6 +358,12 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
     if (r.wal_tail_cut) {
         if (r.wal_scan.verdict == WAL_DAMAGED_TAIL) {
             n->m_damaged_cut++;
+            om_cut(n, r.damaged_cut_op, r.damaged_cut_last,
+                   r.damaged_cut_offset,
+                   r.wal_scan.file_size > r.damaged_cut_offset
+                       ? r.wal_scan.file_size
+                       : r.damaged_cut_offset + VS_HEADER_SIZE,
+                   r.wal_scan.bad_header_valid ? &r.wal_scan.bad_header : NULL);
             /* a cluster replica cut a damaged tail: every op it may have
              * held is present-but-faulty (repaired, never nacked) */
             if (n->cfg.replica_count > 1) {
@@ -338,6 +419,10 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
     r.journal_open = 0;
     n->journal_open = 1;
     n->journal.io = &n->disk->io;
+    if (!wal_empty(&n->journal)) /* held: the engine may acknowledge them */
+        for (uint64_t x = wal_first_op(&n->journal);
+             x <= wal_last_op(&n->journal); x++)
+            om_durable(n, x, wal_header(&n->journal, x)->f.checksum);
     struct vs_vsr_persist d = {
         .view = r.state.view,
         .log_view = r.state.log_view,
@@ -367,6 +452,7 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
     if (rc != 0)
         goto fail;
     n->up = 1;
+    sim_disk_torn_forget(n->disk); /* om_cut read what this boot needed */
     node_drain(n);
     return 0;
 fail:
@@ -401,6 +487,16 @@ do_append(struct sim_node *n, const struct vs_vsr_action *a)
     /* group commit: held unsynced like shard 0's pass, the one that would
      * exceed the window fsyncs them all */
     int hold = n->cfg.group_commit && n->unsynced + 1 < WAL_GROUP_UNSYNCED_MAX;
+    struct sim_opmark *m = om_get(n, a->op);
+    m->torn = 0; /* a new copy */
+    m->off = n->journal.size;
+    m->end = m->off + VS_HEADER_SIZE + a->body_len;
+    if (a->op >= n->cfg.lose_lo && a->op <= n->cfg.lose_hi &&
+        n->cfg.lose_lo > 0 &&
+        sim_disk_lose_whole(n->disk, VS_JOURNAL_FILE, m->off, m->end) != 0) {
+        sim_node_fail(n, "counterfactual: too many ranges to lose", -ENOSPC);
+        return;
+    }
     int rc = hold ? wal_append_nosync(&n->journal, p, a->body, a->body_len)
                   : wal_append(&n->journal, p, a->body, a->body_len);
     if (rc != 0) {
@@ -740,6 +836,8 @@ sim_node_tick(struct sim_node *n)
             n->io[k - 1].covered = 1; /* reported now */
             int rc = vsr_on_journal_durable(n->eng, e.op, e.checksum);
             VS_ASSERT(rc == 0 || rc == -ESTALE); /* -ESTALE: truncated */
+            if (rc == 0)
+                om_durable(n, e.op, e.checksum);
             for (size_t j = k; rc == 0 && j < n->nio; j++)
                 if (n->io[j].kind == 1 && n->io[j].op == e.op &&
                     vs_u128_eq(n->io[j].checksum, e.checksum))

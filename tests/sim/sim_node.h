@@ -30,6 +30,16 @@
  * Register always proposes; then vsr_on_request; refusals answer with a status
  * reply (57 transient, 1 error, 3 invalid).
  *
+ * Per op, the node remembers (struct sim_opmark, the simulator's
+ * knowledge, kept across boots): every checksum it reported durable to
+ * its engine (then it may have acknowledged that prepare; a boot counts
+ * each entry its journal holds), where its latest append of the op
+ * lies in journal.wal, and whether its last boot cut the op's copy as a
+ * damaged tail that the disk says was a torn write never fsynced
+ * (sim_disk_torn_unsynced). The liveness checker's torn-copies waiver
+ * reads them (sim_world.c); its counterfactual (cfg.lose_lo..lose_hi)
+ * has the disk lose those appends whole if a crash would tear them.
+ *
  * A fatal storage error (a crash armed on the disk, or a real error)
  * stops the node at once: `up` becomes 0 and `fatal` says why; the world
  * then crashes the disk and may restart the node later.
@@ -90,7 +100,24 @@ struct sim_node_config {
      * the append that would exceed WAL_GROUP_UNSYNCED_MAX); boot scans
      * with that window (wal_options.unsynced_max) */
     int group_commit;
+    /* the torn-copies waiver's counterfactual: appends of ops lose_lo ..
+     * lose_hi that a crash would tear are lost whole (0: none) */
+    uint64_t lose_lo, lose_hi;
     const struct sim_node_hooks *hooks;
+};
+
+#define SIM_OPMARK_SUMS 4
+
+struct sim_opmark {
+    /* checksums reported durable here; ndurable > SIM_OPMARK_SUMS: more
+     * than that (every checksum then counts as reported) */
+    struct vs_u128 durable[SIM_OPMARK_SUMS];
+    uint8_t ndurable;
+    /* the last boot cut this op's copy, a torn write never fsynced;
+     * torn_sum its header's checksum (zero: the header did not verify) */
+    uint8_t torn;
+    struct vs_u128 torn_sum;
+    uint64_t off, end; /* the latest append of the op in journal.wal */
 };
 
 struct sim_io_done { /* a write whose completion is not delivered yet */
@@ -161,6 +188,8 @@ struct sim_node {
         m_xfer_abandoned, m_xfer_served, m_xfer_served_bytes,
         m_xfer_emptied; /* chunks sent with zero bytes (xfer_serve_empty) */
     struct vs_vsr_stats acc; /* engine counters of earlier lives */
+    struct sim_opmark *om;   /* by op (see the header) */
+    uint64_t om_cap;
 };
 
 /* Prepares the node over `disk` (files in disk->dir == DATA/metadata). */
@@ -194,6 +223,15 @@ void sim_node_tick(struct sim_node *n);
  * breaks R3 (acknowledged before durable). */
 int sim_node_append_pending(const struct sim_node *n, uint64_t op,
                             struct vs_u128 checksum);
+/* 1 if this node ever reported (op, *sum) durable to its engine (sum
+ * NULL: any checksum of op), so it may have acknowledged it. */
+int sim_node_ever_durable(const struct sim_node *n, uint64_t op,
+                          const struct vs_u128 *sum);
+/* 1 if the node's last boot cut its copy of op as a torn write that
+ * never completed an fsync and no append of op came since; *sum its
+ * header's checksum (zero: unknown). */
+int sim_node_torn_copy(const struct sim_node *n, uint64_t op,
+                       struct vs_u128 *sum);
 /* The engine's counters summed over every life of the node (the
  * simulator's coverage marks). */
 void sim_node_stats(const struct sim_node *n, struct vs_vsr_stats *out);

@@ -1295,6 +1295,11 @@ sim_world_init(struct sim_world *w, uint64_t seed, const struct sim_params *p,
             .group_commit = p->group_commit,
             .hooks = &w->hooks,
         };
+        if (p->torn_lost == 1 && (p->torn_mask >> i & 1u)) {
+            nc.lose_lo = p->torn_lo;
+            nc.lose_hi = p->torn_hi;
+        }
+        w->disk[i].torn_as_synced = (int)(p->torn_synced_mask >> i & 1u);
         sim_node_init(&w->node[i], &nc, &w->disk[i], dd);
         if (p->n > 1 && (rc = sim_node_format(&w->node[i])) != 0)
             return rc;
@@ -1438,31 +1443,19 @@ primary_needs_transfer(const struct sim_world *w)
     return 0;
 }
 
-/* 1 when the stall is undecidable without the replicas that refuse to
- * boot: an up replica names an op f above its journal (a header it
- * knows but holds no body for, its faulty range, or its never-nacked
- * range: ops it may have acknowledged before a damaged tail was cut),
- * no up replica holds f in a log_view that could be canonical (or
- * applied it), and the up replicas that could nack f (itself among
- * them) are fewer than a nack quorum: the up
- * replicas can neither repair f nor truncate it, so the cluster rightly
- * waits. Records the op and the refused replicas (waived_op,
- * waived_mask, waived_why). That the missing copies or votes are on
- * the refused replicas is then proven by the counterfactual run
- * (sim_params.refused_bootable, vsr_sim.c): the same seed with their
- * disks restored must converge without any waiver. A replica that
- * refuses to boot (interior WAL corruption) is a lost disk in this
- * design (`vstreamd recover`), and a rebuilt replica never votes on
- * what it lost. Never applies in the counterfactual run. */
+/* The stall scan: the highest op f that an up replica (*who) names
+ * above its journal (a header it knows but holds no body for, its
+ * faulty range, or its never-nacked range: ops it may have acknowledged
+ * before a damaged tail was cut) while no up replica holds f in a
+ * log_view that could be canonical (or applied it), and the up replicas
+ * that could nack f (itself among them) are fewer than a nack quorum:
+ * the up replicas can neither repair f nor truncate it. *lo: the lowest
+ * op of the undecidable run ending at f (scanning down to the first op
+ * that is decidable or held). 1 found, 0 none. */
 static int
-needs_refused_votes(struct sim_world *w)
+stalled_op(struct sim_world *w, uint64_t *lo, uint64_t *f_out, unsigned *who,
+           unsigned *nackers_out)
 {
-    unsigned refused = 0;
-    for (unsigned i = 0; i < w->p.n; i++)
-        if (!w->node[i].up && w->node[i].refused)
-            refused |= 1u << i;
-    if (refused == 0 || w->p.refused_bootable)
-        return 0;
     unsigned nq = vsr_quorum_nack(w->p.n);
     for (unsigned i = 0; i < w->p.n; i++) {
         const struct sim_node *n = &w->node[i];
@@ -1475,6 +1468,7 @@ needs_refused_votes(struct sim_world *w)
         uint64_t top = info.nonack_top > info.op ? info.nonack_top : info.op;
         if (info.faulty_op > top)
             top = info.faulty_op;
+        int found = 0;
         for (uint64_t f = top; f > held && f > vsr_commit_min(n->eng); f--) {
             unsigned holders = 0, nackers = f > info.nonack_top;
             for (unsigned k = 0; k < w->p.n; k++) {
@@ -1497,22 +1491,186 @@ needs_refused_votes(struct sim_world *w)
             }
             if (holders > 0)
                 break; /* decidable from here down */
-            if (nackers >= nq)
-                continue; /* a nack quorum truncates it */
-            w->waived_op = f;
-            w->waived_mask = refused;
-            snprintf(w->waived_why, sizeof(w->waived_why),
-                     "op %llu (%s of replica %u) has no live copy and %u of "
-                     "%u nacks; replicas 0x%x refuse to boot",
-                     (unsigned long long)f,
-                     f <= info.op           ? "a header without body"
-                     : f <= info.nonack_top ? "never nacked"
-                                            : "faulty",
-                     i, nackers, nq, refused);
-            return 1;
+            if (nackers >= nq) {
+                if (found)
+                    break; /* the run of undecidable ops ends */
+                continue;  /* a nack quorum truncates it */
+            }
+            if (!found) {
+                *f_out = f;
+                *who = i;
+                *nackers_out = nackers;
+                found = 1;
+            }
+            *lo = f;
         }
+        if (found)
+            return 1;
     }
     return 0;
+}
+
+/* 1 when the stall is undecidable without the replicas that refuse to
+ * boot: the stall scan (stalled_op) finds an op f with a replica down
+ * refusing to boot, so the cluster rightly waits. Records the op and
+ * the refused replicas (waived_op, waived_mask, waived_why). That the
+ * missing copies or votes are on the refused replicas is then proven
+ * by the counterfactual run (sim_params.refused_bootable, vsr_sim.c):
+ * the same seed with their disks restored must converge without any
+ * waiver. A replica that refuses to boot (interior WAL corruption) is a
+ * lost disk in this design (`vstreamd recover`), and a rebuilt replica
+ * never votes on what it lost. Never applies in the counterfactual
+ * run. */
+static int
+needs_refused_votes(struct sim_world *w)
+{
+    unsigned refused = 0;
+    for (unsigned i = 0; i < w->p.n; i++)
+        if (!w->node[i].up && w->node[i].refused)
+            refused |= 1u << i;
+    if (refused == 0 || w->p.refused_bootable)
+        return 0;
+    uint64_t lo, f;
+    unsigned i, nackers;
+    if (!stalled_op(w, &lo, &f, &i, &nackers))
+        return 0;
+    struct vs_vsr_info info;
+    vsr_info(w->node[i].eng, &info);
+    w->waived_op = f;
+    w->waived_mask = refused;
+    snprintf(w->waived_why, sizeof(w->waived_why),
+             "op %llu (%s of replica %u) has no live copy and %u of "
+             "%u nacks; replicas 0x%x refuse to boot",
+             (unsigned long long)f,
+             f <= info.op           ? "a header without body"
+             : f <= info.nonack_top ? "never nacked"
+                                    : "faulty",
+             i, nackers, vsr_quorum_nack(w->p.n), refused);
+    return 1;
+}
+
+/* Whether stalled op f is the torn-copies class on every replica (all
+ * up): none applied it or holds it in its journal; each replica whose
+ * faulty range holds f had its copy cut at boot as a torn write that
+ * never completed an fsync (sim_node_torn_copy, from the disk's crash
+ * record), of the header its engine knows there; no replica ever
+ * reported f durable under any checksum a replica knows for it (none
+ * known: under any checksum); the history never committed it. Adds the
+ * replicas with torn copies to *mask. 1 the class, else 0 (why says
+ * what broke it). */
+static int
+torn_class_op(struct sim_world *w, uint64_t f, unsigned *mask, char *why,
+              size_t whylen)
+{
+    struct vs_u128 sums[SIM_N_MAX * 2];
+    unsigned nsums = 0, torn = 0;
+    for (unsigned k = 0; k < w->p.n; k++) {
+        const struct sim_node *o = &w->node[k];
+        struct vs_vsr_info oi;
+        vsr_info(o->eng, &oi);
+        if (vsr_commit_min(o->eng) >= f ||
+            (!wal_empty(&o->journal) && wal_first_op(&o->journal) <= f &&
+             wal_last_op(&o->journal) >= f)) {
+            snprintf(why, whylen, "replica %u holds op %llu", k,
+                     (unsigned long long)f);
+            return 0;
+        }
+        struct vs_hdr_prepare h;
+        int hdr = vsr_header(o->eng, f, &h) && h.op == f;
+        if (hdr)
+            sums[nsums++] = h.f.checksum;
+        if (f > oi.faulty_op)
+            continue; /* absent here */
+        struct vs_u128 ts;
+        if (!sim_node_torn_copy(o, f, &ts)) {
+            snprintf(why, whylen,
+                     "replica %u's faulty copy of op %llu is not a torn "
+                     "write that never completed an fsync",
+                     k, (unsigned long long)f);
+            return 0;
+        }
+        if (!vs_u128_is_zero(ts)) {
+            if (hdr && !vs_u128_eq(ts, h.f.checksum)) {
+                snprintf(why, whylen,
+                         "replica %u's torn copy of op %llu is not the "
+                         "header its engine knows",
+                         k, (unsigned long long)f);
+                return 0;
+            }
+            sums[nsums++] = ts;
+        }
+        torn |= 1u << k;
+    }
+    if (torn == 0) {
+        snprintf(why, whylen, "op %llu: no faulty copy", (unsigned long long)f);
+        return 0;
+    }
+    for (unsigned k = 0; k < w->p.n; k++) {
+        int ever = nsums == 0 && sim_node_ever_durable(&w->node[k], f, NULL);
+        for (unsigned j = 0; j < nsums && !ever; j++)
+            ever = sim_node_ever_durable(&w->node[k], f, &sums[j]);
+        if (ever) {
+            snprintf(why, whylen,
+                     "replica %u reported op %llu durable (it may have "
+                     "acknowledged it)",
+                     k, (unsigned long long)f);
+            return 0;
+        }
+    }
+    if (f <= w->hist_max && f < SIM_HIST_MAX && w->hist[f].set) {
+        snprintf(why, whylen, "op %llu was committed", (unsigned long long)f);
+        return 0;
+    }
+    *mask |= torn;
+    return 1;
+}
+
+/* 1 when, with every replica up, the stall is the torn-copies class:
+ * the ops the stall scan finds undecidable (stalled_op: x, or a run of
+ * them) have no intact copy anywhere, every copy being absent or a
+ * damaged tail a crash tore from a write that never completed an fsync
+ * (torn_class_op), so no replica may decide them (a present but faulty
+ * entry is never nacked) though nothing acknowledged them: the WAL
+ * format keeps no proof of that. Records the ops and the replicas with
+ * torn copies (torn_lo, torn_hi, torn_mask, waived_why); vsr_sim.c then
+ * proves it by the counterfactual (sim_params.torn_lost: those torn
+ * appends lost whole must converge unwaived). Never applies in the
+ * counterfactual. */
+static int
+needs_torn_proof(struct sim_world *w)
+{
+    if (w->p.torn_lost)
+        return 0;
+    for (unsigned i = 0; i < w->p.n; i++)
+        if (!w->node[i].up)
+            return 0;
+    uint64_t lo, f;
+    unsigned who, nackers, mask = 0;
+    if (!stalled_op(w, &lo, &f, &who, &nackers))
+        return 0;
+    char why[200];
+    for (uint64_t x = lo; x <= f; x++)
+        if (!torn_class_op(w, x, &mask, why, sizeof(why))) {
+            tracef(w, "no torn-copies waiver: %s", why);
+            return 0;
+        }
+    w->torn_lo = lo;
+    w->torn_hi = f;
+    w->torn_mask = mask;
+    if (lo == f)
+        snprintf(w->waived_why, sizeof(w->waived_why),
+                 "op %llu has no intact copy: replicas 0x%x hold it as a "
+                 "damaged tail torn from a write never fsynced, %u of %u "
+                 "nacks",
+                 (unsigned long long)f, mask, nackers, vsr_quorum_nack(w->p.n));
+    else
+        snprintf(w->waived_why, sizeof(w->waived_why),
+                 "ops %llu..%llu have no intact copy: replicas 0x%x hold "
+                 "them as damaged tails torn from writes never fsynced, %u "
+                 "of %u nacks at %llu",
+                 (unsigned long long)lo, (unsigned long long)f, mask, nackers,
+                 vsr_quorum_nack(w->p.n), (unsigned long long)f);
+    return 1;
 }
 
 /* 1 once every client is idle and the live replicas agree. */
@@ -1671,6 +1829,11 @@ sim_world_run(struct sim_world *w)
          * with the votes of replicas that refuse to boot (lost disks) */
         w->m.waived_refused++;
         tracef(w, "liveness waived: %s", w->waived_why);
+    } else if (!w->failed && !converged(w) && needs_torn_proof(w)) {
+        /* an op no replica holds intact, only torn never-fsynced copies
+         * that may not be nacked: undecidable by the format's rules */
+        w->m.waived_torn++;
+        tracef(w, "liveness waived: %s", w->waived_why);
     } else if (!w->failed && !converged(w) && needs_transfer(w) &&
                serving_primary(w)) {
         /* state transfer runs (sim_xfer.h): a backup still behind its
@@ -1699,6 +1862,7 @@ sim_world_run(struct sim_world *w)
     for (unsigned i = 0; i < w->p.n; i++) {
         struct sim_node *n = &w->node[i];
         w->m.replays += n->m_replayed;
+        w->m.lost_whole += w->disk[i].lost_whole;
         sim_xfer_close(n); /* folds its served counters in; reopened at boot */
         w->m.xfer_begun += n->m_xfer_begun;
         w->m.xfer_installs += n->m_xfer_installs;

@@ -31,7 +31,14 @@
  *    undecidable without the replicas that refuse to boot (an op no
  *    live replica holds nor can nack away), counted in `waived_refused`
  *    and proven by vsr_sim.c's counterfactual run of the same seed with
- *    those replicas made bootable (sim_params.refused_bootable);
+ *    those replicas made bootable (sim_params.refused_bootable); and,
+ *    with every replica up, a stall whose op x no replica holds intact
+ *    because each copy of x is absent or a damaged tail that its disk
+ *    says a crash tore from a write that never completed an fsync (and
+ *    no replica ever reported x durable: nothing acknowledged it),
+ *    counted in `waived_torn` and proven by vsr_sim.c's counterfactual
+ *    run of the same seed with those torn appends lost whole
+ *    (sim_params.torn_lost), which must converge unwaived;
  *  - equal state: after convergence, replicas Normal at the same commit
  *    encode to the same snapshot bytes (state machine + client table).
  *
@@ -110,6 +117,18 @@ struct sim_params { /* drawn per seed */
     /* a partition waiver resting on a group refused after a crash alone
      * fails the run (the scenario of that product finding) */
     int strict_crash_refusal;
+    /* The counterfactual of the torn-copies waiver: 1: appends of ops
+     * torn_lo..torn_hi on the replicas of torn_mask that a crash would
+     * tear are lost whole instead (the WAL then cuts them as never
+     * written); 2: nothing is lost (the mutation whose counterfactual
+     * must not converge). Either way no torn-copies waiver applies. */
+    int torn_lost;
+    uint64_t torn_lo, torn_hi;
+    unsigned torn_mask;
+    /* the waiver's mutation: the disks of these replicas record every
+     * torn write as fsynced before the crash (an entry fsynced, then
+     * damaged in that sector: the same bytes), so it must not apply */
+    unsigned torn_synced_mask;
 };
 
 struct sim_client {
@@ -172,7 +191,9 @@ struct sim_marks {
         acked, lost_sessions, sessionless, wipes, waived_transfer,
         modelled, /* committed ops held against the reference model */
         latent,   /* WAL sectors made unreadable while a replica was down */
-        waived_refused;
+        waived_refused,
+        waived_torn, /* stalls on torn, never-fsynced copies (proven) */
+        lost_whole;  /* torn appends the counterfactual lost whole */
     /* state transfer (sim_xfer.h): sessions begun, snapshot installs,
      * table-only installs, retargets, sessions abandoned, offers served */
     uint64_t xfer_begun, xfer_installs, xfer_table_only, xfer_retargets,
@@ -229,6 +250,10 @@ struct sim_world {
     int waived_crash;
     char waived_crash_why[320];
     unsigned made_bootable; /* replicas the counterfactual restored */
+    /* the torn-copies waiver: the ops it found undecidable and the
+     * replicas holding their torn copies */
+    uint64_t torn_lo, torn_hi;
+    unsigned torn_mask;
     char waived_why[256];
     uint64_t oracle_op;
     void *oracle;

@@ -11,6 +11,12 @@
  *   ... --refused-bootable  the refused-votes waiver's counterfactual:
  *                          replicas refusing to boot get their disks
  *                          restored when the faults stop (no waiver)
+ *   ... --torn-lost M LO HI MASK  the torn-copies waiver's counterfactual
+ *                          (M 1: appends of ops LO..HI on replicas MASK
+ *                          that a crash would tear are lost whole; M 2:
+ *                          nothing lost, its mutation); no such waiver
+ *   ... --torn-synced MASK  its mutation: those replicas' torn writes are
+ *                          recorded as fsynced before the crash
  * Every run prints one `marks` line (summed by tests/sim/soak); a failing
  * seed prints the failure and the one command that replays it.
  *
@@ -74,8 +80,6 @@ static int g_dup_requests = 0; /* --parts-dup-requests */
 /* --group-commit: metadata journal appends stay unsynced until their
  * completion, as shard 0's group commit leaves them (sim_node.h) */
 static int g_group_commit = 0;
-/* --refused-bootable: the waiver's counterfactual (sim_params) */
-static int g_refused_bootable = 0;
 
 /* Attaches the partition groups to a built world (if asked). 0 or -errno
  * with w->failure set. */
@@ -196,6 +200,8 @@ print_marks(const struct sim_world *w)
         {"xfer_served", m->xfer_served},
         {"xfer_tables", m->xfer_tables},
         {"waived_refused", m->waived_refused},
+        {"waived_torn", m->waived_torn},
+        {"lost_whole", m->lost_whole},
         {"view_changes", m->view_changes},
         {"sv_adopted", m->sv_adopted},
         {"probe_elections", m->probe_elections},
@@ -274,7 +280,27 @@ struct seed_opts {
     /* a partition group refusing to open after a crash alone fails the
      * run instead of being waived as a named product finding */
     int strict_crash_refusal;
+    /* a test of the torn-copies waiver: the seed must pass through it,
+     * and then 1: fail (liveness, unwaived) with the torn copies'
+     * writes recorded as fsynced; 2: its proof must fail with a
+     * counterfactual that loses nothing */
+    int torn_mutation;
 };
+
+/* A counterfactual of one run (all zero: the seed as drawn). */
+struct cf {
+    int bootable;    /* sim_params.refused_bootable */
+    uint64_t rot_op; /* ... and bootable_rot_op */
+    int mute_parts;  /* ... and bootable_mute_parts */
+    int torn_lost;   /* sim_params.torn_lost, torn_lo..torn_hi, torn_mask */
+    uint64_t torn_lo, torn_hi;
+    unsigned torn_mask;
+    unsigned torn_synced_mask; /* sim_params.torn_synced_mask */
+};
+
+/* --refused-bootable, --torn-lost, --torn-synced: replays of a
+ * counterfactual */
+static struct cf g_cf;
 
 /* What one run of a seed ended with. */
 struct run_out {
@@ -285,17 +311,22 @@ struct run_out {
     int waived_part;    /* 1: a partition group's waiver */
     int waived_crash;   /* ... resting on a refusal after a crash alone */
     char crash_why[320];
-    char failure[600]; /* the failure (rc != 0) */
-    char replay[512];  /* the command that replays the run */
+    uint64_t torn_waived; /* torn-copies waivers */
+    uint64_t torn_lo, torn_hi;
+    unsigned torn_mask;
+    uint64_t transfer_waived; /* waived_transfer */
+    uint64_t lost_whole;      /* torn appends lost whole (torn_lost 1) */
+    char failure[600];        /* the failure (rc != 0) */
+    char replay[600];         /* the command that replays the run */
     unsigned n;
 };
 
-/* One run of a seed. bootable: sim_params.refused_bootable (rot_op its
- * op); quiet: no FAIL, replay or marks lines (the counterfactual). */
+/* One run of a seed under counterfactual `cf`; quiet: no FAIL, replay
+ * or marks lines (a counterfactual). */
 static void
 run_world(uint64_t seed, unsigned n, uint64_t ticks, int trace,
-          const struct seed_opts *so, int bootable, uint64_t rot_op,
-          int mute_parts, int quiet, struct run_out *out)
+          const struct seed_opts *so, const struct cf *cf, int quiet,
+          struct run_out *out)
 {
     memset(out, 0, sizeof(*out));
     struct sim_params p;
@@ -308,9 +339,14 @@ run_world(uint64_t seed, unsigned n, uint64_t ticks, int trace,
         p.allow_lost_session = !so->strict_lost_session;
         p.own_reply_bytes = so->own_reply_bytes;
     }
-    p.refused_bootable = bootable;
-    p.bootable_rot_op = rot_op;
-    p.bootable_mute_parts = mute_parts;
+    p.refused_bootable = cf->bootable;
+    p.bootable_rot_op = cf->rot_op;
+    p.bootable_mute_parts = cf->mute_parts;
+    p.torn_lost = cf->torn_lost;
+    p.torn_lo = cf->torn_lo;
+    p.torn_hi = cf->torn_hi;
+    p.torn_mask = cf->torn_mask;
+    p.torn_synced_mask = cf->torn_synced_mask;
     p.strict_crash_refusal = so != NULL && so->strict_crash_refusal;
     out->n = p.n;
     struct sim_faults f;
@@ -323,15 +359,23 @@ run_world(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     unsigned saved_parts = g_partitions; /* parts_args() of this run */
     if (so != NULL && so->partitions)
         g_partitions = so->partitions;
+    char cfa[128] = "";
+    if (cf->torn_lost)
+        snprintf(cfa, sizeof(cfa), " --torn-lost %d %llu %llu %u",
+                 cf->torn_lost, (unsigned long long)cf->torn_lo,
+                 (unsigned long long)cf->torn_hi, cf->torn_mask);
+    if (cf->torn_synced_mask)
+        snprintf(cfa + strlen(cfa), sizeof(cfa) - strlen(cfa),
+                 " --torn-synced %u", cf->torn_synced_mask);
     snprintf(out->replay, sizeof(out->replay),
-             "tests/sim/vsr-sim%s%s%s%s --seed %llu --replicas %u --ticks %llu "
-             "--trace",
+             "tests/sim/vsr-sim%s%s%s%s%s --seed %llu --replicas %u --ticks "
+             "%llu --trace",
              spec == NULL           ? ""
              : spec == PROFILE_FULL ? " --full"
                                     : " --faults ",
              spec == NULL || spec == PROFILE_FULL ? "" : spec, parts_args(),
-             bootable ? " --refused-bootable" : "", (unsigned long long)seed,
-             p.n, (unsigned long long)p.ticks);
+             cf->bootable ? " --refused-bootable" : "", cfa,
+             (unsigned long long)seed, p.n, (unsigned long long)p.ticks);
     g_partitions = saved_parts;
     struct sim_world *w = calloc(1, sizeof(*w));
     int rc = sim_world_init(w, seed, &p, &f, trace);
@@ -356,6 +400,12 @@ run_world(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     out->waived_crash = w->waived_crash;
     snprintf(out->crash_why, sizeof(out->crash_why), "%s", w->waived_crash_why);
     out->waived = w->m.waived_refused;
+    out->torn_waived = w->m.waived_torn;
+    out->torn_lo = w->torn_lo;
+    out->torn_hi = w->torn_hi;
+    out->torn_mask = w->torn_mask;
+    out->transfer_waived = w->m.waived_transfer;
+    out->lost_whole = w->m.lost_whole;
     if (w->parts != NULL) {
         struct sim_parts_marks pm;
         sim_parts_get_marks(w, &pm);
@@ -372,27 +422,114 @@ run_world(uint64_t seed, unsigned n, uint64_t ticks, int trace,
     free(w);
 }
 
+/* The torn-copies waiver's proof of run r: the counterfactual (cf:
+ * torn_lost 1 for the proof, 2 for its mutation that loses nothing)
+ * must converge with no waiver of any kind and must have lost a torn
+ * append whole. 1 proven, 0 not (c holds the run). */
+static int
+torn_proven(uint64_t seed, unsigned n, uint64_t ticks,
+            const struct seed_opts *so, const struct run_out *r, int mode,
+            struct run_out *c)
+{
+    struct cf cf = {.torn_lost = mode,
+                    .torn_lo = r->torn_lo,
+                    .torn_hi = r->torn_hi,
+                    .torn_mask = r->torn_mask};
+    run_world(seed, n, ticks, 0, so, &cf, 1, c);
+    if (c->rc == 0 && (c->waived || c->torn_waived || c->transfer_waived))
+        snprintf(c->failure, sizeof(c->failure),
+                 "it passed only through a waiver");
+    else if (c->rc == 0 && c->lost_whole == 0)
+        snprintf(c->failure, sizeof(c->failure),
+                 "no torn append of op %llu was lost whole (the stall came "
+                 "another way)",
+                 (unsigned long long)r->torn_lo);
+    else if (c->rc == 0)
+        return 1;
+    return 0;
+}
+
+/* A run that passed through the torn-copies waiver: proven by its
+ * counterfactual, else the seed fails; so->torn_mutation tests the
+ * waiver instead (1: with those replicas' torn writes recorded as
+ * fsynced the seed must fail, unwaived; 2: a counterfactual that loses
+ * nothing must not prove it). Returns the seed's exit status. */
+static int
+torn_judge(uint64_t seed, unsigned n, uint64_t ticks,
+           const struct seed_opts *so, const struct run_out *r)
+{
+    struct run_out c;
+    int mut = so != NULL ? so->torn_mutation : 0;
+    printf("waived seed %llu (n=%u): %s\n", (unsigned long long)seed, r->n,
+           r->why);
+    if (mut == 1) {
+        /* one copy is enough: the lowest replica holding one */
+        unsigned one = r->torn_mask & (0u - r->torn_mask);
+        struct cf cf = {.torn_synced_mask = one};
+        run_world(seed, n, ticks, 0, so, &cf, 1, &c);
+        int ok = c.rc && c.torn_waived == 0 && strstr(c.failure, "liveness");
+        printf("%s: with replica mask 0x%x's torn writes recorded as fsynced "
+               "(then damaged), the seed %s%s\n",
+               ok ? "torn waiver mutation caught" : "FAIL torn waiver mutation",
+               one, c.rc ? "fails: " : "passes", c.rc ? c.failure : "");
+        return ok ? 0 : 1;
+    }
+    int proven = torn_proven(seed, n, ticks, so, r, mut == 2 ? 2 : 1, &c);
+    if (mut == 2) {
+        printf("%s: with nothing lost in the counterfactual, the proof %s%s\n",
+               proven ? "FAIL torn waiver mutation"
+                      : "torn waiver mutation caught",
+               proven ? "holds" : "fails: ", proven ? "" : c.failure);
+        return proven ? 1 : 0;
+    }
+    if (!proven) {
+        printf("FAIL seed %llu (n=%u): the torn-copies waiver does not hold: "
+               "with the torn appends of op %llu lost whole: %s\n",
+               (unsigned long long)seed, r->n, (unsigned long long)r->torn_lo,
+               c.failure);
+        printf("replay: %s\n", c.replay);
+        return 1;
+    }
+    char ops[48];
+    if (r->torn_hi != r->torn_lo)
+        snprintf(ops, sizeof(ops), "ops %llu..%llu",
+                 (unsigned long long)r->torn_lo,
+                 (unsigned long long)r->torn_hi);
+    else
+        snprintf(ops, sizeof(ops), "op %llu", (unsigned long long)r->torn_lo);
+    printf("torn-copies waiver proven: seed %llu converges with the torn "
+           "appends of %s lost whole (%llu writes lost)\n",
+           (unsigned long long)seed, ops, (unsigned long long)c.lost_whole);
+    return 0;
+}
+
 /* Runs a seed. A run that passed through a refused-votes waiver says so
  * and is checked against its counterfactual: the same seed with the
  * replicas that refused to boot made bootable (their disks restored
  * when the faults stop) must converge with no waiver, which proves the
  * missing copies or votes were theirs; if it does not, the seed fails
- * (the waiver hid a stall). */
+ * (the waiver hid a stall). A run through the torn-copies waiver is
+ * checked the same way (torn_judge). */
 static int
 run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
               const struct seed_opts *so)
 {
     struct run_out r, c;
-    run_world(seed, n, ticks, trace, so, g_refused_bootable, 0, 0, 0, &r);
-    if (r.rc == 0 && r.waived == 0 && so != NULL && so->waiver_mutation)
+    run_world(seed, n, ticks, trace, so, &g_cf, 0, &r);
+    int mutation = so != NULL && (so->waiver_mutation || so->torn_mutation);
+    if (r.rc == 0 && r.torn_waived && (so == NULL || !so->waiver_mutation))
+        return torn_judge(seed, n, ticks, so, &r);
+    if (r.rc == 0 && r.waived == 0 && mutation)
         printf("FAIL seed %llu: the waiver under test no longer applies\n",
                (unsigned long long)seed);
     if (r.rc || r.waived == 0)
-        return r.rc || (so != NULL && so->waiver_mutation);
+        return r.rc || mutation;
     printf("waived seed %llu (n=%u): %s\n", (unsigned long long)seed, r.n,
            r.why);
     if (so != NULL && so->waiver_mutation) {
-        run_world(seed, n, ticks, 0, so, 2, r.waived_op, r.waived_part, 1, &c);
+        struct cf cf = {
+            .bootable = 2, .rot_op = r.waived_op, .mute_parts = r.waived_part};
+        run_world(seed, n, ticks, 0, so, &cf, 1, &c);
         int ok = c.rc && c.waived == 0 && strstr(c.failure, "liveness");
         printf("%s: with the refused replicas made bootable and %s, the "
                "seed %s%s\n",
@@ -409,7 +546,8 @@ run_seed_opts(uint64_t seed, unsigned n, uint64_t ticks, int trace,
                (unsigned long long)seed, r.crash_why);
         return 0;
     }
-    run_world(seed, n, ticks, 0, so, 1, 0, 0, 1, &c);
+    struct cf cf = {.bootable = 1};
+    run_world(seed, n, ticks, 0, so, &cf, 1, &c);
     if (c.rc) {
         printf("FAIL seed %llu (n=%u): the refused-votes waiver does not "
                "hold: with the refused replicas made bootable: %s\n",
@@ -2401,6 +2539,42 @@ static const struct scenario SCENARIOS[] = {
     /* the only copy of op 24 (a header the survivors know, its body
      * faulty) is on a replica refusing to boot: waived, proven */
     {"stall-gate-704532", 3, NULL, NULL, 704532, 0, {0}},
+    /* Two of three replicas crashed mid-append of op 131; each came back
+     * with its header valid and its body failing (a torn sector kept its
+     * old bytes), cut it as a damaged tail and marks it faulty (never
+     * nacked); the third never had it. No replica may decide it, though
+     * nothing acknowledged it (the WAL format keeps no proof of that):
+     * waived as torn copies, proven by the counterfactual (those torn
+     * appends lost whole converge). */
+    {"stall-gate-5003740-torn-copies", 3, NULL, NULL, 5003740, 0, {0}},
+    /* the waiver itself: with one of the torn copies recorded as fsynced
+     * (an entry fsynced, then damaged) it must not apply */
+    {"waiver-torn-must-not-apply-fsynced-5003740",
+     3,
+     NULL,
+     NULL,
+     5003740,
+     0,
+     {.torn_mutation = 1}},
+    /* ... and a counterfactual that loses nothing must not prove it */
+    {"waiver-torn-counterfactual-must-converge-5003740",
+     3,
+     NULL,
+     NULL,
+     5003740,
+     0,
+     {.torn_mutation = 2}},
+    /* --group-commit: the same class (op 17 faulty on two replicas
+     * from crash-torn appends, the third below it) stalled this seed
+     * once; it converges now, and a stall of that class must pass only
+     * through the proven torn-copies waiver */
+    {"stall-gate-3710389-group-torn",
+     3,
+     NULL,
+     NULL,
+     3710389,
+     0,
+     {.group_commit = 1}},
 
     /* Replicated partitions: two partition groups beside the metadata
      * group (sim_parts.h); the upstream bugs vstream must not have. */
@@ -2675,7 +2849,8 @@ usage(void)
             "        metadata group, [--no-offsets-fsync] [--parts-local]\n"
             "        [--parts-bad-offsets] [--parts-dup-requests]\n"
             "        [--refused-bootable] [--group-commit] unsynced\n"
-            "        journal appends as shard 0's group commit leaves them)\n"
+            "        journal appends as shard 0's group commit leaves them,\n"
+            "        [--torn-lost 1|2 LO HI MASK] [--torn-synced MASK])\n"
             "       vsr-sim --scenario NAME [--trace] | --scenarios | --list\n"
             "       vsr-sim --beyond-model FIRST COUNT\n");
 }
@@ -2750,7 +2925,23 @@ main(int argc, char **argv)
         } else if (strcmp(a, "--group-commit") == 0) {
             g_group_commit = 1;
         } else if (strcmp(a, "--refused-bootable") == 0) {
-            g_refused_bootable = 1;
+            g_cf.bootable = 1;
+        } else if (strcmp(a, "--torn-lost") == 0 && i + 4 < argc) {
+            uint64_t mode, mask;
+            if (parse_u64(argv[i + 1], &mode) != 0 || mode < 1 || mode > 2 ||
+                parse_u64(argv[i + 2], &g_cf.torn_lo) != 0 ||
+                parse_u64(argv[i + 3], &g_cf.torn_hi) != 0 ||
+                parse_u64(argv[i + 4], &mask) != 0 ||
+                g_cf.torn_lo > g_cf.torn_hi || mask >= 1u << SIM_N_MAX)
+                goto bad;
+            g_cf.torn_lost = (int)mode;
+            g_cf.torn_mask = (unsigned)mask;
+            i += 4;
+        } else if (strcmp(a, "--torn-synced") == 0 && i + 1 < argc) {
+            uint64_t mask;
+            if (parse_u64(argv[++i], &mask) != 0 || mask >= 1u << SIM_N_MAX)
+                goto bad;
+            g_cf.torn_synced_mask = (unsigned)mask;
         } else if (strcmp(a, "--full") == 0) {
             faults_spec = PROFILE_FULL;
         } else if (strcmp(a, "--faults") == 0 && i + 1 < argc) {
