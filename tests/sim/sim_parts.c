@@ -2861,9 +2861,10 @@ sim_parts_trim(struct sim_world *w, unsigned k, unsigned segments)
         return 0;
     uint64_t start = 0, size = 0;
     unsigned s = segments;
-    /* the start of segment s is the watermark below s sealed segments */
-    while (s > 0 && (part_segment_at(r->p, s, &start, &size) != 0 ||
-                     start >= part_active_start(r->p)))
+    /* the start of segment s is the watermark below s sealed segments;
+     * with s or fewer sealed it is the active segment's start: every
+     * sealed segment goes, as retention by expiry deletes them */
+    while (s > 0 && part_segment_at(r->p, s, &start, &size) != 0)
         s--;
     if (s == 0)
         return 0;

@@ -1801,8 +1801,12 @@ sc_part_damaged_tail(struct sim_world *w)
  * holds, right as a backup is cut off; every replica (the cut-off one
  * after it repairs the trim op, then a restart of another) deletes the
  * same sealed segments, and the finish checks find the logs
- * byte-identical at convergence. (A backup missing the deleted ops
- * themselves needs a partition state transfer.) */
+ * byte-identical at convergence. The trim takes every sealed segment
+ * when no more are sealed (its watermark the active segment's start, as
+ * retention by expiry leaves it): polls of a backup that appended past
+ * the trim's commit then read the active segment alone, below their
+ * commit cap. (A backup missing the deleted ops themselves needs a
+ * partition state transfer.) */
 static int
 sc_part_trim_same_segments(struct sim_world *w)
 {
