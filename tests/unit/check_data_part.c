@@ -1077,16 +1077,25 @@ START_TEST(test_retention_time_and_size)
 }
 END_TEST
 
-START_TEST(test_delete_segments_watermark)
+/* A new partition of 2 KiB segments holding `batches` random batches of
+ * up to 2 messages of up to 600 bytes (a segment every batch or two). */
+static struct vs_part *
+open_rolled(struct model *md, uint64_t seed, int batches)
 {
     struct part_opts o;
     small_opts(&o);
     o.segment_size = 2048;
     struct vs_part *p = must_open(&o, 1, 0);
+    uint64_t rng = seed;
+    for (int i = 0; i < batches; i++)
+        append_random(p, md, &rng, 1, 2, 600, 10);
+    return p;
+}
+
+START_TEST(test_delete_segments_watermark)
+{
     struct model md = {0};
-    uint64_t rng = 12;
-    for (int i = 0; i < 12; i++)
-        append_random(p, &md, &rng, 1, 2, 600, 10);
+    struct vs_part *p = open_rolled(&md, 12, 12);
     struct part_stats st;
     part_stats(p, &st);
     ck_assert_uint_gt(st.segments, 3);
@@ -1117,14 +1126,8 @@ END_TEST
  * and nothing past the cap, whatever its count. */
 START_TEST(test_poll_cap_with_only_the_active_segment)
 {
-    struct part_opts o;
-    small_opts(&o);
-    o.segment_size = 2048;
-    struct vs_part *p = must_open(&o, 1, 0);
     struct model md = {0};
-    uint64_t rng = 15;
-    for (int i = 0; i < 6; i++)
-        append_random(p, &md, &rng, 1, 2, 600, 10);
+    struct vs_part *p = open_rolled(&md, 15, 6);
     ck_assert_int_eq(part_seal_active(p), 0);
     /* two batches of one message each in the fresh active segment */
     uint32_t pl[1] = {16}, hl[1] = {0};
