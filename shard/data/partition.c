@@ -1263,6 +1263,13 @@ part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
         start = value;
         break;
     }
+    /* a start below the first retained message reads from that message:
+     * `left` below counts offsets from start up to the visible end, and
+     * counting the trimmed offsets before `first` would let the reads run
+     * past that end (into batches not yet committed or not yet synced)
+     * whenever fewer than `count` messages are visible */
+    if (start < first)
+        start = first;
     if (start > last)
         return 0;
     uint32_t left = count;
@@ -1290,6 +1297,10 @@ part_poll(struct vs_part *p, enum part_strategy strategy, uint64_t value,
             uint64_t blen = batch_length(hdr);
             if (batch_header_check(hdr) != BATCH_OK || blen > s->size - pos) {
                 rc = -EIO;
+                break;
+            }
+            if (batch_base_offset(hdr) > last) {
+                left = 0; /* past the visible end: never served */
                 break;
             }
             if (poll_whole(hdr, start, left)) {

@@ -5,7 +5,10 @@
  *    1 MiB, several sealed): every node deletes the same sealed segments
  *    (the same first offset through every node's polls; the partition's
  *    .log/.vsr files byte-identical on every node, the deleted ones gone
- *    everywhere), and a node restarted afterwards serves the same; then
+ *    everywhere), and a node restarted afterwards serves the same; a
+ *    DeleteSegments of every sealed segment (the watermark at the active
+ *    segment's start): every node's polls from offset 0, between sends,
+ *    read the active segment alone, no gap, nothing past the commit; then
  *    PurgeTopic: no message left on any node, the same files, offsets
  *    continuing after it;
  *  - a poll's auto-commit through a backup and through the primary: the
@@ -295,6 +298,41 @@ files_identical(void)
     return logs;
 }
 
+/* DeleteSegments [stream][topic][partition u32][count u32] of the
+ * `count` oldest sealed segments of partition 0, through node i. */
+static void
+delete_segments(unsigned i, const char *s, const char *t, uint32_t count)
+{
+    struct vs_wbuf b;
+    vs_wbuf_init(&b);
+    struct vsc_id sid = vsc_id_name(s), tid = vsc_id_name(t);
+    vsc_wr_id(&b, &sid);
+    vsc_wr_id(&b, &tid);
+    vs_wr_u32(&b, 0);
+    vs_wr_u32(&b, count);
+    struct vsc *d = prep_login_on(&cl, i, 20000);
+    struct vsc_reply r;
+    int rc = vsc_call(d, 503, b.data, b.len, &r);
+    ck_assert_msg(rc == 0 && r.status == 0, "DeleteSegments: %d status %u %s",
+                  rc, r.status, vsc_last_error(d));
+    vs_wbuf_fini(&b);
+    vsc_destroy(d);
+}
+
+/* The start offset of node i's active segment (its last .log). */
+static uint64_t
+active_start_of(unsigned i)
+{
+    char names[64][64], dir[700];
+    size_t n = seg_files(i, names, 64, dir, sizeof(dir));
+    uint64_t start = UINT64_MAX;
+    for (size_t k = 0; k < n; k++)
+        if (strstr(names[k], ".log") != NULL)
+            start = strtoull(names[k], NULL, 10);
+    ck_assert_msg(start != UINT64_MAX, "node %u has no .log", i);
+    return start;
+}
+
 START_TEST(test_delete_segments_same_everywhere)
 {
     (void)make_topic("pt", "t", 1024 * 1024);
@@ -308,22 +346,9 @@ START_TEST(test_delete_segments_same_everywhere)
     size_t logs0 = files_identical();
     ck_assert_uint_ge(logs0, 4);
 
-    /* DeleteSegments [stream][topic][partition u32][count u32] through
-     * node 2: the two oldest sealed segments */
-    struct vs_wbuf b;
-    vs_wbuf_init(&b);
-    struct vsc_id sid = vsc_id_name("pt"), tid = vsc_id_name("t");
-    vsc_wr_id(&b, &sid);
-    vsc_wr_id(&b, &tid);
-    vs_wr_u32(&b, 0);
-    vs_wr_u32(&b, 2);
-    struct vsc *d = prep_login_on(&cl, 2, 20000);
-    struct vsc_reply r;
-    int rc = vsc_call(d, 503, b.data, b.len, &r);
-    ck_assert_msg(rc == 0 && r.status == 0, "DeleteSegments: %d status %u %s",
-                  rc, r.status, vsc_last_error(d));
-    vs_wbuf_fini(&b);
-    vsc_destroy(d);
+    /* through node 2: the two oldest sealed segments */
+    delete_segments(2, "pt", "t", 2);
+    int rc;
 
     /* the same first offset everywhere (the third segment's start) */
     uint64_t first = UINT64_MAX;
@@ -370,9 +395,47 @@ START_TEST(test_delete_segments_same_everywhere)
     wait_first(2, "pt", "t", first, total, 30000);
     files_identical();
 
+    /* every sealed segment deleted (the watermark the active segment's
+     * start, as retention by expiry leaves it), through node 0, then
+     * more sends: every node's polls from offset 0 read the active
+     * segment alone, the history from its start with no gap and nothing
+     * past what it committed */
+    uint64_t active = active_start_of(0);
+    ck_assert_uint_gt(active, first);
+    delete_segments(0, "pt", "t", 1000);
+    for (unsigned i = 0; i < 3; i++)
+        wait_first(i, "pt", "t", active, total, 20000);
+    ck_assert_uint_eq(files_identical(), 1);
+    c = prep_login_on(&cl, 1, 20000);
+    for (unsigned k = BATCHES + 3; k < BATCHES + 5; k++) {
+        send_batch(c, "pt", "t", k, MSGS, SIZE);
+        for (unsigned i = 0; i < 3; i++) {
+            struct vsc *h = prep_login_on(&cl, i, 20000);
+            uint64_t f = UINT64_MAX, l = 0;
+            uint32_t n =
+                poll_on(h, "pt", "t", 1, VSC_POLL_OFFSET, 0,
+                        (uint32_t)(total - active) + 3u * MSGS, 0, &f, &l);
+            vsc_destroy(h);
+            ck_assert_msg(
+                n > 0 && f == active && l - f + 1 == n && l < total + MSGS,
+                "node %u after batch %u: %u messages %llu..%llu "
+                "(active segment from %llu, %llu acknowledged)",
+                i, k, n, (unsigned long long)f, (unsigned long long)l,
+                (unsigned long long)active, (unsigned long long)(total + MSGS));
+        }
+        total += MSGS;
+    }
+    for (unsigned i = 0; i < 3; i++)
+        wait_first(i, "pt", "t", active, total, 20000);
+    files_identical();
+    fprintf(stderr,
+            "DeleteSegments of every sealed segment: first offset %llu on "
+            "every node, polls from 0 within the commit\n",
+            (unsigned long long)active);
+
     /* PurgeTopic through node 1: every node ends with no message and
      * the same files; offsets continue after the purge */
-    c = prep_login_on(&cl, 1, 20000);
+    struct vsc_id sid = vsc_id_name("pt"), tid = vsc_id_name("t");
     rc = vsc_topic_purge(c, &sid, &tid);
     ck_assert_msg(rc == 0, "purge: %d %s", rc, vsc_last_error(c));
     end = prep_now_ms() + 20000;

@@ -2362,11 +2362,16 @@ sim_parts_heal(struct sim_world *w)
         if (!w->p.refused_bootable)
             continue;
         /* the waiver's counterfactual: a group that refused to open gets
-         * its flips undone and the node's side reopens it */
+         * its flips undone and the node's side reopens it; so does every
+         * group of a node whose metadata replica was made bootable (its
+         * whole disk restored: flips made while it was down, which its
+         * groups never opened over, would refuse them at this boot) */
         int again = 0;
+        int restored = (w->made_bootable >> i) & 1u;
         for (unsigned k = 0; k < ps->o.partitions; k++) {
             struct sp_rep *r = &ps->rep[i][k];
-            if (!r->refused || r->nrot > SP_ROT_MAX)
+            if ((!r->refused && !(restored && r->nrot > 0)) ||
+                r->nrot > SP_ROT_MAX)
                 continue;
             while (r->nrot > 0) {
                 const struct sp_rot *q = &r->rot[--r->nrot];
@@ -2861,9 +2866,10 @@ sim_parts_trim(struct sim_world *w, unsigned k, unsigned segments)
         return 0;
     uint64_t start = 0, size = 0;
     unsigned s = segments;
-    /* the start of segment s is the watermark below s sealed segments */
-    while (s > 0 && (part_segment_at(r->p, s, &start, &size) != 0 ||
-                     start >= part_active_start(r->p)))
+    /* the start of segment s is the watermark below s sealed segments;
+     * with s or fewer sealed it is the active segment's start: every
+     * sealed segment goes, as retention by expiry deletes them */
+    while (s > 0 && part_segment_at(r->p, s, &start, &size) != 0)
         s--;
     if (s == 0)
         return 0;

@@ -130,8 +130,8 @@ int sim_parts_rot_tail(struct sim_world *w, unsigned node, unsigned k,
                        int in_header);
 /* Production binding: the primary of partition k proposes a trim of its
  * oldest sealed segments, `segments` of them or as many as are sealed
- * (pgroup_on_trim). 1 proposed, 0 no primary or no sealed segment, -1
- * refused. */
+ * (then the watermark is the active segment's start; pgroup_on_trim). 1
+ * proposed, 0 no primary or no sealed segment, -1 refused. */
 int sim_parts_trim(struct sim_world *w, unsigned k, unsigned segments);
 /* Start offset of partition k's first segment on node i (up), or
  * UINT64_MAX; and the trims its group applied there. */

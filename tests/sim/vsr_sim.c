@@ -1939,8 +1939,12 @@ sc_part_damaged_tail(struct sim_world *w)
  * holds, right as a backup is cut off; every replica (the cut-off one
  * after it repairs the trim op, then a restart of another) deletes the
  * same sealed segments, and the finish checks find the logs
- * byte-identical at convergence. (A backup missing the deleted ops
- * themselves needs a partition state transfer.) */
+ * byte-identical at convergence. The trim takes every sealed segment
+ * when no more are sealed (its watermark the active segment's start, as
+ * retention by expiry leaves it): polls of a backup that appended past
+ * the trim's commit then read the active segment alone, below their
+ * commit cap. (A backup missing the deleted ops themselves needs a
+ * partition state transfer.) */
 static int
 sc_part_trim_same_segments(struct sim_world *w)
 {
@@ -2613,6 +2617,24 @@ static const struct scenario SCENARIOS[] = {
      2001376,
      0,
      {.partitions = 2}},
+    /* The same class, n = 4 (soak): the waiver rests on group 0 (nodes 0
+     * and 3 refused); in the counterfactual node 0's metadata replica is
+     * made bootable but a flip made in its group 1's log while it was
+     * down stayed, so group 1 refused there at the boot, and with node
+     * 2's group 1 refused after a crash alone, group 1 stalled with two
+     * of four replicas: the heal now restores every group's files on a
+     * node made bootable (sim_parts_heal). */
+    {"part-waiver-bootable-node-6003377",
+     4,
+     NULL,
+     NULL,
+     6003377,
+     0,
+     {.partitions = 2}},
+    /* Partition liveness (a session-4 soak, --partitions 2): a group
+     * stalled with every node up; the engine's repair and merge fixes
+     * since converge it, unwaived: kept as a must-pass seed. */
+    {"part-liveness-2002164", 3, NULL, NULL, 2002164, 0, {.partitions = 2}},
     /* Gate seed 135 (n = 1): a crash alone (torn, reordered unsynced
      * writes, no injected fault) leaves a torn batch followed by a
      * whole one in a segment; part_open refuses it as interior

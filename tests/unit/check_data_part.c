@@ -3,8 +3,9 @@
  * (shard/data/partition.h, segment.h, pdir.h): round trips across segment
  * rolls, every read strategy, recovery verdicts (torn tails at every
  * length, interior damage, damaged last batch), ENOSPC, the offset floor
- * under crash simulation, retention, DeleteSegments, purge, consumer
- * offsets, directory reconciliation.
+ * under crash simulation, retention, DeleteSegments (and the visibility
+ * cap once only the active segment is left), purge, consumer offsets,
+ * directory reconciliation.
  * Test code only. fsync is stubbed where loops are exhaustive.
  */
 #include "config.h"
@@ -1076,16 +1077,25 @@ START_TEST(test_retention_time_and_size)
 }
 END_TEST
 
-START_TEST(test_delete_segments_watermark)
+/* A new partition of 2 KiB segments holding `batches` random batches of
+ * up to 2 messages of up to 600 bytes (a segment every batch or two). */
+static struct vs_part *
+open_rolled(struct model *md, uint64_t seed, int batches)
 {
     struct part_opts o;
     small_opts(&o);
     o.segment_size = 2048;
     struct vs_part *p = must_open(&o, 1, 0);
+    uint64_t rng = seed;
+    for (int i = 0; i < batches; i++)
+        append_random(p, md, &rng, 1, 2, 600, 10);
+    return p;
+}
+
+START_TEST(test_delete_segments_watermark)
+{
     struct model md = {0};
-    uint64_t rng = 12;
-    for (int i = 0; i < 12; i++)
-        append_random(p, &md, &rng, 1, 2, 600, 10);
+    struct vs_part *p = open_rolled(&md, 12, 12);
     struct part_stats st;
     part_stats(p, &st);
     ck_assert_uint_gt(st.segments, 3);
@@ -1104,6 +1114,62 @@ START_TEST(test_delete_segments_watermark)
     ck_assert_int_eq(part_apply_watermark(p, w, &rr), 0);
     part_stats(p, &st);
     ck_assert_uint_eq(st.segments, 1);
+    ck_assert_int_eq(part_close(p), 0);
+    model_free(&md);
+}
+END_TEST
+
+/* Every sealed segment deleted (a watermark at the active segment's
+ * start, as retention by expiry leaves it) and a visibility cap below the
+ * active segment's tail (a replicated partition's commit): a poll from an
+ * offset below the first retained message returns the visible messages
+ * and nothing past the cap, whatever its count. */
+START_TEST(test_poll_cap_with_only_the_active_segment)
+{
+    struct model md = {0};
+    struct vs_part *p = open_rolled(&md, 15, 6);
+    ck_assert_int_eq(part_seal_active(p), 0);
+    /* two batches of one message each in the fresh active segment */
+    uint32_t pl[1] = {16}, hl[1] = {0};
+    uint64_t cap = 0;
+    for (int i = 0; i < 2; i++) {
+        size_t len;
+        uint8_t *b = dt_batch(100 + (uint64_t)i, 1, pl, hl, &len);
+        struct part_append_result res;
+        enum batch_err be;
+        ck_assert_int_eq(part_append(p, b, len, 20 + (uint64_t)i, &res, &be),
+                         0);
+        model_add(&md, b);
+        if (i == 0)
+            cap = res.base_offset + 1;
+        free(b);
+    }
+    uint64_t active = part_active_start(p);
+    ck_assert_uint_ge(active, 4); /* more offsets trimmed than are visible */
+    struct part_retention_result rr;
+    ck_assert_int_eq(part_apply_watermark(p, active, &rr), 0);
+    ck_assert_uint_gt(rr.segments_deleted, 0);
+    struct part_stats st;
+    part_stats(p, &st);
+    ck_assert_uint_eq(st.segments, 1);
+    ck_assert_uint_eq(st.first_offset, active);
+    ck_assert_uint_eq(cap, active + 1);
+    part_set_visible_cap(p, cap);
+    /* from below the first retained offset, from 0, and from the first */
+    const uint64_t from[] = {0, active - 1, active};
+    for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
+        ck_assert_uint_eq(
+            poll_check(p, &md, PART_POLL_OFFSET, from[i], 8, active), 1);
+        ck_assert_uint_eq(
+            poll_check(p, &md, PART_POLL_OFFSET, from[i], UINT32_MAX, active),
+            1);
+    }
+    ck_assert_uint_eq(poll_check(p, &md, PART_POLL_FIRST, 0, 8, active), 1);
+    ck_assert_uint_eq(poll_check(p, &md, PART_POLL_LAST, 0, 8, active), 1);
+    ck_assert_uint_eq(poll_check(p, &md, PART_POLL_OFFSET, cap, 8, cap), 0);
+    /* the cap raised to the tail: both batches */
+    part_set_visible_cap(p, UINT64_MAX);
+    ck_assert_uint_eq(poll_check(p, &md, PART_POLL_OFFSET, 0, 8, active), 2);
     ck_assert_int_eq(part_close(p), 0);
     model_free(&md);
 }
@@ -1472,6 +1538,7 @@ suite(void)
     tcase_add_test(tc, test_interval_tick);
     tcase_add_test(tc, test_retention_time_and_size);
     tcase_add_test(tc, test_delete_segments_watermark);
+    tcase_add_test(tc, test_poll_cap_with_only_the_active_segment);
     tcase_add_test(tc, test_purge_and_interrupted_purge);
     tcase_add_test(tc, test_consumer_offsets);
     tcase_add_test(tc, test_pdir_names);

@@ -1622,6 +1622,9 @@ START_TEST(test_purge_group_op)
     for (int i = 0; i < N; i++)
         node_start(&g_n[i]);
     int p = wait_primary(-1);
+    /* a replica serves what it knows committed: after the restart, once
+     * the new view commits the old head again */
+    wait_commit_all(op);
     for (int i = 0; i < N; i++)
         ck_assert_uint_eq(polled(i, NULL), 24);
     ck_assert_int_eq(pgroup_on_purge(g_n[p].g, 2, g_wall), 0);
