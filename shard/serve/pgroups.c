@@ -1045,6 +1045,17 @@ pgroups_exec(struct serve_pgroups *pg, struct dpart *dp,
         cmd->kind == DATA_OFFSET_STORE || cmd->kind == DATA_OFFSET_DELETE;
     if (cmd->kind == DATA_OFFSET_STORE && cmd->autocommit)
         return autocommit_run(pg, e, cmd, hops);
+    if (cmd->kind == DATA_OFFSET_GET && w != NULL && req != NULL &&
+        !pgroup_is_settled_primary(e->g)) {
+        /* a store is answered once the primary applied it; a backup
+         * applies it only when it hears the commit: read on the primary
+         * (the local replica when it is unreachable) */
+        int p = pgroup_primary(e->g);
+        if (p >= 0 && p < e->count && e->replicas[p] != pg->self &&
+            pg->mesh != NULL && hops < PGROUPS_HOPS_MAX &&
+            mesh_up(pg->mesh, e->replicas[p]))
+            return forward(pg, e->replicas[p], cmd, req, data, dlen, w, hops);
+    }
     if (cmd->kind != DATA_SEND && !offset_op)
         return PGROUPS_PASS; /* the local replica; polls capped by pj */
     if (w == NULL || req == NULL)

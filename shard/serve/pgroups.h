@@ -44,8 +44,12 @@
  *     node is the group's primary (answered after the commit through the
  *     answer function), else forwarded to the primary's node, and so is
  *     a consumer-offset store or delete (an op of the group:
- *     pgroup_on_offset); polls, GetOffset and flush run on the local
- *     partition (polls never see past the group's commit); a poll's
+ *     pgroup_on_offset); polls and flush run on the local partition
+ *     (polls never see past the group's commit); GetOffset too on the
+ *     settled primary, else it is forwarded to the primary's node (a
+ *     store acknowledged by the primary is read back on any node; the
+ *     local replica answers when the primary is unknown or its link
+ *     down); a poll's
  *     auto-commit is a raising store op of the group (pgroups_autocommit),
  *     forwarded to the primary without a waiter when this node is not;
  *   - a one-member set on this node: today's path (PGROUPS_PASS);
