@@ -127,6 +127,8 @@
 #include "shard/data/pjournal.h"
 #include "shard/vsr/engine.h"
 
+struct pxfer_sync; /* shard/serve/pxfer.h */
+
 struct vs_pgroup;
 
 /* What the shard's runtime provides to a group. */
@@ -157,6 +159,13 @@ struct pgroup_env {
      * one at a time (the engine has one write in flight). NULL: the
      * write is fsynced on the calling thread. */
     void (*state_sync)(void *ctx, struct vs_pgroup *g, int fd);
+    /* Asks for the fsync of fds[0..n) (a partition state transfer's
+     * staged files and directories) off the loop: the runtime dups them
+     * (they are closed when this returns), fsyncs them and calls
+     * pxfer_fsynced(tok) on the loop (shard/serve/pxfer.h). NULL: they
+     * are fsynced on the calling thread. */
+    void (*files_sync)(void *ctx, struct vs_pgroup *g, const int *fds, size_t n,
+                       struct pxfer_sync *tok);
 };
 
 struct pgroup_opts {

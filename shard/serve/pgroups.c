@@ -33,6 +33,7 @@
 #include "shard/serve/pbeat.h"
 #include "shard/serve/pgroup.h"
 #include "shard/serve/pgroups.h"
+#include "shard/serve/pxfer.h"
 #include "shard/serve/server.h"
 
 #define PG_BUCKETS 4096u
@@ -377,6 +378,47 @@ env_sync(void *ctx, struct vs_pgroup *g)
         return;
     }
     sync_issue(e);
+}
+
+/* A state transfer's fsyncs (env->files_sync): pairs of fds per sync
+ * request; the last completion continues the install. */
+struct pg_files_sync {
+    struct pxfer_sync *tok;
+    size_t left;
+};
+
+static void
+files_done(void *ctx, uint64_t key, const struct pj_sync_target *t)
+{
+    (void)key;
+    (void)t;
+    struct pg_files_sync *fs = ctx;
+    if (--fs->left > 0)
+        return;
+    pxfer_fsynced(fs->tok);
+    free(fs);
+}
+
+static void
+env_files_sync(void *ctx, struct vs_pgroup *g, const int *fds, size_t n,
+               struct pxfer_sync *tok)
+{
+    struct serve_pgroups *pg = ctx;
+    if (n == 0) {
+        pxfer_fsynced(tok);
+        return;
+    }
+    struct pg_files_sync *fs = vs_xcalloc(1, sizeof(*fs));
+    fs->tok = tok;
+    fs->left = (n + 1) / 2;
+    for (size_t i = 0; i < n; i += 2) {
+        struct pj_sync_target t;
+        memset(&t, 0, sizeof(t));
+        t.log_fd = fds[i];
+        t.vsr_fd = i + 1 < n ? fds[i + 1] : -1;
+        gcommit_journal_sync(pg->gc, pgroup_id(g), &t, files_done, fs);
+    }
+    pg->n.files_syncs += n;
 }
 
 /* ------------------------------------------------------- membership */
@@ -1151,6 +1193,7 @@ pgroups_create(struct serve *s, struct dparts *parts, struct serve_gcommit *gc,
     pg->env.reply = env_reply;
     pg->env.sync = env_sync;
     pg->env.state_sync = env_state_sync;
+    pg->env.files_sync = env_files_sync;
     vs_wbuf_init(&pg->out);
     vs_wbuf_init(&pg->rx);
     vs_wbuf_init(&pg->tx);

@@ -24,6 +24,9 @@
  *   - A group that stopped (pgroup_fatal: its journal out of space, an
  *     I/O error) is closed, its waiters answered 57, and reopened from
  *     its files PGROUPS_REOPEN_MS later (again while it fails).
+ *   - env->files_sync: a partition state transfer's staged files and
+ *     directories are fsynced on the sync threads too (two fds per
+ *     request); pxfer_fsynced continues the install on the loop.
  *   - A group whose partition state transfer staged a fetched partition
  *     (pgroup_install_pending, pxfer.h) is closed, its waiters answered
  *     57, the partition closed, the directories swapped and both opened
@@ -173,6 +176,7 @@ struct pgroups_counters {
      * received beat frames taken by a group or dropped */
     uint64_t beat_out, beat_in, beat_dropped;
     uint64_t state_syncs; /* superblock fsyncs handed to the sync threads */
+    uint64_t files_syncs; /* state transfer installs' fds fsynced there */
 };
 void pgroups_counters(const struct serve_pgroups *pg,
                       struct pgroups_counters *out);

@@ -37,7 +37,11 @@
  * Fetching: pxfer_start_nonce arms the receiver with a fresh nonce against
  * `peer`; once every artifact is in and verified the images are decoded,
  * the chain end checked against the prepare header, the new directory
- * staged and verified (shard/data/pinstall.h) and `installed` is called:
+ * staged and verified (shard/data/pinstall.h; with hooks.fsync its
+ * fsyncs run off the loop: the staged files and directories, then the
+ * directories of its publication, each round a request whose completion
+ * pxfer_fsynced continues; transfer frames for the fetch are dropped
+ * meanwhile) and `installed` is called:
  * the runtime then closes the group and the partition, swaps the
  * directories and reopens both (the engine recovers at C and repairs
  * (C, commit_max] from its peers).
@@ -59,6 +63,10 @@
 
 #define PXFER_HASH_STEP (4u << 20) /* bytes hashed per tick per offer */
 
+struct pxfer;
+/* An fsync request of an install in flight (hooks.fsync). */
+struct pxfer_sync;
+
 /* What the serving side needs to know about the group right now. */
 struct pxfer_serve_state {
     int settled_primary;
@@ -78,6 +86,12 @@ struct pxfer_hooks {
     /* The session ended without an install (the engine's transfer is to
      * be ended: repair resumes and asks again). */
     void (*failed)(void *ctx, const char *why);
+    /* Optional: fsyncs fds[0..n) off the loop thread (dup what is kept:
+     * the fds are closed when this returns), then pxfer_fsynced(tok) on
+     * the loop once all are durable (a failed fsync ends the process;
+     * the completion may come before this returns).
+     * NULL: the install's fsyncs run on the calling thread. */
+    void (*fsync)(void *ctx, const int *fds, size_t n, struct pxfer_sync *tok);
 };
 
 struct pxfer_opts {
@@ -124,5 +138,9 @@ int pxfer_peer(const struct pxfer *x);
 /* One 10 ms tick: offer hashing steps, expiry, stalls, re-requests. */
 void pxfer_tick(struct pxfer *x);
 void pxfer_info(const struct pxfer *x, struct pxfer_info *out);
+/* hooks.fsync's completion: the install goes on (the staged directory
+ * published, then `installed`); a token whose pxfer was destroyed
+ * meanwhile is only freed. */
+void pxfer_fsynced(struct pxfer_sync *tok);
 
 #endif /* VS_SHARD_SERVE_PXFER_H */

@@ -9,7 +9,9 @@
  * peers checkpoint past its window fetches the primary's partition,
  * installs it and converges byte-identical (segments, polls, consumer
  * offsets); the serving rules (first wins, unknown sessions, chunks at or
- * past an artifact's end refused, a corrupted chunk dropped); and the
+ * past an artifact's end refused, a corrupted chunk dropped); the
+ * install's fsyncs handed off the loop (held: nothing published; a crash
+ * meanwhile: fetched again; done: installed); and the
  * install's crash points: a failure at every storage call of the swap
  * leaves, after the boot recovery, a partition that opens with its
  * journal, holding the old state or the new one. Every loop is bounded.
@@ -394,6 +396,66 @@ START_TEST(test_lagging_replica_installs_and_converges)
 }
 END_TEST
 
+static int
+node_has(const struct pn_node *n, const char *rel)
+{
+    char path[700];
+    snprintf(path, sizeof(path), "%s/%s", n->parts, rel);
+    return dt_exists(path);
+}
+
+/* Steps until node 2 asks for its install's fsyncs (held). */
+static void
+wait_files_request(void)
+{
+    for (int s = 0; s < PN_MAX_STEPS && pn_nodes[2].files_tok == NULL; s++)
+        pn_step();
+    ck_assert_ptr_nonnull(pn_nodes[2].files_tok);
+}
+
+/* The install's fsyncs off the loop (env->files_sync): while they are
+ * held the staged directory waits unpublished (no install, the session's
+ * frames dropped); a replica killed meanwhile drops the request (its
+ * token freed) and fetches again after its restart; released, the
+ * directory is published after a second round (the partitions directory
+ * and the staging root), installed, and the replica converges. */
+START_TEST(test_install_fsyncs_off_the_loop)
+{
+    pn_async_files = 1;
+    pn_hold_files[2] = 1;
+    fresh_cluster(16);
+    lag_node2();
+    wait_files_request();
+    ck_assert_uint_gt(pn_nodes[2].n_files, 6); /* files and directories */
+    ck_assert(node_has(&pn_nodes[2], ".pxfer/4.5.6.88"));
+    for (int s = 0; s < 300; s++)
+        pn_step();
+    ck_assert_ptr_nonnull(pn_nodes[2].files_tok);
+    ck_assert(!node_has(&pn_nodes[2], "4.5.6.88.pxfer-new"));
+    ck_assert(!pinstall_pending(pn_nodes[2].parts, &pn_id));
+    ck_assert_uint_eq(g_installs, 0);
+    /* a crash with the fsyncs in flight, then a fresh fetch */
+    pn_node_kill(&pn_nodes[2]);
+    ck_assert_ptr_null(pn_nodes[2].files_tok);
+    pn_node_start(&pn_nodes[2]);
+    wait_files_request();
+    size_t first = pn_nodes[2].n_files;
+    pn_hold_files[2] = 0;
+    for (int s = 0; s < PN_MAX_STEPS && g_installs == 0; s++)
+        pn_step();
+    ck_assert_uint_eq(g_installs, 1);
+    ck_assert_uint_eq(pn_nodes[2].files_synced, first + 2);
+    ck_assert(!node_has(&pn_nodes[2], ".pxfer/4.5.6.88"));
+    pn_produce(3, 45, 46);
+    pn_wait_commit_all(pgroup_commit(pn_nodes[0].g));
+    pn_files_identical();
+    uint64_t l0 = 0, l2 = 0;
+    ck_assert_uint_eq(pn_polled(0, &l0), pn_polled(2, &l2));
+    ck_assert_uint_eq(l0, l2);
+    offsets_equal(3);
+}
+END_TEST
+
 /* A chunk whose bytes differ from what the manifest promised (resealed,
  * so the frame checks pass): the artifact fails its checksum, nothing is
  * installed, the session ends and the engine is disarmed; the next fetch
@@ -686,6 +748,7 @@ suite(void)
     tcase_add_test(tc, test_image_roundtrip_and_refusals);
     tcase_add_test(tc, test_partition_manifest_rules);
     tcase_add_test(tc, test_lagging_replica_installs_and_converges);
+    tcase_add_test(tc, test_install_fsyncs_off_the_loop);
     tcase_add_test(tc, test_tampered_artifact_refused_then_retried);
     tcase_add_test(tc, test_serving_rules);
     tcase_add_test(tc, test_install_crash_points);

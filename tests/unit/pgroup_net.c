@@ -17,6 +17,7 @@
 #include "shard/data/batch.h"
 #include "shard/data/partition.h"
 #include "shard/serve/pgroup.h"
+#include "shard/serve/pxfer.h"
 #include "tests/unit/data_testutil.h"
 #include "tests/unit/pgroup_net.h"
 
@@ -38,6 +39,8 @@ int pn_replicated;
 int pn_async_state;
 int pn_hold_state[PN_N];
 uint64_t pn_vc_sent[PN_N];
+int pn_async_files;
+int pn_hold_files[PN_N];
 static struct pn_hooks pn_h;
 
 static int
@@ -141,11 +144,52 @@ timeouts(void)
     return t;
 }
 
+static void
+env_files_sync(void *ctx, struct vs_pgroup *g, const int *fds, size_t n,
+               struct pxfer_sync *tok)
+{
+    (void)g;
+    struct pn_node *nd = ctx;
+    ck_assert_ptr_null(nd->files_tok); /* one request at a time */
+    nd->files = malloc((n ? n : 1) * sizeof(*nd->files));
+    for (size_t i = 0; i < n; i++) {
+        nd->files[i] = dup(fds[i]);
+        ck_assert_int_ge(nd->files[i], 0);
+    }
+    nd->n_files = n;
+    nd->files_tok = tok;
+}
+
+/* Ends node n's files request: fsynced (sync) or dropped (a crash). */
+static void
+files_end(struct pn_node *n, int sync)
+{
+    if (n->files_tok == NULL)
+        return;
+    for (size_t i = 0; i < n->n_files; i++) {
+        if (sync) {
+            ck_assert_int_eq(fsync(n->files[i]), 0);
+            n->files_synced++;
+        }
+        close(n->files[i]);
+    }
+    free(n->files);
+    n->files = NULL;
+    n->n_files = 0;
+    struct pxfer_sync *tok = n->files_tok;
+    n->files_tok = NULL;
+    pxfer_fsynced(tok); /* a closed group's token is only freed */
+}
+
 struct pgroup_env
 pn_env(struct pn_node *n)
 {
-    struct pgroup_env env = {n, env_send, env_reply, env_sync,
-                             pn_async_state ? env_state_sync : NULL};
+    struct pgroup_env env = {n,
+                             env_send,
+                             env_reply,
+                             env_sync,
+                             pn_async_state ? env_state_sync : NULL,
+                             pn_async_files ? env_files_sync : NULL};
     return env;
 }
 
@@ -192,6 +236,7 @@ void
 pn_node_kill(struct pn_node *n)
 {
     pgroup_close(n->g);
+    files_end(n, 0);
     part_abandon(n->p);
     n->g = NULL;
     n->p = NULL;
@@ -223,6 +268,8 @@ pn_setup(const struct pn_hooks *h)
     pn_replicated = 0;
     pn_async_state = 0;
     memset(pn_hold_state, 0, sizeof(pn_hold_state));
+    pn_async_files = 0;
+    memset(pn_hold_files, 0, sizeof(pn_hold_files));
     memset(pn_vc_sent, 0, sizeof(pn_vc_sent));
     memset(pn_drop, 0, sizeof(pn_drop));
     memset(pn_drop_cmd, 0, sizeof(pn_drop_cmd));
@@ -259,6 +306,8 @@ pn_do_syncs(void)
             n->want_sync = 0;
             ck_assert_int_eq(pgroup_sync_now(n->g), 0);
         }
+        if (n->up && n->files_tok != NULL && !pn_hold_files[i])
+            files_end(n, 1);
         if (n->up && n->state_fd >= 0 && !pn_hold_state[i]) {
             ck_assert_int_eq(fsync(n->state_fd), 0);
             n->state_fd = -1;

@@ -51,6 +51,11 @@ struct pn_node {
     int want_sync;
     uint64_t boots;
     int state_fd; /* env->state_sync asked for this fd's fsync (or -1) */
+    /* env->files_sync's request waiting in pn_do_syncs (dup'd fds) */
+    int *files;
+    size_t n_files;
+    struct pxfer_sync *files_tok;
+    uint64_t files_synced; /* fds fsynced for it so far */
 };
 
 /* What a test adds to the harness (either may be NULL). */
@@ -87,6 +92,10 @@ extern int pn_replicated;
  * unless held (hold_state[node]) */
 extern int pn_async_state;
 extern int pn_hold_state[PN_N];
+/* env->files_sync set (read at each start): a state transfer's install
+ * fsyncs complete in pn_do_syncs, unless held (hold_files[node]) */
+extern int pn_async_files;
+extern int pn_hold_files[PN_N];
 /* view change messages each node sent (StartViewChange, DoViewChange,
  * StartView) */
 extern uint64_t pn_vc_sent[PN_N];
