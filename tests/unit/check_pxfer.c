@@ -456,6 +456,43 @@ START_TEST(test_install_fsyncs_off_the_loop)
 }
 END_TEST
 
+/* The staged directory cannot be written (its first file's open fails
+ * with ENOSPC) with the install's fsyncs off the loop: nothing is left
+ * open or staged, the session ends without an install, and a later fetch
+ * installs. */
+START_TEST(test_install_write_failure_then_retried)
+{
+    pn_async_files = 1;
+    fresh_cluster(16);
+    lag_node2();
+    struct pn_node *n = &pn_nodes[2];
+    struct pxfer_info in;
+    memset(&in, 0, sizeof(in));
+    for (int s = 0; s < PN_MAX_STEPS && in.stage != XFER_FETCHING; s++) {
+        pn_step();
+        pgroup_xfer_info(n->g, &in);
+    }
+    ck_assert_int_eq(in.stage, XFER_FETCHING);
+    sio_fault_arm(&n->f, SIO_OPEN, 1, ENOSPC, -1);
+    for (int s = 0; s < PN_MAX_STEPS && in.completed + in.abandoned == 0; s++) {
+        pn_step();
+        ck_assert_ptr_null(n->files_tok); /* the refused one asked nothing */
+        pgroup_xfer_info(n->g, &in);
+    }
+    ck_assert_uint_eq(in.completed, 0);
+    ck_assert_uint_eq(in.abandoned, 1);
+    ck_assert(!node_has(n, ".pxfer/4.5.6.88"));
+    ck_assert_uint_eq(g_installs, 0);
+    for (int s = 0; s < PN_MAX_STEPS && g_installs == 0; s++)
+        pn_step();
+    ck_assert_uint_eq(g_installs, 1);
+    pn_produce(3, 45, 45);
+    pn_wait_commit_all(pgroup_commit(pn_nodes[0].g));
+    pn_files_identical();
+    offsets_equal(3);
+}
+END_TEST
+
 /* A chunk whose bytes differ from what the manifest promised (resealed,
  * so the frame checks pass): the artifact fails its checksum, nothing is
  * installed, the session ends and the engine is disarmed; the next fetch
@@ -749,6 +786,7 @@ suite(void)
     tcase_add_test(tc, test_partition_manifest_rules);
     tcase_add_test(tc, test_lagging_replica_installs_and_converges);
     tcase_add_test(tc, test_install_fsyncs_off_the_loop);
+    tcase_add_test(tc, test_install_write_failure_then_retried);
     tcase_add_test(tc, test_tampered_artifact_refused_then_retried);
     tcase_add_test(tc, test_serving_rules);
     tcase_add_test(tc, test_install_crash_points);
