@@ -800,8 +800,10 @@ xfer_fsync(void *ctx, const int *fds, size_t n, struct pxfer_sync *tok)
 static int
 xfer_create(struct vs_pgroup *g)
 {
-    struct pxfer_opts o = {
-        .cluster = g->o.cluster, .group = g->group, .self = g->o.replica};
+    struct pxfer_opts o = {.cluster = g->o.cluster,
+                           .group = g->group,
+                           .self = g->o.replica,
+                           .budget = g->o.fetch_budget};
     struct pxfer_hooks h = {.ctx = g,
                             .serve_state = xfer_serve_state,
                             .send = xfer_send,

@@ -127,7 +127,8 @@
 #include "shard/data/pjournal.h"
 #include "shard/vsr/engine.h"
 
-struct pxfer_sync; /* shard/serve/pxfer.h */
+struct pxfer_sync;   /* shard/serve/pxfer.h */
+struct pxfer_budget; /* shard/serve/pxfer.h */
 
 struct vs_pgroup;
 
@@ -180,6 +181,9 @@ struct pgroup_opts {
      * it, so the runtime draws a fresh one on every boot. */
     uint64_t seed;
     struct vs_vsr_timeouts timeouts;
+    /* The data shard's partition state transfer budget (pxfer.h),
+     * shared by its groups; NULL: no limit. */
+    struct pxfer_budget *fetch_budget;
 };
 
 /* Counters (logs, metrics, tests). */

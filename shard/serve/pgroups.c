@@ -40,6 +40,9 @@
 #define PG_NONE    0xFFu
 /* the members' stats entries are refreshed every this many ticks */
 #define PG_STATS_TICKS 100u
+/* partition state transfers fetching at once on this shard: each holds
+ * its artifacts in memory (up to XFER_ARTIFACT_CAP each) */
+#define PGROUPS_FETCHES_MAX 2u
 
 struct pg_hdr_request { /* PGROUPS_CMD_REQUEST */
     struct vs_frame f;
@@ -115,6 +118,7 @@ struct pg_ready {
 struct serve_pgroups {
     struct serve *s;
     struct dparts *parts;
+    struct pxfer_budget fetch_budget; /* the groups' state transfers */
     struct serve_gcommit *gc;
     pgroups_exec_fn *exec;
     gc_answer_fn *answer;
@@ -470,6 +474,7 @@ group_open(struct serve_pgroups *pg, struct pg_entry *e)
      * derives from it (pgroup.h) */
     o.seed =
         ((uint64_t)randombytes_random() << 32 | randombytes_random()) ^ e->gid;
+    o.fetch_budget = &pg->fetch_budget;
     char reason[256] = "";
     int rc = pgroup_open(&o, dp->p, &pg->env, &e->g, reason, sizeof(reason));
     if (rc != 0) {
@@ -1194,6 +1199,7 @@ pgroups_create(struct serve *s, struct dparts *parts, struct serve_gcommit *gc,
     pg->env.sync = env_sync;
     pg->env.state_sync = env_state_sync;
     pg->env.files_sync = env_files_sync;
+    pg->fetch_budget.max = PGROUPS_FETCHES_MAX;
     vs_wbuf_init(&pg->out);
     vs_wbuf_init(&pg->rx);
     vs_wbuf_init(&pg->tx);

@@ -24,6 +24,9 @@
  *   - A group that stopped (pgroup_fatal: its journal out of space, an
  *     I/O error) is closed, its waiters answered 57, and reopened from
  *     its files PGROUPS_REOPEN_MS later (again while it fails).
+ *   - Partition state transfers: at most two groups of the shard fetch
+ *     at once (each holds its artifacts in memory until installed);
+ *     another waits (its repair asks again).
  *   - env->files_sync: a partition state transfer's staged files and
  *     directories are fsynced on the sync threads too (two fds per
  *     request); pxfer_fsynced continues the install on the loop.

@@ -82,6 +82,7 @@ struct pxfer {
     int installing;
     enum px_install_phase phase;
     struct pxfer_sync *sync; /* the fsync request in flight */
+    int holds_budget;        /* counted in o.budget->running */
     uint64_t inst_ckpt, inst_bytes;
     uint64_t session_start_ns;
     uint64_t served_chunks, refused_chunks;
@@ -689,6 +690,17 @@ fetch_total(const struct xfer_fetch *f)
     return total;
 }
 
+/* A session that ended (its bytes freed) leaves the budget. */
+static void
+budget_release(struct pxfer *x, int force)
+{
+    if (x->holds_budget &&
+        (force || (x->fetch.stage == XFER_IDLE && !x->installing))) {
+        x->holds_budget = 0;
+        x->o.budget->running--;
+    }
+}
+
 static void install_end(struct pxfer *x, int rc, const char *err);
 static void report_stage(struct pxfer *x);
 
@@ -728,6 +740,7 @@ install_end(struct pxfer *x, int rc, const char *err)
     double secs = (double)(vs_monotonic_ns() - x->session_start_ns) / 1e9;
     if (rc == 0) {
         xfer_fetch_installed(&x->fetch);
+        budget_release(x, 0);
         x->last_bytes = x->inst_bytes;
         x->last_secs = secs;
         x->last_stage = XFER_IDLE;
@@ -785,6 +798,7 @@ report_stage(struct pxfer *x)
             x->h.failed(x->h.ctx, x->fetch.reason);
         }
     }
+    budget_release(x, 0);
 }
 
 /* ---- API ---- */
@@ -829,6 +843,7 @@ pxfer_destroy(struct pxfer *x)
     if (x->sync != NULL)
         x->sync->x = NULL; /* its completion only frees it; the staging
                               directory is removed at the next recover */
+    budget_release(x, 1);
     drop_all_offers(x);
     xfer_fetch_destroy(&x->fetch);
     free(x->chunk);
@@ -873,10 +888,23 @@ pxfer_start_nonce(struct pxfer *x, uint8_t peer, uint32_t durable_view,
 {
     if (vs_u128_is_zero(nonce))
         return -EINVAL;
+    if (pxfer_fetching(x))
+        return -EALREADY;
+    if (x->o.budget != NULL && x->o.budget->running >= x->o.budget->max) {
+        x->o.budget->refused++;
+        vs_log_debug("partition group %016llx: state transfer deferred: "
+                     "%u fetches run on this shard",
+                     (unsigned long long)x->o.group, x->o.budget->running);
+        return -EBUSY;
+    }
     xfer_fetch_set_view(&x->fetch, durable_view);
     int rc = xfer_fetch_arm(&x->fetch, nonce, peer);
     if (rc != 0)
         return rc;
+    if (x->o.budget != NULL) {
+        x->o.budget->running++;
+        x->holds_budget = 1;
+    }
     x->session_start_ns = vs_monotonic_ns();
     x->last_stage = x->fetch.stage;
     vs_log_info("partition group %016llx: asking replica %u for its "

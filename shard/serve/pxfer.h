@@ -94,12 +94,23 @@ struct pxfer_hooks {
     void (*fsync)(void *ctx, const int *fds, size_t n, struct pxfer_sync *tok);
 };
 
+/* The fetch sessions running among the groups that share it (one data
+ * shard's): a session holds its artifacts in memory (up to
+ * XFER_ARTIFACT_CAP each) from its Target to the end of its install, so
+ * at most `max` run at once; pxfer_start_nonce refuses another (-EBUSY,
+ * counted in `refused`: the group's repair asks again later). */
+struct pxfer_budget {
+    unsigned running, max;
+    uint64_t refused;
+};
+
 struct pxfer_opts {
     struct vs_u128 cluster;
     uint64_t group;
     uint8_t self;
-    uint32_t chunk_max;   /* 0 = XFER_CHUNK_MAX */
-    uint32_t stall_ticks; /* 0 = 100 */
+    uint32_t chunk_max;          /* 0 = XFER_CHUNK_MAX */
+    uint32_t stall_ticks;        /* 0 = 100 */
+    struct pxfer_budget *budget; /* borrowed; NULL: no limit */
 };
 
 struct pxfer_info {
@@ -127,7 +138,8 @@ void pxfer_on_frame(struct pxfer *x, uint8_t from, const void *frame,
 /* Starts a fetch from `peer` with a fresh nonce (non-zero, never used
  * before by this replica: the caller derives it from its per-boot random
  * seed and a counter, so the simulator stays deterministic). -EALREADY
- * if one runs, -EINVAL for a zero nonce; 0. */
+ * if one runs, -EBUSY if the budget's sessions all run, -EINVAL for a
+ * zero nonce; 0. */
 int pxfer_start_nonce(struct pxfer *x, uint8_t peer, uint32_t durable_view,
                       struct vs_u128 nonce);
 /* The primary changed while fetching: ask `peer`. */

@@ -493,6 +493,35 @@ START_TEST(test_install_write_failure_then_retried)
 }
 END_TEST
 
+/* The shard's fetch budget: while its sessions all run (here: held by
+ * another group), the lagging replica starts no fetch (no request leaves,
+ * the refusals counted); once one ends it fetches, installs, converges
+ * and leaves the budget. */
+START_TEST(test_fetch_budget_defers_transfer)
+{
+    struct pxfer_budget b = {.running = 1, .max = 1};
+    pn_fetch_budget = &b;
+    fresh_cluster(16);
+    lag_node2();
+    for (int s = 0; s < 1500; s++)
+        pn_step();
+    ck_assert_uint_eq(g_nnonces, 0);
+    ck_assert_uint_gt(b.refused, 0);
+    ck_assert_uint_eq(g_installs, 0);
+    b.running = 0; /* the other group's session ended */
+    for (int s = 0; s < PN_MAX_STEPS && g_installs == 0; s++) {
+        pn_step();
+        ck_assert_uint_le(b.running, 1);
+    }
+    ck_assert_uint_eq(g_installs, 1);
+    ck_assert_uint_eq(b.running, 0);
+    pn_produce(3, 45, 45);
+    pn_wait_commit_all(pgroup_commit(pn_nodes[0].g));
+    pn_files_identical();
+    offsets_equal(3);
+}
+END_TEST
+
 /* A chunk whose bytes differ from what the manifest promised (resealed,
  * so the frame checks pass): the artifact fails its checksum, nothing is
  * installed, the session ends and the engine is disarmed; the next fetch
@@ -787,6 +816,7 @@ suite(void)
     tcase_add_test(tc, test_lagging_replica_installs_and_converges);
     tcase_add_test(tc, test_install_fsyncs_off_the_loop);
     tcase_add_test(tc, test_install_write_failure_then_retried);
+    tcase_add_test(tc, test_fetch_budget_defers_transfer);
     tcase_add_test(tc, test_tampered_artifact_refused_then_retried);
     tcase_add_test(tc, test_serving_rules);
     tcase_add_test(tc, test_install_crash_points);

@@ -41,6 +41,7 @@ int pn_hold_state[PN_N];
 uint64_t pn_vc_sent[PN_N];
 int pn_async_files;
 int pn_hold_files[PN_N];
+struct pxfer_budget *pn_fetch_budget;
 static struct pn_hooks pn_h;
 
 static int
@@ -206,6 +207,7 @@ pn_group_opts(struct pn_node *n)
         .body_max = 1 << 20,
         .seed = 77 + (uint64_t)n->idx * 1000 + n->boots++,
         .timeouts = timeouts(),
+        .fetch_budget = pn_fetch_budget,
     };
     return po;
 }
@@ -270,6 +272,7 @@ pn_setup(const struct pn_hooks *h)
     memset(pn_hold_state, 0, sizeof(pn_hold_state));
     pn_async_files = 0;
     memset(pn_hold_files, 0, sizeof(pn_hold_files));
+    pn_fetch_budget = NULL;
     memset(pn_vc_sent, 0, sizeof(pn_vc_sent));
     memset(pn_drop, 0, sizeof(pn_drop));
     memset(pn_drop_cmd, 0, sizeof(pn_drop_cmd));

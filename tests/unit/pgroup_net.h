@@ -96,6 +96,8 @@ extern int pn_hold_state[PN_N];
  * fsyncs complete in pn_do_syncs, unless held (hold_files[node]) */
 extern int pn_async_files;
 extern int pn_hold_files[PN_N];
+/* every start's pgroup_opts.fetch_budget (NULL: none); reset by pn_setup */
+extern struct pxfer_budget *pn_fetch_budget;
 /* view change messages each node sent (StartViewChange, DoViewChange,
  * StartView) */
 extern uint64_t pn_vc_sent[PN_N];
