@@ -396,6 +396,20 @@ START_TEST(test_lagging_replica_installs_and_converges)
 }
 END_TEST
 
+/* After node 2's install: a send round commits on all three, whose
+ * files, polls and consumer offsets then agree. */
+static void
+converged(uint64_t round)
+{
+    pn_produce(3, round, round);
+    pn_wait_commit_all(pgroup_commit(pn_nodes[0].g));
+    pn_files_identical();
+    uint64_t l0 = 0, l2 = 0;
+    ck_assert_uint_eq(pn_polled(0, &l0), pn_polled(2, &l2));
+    ck_assert_uint_eq(l0, l2);
+    offsets_equal(3);
+}
+
 static int
 node_has(const struct pn_node *n, const char *rel)
 {
@@ -446,13 +460,7 @@ START_TEST(test_install_fsyncs_off_the_loop)
     ck_assert_uint_eq(g_installs, 1);
     ck_assert_uint_eq(pn_nodes[2].files_synced, first + 2);
     ck_assert(!node_has(&pn_nodes[2], ".pxfer/4.5.6.88"));
-    pn_produce(3, 45, 46);
-    pn_wait_commit_all(pgroup_commit(pn_nodes[0].g));
-    pn_files_identical();
-    uint64_t l0 = 0, l2 = 0;
-    ck_assert_uint_eq(pn_polled(0, &l0), pn_polled(2, &l2));
-    ck_assert_uint_eq(l0, l2);
-    offsets_equal(3);
+    converged(45);
 }
 END_TEST
 
@@ -486,10 +494,7 @@ START_TEST(test_install_write_failure_then_retried)
     for (int s = 0; s < PN_MAX_STEPS && g_installs == 0; s++)
         pn_step();
     ck_assert_uint_eq(g_installs, 1);
-    pn_produce(3, 45, 45);
-    pn_wait_commit_all(pgroup_commit(pn_nodes[0].g));
-    pn_files_identical();
-    offsets_equal(3);
+    converged(45);
 }
 END_TEST
 
@@ -515,10 +520,7 @@ START_TEST(test_fetch_budget_defers_transfer)
     }
     ck_assert_uint_eq(g_installs, 1);
     ck_assert_uint_eq(b.running, 0);
-    pn_produce(3, 45, 45);
-    pn_wait_commit_all(pgroup_commit(pn_nodes[0].g));
-    pn_files_identical();
-    offsets_equal(3);
+    converged(45);
 }
 END_TEST
 
