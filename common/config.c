@@ -161,8 +161,8 @@ static const struct vs_config_key config_keys[] = {
      "write each send's batch into its segment on the data shard's sync threads (the loop keeps reading sockets meanwhile); false: on the loop itself, as before"},
     {"disk_watermark_bytes", VS_CFG_SIZE, F(disk_watermark_bytes), 0, UINT64_MAX, "256M", "0",
      "refuse new sends while the data dir's filesystem has less free space"},
-    {"partition_replication", VS_CFG_BOOL, F(partition_replication), 0, 1, "false", NULL,
-     "experimental: on a cluster, every partition whose replica set has more than one node is its own VSR group on its data shard of each member; any node serves sends and polls for any partition (off: the leader's node serves them all)"},
+    {"partition_replication", VS_CFG_BOOL, F(partition_replication), 0, 1, "true", NULL,
+     "on a cluster, every partition whose replica set has more than one node is its own VSR group on its data shard of each member; any node serves sends and polls for any partition (off: the leader's node serves them all)"},
     {"group_heartbeat_interval_ms", VS_CFG_U32, F(group_heartbeat_interval_ms), 100, 3600000, "30000", NULL,
      "consumer groups: a member silent for 1.2 x this is removed; also the cooperative revocation timeout"},
     /* client hardening */

@@ -3,8 +3,10 @@
  * reconciliation with the published metadata (contract in pdir.h).
  *
  * Invariants: nothing is removed unless its name parses as a partition
- * directory (or a leftover "<that>.deleted" / "<that>.creating"); an
- * empty metadata set never removes anything. Callers: data shards, tests.
+ * directory (or a leftover "<that>.deleted" / "<that>.creating", or a
+ * partition transfer's "<that>.pxfer-new" / "<that>.pxfer-old" /
+ * ".pxfer/<that>" of a partition the metadata no longer lists); an empty
+ * metadata set never removes anything. Callers: data shards, tests.
  */
 #include "config.h"
 
@@ -18,6 +20,7 @@
 
 #include "common/mem.h"
 #include "shard/data/pdir.h"
+#include "shard/data/pinstall.h"
 #include "shard/storage/atomic_file.h"
 
 #define PDIR_PATH_MAX 1024
@@ -193,6 +196,49 @@ listed(const struct part_id *live, size_t n, const struct part_id *id)
     return 0;
 }
 
+/* Removes dir/name and everything under it. */
+static int
+rmtree_in(struct vs_sio *io, const char *dir, const char *name)
+{
+    char path[PDIR_PATH_MAX];
+    int rc = afile_join(path, sizeof(path), dir, name);
+    return rc < 0 ? rc : pdir_rmtree(io, path);
+}
+
+/* The staging directories under P/.pxfer of owned partitions the metadata
+ * (n > 0 entries) no longer lists: removed (a staging directory is never
+ * complete; one of a listed partition is pinstall_recover's); *removed
+ * counts them. */
+static int
+stage_leftovers(struct vs_sio *io, const char *partitions_dir,
+                const struct part_id *live, size_t n, pdir_owned_fn owned,
+                void *ctx, uint32_t *removed)
+{
+    char stage[PDIR_PATH_MAX];
+    struct pdir_names l = {0};
+    int rc =
+        afile_join(stage, sizeof(stage), partitions_dir, PINSTALL_STAGE_DIR);
+    if (rc == 0)
+        rc = sio_readdir(io, stage, collect_name, &l);
+    if (rc == -ENOENT || rc == -ENOTDIR)
+        rc = 0;
+    uint32_t k = 0;
+    for (size_t i = 0; rc == 0 && i < l.n; i++) {
+        struct part_id id;
+        if (!pdir_parse(l.v[i], &id) || (owned && !owned(&id, ctx)) ||
+            listed(live, n, &id))
+            continue;
+        rc = rmtree_in(io, stage, l.v[i]);
+        if (rc == 0)
+            k++;
+    }
+    if (rc == 0 && k > 0)
+        rc = sio_dir_fsync(io, stage);
+    names_free(&l);
+    *removed += k;
+    return rc;
+}
+
 int
 pdir_reconcile(struct vs_sio *io, const char *partitions_dir,
                const struct part_id *live, size_t n, pdir_owned_fn owned,
@@ -212,8 +258,8 @@ pdir_reconcile(struct vs_sio *io, const char *partitions_dir,
         names_free(&all);
         return rc;
     }
-    char **stale = NULL, **leftovers = NULL;
-    size_t nstale = 0, nleft = 0, owned_dirs = 0;
+    struct pdir_names stale = {0}, leftovers = {0}, xfer = {0};
+    size_t owned_dirs = 0, xfer_dirs = 0;
     for (size_t k = 0; k < all.n; k++) {
         struct part_id id;
         char stem[256];
@@ -222,50 +268,58 @@ pdir_reconcile(struct vs_sio *io, const char *partitions_dir,
             if (owned && !owned(&id, ctx))
                 continue;
             owned_dirs++;
-            if (!listed(live, n, &id)) {
-                stale = vs_xrealloc(stale, (nstale + 1) * sizeof(*stale));
-                stale[nstale++] = vs_xstrdup(nm);
-            }
+            if (!listed(live, n, &id))
+                collect_name(&stale, nm);
         } else if ((strip_suffix(nm, ".deleted", stem, sizeof(stem)) ||
                     strip_suffix(nm, ".creating", stem, sizeof(stem))) &&
                    pdir_parse(stem, &id) && (!owned || owned(&id, ctx))) {
-            leftovers =
-                vs_xrealloc(leftovers, (nleft + 1) * sizeof(*leftovers));
-            leftovers[nleft++] = vs_xstrdup(nm);
+            collect_name(&leftovers, nm);
+        } else if ((strip_suffix(nm, PINSTALL_NEW, stem, sizeof(stem)) ||
+                    strip_suffix(nm, PINSTALL_OLD, stem, sizeof(stem))) &&
+                   pdir_parse(stem, &id) && (!owned || owned(&id, ctx))) {
+            /* a whole partition (the swap may roll it forward): data */
+            xfer_dirs++;
+            if (!listed(live, n, &id))
+                collect_name(&xfer, nm);
         }
     }
     names_free(&all);
-    if (n == 0 && owned_dirs > 0) {
+    if (n != 0) {
+        rc = stage_leftovers(io, partitions_dir, live, n, owned, ctx,
+                             &res->transfer_leftovers);
+        if (rc < 0)
+            goto out;
+    }
+    if (n == 0 && owned_dirs + xfer_dirs > 0) {
         res->reason = PDIR_R_EMPTY_METADATA;
         snprintf(res->msg, sizeof(res->msg),
                  "metadata lists no partition but %zu partition "
                  "directories exist under %s: refusing to delete data",
-                 owned_dirs, partitions_dir);
+                 owned_dirs + xfer_dirs, partitions_dir);
         rc = -EBADE;
         goto out;
     }
-    for (size_t i = 0; rc == 0 && i < nleft; i++) {
-        char path[PDIR_PATH_MAX];
-        rc = afile_join(path, sizeof(path), partitions_dir, leftovers[i]);
-        if (rc == 0)
-            rc = pdir_rmtree(io, path);
+    for (size_t i = 0; rc == 0 && i < leftovers.n; i++) {
+        rc = rmtree_in(io, partitions_dir, leftovers.v[i]);
         if (rc == 0)
             res->finished_deletes++;
     }
-    if (rc == 0 && nleft > 0)
+    for (size_t i = 0; rc == 0 && i < xfer.n; i++) {
+        rc = rmtree_in(io, partitions_dir, xfer.v[i]);
+        if (rc == 0)
+            res->transfer_leftovers++;
+    }
+    if (rc == 0 && leftovers.n + xfer.n > 0)
         rc = sio_dir_fsync(io, partitions_dir);
-    for (size_t i = 0; rc == 0 && i < nstale; i++) {
-        rc = remove_named(io, partitions_dir, stale[i]);
+    for (size_t i = 0; rc == 0 && i < stale.n; i++) {
+        rc = remove_named(io, partitions_dir, stale.v[i]);
         if (rc == 0)
             res->removed++;
     }
     res->kept = (uint32_t)(owned_dirs - res->removed);
 out:
-    for (size_t i = 0; i < nstale; i++)
-        free(stale[i]);
-    for (size_t i = 0; i < nleft; i++)
-        free(leftovers[i]);
-    free(stale);
-    free(leftovers);
+    names_free(&stale);
+    names_free(&leftovers);
+    names_free(&xfer);
     return rc;
 }

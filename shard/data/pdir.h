@@ -17,6 +17,13 @@
  * leftover "*.deleted" is finished by the next reconcile. Names that are
  * not partition directories are left alone.
  *
+ * A partition deleted while a state transfer was installing it may leave
+ * the transfer's directories (shard/data/pinstall.h: "<name>.pxfer-new",
+ * "<name>.pxfer-old", ".pxfer/<name>"): once the metadata no longer lists
+ * <name>, reconcile removes them; those of a listed partition are left to
+ * pinstall_recover (the partition's open). A "-new"/"-old" directory is a
+ * whole partition: beside empty metadata it is refused like the others.
+ *
  * Each shard reconciles only the partitions it owns (the `owned` filter).
  *
  * Invariants: only the owning data shard touches a partition's directory.
@@ -55,7 +62,8 @@ struct pdir_reconcile_result {
     enum pdir_reason reason;
     uint32_t kept;
     uint32_t removed;
-    uint32_t finished_deletes; /* leftover *.deleted removed */
+    uint32_t finished_deletes;   /* leftover *.deleted removed */
+    uint32_t transfer_leftovers; /* pxfer dirs of unlisted partitions */
     char msg[256];
 };
 

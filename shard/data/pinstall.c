@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/mem.h"
 #include "shard/data/pdir.h"
 #include "shard/data/pinstall.h"
 #include "shard/storage/atomic_file.h"
@@ -18,6 +19,7 @@
 #define PI_PATH_MAX 1400
 
 struct pi_paths {
+    struct part_id id;
     char name[128];
     char stage_root[PI_PATH_MAX]; /* P/.pxfer */
     char stage[PI_PATH_MAX];      /* P/.pxfer/<name> */
@@ -32,6 +34,7 @@ paths(struct pi_paths *p, const char *dir, const struct part_id *id)
     int rc = pdir_name(p->name, sizeof(p->name), id);
     if (rc < 0)
         return rc;
+    p->id = *id;
     int n[5];
     n[0] = snprintf(p->stage_root, PI_PATH_MAX, "%s/" PINSTALL_STAGE_DIR, dir);
     n[1] = snprintf(p->stage, PI_PATH_MAX, "%s/" PINSTALL_STAGE_DIR "/%s", dir,
@@ -52,10 +55,30 @@ exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-/* Writes one new file whole and fsyncs it. */
+void
+pinstall_fds_close(struct vs_sio *io, struct pinstall_fds *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        sio_close(io, f->fd[i]);
+    free(f->fd);
+    memset(f, 0, sizeof(*f));
+}
+
+static void
+keep_fd(struct pinstall_fds *f, int fd)
+{
+    if (f->n == f->cap) {
+        f->cap = f->cap ? 2 * f->cap : 16;
+        f->fd = vs_xrealloc(f->fd, f->cap * sizeof(*f->fd));
+    }
+    f->fd[f->n++] = fd;
+}
+
+/* Writes one new file whole; fsyncs it, or (keep) leaves it open in keep
+ * for the caller's fsync. */
 static int
 put_file(struct vs_sio *io, const char *dir, const char *name, const uint8_t *b,
-         uint64_t len)
+         uint64_t len, struct pinstall_fds *keep)
 {
     char path[PI_PATH_MAX];
     int rc = afile_join(path, sizeof(path), dir, name);
@@ -65,6 +88,10 @@ put_file(struct vs_sio *io, const char *dir, const char *name, const uint8_t *b,
     if (fd < 0)
         return fd;
     rc = len ? sio_pwrite_all(io, fd, b, (size_t)len, 0, path) : 0;
+    if (rc == 0 && keep != NULL) {
+        keep_fd(keep, fd);
+        return 0;
+    }
     if (rc == 0)
         rc = sio_fsync(io, fd, path);
     sio_close(io, fd);
@@ -79,41 +106,123 @@ mk(struct vs_sio *io, const char *dir, const char *sub)
     return rc < 0 ? rc : sio_mkdir(io, path, 0700);
 }
 
+/* fsyncs dir/sub (sub NULL: dir), or (keep) opens it into keep. */
 static int
-dsync(struct vs_sio *io, const char *dir, const char *sub)
+dsync(struct vs_sio *io, const char *dir, const char *sub,
+      struct pinstall_fds *keep)
 {
     char path[PI_PATH_MAX];
-    if (sub == NULL)
-        return sio_dir_fsync(io, dir);
-    int rc = afile_join(path, sizeof(path), dir, sub);
-    return rc < 0 ? rc : sio_dir_fsync(io, path);
+    int rc = 0;
+    if (sub != NULL)
+        rc = afile_join(path, sizeof(path), dir, sub);
+    else
+        snprintf(path, sizeof(path), "%s", dir);
+    if (rc < 0)
+        return rc;
+    if (keep == NULL)
+        return sio_dir_fsync(io, path);
+    int fd = sio_open(io, path, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0)
+        return fd;
+    keep_fd(keep, fd);
+    return 0;
 }
 
 static int
-write_stage(struct vs_sio *io, const char *st, const struct pinstall_src *s)
+write_stage(struct vs_sio *io, const char *st, const struct pinstall_src *s,
+            struct pinstall_fds *keep)
 {
     int rc = sio_mkdir(io, st, 0700);
     const char *subs[] = {"offsets", "offsets/consumers", "offsets/groups"};
     for (unsigned i = 0; rc == 0 && i < 3; i++)
         rc = mk(io, st, subs[i]);
     if (rc == 0)
-        rc = put_file(io, st, "format", s->format, s->format_len);
+        rc = put_file(io, st, "format", s->format, s->format_len, keep);
     if (rc == 0)
-        rc = put_file(io, st, "state", s->part_state, PART_STATE_IMAGE_SIZE);
+        rc = put_file(io, st, "state", s->part_state, PART_STATE_IMAGE_SIZE,
+                      keep);
     if (rc == 0)
-        rc = put_file(io, st, PJ_STATE_NAME, s->vsr_state, PJ_STATE_IMAGE_SIZE);
+        rc = put_file(io, st, PJ_STATE_NAME, s->vsr_state, PJ_STATE_IMAGE_SIZE,
+                      keep);
     for (uint32_t i = 0; rc == 0 && i < s->segs_m->count; i++) {
         const struct pimg_file *f = &s->segs_m->files[i];
-        rc = put_file(io, st, f->name, s->segs + f->off, f->len);
+        rc = put_file(io, st, f->name, s->segs + f->off, f->len, keep);
     }
     for (uint32_t i = 0; rc == 0 && i < s->offs_m->count; i++) {
         const struct pimg_file *f = &s->offs_m->files[i];
-        rc = put_file(io, st, f->name, s->offs + f->off, f->len);
+        rc = put_file(io, st, f->name, s->offs + f->off, f->len, keep);
     }
     for (unsigned i = 3; rc == 0 && i-- > 0;)
-        rc = dsync(io, st, subs[i]);
+        rc = dsync(io, st, subs[i], keep);
     if (rc == 0)
-        rc = dsync(io, st, NULL);
+        rc = dsync(io, st, NULL, keep);
+    return rc;
+}
+
+/* Leftovers removed, the directory written (fsynced, or its files and
+ * directories left open in keep) and verified by part_open. */
+static int
+stage_write(struct vs_sio *io, const struct pi_paths *p,
+            const struct pinstall_src *src, const struct part_opts *opts,
+            struct pinstall_fds *keep, char *err, size_t errlen)
+{
+    /* leftovers of an earlier attempt go first */
+    int rc = pdir_rmtree(io, p->stage);
+    if (rc == 0)
+        rc = pdir_rmtree(io, p->fresh);
+    if (rc == 0)
+        rc = sio_mkdir(io, p->stage_root, 0700);
+    if (rc == 0)
+        rc = write_stage(io, p->stage, src, keep);
+    if (rc < 0) {
+        snprintf(err, errlen, "writing %s: %s", p->stage, sio_strerror(rc));
+        goto fail;
+    }
+    /* the full boot verdict on the staged directory, modifying nothing */
+    struct part_opts ro = *opts;
+    ro.read_only = 1;
+    struct vs_part *part = NULL;
+    struct part_verdict v;
+    memset(&v, 0, sizeof(v));
+    rc = part_open(io, p->stage_root, &p->id, &ro, 0, 0, &part, &v);
+    if (rc < 0) {
+        snprintf(err, errlen, "the fetched partition would not boot: %s",
+                 rc == -EBADMSG ? v.msg : sio_strerror(rc));
+        goto fail;
+    }
+    part_abandon(part);
+    rc = dsync(io, p->stage_root, NULL, keep);
+    if (rc < 0) {
+        snprintf(err, errlen, "syncing %s: %s", p->stage_root,
+                 sio_strerror(rc));
+        goto fail;
+    }
+    return 0;
+fail:
+    if (keep != NULL)
+        pinstall_fds_close(io, keep);
+    if (rc != -VS_EFATAL && !sio_is_fatal(io))
+        (void)pdir_rmtree(io, p->stage);
+    return rc;
+}
+
+/* The durable staged directory renamed to P/<name>.pxfer-new; P and
+ * P/.pxfer fsynced (or left open in keep). */
+static int
+stage_publish(struct vs_sio *io, const char *partitions_dir,
+              const struct pi_paths *p, struct pinstall_fds *keep, char *err,
+              size_t errlen)
+{
+    int rc = sio_dir_rename(io, p->stage, p->fresh);
+    if (rc == 0)
+        rc = dsync(io, partitions_dir, NULL, keep);
+    if (rc == 0)
+        rc = dsync(io, p->stage_root, NULL, keep);
+    if (rc < 0) {
+        if (keep != NULL)
+            pinstall_fds_close(io, keep);
+        snprintf(err, errlen, "publishing %s: %s", p->fresh, sio_strerror(rc));
+    }
     return rc;
 }
 
@@ -125,49 +234,39 @@ pinstall_stage(struct vs_sio *io, const char *partitions_dir,
     struct pi_paths p;
     err[0] = '\0';
     int rc = paths(&p, partitions_dir, id);
-    if (rc < 0)
-        return rc;
-    /* leftovers of an earlier attempt go first */
-    rc = pdir_rmtree(io, p.stage);
     if (rc == 0)
-        rc = pdir_rmtree(io, p.fresh);
+        rc = stage_write(io, &p, src, opts, NULL, err, errlen);
     if (rc == 0)
-        rc = sio_mkdir(io, p.stage_root, 0700);
-    if (rc == 0)
-        rc = write_stage(io, p.stage, src);
-    if (rc < 0) {
-        snprintf(err, errlen, "writing %s: %s", p.stage, sio_strerror(rc));
-        goto fail;
-    }
-    /* the full boot verdict on the staged directory, modifying nothing */
-    struct part_opts ro = *opts;
-    ro.read_only = 1;
-    struct vs_part *part = NULL;
-    struct part_verdict v;
-    memset(&v, 0, sizeof(v));
-    rc = part_open(io, p.stage_root, id, &ro, 0, 0, &part, &v);
-    if (rc < 0) {
-        snprintf(err, errlen, "the fetched partition would not boot: %s",
-                 rc == -EBADMSG ? v.msg : sio_strerror(rc));
-        goto fail;
-    }
-    part_abandon(part);
-    rc = sio_dir_fsync(io, p.stage_root);
-    if (rc == 0)
-        rc = sio_dir_rename(io, p.stage, p.fresh);
-    if (rc == 0)
-        rc = sio_dir_fsync(io, partitions_dir);
-    if (rc == 0)
-        rc = sio_dir_fsync(io, p.stage_root);
-    if (rc < 0) {
-        snprintf(err, errlen, "publishing %s: %s", p.fresh, sio_strerror(rc));
-        return rc;
-    }
-    return 0;
-fail:
-    if (rc != -VS_EFATAL && !sio_is_fatal(io))
-        (void)pdir_rmtree(io, p.stage);
+        rc = stage_publish(io, partitions_dir, &p, NULL, err, errlen);
     return rc;
+}
+
+int
+pinstall_stage_write(struct vs_sio *io, const char *partitions_dir,
+                     const struct part_id *id, const struct pinstall_src *src,
+                     const struct part_opts *opts, struct pinstall_fds *fds,
+                     char *err, size_t errlen)
+{
+    struct pi_paths p;
+    err[0] = '\0';
+    memset(fds, 0, sizeof(*fds));
+    int rc = paths(&p, partitions_dir, id);
+    return rc < 0 ? rc : stage_write(io, &p, src, opts, fds, err, errlen);
+}
+
+int
+pinstall_stage_publish(struct vs_sio *io, const char *partitions_dir,
+                       const struct part_id *id, struct pinstall_fds *fds,
+                       char *err, size_t errlen)
+{
+    struct pi_paths p;
+    err[0] = '\0';
+    memset(fds, 0, sizeof(*fds));
+    int rc = paths(&p, partitions_dir, id);
+    if (rc == 0 && !exists(p.stage))
+        rc = -ENOENT;
+    return rc < 0 ? rc
+                  : stage_publish(io, partitions_dir, &p, fds, err, errlen);
 }
 
 int

@@ -63,6 +63,32 @@ struct pinstall_src {
 int pinstall_stage(struct vs_sio *io, const char *partitions_dir,
                    const struct part_id *id, const struct pinstall_src *src,
                    const struct part_opts *opts, char *err, size_t errlen);
+/* The same stage in two steps, for a caller that fsyncs off its thread:
+ * pinstall_stage_write writes and verifies the staged directory without
+ * an fsync and leaves every file and directory it wrote open in *fds
+ * (0, or an error as above with *fds empty); once the caller made them
+ * durable (and closed them: pinstall_fds_close), pinstall_stage_publish
+ * renames it to P/<name>.pxfer-new and leaves P and P/.pxfer open in
+ * *fds, to be fsynced before pinstall_pending may report it (the swap
+ * must not run before). -ENOENT: nothing staged. A crash before the
+ * publish's fsyncs leaves a staging directory (removed by recover) or an
+ * unsynced rename of a durable directory: either boots. The fds kept
+ * are the staged files (three per segment, the offsets, format and
+ * state files) and its directories: the caller's fd limit must allow
+ * them. */
+struct pinstall_fds {
+    int *fd;
+    size_t n, cap;
+};
+int pinstall_stage_write(struct vs_sio *io, const char *partitions_dir,
+                         const struct part_id *id,
+                         const struct pinstall_src *src,
+                         const struct part_opts *opts, struct pinstall_fds *fds,
+                         char *err, size_t errlen);
+int pinstall_stage_publish(struct vs_sio *io, const char *partitions_dir,
+                           const struct part_id *id, struct pinstall_fds *fds,
+                           char *err, size_t errlen);
+void pinstall_fds_close(struct vs_sio *io, struct pinstall_fds *f);
 /* 1 if a staged, verified directory waits for the swap. */
 int pinstall_pending(const char *partitions_dir, const struct part_id *id);
 /* The swap; the partition must be closed. 0 or -errno / -VS_EFATAL

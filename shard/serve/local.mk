@@ -92,7 +92,7 @@ if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_pxfer
 check_PROGRAMS += tests/unit/check_pxfer
 tests_unit_check_pxfer_SOURCES = tests/unit/check_pxfer.c \
-	tests/unit/data_testutil.h
+	tests/unit/pgroup_net.c tests/unit/pgroup_net.h tests/unit/data_testutil.h
 tests_unit_check_pxfer_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_pxfer_LDADD = libvs_server.a libvs_vsr.a libvs_data.a \
 	libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
@@ -101,7 +101,7 @@ if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_pgroup
 check_PROGRAMS += tests/unit/check_pgroup
 tests_unit_check_pgroup_SOURCES = tests/unit/check_pgroup.c \
-	tests/unit/data_testutil.h
+	tests/unit/pgroup_net.c tests/unit/pgroup_net.h tests/unit/data_testutil.h
 tests_unit_check_pgroup_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_pgroup_LDADD = libvs_server.a libvs_vsr.a libvs_data.a \
 	libvs_storage.a libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)

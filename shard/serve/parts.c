@@ -588,11 +588,13 @@ reconcile(struct dparts *d)
         return;
     }
     d->reconciled = 1;
-    d->stray_removed = res.removed + res.finished_deletes;
+    d->stray_removed =
+        res.removed + res.finished_deletes + res.transfer_leftovers;
     vs_log_info("partition directories reconciled at op %llu: %u kept, %u "
-                "removed, %u interrupted deletes finished",
+                "removed, %u interrupted deletes finished, %u state "
+                "transfer leftovers removed",
                 (unsigned long long)op, res.kept, res.removed,
-                res.finished_deletes);
+                res.finished_deletes, res.transfer_leftovers);
 }
 
 void

@@ -790,16 +790,26 @@ do_state_transfer(struct vs_pgroup *g, const struct vs_vsr_action *a)
     }
 }
 
+static void
+xfer_fsync(void *ctx, const int *fds, size_t n, struct pxfer_sync *tok)
+{
+    struct vs_pgroup *g = ctx;
+    g->env.files_sync(g->env.ctx, g, fds, n, tok);
+}
+
 static int
 xfer_create(struct vs_pgroup *g)
 {
-    struct pxfer_opts o = {
-        .cluster = g->o.cluster, .group = g->group, .self = g->o.replica};
+    struct pxfer_opts o = {.cluster = g->o.cluster,
+                           .group = g->group,
+                           .self = g->o.replica,
+                           .budget = g->o.fetch_budget};
     struct pxfer_hooks h = {.ctx = g,
                             .serve_state = xfer_serve_state,
                             .send = xfer_send,
                             .installed = xfer_installed,
-                            .failed = xfer_failed};
+                            .failed = xfer_failed,
+                            .fsync = g->env.files_sync ? xfer_fsync : NULL};
     return pxfer_create(&o, &h, g->p, g->j, &g->xfer);
 }
 

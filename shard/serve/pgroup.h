@@ -127,6 +127,9 @@
 #include "shard/data/pjournal.h"
 #include "shard/vsr/engine.h"
 
+struct pxfer_sync;   /* shard/serve/pxfer.h */
+struct pxfer_budget; /* shard/serve/pxfer.h */
+
 struct vs_pgroup;
 
 /* What the shard's runtime provides to a group. */
@@ -157,6 +160,13 @@ struct pgroup_env {
      * one at a time (the engine has one write in flight). NULL: the
      * write is fsynced on the calling thread. */
     void (*state_sync)(void *ctx, struct vs_pgroup *g, int fd);
+    /* Asks for the fsync of fds[0..n) (a partition state transfer's
+     * staged files and directories) off the loop: the runtime dups them
+     * (they are closed when this returns), fsyncs them and calls
+     * pxfer_fsynced(tok) on the loop (shard/serve/pxfer.h). NULL: they
+     * are fsynced on the calling thread. */
+    void (*files_sync)(void *ctx, struct vs_pgroup *g, const int *fds, size_t n,
+                       struct pxfer_sync *tok);
 };
 
 struct pgroup_opts {
@@ -171,6 +181,9 @@ struct pgroup_opts {
      * it, so the runtime draws a fresh one on every boot. */
     uint64_t seed;
     struct vs_vsr_timeouts timeouts;
+    /* The data shard's partition state transfer budget (pxfer.h),
+     * shared by its groups; NULL: no limit. */
+    struct pxfer_budget *fetch_budget;
 };
 
 /* Counters (logs, metrics, tests). */

@@ -33,12 +33,16 @@
 #include "shard/serve/pbeat.h"
 #include "shard/serve/pgroup.h"
 #include "shard/serve/pgroups.h"
+#include "shard/serve/pxfer.h"
 #include "shard/serve/server.h"
 
 #define PG_BUCKETS 4096u
 #define PG_NONE    0xFFu
 /* the members' stats entries are refreshed every this many ticks */
 #define PG_STATS_TICKS 100u
+/* partition state transfers fetching at once on this shard: each holds
+ * its artifacts in memory (up to XFER_ARTIFACT_CAP each) */
+#define PGROUPS_FETCHES_MAX 2u
 
 struct pg_hdr_request { /* PGROUPS_CMD_REQUEST */
     struct vs_frame f;
@@ -135,6 +139,7 @@ struct pg_ready {
 struct serve_pgroups {
     struct serve *s;
     struct dparts *parts;
+    struct pxfer_budget fetch_budget; /* the groups' state transfers */
     struct serve_gcommit *gc;
     pgroups_exec_fn *exec;
     gc_answer_fn *answer;
@@ -454,6 +459,47 @@ env_sync(void *ctx, struct vs_pgroup *g)
     sync_issue(e);
 }
 
+/* A state transfer's fsyncs (env->files_sync): pairs of fds per sync
+ * request; the last completion continues the install. */
+struct pg_files_sync {
+    struct pxfer_sync *tok;
+    size_t left;
+};
+
+static void
+files_done(void *ctx, uint64_t key, const struct pj_sync_target *t)
+{
+    (void)key;
+    (void)t;
+    struct pg_files_sync *fs = ctx;
+    if (--fs->left > 0)
+        return;
+    pxfer_fsynced(fs->tok);
+    free(fs);
+}
+
+static void
+env_files_sync(void *ctx, struct vs_pgroup *g, const int *fds, size_t n,
+               struct pxfer_sync *tok)
+{
+    struct serve_pgroups *pg = ctx;
+    if (n == 0) {
+        pxfer_fsynced(tok);
+        return;
+    }
+    struct pg_files_sync *fs = vs_xcalloc(1, sizeof(*fs));
+    fs->tok = tok;
+    fs->left = (n + 1) / 2;
+    for (size_t i = 0; i < n; i += 2) {
+        struct pj_sync_target t;
+        memset(&t, 0, sizeof(t));
+        t.log_fd = fds[i];
+        t.vsr_fd = i + 1 < n ? fds[i + 1] : -1;
+        gcommit_journal_sync(pg->gc, pgroup_id(g), &t, files_done, fs);
+    }
+    pg->n.files_syncs += n;
+}
+
 /* ------------------------------------------------------- membership */
 
 /* Answers 57 to every waiter of group gid (its group went away). */
@@ -503,6 +549,7 @@ group_open(struct serve_pgroups *pg, struct pg_entry *e)
      * derives from it (pgroup.h) */
     o.seed =
         ((uint64_t)randombytes_random() << 32 | randombytes_random()) ^ e->gid;
+    o.fetch_budget = &pg->fetch_budget;
     char reason[256] = "";
     int rc = pgroup_open(&o, dp->p, &pg->env, &e->g, reason, sizeof(reason));
     if (rc != 0) {
@@ -1149,6 +1196,17 @@ pgroups_exec(struct serve_pgroups *pg, struct dpart *dp,
         cmd->kind == DATA_OFFSET_STORE || cmd->kind == DATA_OFFSET_DELETE;
     if (cmd->kind == DATA_OFFSET_STORE && cmd->autocommit)
         return autocommit_run(pg, e, cmd, hops);
+    if (cmd->kind == DATA_OFFSET_GET && w != NULL && req != NULL &&
+        !pgroup_is_settled_primary(e->g)) {
+        /* a store is answered once the primary applied it; a backup
+         * applies it only when it hears the commit: read on the primary
+         * (the local replica when it is unreachable) */
+        int p = pgroup_primary(e->g);
+        if (p >= 0 && p < e->count && e->replicas[p] != pg->self &&
+            pg->mesh != NULL && hops < PGROUPS_HOPS_MAX &&
+            mesh_up(pg->mesh, e->replicas[p]))
+            return forward(pg, e->replicas[p], cmd, req, data, dlen, w, hops);
+    }
     if (cmd->kind != DATA_SEND && !offset_op)
         return PGROUPS_PASS; /* the local replica; polls capped by pj */
     if (w == NULL || req == NULL)
@@ -1244,6 +1302,8 @@ pgroups_create(struct serve *s, struct dparts *parts, struct serve_gcommit *gc,
     pg->env.reply = env_reply;
     pg->env.sync = env_sync;
     pg->env.state_sync = env_state_sync;
+    pg->env.files_sync = env_files_sync;
+    pg->fetch_budget.max = PGROUPS_FETCHES_MAX;
     vs_wbuf_init(&pg->out);
     vs_wbuf_init(&pg->rx);
     vs_wbuf_init(&pg->tx);

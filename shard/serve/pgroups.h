@@ -24,6 +24,12 @@
  *   - A group that stopped (pgroup_fatal: its journal out of space, an
  *     I/O error) is closed, its waiters answered 57, and reopened from
  *     its files PGROUPS_REOPEN_MS later (again while it fails).
+ *   - Partition state transfers: at most two groups of the shard fetch
+ *     at once (each holds its artifacts in memory until installed);
+ *     another waits (its repair asks again).
+ *   - env->files_sync: a partition state transfer's staged files and
+ *     directories are fsynced on the sync threads too (two fds per
+ *     request); pxfer_fsynced continues the install on the loop.
  *   - A group whose partition state transfer staged a fetched partition
  *     (pgroup_install_pending, pxfer.h) is closed, its waiters answered
  *     57, the partition closed, the directories swapped and both opened
@@ -44,8 +50,12 @@
  *     node is the group's primary (answered after the commit through the
  *     answer function), else forwarded to the primary's node, and so is
  *     a consumer-offset store or delete (an op of the group:
- *     pgroup_on_offset); polls, GetOffset and flush run on the local
- *     partition (polls never see past the group's commit); a poll's
+ *     pgroup_on_offset); polls and flush run on the local partition
+ *     (polls never see past the group's commit); GetOffset too on the
+ *     settled primary, else it is forwarded to the primary's node (a
+ *     store acknowledged by the primary is read back on any node; the
+ *     local replica answers when the primary is unknown or its link
+ *     down); a poll's
  *     auto-commit is a raising store op of the group (pgroups_autocommit),
  *     forwarded to the primary without a waiter when this node is not;
  *   - a one-member set on this node: today's path (PGROUPS_PASS);
@@ -182,6 +192,7 @@ struct pgroups_counters {
     /* forwarded results held until this node applied their op, and those
      * answered when the wait ran out */
     uint64_t held, held_late;
+    uint64_t files_syncs; /* state transfer installs' fds fsynced there */
 };
 void pgroups_counters(const struct serve_pgroups *pg,
                       struct pgroups_counters *out);

@@ -57,6 +57,17 @@ struct px_offer {
     uint64_t hashed;
 };
 
+struct pxfer_sync {
+    struct pxfer *x; /* NULL: destroyed meanwhile */
+};
+
+/* An install waiting for hooks.fsync */
+enum px_install_phase {
+    PX_INSTALL_NONE = 0,
+    PX_INSTALL_STAGED,    /* the staged files' fsyncs */
+    PX_INSTALL_PUBLISHED, /* the publication's directory fsyncs */
+};
+
 struct pxfer {
     struct pxfer_opts o;
     struct pxfer_hooks h;
@@ -69,6 +80,10 @@ struct pxfer {
     uint8_t *chunk; /* VS_HEADER_SIZE + chunk_max */
     enum xfer_stage last_stage;
     int installing;
+    enum px_install_phase phase;
+    struct pxfer_sync *sync; /* the fsync request in flight */
+    int holds_budget;        /* counted in o.budget->running */
+    uint64_t inst_ckpt, inst_bytes;
     uint64_t session_start_ns;
     uint64_t served_chunks, refused_chunks;
     uint64_t last_bytes;
@@ -563,6 +578,18 @@ check_chain_end(const uint8_t *img, const struct pimg *m, uint64_t op,
     return 0;
 }
 
+/* Hands fds to hooks.fsync (which dups them) and closes them here. */
+static void
+ask_fsync(struct pxfer *x, struct pinstall_fds *fds,
+          enum px_install_phase phase)
+{
+    x->phase = phase;
+    x->sync = vs_xcalloc(1, sizeof(*x->sync));
+    x->sync->x = x;
+    x->h.fsync(x->h.ctx, fds->fd, fds->n, x->sync);
+    pinstall_fds_close(x->io, fds);
+}
+
 /* Decodes, checks and stages the verified artifacts. 0, -EBADMSG (they
  * do not form a partition: charged to the generation), -errno. */
 static int
@@ -637,8 +664,16 @@ install(struct pxfer *x, char *err, size_t errlen)
     pj_state_image(&st, src.vsr_state);
     char pdir[PX_PATH_MAX];
     snprintf(pdir, sizeof(pdir), "%s", part_dir(x->p));
-    rc = pinstall_stage(x->io, dirname(pdir), part_ident(x->p), &src,
-                        part_options(x->p), err, errlen);
+    if (x->h.fsync == NULL) {
+        rc = pinstall_stage(x->io, dirname(pdir), part_ident(x->p), &src,
+                            part_options(x->p), err, errlen);
+        goto out;
+    }
+    struct pinstall_fds fds;
+    rc = pinstall_stage_write(x->io, dirname(pdir), part_ident(x->p), &src,
+                              part_options(x->p), &fds, err, errlen);
+    if (rc == 0)
+        ask_fsync(x, &fds, PX_INSTALL_STAGED);
 out:
     free(format);
     pimg_free(&sm);
@@ -655,6 +690,20 @@ fetch_total(const struct xfer_fetch *f)
     return total;
 }
 
+/* A session that ended (its bytes freed) leaves the budget. */
+static void
+budget_release(struct pxfer *x, int force)
+{
+    if (x->holds_budget &&
+        (force || (x->fetch.stage == XFER_IDLE && !x->installing))) {
+        x->holds_budget = 0;
+        x->o.budget->running--;
+    }
+}
+
+static void install_end(struct pxfer *x, int rc, const char *err);
+static void report_stage(struct pxfer *x);
+
 /* Sends what the receiver wants, runs the install when due, and reports
  * a session that ended without one. */
 static void
@@ -668,32 +717,78 @@ pump(struct pxfer *x)
         char err[512] = "";
         const struct xfer_artifact *la =
             xfer_manifest_find(&x->fetch.m, XFER_KIND_SEGMENT_LOG);
-        uint64_t ckpt = la != NULL ? la->frontier : 0;
-        uint64_t bytes = fetch_total(&x->fetch);
+        x->inst_ckpt = la != NULL ? la->frontier : 0;
+        x->inst_bytes = fetch_total(&x->fetch);
         x->installing = 1;
         int rc = install(x, err, sizeof(err));
-        x->installing = 0;
-        double secs = (double)(vs_monotonic_ns() - x->session_start_ns) / 1e9;
+        if (!x->installing)
+            return; /* the fsyncs completed at once: it ended */
+        if (rc == 0 && x->phase != PX_INSTALL_NONE)
+            return; /* its fsyncs run: pxfer_fsynced goes on */
+        install_end(x, rc, err);
+        return;
+    }
+    report_stage(x);
+}
+
+/* The install ended (rc 0: staged and published, else refused). */
+static void
+install_end(struct pxfer *x, int rc, const char *err)
+{
+    x->installing = 0;
+    x->phase = PX_INSTALL_NONE;
+    double secs = (double)(vs_monotonic_ns() - x->session_start_ns) / 1e9;
+    if (rc == 0) {
+        xfer_fetch_installed(&x->fetch);
+        budget_release(x, 0);
+        x->last_bytes = x->inst_bytes;
+        x->last_secs = secs;
+        x->last_stage = XFER_IDLE;
+        vs_log_info("partition group %016llx: fetched the checkpoint at "
+                    "op %llu from replica %u (%llu bytes in %.3f s, "
+                    "%.1f MB/s); installing",
+                    (unsigned long long)x->o.group,
+                    (unsigned long long)x->inst_ckpt, x->fetch.peer,
+                    (unsigned long long)x->inst_bytes, secs,
+                    secs > 0 ? (double)x->inst_bytes / secs / 1e6 : 0.0);
+        x->h.installed(x->h.ctx, x->inst_ckpt);
+        return;
+    }
+    xfer_fetch_install_failed(&x->fetch, rc == -EBADMSG, err);
+    vs_log_error("partition group %016llx: the fetched partition was "
+                 "refused: %s",
+                 (unsigned long long)x->o.group, err);
+    report_stage(x);
+}
+
+void
+pxfer_fsynced(struct pxfer_sync *tok)
+{
+    struct pxfer *x = tok->x;
+    free(tok);
+    if (x == NULL)
+        return;
+    x->sync = NULL;
+    if (x->phase == PX_INSTALL_STAGED) {
+        char err[512] = "", pdir[PX_PATH_MAX];
+        struct pinstall_fds fds;
+        snprintf(pdir, sizeof(pdir), "%s", part_dir(x->p));
+        int rc = pinstall_stage_publish(x->io, dirname(pdir), part_ident(x->p),
+                                        &fds, err, sizeof(err));
         if (rc == 0) {
-            xfer_fetch_installed(&x->fetch);
-            x->last_bytes = bytes;
-            x->last_secs = secs;
-            x->last_stage = XFER_IDLE;
-            vs_log_info("partition group %016llx: fetched the checkpoint at "
-                        "op %llu from replica %u (%llu bytes in %.3f s, "
-                        "%.1f MB/s); installing",
-                        (unsigned long long)x->o.group,
-                        (unsigned long long)ckpt, x->fetch.peer,
-                        (unsigned long long)bytes, secs,
-                        secs > 0 ? (double)bytes / secs / 1e6 : 0.0);
-            x->h.installed(x->h.ctx, ckpt);
+            ask_fsync(x, &fds, PX_INSTALL_PUBLISHED);
             return;
         }
-        xfer_fetch_install_failed(&x->fetch, rc == -EBADMSG, err);
-        vs_log_error("partition group %016llx: the fetched partition was "
-                     "refused: %s",
-                     (unsigned long long)x->o.group, err);
+        install_end(x, rc, err);
+        return;
     }
+    install_end(x, 0, "");
+}
+
+/* Reports a session that ended without an install. */
+static void
+report_stage(struct pxfer *x)
+{
     if (x->fetch.stage != x->last_stage) {
         enum xfer_stage was = x->last_stage;
         x->last_stage = x->fetch.stage;
@@ -703,6 +798,7 @@ pump(struct pxfer *x)
             x->h.failed(x->h.ctx, x->fetch.reason);
         }
     }
+    budget_release(x, 0);
 }
 
 /* ---- API ---- */
@@ -744,6 +840,10 @@ pxfer_destroy(struct pxfer *x)
 {
     if (x == NULL)
         return;
+    if (x->sync != NULL)
+        x->sync->x = NULL; /* its completion only frees it; the staging
+                              directory is removed at the next recover */
+    budget_release(x, 1);
     drop_all_offers(x);
     xfer_fetch_destroy(&x->fetch);
     free(x->chunk);
@@ -770,11 +870,13 @@ pxfer_on_frame(struct pxfer *x, uint8_t from, const void *frame, size_t len)
     case VS_CMD_REQUEST_STATE_CHUNK:
         serve_chunk(x, from, frame);
         return;
-    case VS_CMD_STATE_TRANSFER_TARGET:
-        (void)xfer_fetch_on_target(&x->fetch, from, frame, len);
-        break;
     default:
-        (void)xfer_fetch_on_chunk(&x->fetch, from, frame, len);
+        if (x->installing)
+            return; /* the session's bytes are in: nothing more to take */
+        if (h->f.command == VS_CMD_STATE_TRANSFER_TARGET)
+            (void)xfer_fetch_on_target(&x->fetch, from, frame, len);
+        else
+            (void)xfer_fetch_on_chunk(&x->fetch, from, frame, len);
         break;
     }
     pump(x);
@@ -786,10 +888,23 @@ pxfer_start_nonce(struct pxfer *x, uint8_t peer, uint32_t durable_view,
 {
     if (vs_u128_is_zero(nonce))
         return -EINVAL;
+    if (pxfer_fetching(x))
+        return -EALREADY;
+    if (x->o.budget != NULL && x->o.budget->running >= x->o.budget->max) {
+        x->o.budget->refused++;
+        vs_log_debug("partition group %016llx: state transfer deferred: "
+                     "%u fetches run on this shard",
+                     (unsigned long long)x->o.group, x->o.budget->running);
+        return -EBUSY;
+    }
     xfer_fetch_set_view(&x->fetch, durable_view);
     int rc = xfer_fetch_arm(&x->fetch, nonce, peer);
     if (rc != 0)
         return rc;
+    if (x->o.budget != NULL) {
+        x->o.budget->running++;
+        x->holds_budget = 1;
+    }
     x->session_start_ns = vs_monotonic_ns();
     x->last_stage = x->fetch.stage;
     vs_log_info("partition group %016llx: asking replica %u for its "

@@ -37,7 +37,11 @@
  * Fetching: pxfer_start_nonce arms the receiver with a fresh nonce against
  * `peer`; once every artifact is in and verified the images are decoded,
  * the chain end checked against the prepare header, the new directory
- * staged and verified (shard/data/pinstall.h) and `installed` is called:
+ * staged and verified (shard/data/pinstall.h; with hooks.fsync its
+ * fsyncs run off the loop: the staged files and directories, then the
+ * directories of its publication, each round a request whose completion
+ * pxfer_fsynced continues; transfer frames for the fetch are dropped
+ * meanwhile) and `installed` is called:
  * the runtime then closes the group and the partition, swaps the
  * directories and reopens both (the engine recovers at C and repairs
  * (C, commit_max] from its peers).
@@ -59,6 +63,10 @@
 
 #define PXFER_HASH_STEP (4u << 20) /* bytes hashed per tick per offer */
 
+struct pxfer;
+/* An fsync request of an install in flight (hooks.fsync). */
+struct pxfer_sync;
+
 /* What the serving side needs to know about the group right now. */
 struct pxfer_serve_state {
     int settled_primary;
@@ -78,14 +86,31 @@ struct pxfer_hooks {
     /* The session ended without an install (the engine's transfer is to
      * be ended: repair resumes and asks again). */
     void (*failed)(void *ctx, const char *why);
+    /* Optional: fsyncs fds[0..n) off the loop thread (dup what is kept:
+     * the fds are closed when this returns), then pxfer_fsynced(tok) on
+     * the loop once all are durable (a failed fsync ends the process;
+     * the completion may come before this returns).
+     * NULL: the install's fsyncs run on the calling thread. */
+    void (*fsync)(void *ctx, const int *fds, size_t n, struct pxfer_sync *tok);
+};
+
+/* The fetch sessions running among the groups that share it (one data
+ * shard's): a session holds its artifacts in memory (up to
+ * XFER_ARTIFACT_CAP each) from its Target to the end of its install, so
+ * at most `max` run at once; pxfer_start_nonce refuses another (-EBUSY,
+ * counted in `refused`: the group's repair asks again later). */
+struct pxfer_budget {
+    unsigned running, max;
+    uint64_t refused;
 };
 
 struct pxfer_opts {
     struct vs_u128 cluster;
     uint64_t group;
     uint8_t self;
-    uint32_t chunk_max;   /* 0 = XFER_CHUNK_MAX */
-    uint32_t stall_ticks; /* 0 = 100 */
+    uint32_t chunk_max;          /* 0 = XFER_CHUNK_MAX */
+    uint32_t stall_ticks;        /* 0 = 100 */
+    struct pxfer_budget *budget; /* borrowed; NULL: no limit */
 };
 
 struct pxfer_info {
@@ -113,7 +138,8 @@ void pxfer_on_frame(struct pxfer *x, uint8_t from, const void *frame,
 /* Starts a fetch from `peer` with a fresh nonce (non-zero, never used
  * before by this replica: the caller derives it from its per-boot random
  * seed and a counter, so the simulator stays deterministic). -EALREADY
- * if one runs, -EINVAL for a zero nonce; 0. */
+ * if one runs, -EBUSY if the budget's sessions all run, -EINVAL for a
+ * zero nonce; 0. */
 int pxfer_start_nonce(struct pxfer *x, uint8_t peer, uint32_t durable_view,
                       struct vs_u128 nonce);
 /* The primary changed while fetching: ask `peer`. */
@@ -124,5 +150,9 @@ int pxfer_peer(const struct pxfer *x);
 /* One 10 ms tick: offer hashing steps, expiry, stalls, re-requests. */
 void pxfer_tick(struct pxfer *x);
 void pxfer_info(const struct pxfer *x, struct pxfer_info *out);
+/* hooks.fsync's completion: the install goes on (the staged directory
+ * published, then `installed`); a token whose pxfer was destroyed
+ * meanwhile is only freed. */
+void pxfer_fsynced(struct pxfer_sync *tok);
 
 #endif /* VS_SHARD_SERVE_PXFER_H */

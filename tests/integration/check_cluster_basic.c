@@ -4,10 +4,14 @@
  * metadata written through any node (a backup forwards to the primary)
  * readable on the node that answered at once and on every node soon
  * after, cluster metadata naming the one Leader with every node's real
- * client address, the partition plane on a backup refused with 58 naming
- * the leader while the library and the CLI pointed at a backup settle on
- * the leader (login, metadata writes, sends and polls work), and equal
- * checkpoint checksums and byte-identical snapshots on all three replicas.
+ * client address, the CLI pointed at a backup settling on the leader
+ * (login, metadata writes, sends and polls work); with partition
+ * replication (the default) handles that stay on backups send and poll
+ * there (a send to a node that is not the partition group's primary is
+ * forwarded) and read the same messages on every node, without it the
+ * partition plane on a backup is refused with 58 naming the leader and
+ * the library follows there; equal checkpoint checksums and
+ * byte-identical snapshots on all three replicas.
  */
 #include "config.h"
 
@@ -35,12 +39,30 @@ now_ms(void)
 }
 
 static void
-setup(void)
+start(const char *const *extra)
 {
     ck_assert_int_eq(vs_harness_init(), 0);
     ck_assert_int_eq(vs_cluster_init(&cl, 3), 0);
+    cl.extra = extra;
     int rc = vs_cluster_start(&cl, VS_CLUSTER_START_MS);
     ck_assert_msg(rc == 0, "cluster start: %d", rc);
+}
+
+static const char *const replicated[] = {"--partition-replication", "true",
+                                         NULL};
+static const char *const unreplicated[] = {"--partition-replication", "false",
+                                           NULL};
+
+static void
+setup(void)
+{
+    start(replicated);
+}
+
+static void
+setup_unreplicated(void)
+{
+    start(unreplicated);
 }
 
 static void
@@ -244,9 +266,13 @@ START_TEST(test_equal_checkpoints)
 }
 END_TEST
 
-START_TEST(test_backup_data_plane_and_cli)
+/* The CLI pointed at a backup: every command lands on the leader
+ * (stream and topic "demo"/"events" of 2 partitions, "hello-cluster" sent
+ * to partition 0 through node 1 and polled through node 2), and the
+ * cluster command lists the nodes. */
+static void
+cli_through_backups(void)
 {
-    /* the CLI pointed at a backup: every command lands on the leader */
     char out[8192], err[4096];
     const char *mk[] = {"stream", "create", "demo", NULL};
     int st = -1;
@@ -282,7 +308,90 @@ START_TEST(test_backup_data_plane_and_cli)
     ck_assert(strstr(out, "\"log_view\":0") != NULL);
     ck_assert(strstr(out, "\"link\":\"up\"") != NULL);
     ck_assert(strstr(out, cl.client[2]) != NULL);
+}
 
+/* A handle that stays on a backup without following: with partition
+ * replication the backup serves polls and sends itself (a send reaching
+ * a node that is not the partition group's primary is forwarded there),
+ * and what one node acknowledged every node serves. */
+static struct vsc *
+backup_handle(unsigned i)
+{
+    struct vsc_opts o;
+    memset(&o, 0, sizeof(o));
+    o.addr = cl.client[i];
+    o.io_timeout_ms = 10000;
+    o.no_follow = 1;
+    struct vsc *c = vsc_create(&o);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(vsc_login(c, "iggy", "iggy", NULL), 0);
+    ck_assert_str_eq(vsc_addr(c), cl.client[i]);
+    return c;
+}
+
+/* Polls partition p of demo/events through c until it holds `want`
+ * messages (bounded: a backup hears a commit a tick after the primary);
+ * returns the count last seen. */
+static uint32_t
+poll_until(struct vsc *c, uint32_t p, uint32_t want)
+{
+    struct vsc_id sid = vsc_id_name("demo"), tid = vsc_id_name("events");
+    struct vsc_id cid = vsc_id_num(1);
+    struct vsc_poll_args pa;
+    memset(&pa, 0, sizeof(pa));
+    pa.consumer = vsc_consumer_single(&cid);
+    pa.has_partition = 1;
+    pa.partition_id = p;
+    pa.strategy = VSC_POLL_FIRST;
+    pa.count = 10;
+    uint32_t n = 0;
+    uint64_t end = now_ms() + 10000;
+    while (now_ms() < end) {
+        struct vsc_polled polled;
+        memset(&polled, 0, sizeof(polled));
+        int rc = vsc_poll(c, &sid, &tid, &pa, &polled);
+        ck_assert_msg(rc == 0, "poll on %s: %d %s", vsc_addr(c), rc,
+                      vsc_last_error(c));
+        n = polled.n;
+        vsc_polled_fini(&polled);
+        if (n >= want)
+            break;
+        usleep(50 * 1000);
+    }
+    return n;
+}
+
+START_TEST(test_backup_data_plane_and_cli)
+{
+    cli_through_backups();
+    struct vsc *b1 = backup_handle(1), *b2 = backup_handle(2);
+    ck_assert_uint_eq(poll_until(b1, 0, 1), 1);
+    struct vsc_id sid = vsc_id_name("demo"), tid = vsc_id_name("events");
+    for (uint32_t p = 0; p < 2; p++) {
+        struct vsc_msg m;
+        memset(&m, 0, sizeof(m));
+        m.payload = (const uint8_t *)"via-backup";
+        m.payload_len = 10;
+        struct vsc_partitioning pp = vsc_part_id(p);
+        struct vsc_sent sent;
+        int rc = vsc_send(b1, &sid, &tid, &pp, &m, 1, &sent);
+        ck_assert_msg(rc == 0, "send to partition %u through node 1: %d %s", p,
+                      rc, vsc_last_error(b1));
+    }
+    ck_assert_uint_eq(poll_until(b2, 0, 2), 2);
+    ck_assert_uint_eq(poll_until(b2, 1, 1), 1);
+    ck_assert_uint_eq(poll_until(b1, 1, 1), 1);
+    vsc_destroy(b1);
+    vsc_destroy(b2);
+}
+END_TEST
+
+/* Without partition replication only the leader's node serves the
+ * partition plane: a handle that stays on a backup is answered 58 naming
+ * the leader; the library with leader following moves there by itself. */
+START_TEST(test_backup_refuses_data_unreplicated)
+{
+    cli_through_backups();
     /* a handle that stays on the backup: 58 naming the leader */
     struct vsc_opts o;
     memset(&o, 0, sizeof(o));
@@ -337,6 +446,11 @@ cluster_suite(void)
     tcase_add_test(t, test_equal_checkpoints);
     tcase_add_test(t, test_backup_data_plane_and_cli);
     suite_add_tcase(s, t);
+    TCase *u = tcase_create("three_nodes_unreplicated");
+    tcase_add_checked_fixture(u, setup_unreplicated, teardown);
+    tcase_set_timeout(u, 120);
+    tcase_add_test(u, test_backup_refuses_data_unreplicated);
+    suite_add_tcase(s, u);
     return s;
 }
 

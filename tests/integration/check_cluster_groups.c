@@ -3,9 +3,10 @@
  * 3-node cluster behave as on one node: members joined through two
  * different backups are visible (membership, disjoint assignment
  * covering every partition) on every node; a member continues on the
- * leader's node with its client id (the partition plane is served there)
- * and keeps its partitions; the offsets it stores are read back by
- * handles that started on every node; a member leaving through its
+ * leader's node with its client id and keeps its partitions; the offsets
+ * it stores are read back at once by handles that started on every node
+ * (with partition replication, on a node that is not the partition
+ * group's primary too); a member leaving through its
  * backup hands its partitions over on every node. Liveness across
  * nodes (shard/zero/groups0.h "Cluster rules"): a member on a backup
  * whose connection closes, or whose node is SIGKILLed, and a member of a

@@ -1443,6 +1443,81 @@ START_TEST(test_reconcile)
 }
 END_TEST
 
+/* mkdir -p of g_parts/rel with a file "f" inside. */
+static void
+leftover_dir(const char *rel)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", g_parts, rel);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/%s/f", g_parts, rel);
+    dt_write_file(path, "x", 1);
+}
+
+static int
+parts_has(const char *rel)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", g_parts, rel);
+    return dt_exists(path);
+}
+
+/* A partition deleted while a state transfer installed it: its staging,
+ * -new and -old directories are removed once the metadata no longer lists
+ * it; a listed partition's are left to pinstall_recover, another shard's
+ * are untouched, and beside empty metadata a -new directory (a whole
+ * partition) is refused like a partition directory. */
+START_TEST(test_reconcile_transfer_leftovers)
+{
+    struct part_opts o;
+    small_opts(&o);
+    struct part_id live = {1, 1, 0, 10};
+    char path[1024];
+    (void)mkdir(g_parts, 0700);
+    snprintf(path, sizeof(path), "%s/.pxfer", g_parts);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    leftover_dir("1.1.2.10.pxfer-new"); /* deleted mid-install, even */
+    leftover_dir("1.1.2.10.pxfer-old");
+    leftover_dir(".pxfer/1.1.2.10");
+    leftover_dir(".pxfer/1.1.4.7");
+    leftover_dir(".pxfer/notes");
+    struct pdir_reconcile_result r;
+    ck_assert_int_eq(pdir_reconcile(&g_f.io, g_parts, NULL, 0, NULL, NULL, &r),
+                     -EBADE);
+    ck_assert_int_eq(r.reason, PDIR_R_EMPTY_METADATA);
+    ck_assert(parts_has("1.1.2.10.pxfer-new"));
+    ck_assert(parts_has(".pxfer/1.1.2.10"));
+
+    struct vs_part *p = NULL;
+    ck_assert_int_eq(part_open(&g_f.io, g_parts, &live, &o, 1, 0, &p, NULL), 0);
+    ck_assert_int_eq(part_close(p), 0);
+    leftover_dir("1.1.0.10.pxfer-new"); /* listed: pinstall_recover's */
+    leftover_dir(".pxfer/1.1.0.10");
+    leftover_dir("1.1.3.10.pxfer-new"); /* odd: another shard's */
+    leftover_dir(".pxfer/1.1.3.10");
+    ck_assert_int_eq(
+        pdir_reconcile(&g_f.io, g_parts, &live, 1, owned_even, NULL, &r), 0);
+    ck_assert_uint_eq(r.transfer_leftovers, 4);
+    ck_assert_uint_eq(r.kept, 1);
+    ck_assert_uint_eq(r.removed, 0);
+    ck_assert(!parts_has("1.1.2.10.pxfer-new"));
+    ck_assert(!parts_has("1.1.2.10.pxfer-old"));
+    ck_assert(!parts_has(".pxfer/1.1.2.10"));
+    ck_assert(!parts_has(".pxfer/1.1.4.7"));
+    ck_assert(parts_has(".pxfer/notes"));
+    ck_assert(parts_has("1.1.0.10"));
+    ck_assert(parts_has("1.1.0.10.pxfer-new"));
+    ck_assert(parts_has(".pxfer/1.1.0.10"));
+    ck_assert(parts_has("1.1.3.10.pxfer-new"));
+    ck_assert(parts_has(".pxfer/1.1.3.10"));
+    /* a second pass has nothing left to do */
+    ck_assert_int_eq(
+        pdir_reconcile(&g_f.io, g_parts, &live, 1, owned_even, NULL, &r), 0);
+    ck_assert_uint_eq(r.transfer_leftovers, 0);
+    ck_assert_uint_eq(r.kept, 1);
+}
+END_TEST
+
 /* A sealed segment without its index beside a damaged last segment (found
  * by fuzzing: the open rebuilt and rewrote the sealed index, then refused
  * the last segment): the refusal modifies no file; the accepted open
@@ -1543,6 +1618,7 @@ suite(void)
     tcase_add_test(tc, test_consumer_offsets);
     tcase_add_test(tc, test_pdir_names);
     tcase_add_test(tc, test_reconcile);
+    tcase_add_test(tc, test_reconcile_transfer_leftovers);
     suite_add_tcase(s, tc);
     return s;
 }

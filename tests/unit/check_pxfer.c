@@ -3,13 +3,15 @@
  * pxfer.c, shard/data/pimage.c, shard/data/pinstall.c, the partition
  * profile of shard/vsr/xfer_fetch.c): the file-set image codec and each
  * of its refusals; the partition manifest rules; three replicas of one
- * partition group in one process (the harness of check_pgroup.c: an
- * in-memory queue for the links, synchronous fsyncs, the runtime's
- * install emulated as pgroups.c does it) where a replica down while its
+ * partition group in one process (tests/unit/pgroup_net.h: an
+ * in-memory queue for the links, synchronous fsyncs; the runtime's
+ * install emulated here as pgroups.c does it) where a replica down while its
  * peers checkpoint past its window fetches the primary's partition,
  * installs it and converges byte-identical (segments, polls, consumer
  * offsets); the serving rules (first wins, unknown sessions, chunks at or
- * past an artifact's end refused, a corrupted chunk dropped); and the
+ * past an artifact's end refused, a corrupted chunk dropped); the
+ * install's fsyncs handed off the loop (held: nothing published; a crash
+ * meanwhile: fetched again; done: installed); and the
  * install's crash points: a failure at every storage call of the swap
  * leaves, after the boot recovery, a partition that opens with its
  * journal, holding the old state or the new one. Every loop is bounded.
@@ -41,60 +43,15 @@
 #include "shard/vsr/xfer_frames.h"
 #include "shard/storage/io.h"
 #include "tests/unit/data_testutil.h"
+#include "tests/unit/pgroup_net.h"
 
-#define N         3
-#define QMAX      20000
-#define MAX_STEPS 20000
-
-static const struct part_id g_id = {4, 5, 6, 88};
-static const struct vs_u128 g_cluster = {0xC1, 0xC2};
-
-struct msg {
-    uint8_t from, to;
-    uint32_t len;
-    uint8_t *data;
-};
-
-struct reply {
-    struct vs_u128 client;
-    uint64_t request;
-    struct vs_u128 request_checksum;
-    uint64_t base_offset; /* from a send's confirmation */
-    uint32_t body_len;
-    uint64_t op;
-    uint32_t status;
-    int node;
-};
-
-struct node {
-    int idx;
-    char root[256], parts[300];
-    struct sio_fault f;
-    struct vs_part *p;
-    struct vs_pgroup *g;
-    int up;
-    int want_sync;
-    uint64_t boots;
-};
-
-static struct node g_n[N];
-static struct msg g_q[QMAX];
-static size_t g_nq;
-/* drop[from][to]: messages on that link are lost */
-static int g_drop[N][N];
-/* drop_cmd[from][to][command]: only that command is lost */
-static int g_drop_cmd[N][N][256];
-static struct reply g_rep[8192];
-/* hold_sync[node]: its fsyncs do not complete (a slow disk) */
-static int g_hold_sync[N];
-static size_t g_nrep;
-static uint64_t g_wall = 1000000;
-static uint64_t g_repair_requests;
 /* chunks to alter (resealed) in flight, and how many were */
 static unsigned g_tamper, g_tampered;
 /* distinct nonces of the RequestStateTransfer frames seen */
 static struct vs_u128 g_nonces[64];
 static unsigned g_nnonces;
+static uint64_t g_installs;
+static int g_hold_install; /* leave a staged install for the test */
 
 static void
 note_nonce(struct vs_u128 n)
@@ -106,33 +63,17 @@ note_nonce(struct vs_u128 n)
         g_nonces[g_nnonces++] = n;
 }
 
-static int
-env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
-         size_t len)
+/* pn_hooks.sent: notes the nonces asked for, alters chunks to tamper */
+static void
+sent(struct pn_node *n, const void *frame, size_t len, struct pn_msg *m)
 {
-    (void)g;
-    struct node *n = ctx;
-    ck_assert_uint_lt(replica, N);
+    (void)n;
     const struct vs_header *h = frame;
-    ck_assert_uint_ge(len, sizeof(*h));
-    if (h->f.command == VS_CMD_REQUEST_PREPARES) {
-        /* upstream #4230: a repair range is never empty */
-        const struct vs_hdr_request_prepares *rp = frame;
-        ck_assert_uint_gt(rp->from_op, 0);
-        ck_assert_uint_le(rp->from_op, rp->to_op);
-        g_repair_requests++;
-    }
-    if (g_nq == QMAX)
-        return -EAGAIN;
+    if (m == NULL)
+        return;
     if (h->f.command == VS_CMD_REQUEST_STATE_TRANSFER)
         note_nonce(
             ((const struct vs_hdr_request_state_transfer *)frame)->nonce);
-    struct msg *m = &g_q[g_nq++];
-    m->from = (uint8_t)n->idx;
-    m->to = replica;
-    m->len = (uint32_t)len;
-    m->data = malloc(len);
-    memcpy(m->data, frame, len);
     if (h->f.command == VS_CMD_STATE_CHUNK && g_tamper > 0 &&
         len > VS_HEADER_SIZE + 64) {
         /* a server that sends other bytes than its manifest promised,
@@ -142,128 +83,17 @@ env_send(void *ctx, struct vs_pgroup *g, uint8_t replica, const void *frame,
         struct vs_hdr_state_chunk *c = (struct vs_hdr_state_chunk *)m->data;
         uint8_t *body = m->data + VS_HEADER_SIZE;
         body[40] ^= 0x5A;
-        struct xfer_sender snd = {g_cluster, c->group, c->f.replica, c->f.view};
+        struct xfer_sender snd = {pn_cluster, c->group, c->f.replica,
+                                  c->f.view};
         xfer_frame_chunk(c, &snd, c->nonce, c->artifact, c->offset, body,
                          len - VS_HEADER_SIZE);
     }
-    return 0;
 }
-
-static void
-env_reply(void *ctx, struct vs_pgroup *g, struct vs_u128 client,
-          const void *frame, size_t len)
-{
-    (void)g;
-    struct node *n = ctx;
-    ck_assert_uint_ge(len, sizeof(struct vs_hdr_reply));
-    const struct vs_hdr_reply *r = frame;
-    ck_assert(vs_u128_eq(r->client, client));
-    ck_assert_uint_lt(g_nrep, sizeof(g_rep) / sizeof(g_rep[0]));
-    struct reply *x = &g_rep[g_nrep++];
-    x->client = client;
-    x->request = r->request;
-    x->op = r->op;
-    x->status = r->status;
-    x->node = n->idx;
-    x->request_checksum = r->request_checksum;
-    x->body_len = (uint32_t)(len - sizeof(*r));
-    ck_assert_uint_eq(r->f.size, len);
-    if (r->status == 0 && r->operation == VS_OP_SEND_MESSAGES) {
-        const uint8_t *b = (const uint8_t *)frame + sizeof(*r);
-        ck_assert_uint_eq(x->body_len, 24);
-        ck_assert_uint_eq(vs_load_u32(b), 1);
-        ck_assert_uint_eq(vs_load_u32(b + 4), g_id.stream_id);
-        ck_assert_uint_eq(vs_load_u32(b + 12), g_id.partition_id);
-        x->base_offset = vs_load_u64(b + 16);
-    } else if (r->status != 0) {
-        ck_assert_uint_eq(x->body_len, 0);
-    }
-}
-
-static void
-env_sync(void *ctx, struct vs_pgroup *g)
-{
-    (void)g;
-    struct node *n = ctx;
-    n->want_sync = 1;
-}
-
-static struct vs_vsr_timeouts
-timeouts(void)
-{
-    struct vs_vsr_timeouts t = {
-        .prepare = 5,
-        .commit = 10,
-        .normal_heartbeat = 60,
-        .view_change_message = 10,
-        .view_change_status = 60,
-        .rsv = 15,
-        .probe_attempts = 5,
-        .repair = 15,
-    };
-    return t;
-}
-
-static uint32_t g_slots = 256;
-static enum part_durability g_durability = PART_FSYNC_EVERY_BATCH;
-
-static void
-node_start(struct node *n)
-{
-    struct part_opts o;
-    part_opts_default(&o);
-    o.cut_damaged_tail = 1;
-    o.segment_size = 16 * 1024; /* several segments per test */
-    o.durability = g_durability;
-    struct part_verdict v;
-    int rc = part_open(&n->f.io, n->parts, &g_id, &o, 1, 0, &n->p, &v);
-    ck_assert_msg(rc == 0, "part_open: %d %s", rc, v.msg);
-    struct pgroup_opts po = {
-        .cluster = g_cluster,
-        .id = g_id,
-        .replica = (uint8_t)n->idx,
-        .replica_count = N,
-        .journal_slots = g_slots,
-        .pipeline_max = 8,
-        .body_max = 1 << 20,
-        .seed = 77 + (uint64_t)n->idx * 1000 + n->boots++,
-        .timeouts = timeouts(),
-    };
-    struct pgroup_env env = {n, env_send, env_reply, env_sync};
-    char why[512];
-    rc = pgroup_open(&po, n->p, &env, &n->g, why, sizeof(why));
-    ck_assert_msg(rc == 0, "pgroup_open: %d %s", rc, why);
-    n->up = 1;
-}
-
-/* A crash: nothing more is synced or written. */
-static void
-node_kill(struct node *n)
-{
-    pgroup_close(n->g);
-    part_abandon(n->p);
-    n->g = NULL;
-    n->p = NULL;
-    n->up = 0;
-    n->want_sync = 0;
-}
-
-/* A lost disk: the node's partition directory is gone (a fresh member
- * again at its next start). */
-static void
-node_wipe(struct node *n)
-{
-    dt_rm_rf(n->root);
-    dt_mkdtemp(n->root, sizeof(n->root), n->parts, sizeof(n->parts));
-}
-
-static uint64_t g_installs;
-static int g_hold_install; /* leave a staged install for the test */
 
 /* What the runtime (pgroups.c, parts.c) does with a staged install: the
  * group and the partition close, the directories swap, both reopen. */
 static void
-node_reinstall(struct node *n)
+node_reinstall(struct pn_node *n)
 {
     if (g_hold_install)
         return;
@@ -271,283 +101,29 @@ node_reinstall(struct node *n)
     n->g = NULL;
     ck_assert_int_eq(part_close(n->p), 0);
     n->p = NULL;
-    ck_assert_int_eq(pinstall_swap(&n->f.io, n->parts, &g_id), 0);
+    ck_assert_int_eq(pinstall_swap(&n->f.io, n->parts, &pn_id), 0);
     g_installs++;
-    node_start(n);
+    pn_node_start(n);
+}
+
+/* pn_hooks.stepped: staged installs swap in */
+static void
+stepped(void)
+{
+    for (int i = 0; i < PN_N; i++)
+        if (pn_nodes[i].up && pgroup_install_pending(pn_nodes[i].g))
+            node_reinstall(&pn_nodes[i]);
 }
 
 static void
 setup(void)
 {
-    g_nq = 0;
-    g_nrep = 0;
-    g_repair_requests = 0;
     g_installs = 0;
     g_hold_install = 0;
     g_tamper = g_tampered = 0;
     g_nnonces = 0;
-    g_slots = 256;
-    g_durability = PART_FSYNC_EVERY_BATCH;
-    memset(g_drop, 0, sizeof(g_drop));
-    memset(g_drop_cmd, 0, sizeof(g_drop_cmd));
-    memset(g_hold_sync, 0, sizeof(g_hold_sync));
-    for (int i = 0; i < N; i++) {
-        struct node *n = &g_n[i];
-        memset(n, 0, sizeof(*n));
-        n->idx = i;
-        dt_mkdtemp(n->root, sizeof(n->root), n->parts, sizeof(n->parts));
-        sio_fault_init(&n->f, 1);
-        node_start(n);
-    }
-}
-
-static void
-teardown(void)
-{
-    for (int i = 0; i < N; i++) {
-        if (g_n[i].up)
-            node_kill(&g_n[i]);
-        dt_rm_rf(g_n[i].root);
-    }
-    for (size_t i = 0; i < g_nq; i++)
-        free(g_q[i].data);
-    g_nq = 0;
-}
-
-static void
-do_syncs(void)
-{
-    for (int i = 0; i < N; i++) {
-        struct node *n = &g_n[i];
-        if (n->up && n->want_sync && !g_hold_sync[i]) {
-            n->want_sync = 0;
-            ck_assert_int_eq(pgroup_sync_now(n->g), 0);
-        }
-    }
-}
-
-/* Delivers what is queued now (new messages wait for the next step),
- * syncs, then ticks every live node. */
-static void
-step(void)
-{
-    size_t n = g_nq;
-    struct msg *batch = malloc((n ? n : 1) * sizeof(*batch));
-    memcpy(batch, g_q, n * sizeof(*batch));
-    g_nq = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct msg *m = &batch[i];
-        struct node *to = &g_n[m->to];
-        uint8_t cmd = m->len >= 256 ? m->data[60] : 0;
-        if (to->up && g_n[m->from].up && !g_drop[m->from][m->to] &&
-            !g_drop_cmd[m->from][m->to][cmd])
-            (void)pgroup_on_message(to->g, m->data, m->len);
-        free(m->data);
-        do_syncs();
-    }
-    free(batch);
-    do_syncs();
-    for (int i = 0; i < N; i++)
-        if (g_n[i].up)
-            pgroup_tick(g_n[i].g);
-    do_syncs();
-    for (int i = 0; i < N; i++)
-        if (g_n[i].up && pgroup_install_pending(g_n[i].g))
-            node_reinstall(&g_n[i]);
-    g_wall += 10000;
-}
-
-static int
-settled_primary(void)
-{
-    for (int i = 0; i < N; i++)
-        if (g_n[i].up && pgroup_is_settled_primary(g_n[i].g))
-            return i;
-    return -1;
-}
-
-static int
-wait_primary(int not )
-{
-    for (int s = 0; s < MAX_STEPS; s++) {
-        int p = settled_primary();
-        if (p >= 0 && p != not )
-            return p;
-        step();
-    }
-    ck_abort_msg("no settled primary within %d steps", MAX_STEPS);
-    return -1;
-}
-
-static struct vs_hdr_request
-request(uint64_t client, uint64_t req)
-{
-    struct vs_hdr_request r;
-    memset(&r, 0, sizeof(r));
-    r.f.cluster = g_cluster;
-    r.f.command = VS_CMD_REQUEST;
-    r.client.lo = client;
-    r.client.hi = 0xAB;
-    r.request = req;
-    r.operation = VS_OP_SEND_MESSAGES;
-    return r;
-}
-
-static uint8_t *
-client_batch(uint64_t seed, uint32_t n, size_t *len)
-{
-    uint32_t pl[4], hl[4] = {0, 0, 0, 0};
-    for (uint32_t i = 0; i < n; i++)
-        pl[i] = 20 + (uint32_t)((seed * 7 + i) % 200);
-    return dt_batch(seed, n, pl, hl, len);
-}
-
-static int
-send_on(int node, uint64_t client, uint64_t req, uint32_t msgs)
-{
-    size_t len;
-    uint8_t *b = client_batch(client * 1000 + req, msgs, &len);
-    struct vs_hdr_request r = request(client, req);
-    enum batch_err be;
-    int rc = pgroup_on_send(g_n[node].g, &r, b, len, g_wall, &be);
-    free(b);
-    return rc;
-}
-
-static const struct reply *
-find_reply(uint64_t client, uint64_t req, uint32_t status)
-{
-    for (size_t i = 0; i < g_nrep; i++)
-        if (g_rep[i].client.lo == client && g_rep[i].request == req &&
-            g_rep[i].status == status)
-            return &g_rep[i];
-    return NULL;
-}
-
-static void
-wait_reply(uint64_t client, uint64_t req)
-{
-    for (int s = 0; s < MAX_STEPS && !find_reply(client, req, 0); s++)
-        step();
-    ck_assert_msg(find_reply(client, req, 0) != NULL,
-                  "no reply for client %llu request %llu",
-                  (unsigned long long)client, (unsigned long long)req);
-}
-
-/* Sends requests first..last of `clients` clients through the primary
- * (one in flight per client), waiting for each round's replies. */
-static void
-produce(uint64_t clients, uint64_t first, uint64_t last)
-{
-    for (uint64_t r = first; r <= last; r++) {
-        for (uint64_t c = 1; c <= clients; c++) {
-            int rc = -EAGAIN;
-            for (int s = 0; s < MAX_STEPS && rc != 0; s++) {
-                int p = settled_primary();
-                rc = p >= 0 ? send_on(p, c, r, 1 + (uint32_t)(r % 3)) : -EAGAIN;
-                if (rc != 0) {
-                    /* transient: no primary yet, or this client's
-                     * previous request (adopted by a new primary) is
-                     * still in its pipeline */
-                    ck_assert_msg(rc == -EAGAIN || rc == -EBUSY ||
-                                      rc == -EREMOTE || rc == -EALREADY,
-                                  "send: %d", rc);
-                    step();
-                }
-            }
-            ck_assert_int_eq(rc, 0);
-        }
-        for (uint64_t c = 1; c <= clients; c++)
-            wait_reply(c, r);
-    }
-}
-
-static void
-wait_commit_all(uint64_t op)
-{
-    for (int s = 0; s < MAX_STEPS; s++) {
-        int ok = 1;
-        for (int i = 0; i < N; i++)
-            if (g_n[i].up && pgroup_commit(g_n[i].g) < op)
-                ok = 0;
-        if (ok)
-            return;
-        step();
-    }
-    ck_abort_msg("commit %llu not reached everywhere", (unsigned long long)op);
-}
-
-static uint32_t
-polled(int node, uint64_t *last)
-{
-    struct vs_wbuf out;
-    struct part_poll_result r;
-    vs_wbuf_init(&out);
-    ck_assert_int_eq(part_poll(pgroup_part(g_n[node].g), PART_POLL_OFFSET, 0,
-                               1000000, 64 << 20, &out, &r),
-                     0);
-    vs_wbuf_fini(&out);
-    if (last)
-        *last = r.count ? r.last_offset : 0;
-    return r.count;
-}
-
-/* Every segment's .log and .vsr are byte-identical on the live nodes. */
-static void
-files_identical(void)
-{
-    int ref = -1;
-    for (int i = 0; i < N && ref < 0; i++)
-        if (g_n[i].up)
-            ref = i;
-    struct vs_part *rp = pgroup_part(g_n[ref].g);
-    uint64_t start, size;
-    size_t segs = 0;
-    for (size_t s = 0; part_segment_at(rp, s, &start, &size) == 0; s++) {
-        segs++;
-        for (int e = 0; e < 2; e++) {
-            char name[64], a[900], b[900];
-            snprintf(name, sizeof(name), "%020llu.%s",
-                     (unsigned long long)start, e ? "vsr" : "log");
-            snprintf(a, sizeof(a), "%s/%s", part_dir(rp), name);
-            size_t la = 0, lb = 0;
-            uint8_t *da = dt_read_file(a, &la);
-            for (int i = 0; i < N; i++) {
-                if (!g_n[i].up || i == ref)
-                    continue;
-                snprintf(b, sizeof(b), "%s/%s", part_dir(pgroup_part(g_n[i].g)),
-                         name);
-                uint8_t *db = dt_read_file(b, &lb);
-                ck_assert_msg(da && db, "%s missing", name);
-                ck_assert_msg(la == lb && memcmp(da, db, la) == 0,
-                              "%s differs between nodes %d and %d", name, ref,
-                              i);
-                free(db);
-            }
-            free(da);
-        }
-    }
-    ck_assert_uint_ge(segs, 1);
-}
-static int
-offset_op(int node, uint64_t client, uint64_t req, uint8_t operation,
-          uint32_t consumer, uint64_t offset)
-{
-    struct pgroup_offset_op o = {
-        .kind = PART_CONSUMER, .id = consumer, .offset = offset};
-    struct vs_hdr_request r = request(client, req);
-    r.operation = operation;
-    return pgroup_on_offset(g_n[node].g, &r, operation, &o, g_wall);
-}
-
-static void
-wait_status(uint64_t client, uint64_t req, uint32_t status)
-{
-    for (int s = 0; s < MAX_STEPS && !find_reply(client, req, status); s++)
-        step();
-    ck_assert_msg(find_reply(client, req, status) != NULL,
-                  "no reply %u for client %llu request %llu", status,
-                  (unsigned long long)client, (unsigned long long)req);
+    struct pn_hooks h = {sent, stepped};
+    pn_setup(&h);
 }
 
 /* ---- the file-set image ---- */
@@ -670,7 +246,7 @@ target_frame(uint8_t *out, struct vs_u128 nonce, const struct xfer_manifest *m,
     uint8_t mb[XFER_MANIFEST_MAX_SIZE];
     int n = xfer_manifest_encode(m, mb, sizeof(mb));
     ck_assert_int_gt(n, 0);
-    struct xfer_sender s = {g_cluster, 9, 0, 1};
+    struct xfer_sender s = {pn_cluster, 9, 0, 1};
     return xfer_frame_target(out, &s, nonce, commit, commit, mb, (size_t)n, 0,
                              0);
 }
@@ -678,7 +254,7 @@ target_frame(uint8_t *out, struct vs_u128 nonce, const struct xfer_manifest *m,
 START_TEST(test_partition_manifest_rules)
 {
     struct xfer_fetch f;
-    struct xfer_fetch_opts o = {.me = {g_cluster, 9, 2, 1},
+    struct xfer_fetch_opts o = {.me = {pn_cluster, 9, 2, 1},
                                 .profile = XFER_PROFILE_PARTITION};
     struct vs_u128 nonce = {5, 6};
     uint8_t frame[XFER_TARGET_FRAME_MAX];
@@ -703,7 +279,7 @@ START_TEST(test_partition_manifest_rules)
         ck_assert_int_eq(xfer_fetch_arm(&f, nonce, 0), 0);
         size_t n = target_frame(frame, nonce, &bad[i], commit[i]);
         ck_assert_int_eq(
-            xfer_frame_check(frame, n, g_cluster, 9, XFER_CHUNK_MAX),
+            xfer_frame_check(frame, n, pn_cluster, 9, XFER_CHUNK_MAX),
             XFER_FRAME_OK);
         ck_assert_int_eq(xfer_fetch_on_target(&f, 0, frame, n),
                          XFER_DROP_MANIFEST);
@@ -740,14 +316,14 @@ END_TEST
 static void
 fresh_cluster(uint32_t slots)
 {
-    for (int i = 0; i < N; i++) {
-        node_kill(&g_n[i]);
-        node_wipe(&g_n[i]);
+    for (int i = 0; i < PN_N; i++) {
+        pn_node_kill(&pn_nodes[i]);
+        pn_node_wipe(&pn_nodes[i]);
     }
-    g_slots = slots;
-    for (int i = 0; i < N; i++)
-        node_start(&g_n[i]);
-    ck_assert_int_eq(wait_primary(-1), 0);
+    pn_slots = slots;
+    for (int i = 0; i < PN_N; i++)
+        pn_node_start(&pn_nodes[i]);
+    ck_assert_int_eq(pn_wait_primary(-1), 0);
 }
 
 static void
@@ -756,9 +332,9 @@ offsets_equal(uint32_t consumers)
     for (uint32_t c = 1; c <= consumers; c++) {
         struct part_consumer pc = {.kind = PART_CONSUMER, .id = c};
         uint64_t ref = 0, off = 0;
-        int rr = part_offset_get(pgroup_part(g_n[0].g), &pc, &ref);
-        for (int i = 1; i < N; i++) {
-            int r = part_offset_get(pgroup_part(g_n[i].g), &pc, &off);
+        int rr = part_offset_get(pgroup_part(pn_nodes[0].g), &pc, &ref);
+        for (int i = 1; i < PN_N; i++) {
+            int r = part_offset_get(pgroup_part(pn_nodes[i].g), &pc, &off);
             ck_assert_int_eq(r, rr);
             if (r == 0)
                 ck_assert_uint_eq(off, ref);
@@ -772,50 +348,179 @@ offsets_equal(uint32_t consumers)
 static void
 lag_node2(void)
 {
-    produce(2, 1, 3);
-    ck_assert_int_eq(offset_op(0, 40, 1, VS_OP_STORE_CONSUMER_OFFSET, 1, 2), 0);
-    wait_status(40, 1, 0);
-    wait_commit_all(pgroup_commit(g_n[0].g));
-    node_kill(&g_n[2]);
-    produce(3, 4, 40); /* ~110 ops: many checkpoints of a 16-slot window */
-    ck_assert_int_eq(offset_op(0, 40, 2, VS_OP_STORE_CONSUMER_OFFSET, 2, 30),
+    pn_produce(2, 1, 3);
+    ck_assert_int_eq(pn_offset_op(0, 40, 1, VS_OP_STORE_CONSUMER_OFFSET, 1, 2),
                      0);
-    wait_status(40, 2, 0);
-    ck_assert_int_eq(offset_op(0, 40, 3, VS_OP_STORE_CONSUMER_OFFSET, 1, 50),
+    pn_wait_status(40, 1, 0);
+    pn_wait_commit_all(pgroup_commit(pn_nodes[0].g));
+    pn_node_kill(&pn_nodes[2]);
+    pn_produce(3, 4, 40); /* ~110 ops: many checkpoints of a 16-slot window */
+    ck_assert_int_eq(pn_offset_op(0, 40, 2, VS_OP_STORE_CONSUMER_OFFSET, 2, 30),
                      0);
-    wait_status(40, 3, 0);
-    produce(3, 41, 44);
+    pn_wait_status(40, 2, 0);
+    ck_assert_int_eq(pn_offset_op(0, 40, 3, VS_OP_STORE_CONSUMER_OFFSET, 1, 50),
+                     0);
+    pn_wait_status(40, 3, 0);
+    pn_produce(3, 41, 44);
     struct vs_vsr_persist d;
-    vsr_durable(pgroup_engine(g_n[0].g), &d);
+    vsr_durable(pgroup_engine(pn_nodes[0].g), &d);
     ck_assert_uint_gt(d.checkpoint_op, 3 * 16);
-    node_start(&g_n[2]);
+    pn_node_start(&pn_nodes[2]);
 }
 
 START_TEST(test_lagging_replica_installs_and_converges)
 {
     fresh_cluster(16);
     lag_node2();
-    for (int s = 0; s < MAX_STEPS && g_installs == 0; s++)
-        step();
+    for (int s = 0; s < PN_MAX_STEPS && g_installs == 0; s++)
+        pn_step();
     ck_assert_uint_eq(g_installs, 1);
-    produce(3, 45, 46); /* the group goes on with all three */
-    uint64_t top = pgroup_commit(g_n[0].g);
-    wait_commit_all(top);
-    files_identical();
+    pn_produce(3, 45, 46); /* the group goes on with all three */
+    uint64_t top = pgroup_commit(pn_nodes[0].g);
+    pn_wait_commit_all(top);
+    pn_files_identical();
     uint64_t l0 = 0, l2 = 0;
-    ck_assert_uint_eq(polled(0, &l0), polled(2, &l2));
+    ck_assert_uint_eq(pn_polled(0, &l0), pn_polled(2, &l2));
     ck_assert_uint_eq(l0, l2);
     ck_assert_uint_gt(l0, 100);
     offsets_equal(3);
     /* a restart of the installed replica recovers on its own files */
-    node_kill(&g_n[2]);
-    node_start(&g_n[2]);
-    produce(3, 47, 47);
-    wait_commit_all(pgroup_commit(g_n[0].g));
-    files_identical();
+    pn_node_kill(&pn_nodes[2]);
+    pn_node_start(&pn_nodes[2]);
+    pn_produce(3, 47, 47);
+    pn_wait_commit_all(pgroup_commit(pn_nodes[0].g));
+    pn_files_identical();
     ck_assert_uint_eq(g_installs, 1);
-    for (int i = 0; i < N; i++)
-        ck_assert_int_eq(pgroup_fatal(g_n[i].g), 0);
+    for (int i = 0; i < PN_N; i++)
+        ck_assert_int_eq(pgroup_fatal(pn_nodes[i].g), 0);
+}
+END_TEST
+
+/* After node 2's install: a send round commits on all three, whose
+ * files, polls and consumer offsets then agree. */
+static void
+converged(uint64_t round)
+{
+    pn_produce(3, round, round);
+    pn_wait_commit_all(pgroup_commit(pn_nodes[0].g));
+    pn_files_identical();
+    uint64_t l0 = 0, l2 = 0;
+    ck_assert_uint_eq(pn_polled(0, &l0), pn_polled(2, &l2));
+    ck_assert_uint_eq(l0, l2);
+    offsets_equal(3);
+}
+
+static int
+node_has(const struct pn_node *n, const char *rel)
+{
+    char path[700];
+    snprintf(path, sizeof(path), "%s/%s", n->parts, rel);
+    return dt_exists(path);
+}
+
+/* Steps until node 2 asks for its install's fsyncs (held). */
+static void
+wait_files_request(void)
+{
+    for (int s = 0; s < PN_MAX_STEPS && pn_nodes[2].files_tok == NULL; s++)
+        pn_step();
+    ck_assert_ptr_nonnull(pn_nodes[2].files_tok);
+}
+
+/* The install's fsyncs off the loop (env->files_sync): while they are
+ * held the staged directory waits unpublished (no install, the session's
+ * frames dropped); a replica killed meanwhile drops the request (its
+ * token freed) and fetches again after its restart; released, the
+ * directory is published after a second round (the partitions directory
+ * and the staging root), installed, and the replica converges. */
+START_TEST(test_install_fsyncs_off_the_loop)
+{
+    pn_async_files = 1;
+    pn_hold_files[2] = 1;
+    fresh_cluster(16);
+    lag_node2();
+    wait_files_request();
+    ck_assert_uint_gt(pn_nodes[2].n_files, 6); /* files and directories */
+    ck_assert(node_has(&pn_nodes[2], ".pxfer/4.5.6.88"));
+    for (int s = 0; s < 300; s++)
+        pn_step();
+    ck_assert_ptr_nonnull(pn_nodes[2].files_tok);
+    ck_assert(!node_has(&pn_nodes[2], "4.5.6.88.pxfer-new"));
+    ck_assert(!pinstall_pending(pn_nodes[2].parts, &pn_id));
+    ck_assert_uint_eq(g_installs, 0);
+    /* a crash with the fsyncs in flight, then a fresh fetch */
+    pn_node_kill(&pn_nodes[2]);
+    ck_assert_ptr_null(pn_nodes[2].files_tok);
+    pn_node_start(&pn_nodes[2]);
+    wait_files_request();
+    size_t first = pn_nodes[2].n_files;
+    pn_hold_files[2] = 0;
+    for (int s = 0; s < PN_MAX_STEPS && g_installs == 0; s++)
+        pn_step();
+    ck_assert_uint_eq(g_installs, 1);
+    ck_assert_uint_eq(pn_nodes[2].files_synced, first + 2);
+    ck_assert(!node_has(&pn_nodes[2], ".pxfer/4.5.6.88"));
+    converged(45);
+}
+END_TEST
+
+/* The staged directory cannot be written (its first file's open fails
+ * with ENOSPC) with the install's fsyncs off the loop: nothing is left
+ * open or staged, the session ends without an install, and a later fetch
+ * installs. */
+START_TEST(test_install_write_failure_then_retried)
+{
+    pn_async_files = 1;
+    fresh_cluster(16);
+    lag_node2();
+    struct pn_node *n = &pn_nodes[2];
+    struct pxfer_info in;
+    memset(&in, 0, sizeof(in));
+    for (int s = 0; s < PN_MAX_STEPS && in.stage != XFER_FETCHING; s++) {
+        pn_step();
+        pgroup_xfer_info(n->g, &in);
+    }
+    ck_assert_int_eq(in.stage, XFER_FETCHING);
+    sio_fault_arm(&n->f, SIO_OPEN, 1, ENOSPC, -1);
+    for (int s = 0; s < PN_MAX_STEPS && in.completed + in.abandoned == 0; s++) {
+        pn_step();
+        ck_assert_ptr_null(n->files_tok); /* the refused one asked nothing */
+        pgroup_xfer_info(n->g, &in);
+    }
+    ck_assert_uint_eq(in.completed, 0);
+    ck_assert_uint_eq(in.abandoned, 1);
+    ck_assert(!node_has(n, ".pxfer/4.5.6.88"));
+    ck_assert_uint_eq(g_installs, 0);
+    for (int s = 0; s < PN_MAX_STEPS && g_installs == 0; s++)
+        pn_step();
+    ck_assert_uint_eq(g_installs, 1);
+    converged(45);
+}
+END_TEST
+
+/* The shard's fetch budget: while its sessions all run (here: held by
+ * another group), the lagging replica starts no fetch (no request leaves,
+ * the refusals counted); once one ends it fetches, installs, converges
+ * and leaves the budget. */
+START_TEST(test_fetch_budget_defers_transfer)
+{
+    struct pxfer_budget b = {.running = 1, .max = 1};
+    pn_fetch_budget = &b;
+    fresh_cluster(16);
+    lag_node2();
+    for (int s = 0; s < 1500; s++)
+        pn_step();
+    ck_assert_uint_eq(g_nnonces, 0);
+    ck_assert_uint_gt(b.refused, 0);
+    ck_assert_uint_eq(g_installs, 0);
+    b.running = 0; /* the other group's session ended */
+    for (int s = 0; s < PN_MAX_STEPS && g_installs == 0; s++) {
+        pn_step();
+        ck_assert_uint_le(b.running, 1);
+    }
+    ck_assert_uint_eq(g_installs, 1);
+    ck_assert_uint_eq(b.running, 0);
+    converged(45);
 }
 END_TEST
 
@@ -828,14 +533,14 @@ START_TEST(test_tampered_artifact_refused_then_retried)
     fresh_cluster(16);
     g_tamper = 1;
     lag_node2();
-    for (int s = 0; s < MAX_STEPS && g_installs == 0; s++)
-        step();
+    for (int s = 0; s < PN_MAX_STEPS && g_installs == 0; s++)
+        pn_step();
     ck_assert_uint_eq(g_tampered, 1);
     ck_assert_uint_eq(g_installs, 1);
     ck_assert_uint_ge(g_nnonces, 2); /* a fresh nonce for the retry */
-    produce(3, 45, 46);
-    wait_commit_all(pgroup_commit(g_n[0].g));
-    files_identical();
+    pn_produce(3, 45, 46);
+    pn_wait_commit_all(pgroup_commit(pn_nodes[0].g));
+    pn_files_identical();
     offsets_equal(3);
 }
 END_TEST
@@ -845,16 +550,16 @@ END_TEST
  * "transient"), then a retry with the same nonce gets the same Target
  * byte for byte, a chunk at the artifact's end or for an unknown
  * session is not served, a corrupted chunk is dropped by the receiver. */
-static struct msg *
+static struct pn_msg *
 take_from(int from, int to, uint8_t command)
 {
-    for (size_t i = 0; i < g_nq; i++)
-        if (g_q[i].from == from && g_q[i].to == to &&
-            g_q[i].data[60] == command) {
-            struct msg *m = malloc(sizeof(*m));
-            *m = g_q[i];
-            memmove(&g_q[i], &g_q[i + 1], (g_nq - i - 1) * sizeof(*g_q));
-            g_nq--;
+    for (size_t i = 0; i < pn_nq; i++)
+        if (pn_q[i].from == from && pn_q[i].to == to &&
+            pn_q[i].data[60] == command) {
+            struct pn_msg *m = malloc(sizeof(*m));
+            *m = pn_q[i];
+            memmove(&pn_q[i], &pn_q[i + 1], (pn_nq - i - 1) * sizeof(*pn_q));
+            pn_nq--;
             return m;
         }
     return NULL;
@@ -863,25 +568,25 @@ take_from(int from, int to, uint8_t command)
 static void
 drop_queue(void)
 {
-    for (size_t i = 0; i < g_nq; i++)
-        free(g_q[i].data);
-    g_nq = 0;
+    for (size_t i = 0; i < pn_nq; i++)
+        free(pn_q[i].data);
+    pn_nq = 0;
 }
 
 START_TEST(test_serving_rules)
 {
     fresh_cluster(16);
-    produce(3, 1, 20);
-    wait_commit_all(pgroup_commit(g_n[0].g));
-    node_kill(&g_n[2]); /* its frames are made by hand */
+    pn_produce(3, 1, 20);
+    pn_wait_commit_all(pgroup_commit(pn_nodes[0].g));
+    pn_node_kill(&pn_nodes[2]); /* its frames are made by hand */
     drop_queue();
-    struct xfer_sender me = {g_cluster, pgroup_id(g_n[0].g), 2, 0};
+    struct xfer_sender me = {pn_cluster, pgroup_id(pn_nodes[0].g), 2, 0};
     struct vs_u128 nonce = {0x1234, 0x5678};
     struct vs_hdr_request_state_transfer rq;
     xfer_frame_request_transfer(&rq, &me, nonce);
-    ck_assert_int_eq(pgroup_on_message(g_n[0].g, &rq, sizeof(rq)),
+    ck_assert_int_eq(pgroup_on_message(pn_nodes[0].g, &rq, sizeof(rq)),
                      VSR_ACCEPTED);
-    struct msg *t = take_from(0, 2, VS_CMD_STATE_TRANSFER_TARGET);
+    struct pn_msg *t = take_from(0, 2, VS_CMD_STATE_TRANSFER_TARGET);
     ck_assert_ptr_nonnull(t);
     const struct vs_hdr_state_transfer_target *th = (const void *)t->data;
     ck_assert_int_eq(th->available, 0);
@@ -889,8 +594,8 @@ START_TEST(test_serving_rules)
     free(t->data);
     free(t);
     /* the tick finishes the hash and sends the Target */
-    pgroup_tick(g_n[0].g);
-    struct msg *t1 = take_from(0, 2, VS_CMD_STATE_TRANSFER_TARGET);
+    pgroup_tick(pn_nodes[0].g);
+    struct pn_msg *t1 = take_from(0, 2, VS_CMD_STATE_TRANSFER_TARGET);
     ck_assert_ptr_nonnull(t1);
     th = (const void *)t1->data;
     ck_assert_int_eq(th->available, 1);
@@ -902,46 +607,46 @@ START_TEST(test_serving_rules)
     ck_assert_uint_eq(m.a[0].kind, XFER_KIND_SEGMENT_LOG);
     /* a retry with the same nonce: the same Target, byte for byte */
     drop_queue();
-    ck_assert_int_eq(pgroup_on_message(g_n[0].g, &rq, sizeof(rq)),
+    ck_assert_int_eq(pgroup_on_message(pn_nodes[0].g, &rq, sizeof(rq)),
                      VSR_ACCEPTED);
-    struct msg *t2 = take_from(0, 2, VS_CMD_STATE_TRANSFER_TARGET);
+    struct pn_msg *t2 = take_from(0, 2, VS_CMD_STATE_TRANSFER_TARGET);
     ck_assert_ptr_nonnull(t2);
     ck_assert_uint_eq(t2->len, t1->len);
     ck_assert(memcmp(t2->data, t1->data, t1->len) == 0);
     /* a chunk inside the artifact is served, never more than asked */
     struct vs_hdr_request_state_chunk rc;
     xfer_frame_request_chunk(&rc, &me, nonce, 0, 0, 100);
-    ck_assert_int_eq(pgroup_on_message(g_n[0].g, &rc, sizeof(rc)),
+    ck_assert_int_eq(pgroup_on_message(pn_nodes[0].g, &rc, sizeof(rc)),
                      VSR_ACCEPTED);
-    struct msg *c = take_from(0, 2, VS_CMD_STATE_CHUNK);
+    struct pn_msg *c = take_from(0, 2, VS_CMD_STATE_CHUNK);
     ck_assert_ptr_nonnull(c);
     ck_assert_uint_eq(c->len, VS_HEADER_SIZE + 100);
-    ck_assert_int_eq(xfer_frame_check(c->data, c->len, g_cluster,
-                                      pgroup_id(g_n[0].g), XFER_CHUNK_MAX),
+    ck_assert_int_eq(xfer_frame_check(c->data, c->len, pn_cluster,
+                                      pgroup_id(pn_nodes[0].g), XFER_CHUNK_MAX),
                      XFER_FRAME_OK);
     /* a flipped byte in transit: the receiver's frame check drops it */
     c->data[VS_HEADER_SIZE + 5] ^= 0x40;
-    ck_assert_int_ne(xfer_frame_check(c->data, c->len, g_cluster,
-                                      pgroup_id(g_n[0].g), XFER_CHUNK_MAX),
+    ck_assert_int_ne(xfer_frame_check(c->data, c->len, pn_cluster,
+                                      pgroup_id(pn_nodes[0].g), XFER_CHUNK_MAX),
                      XFER_FRAME_OK);
     free(c->data);
     free(c);
     /* at the artifact's end, past it, another artifact: no answer */
     struct pxfer_info in0, in1;
-    pgroup_xfer_info(g_n[0].g, &in0);
+    pgroup_xfer_info(pn_nodes[0].g, &in0);
     xfer_frame_request_chunk(&rc, &me, nonce, 0, m.a[0].len, 10);
-    (void)pgroup_on_message(g_n[0].g, &rc, sizeof(rc));
+    (void)pgroup_on_message(pn_nodes[0].g, &rc, sizeof(rc));
     xfer_frame_request_chunk(&rc, &me, nonce, 2, VS_HEADER_SIZE, 10);
-    (void)pgroup_on_message(g_n[0].g, &rc, sizeof(rc));
+    (void)pgroup_on_message(pn_nodes[0].g, &rc, sizeof(rc));
     xfer_frame_request_chunk(&rc, &me, nonce, 3, 0, 10);
-    (void)pgroup_on_message(g_n[0].g, &rc, sizeof(rc));
+    (void)pgroup_on_message(pn_nodes[0].g, &rc, sizeof(rc));
     ck_assert_ptr_null(take_from(0, 2, VS_CMD_STATE_CHUNK));
-    pgroup_xfer_info(g_n[0].g, &in1);
+    pgroup_xfer_info(pn_nodes[0].g, &in1);
     ck_assert_uint_eq(in1.served_chunks, in0.served_chunks);
     ck_assert_uint_ge(in1.refused_chunks, in0.refused_chunks + 2);
     /* a request running past the end is served up to the end only */
     xfer_frame_request_chunk(&rc, &me, nonce, 2, VS_HEADER_SIZE - 4, 10);
-    (void)pgroup_on_message(g_n[0].g, &rc, sizeof(rc));
+    (void)pgroup_on_message(pn_nodes[0].g, &rc, sizeof(rc));
     c = take_from(0, 2, VS_CMD_STATE_CHUNK);
     ck_assert_ptr_nonnull(c);
     ck_assert_uint_eq(c->len, VS_HEADER_SIZE + 4);
@@ -949,14 +654,14 @@ START_TEST(test_serving_rules)
     free(c);
     /* a zero-byte chunk request never passes the frame check */
     xfer_frame_request_chunk(&rc, &me, nonce, 0, 0, 0);
-    ck_assert_int_ne(xfer_frame_check(&rc, sizeof(rc), g_cluster,
-                                      pgroup_id(g_n[0].g), XFER_CHUNK_MAX),
+    ck_assert_int_ne(xfer_frame_check(&rc, sizeof(rc), pn_cluster,
+                                      pgroup_id(pn_nodes[0].g), XFER_CHUNK_MAX),
                      XFER_FRAME_OK);
     /* an unknown session is answered "unknown session" */
     struct vs_u128 stranger = {9, 9};
     xfer_frame_request_chunk(&rc, &me, stranger, 0, 0, 10);
-    (void)pgroup_on_message(g_n[0].g, &rc, sizeof(rc));
-    struct msg *u = take_from(0, 2, VS_CMD_STATE_TRANSFER_TARGET);
+    (void)pgroup_on_message(pn_nodes[0].g, &rc, sizeof(rc));
+    struct pn_msg *u = take_from(0, 2, VS_CMD_STATE_TRANSFER_TARGET);
     ck_assert_ptr_nonnull(u);
     th = (const void *)u->data;
     ck_assert_int_eq(th->available, 0);
@@ -966,7 +671,7 @@ START_TEST(test_serving_rules)
     /* a backup does not serve */
     drop_queue();
     xfer_frame_request_transfer(&rq, &me, (struct vs_u128){77, 1});
-    (void)pgroup_on_message(g_n[1].g, &rq, sizeof(rq));
+    (void)pgroup_on_message(pn_nodes[1].g, &rq, sizeof(rq));
     u = take_from(1, 2, VS_CMD_STATE_TRANSFER_TARGET);
     ck_assert_ptr_nonnull(u);
     th = (const void *)u->data;
@@ -1012,11 +717,11 @@ boot_checkpoint(struct vs_sio *io, const char *parts)
     struct vs_part *p = NULL;
     struct part_verdict v;
     memset(&v, 0, sizeof(v));
-    int rc = part_open(io, parts, &g_id, &o, 0, 0, &p, &v);
+    int rc = part_open(io, parts, &pn_id, &o, 0, 0, &p, &v);
     ck_assert_msg(rc == 0, "the partition does not boot: %d %s", rc, v.msg);
     struct vs_pjournal *j = NULL;
     struct pj_recovered rec;
-    rc = pj_open(p, g_slots, &j, &rec, &v);
+    rc = pj_open(p, pn_slots, &j, &rec, &v);
     ck_assert_msg(rc == 0, "its journal does not open: %d %s", rc, v.msg);
     uint64_t c = rec.state.checkpoint_op;
     pj_recovered_free(&rec);
@@ -1030,13 +735,13 @@ START_TEST(test_install_crash_points)
     fresh_cluster(16);
     g_hold_install = 1;
     lag_node2();
-    struct node *n = &g_n[2];
-    for (int s = 0; s < MAX_STEPS && !(n->up && pgroup_install_pending(n->g));
-         s++)
-        step();
+    struct pn_node *n = &pn_nodes[2];
+    for (int s = 0;
+         s < PN_MAX_STEPS && !(n->up && pgroup_install_pending(n->g)); s++)
+        pn_step();
     ck_assert(pgroup_install_pending(n->g));
-    ck_assert(pinstall_pending(n->parts, &g_id));
-    node_kill(n);
+    ck_assert(pinstall_pending(n->parts, &pn_id));
+    pn_node_kill(n);
     /* what each state looks like */
     char backup[400];
     snprintf(backup, sizeof(backup), "%s/backup", n->root);
@@ -1049,7 +754,7 @@ START_TEST(test_install_crash_points)
     {
         /* the two outcomes, measured once */
         old_ck = boot_checkpoint(&f.io, n->parts);
-        ck_assert_int_eq(pinstall_swap(&f.io, n->parts, &g_id), 0);
+        ck_assert_int_eq(pinstall_swap(&f.io, n->parts, &pn_id), 0);
         new_ck = boot_checkpoint(&f.io, n->parts);
         ck_assert_uint_gt(new_ck, old_ck);
     }
@@ -1062,14 +767,15 @@ START_TEST(test_install_crash_points)
             sio_fault_reset(&f);
             f.crash_after_fault = 1;
             sio_fault_arm(&f, kinds[k], nth, EIO, -1);
-            int rc = pinstall_swap(&f.io, n->parts, &g_id);
+            int rc = pinstall_swap(&f.io, n->parts, &pn_id);
             int fired = f.crashed || rc != 0;
             sio_fault_reset(&f);
             if (!fired)
                 break; /* past the last call of that kind */
             points++;
             enum pinstall_outcome out;
-            ck_assert_int_eq(pinstall_recover(&f.io, n->parts, &g_id, &out), 0);
+            ck_assert_int_eq(pinstall_recover(&f.io, n->parts, &pn_id, &out),
+                             0);
             uint64_t ck = boot_checkpoint(&f.io, n->parts);
             ck_assert_msg(ck == old_ck || ck == new_ck,
                           "crash at call %llu of kind %u: checkpoint %llu",
@@ -1078,7 +784,7 @@ START_TEST(test_install_crash_points)
             olds += ck == old_ck;
             news += ck == new_ck;
             /* nothing of the install is left behind */
-            ck_assert(!pinstall_pending(n->parts, &g_id));
+            ck_assert(!pinstall_pending(n->parts, &pn_id));
         }
     }
     ck_assert_uint_ge(points, 5);
@@ -1093,7 +799,7 @@ START_TEST(test_install_crash_points)
              n->parts, n->parts, n->parts);
     sh(cmd);
     enum pinstall_outcome out;
-    ck_assert_int_eq(pinstall_recover(&f.io, n->parts, &g_id, &out), 0);
+    ck_assert_int_eq(pinstall_recover(&f.io, n->parts, &pn_id, &out), 0);
     ck_assert_int_eq(out, PINSTALL_CLEANED);
     ck_assert_uint_eq(boot_checkpoint(&f.io, n->parts), old_ck);
     dt_rm_rf(backup);
@@ -1106,10 +812,13 @@ suite(void)
     Suite *s = suite_create("pxfer");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, setup, pn_teardown);
     tcase_add_test(tc, test_image_roundtrip_and_refusals);
     tcase_add_test(tc, test_partition_manifest_rules);
     tcase_add_test(tc, test_lagging_replica_installs_and_converges);
+    tcase_add_test(tc, test_install_fsyncs_off_the_loop);
+    tcase_add_test(tc, test_install_write_failure_then_retried);
+    tcase_add_test(tc, test_fetch_budget_defers_transfer);
     tcase_add_test(tc, test_tampered_artifact_refused_then_retried);
     tcase_add_test(tc, test_serving_rules);
     tcase_add_test(tc, test_install_crash_points);
