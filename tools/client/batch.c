@@ -334,21 +334,19 @@ vsc_polled_fini(struct vsc_polled *p)
     p->n = 0;
 }
 
-int
-vsc_poll_decode(const uint8_t *p, size_t len, struct vsc_polled *out)
+/* Decodes the poll reply body at p (len bytes, inside out->buf, which
+ * the caller has set): the walk of vsc_poll_decode. */
+static int
+vsc_poll_walk(const uint8_t *p, size_t len, struct vsc_polled *out)
 {
     size_t off = 16, cap = 0;
     int rc = -EPROTO;
-    memset(out, 0, sizeof *out);
     if (len < 16)
-        return -EPROTO;
+        goto fail;
     out->partition_id = vs_load_u32(p);
     out->current_offset = vs_load_u64(p + 4);
     out->count = vs_load_u32(p + 12);
     out->batch_checksums_ok = 1;
-    out->buf = vs_xmalloc(len);
-    memcpy(out->buf, p, len);
-    p = out->buf;
     while (off < len) {
         const uint8_t *rec = p + off;
         uint64_t blen, base_off, base_ts, origin;
@@ -398,6 +396,26 @@ vsc_poll_decode(const uint8_t *p, size_t len, struct vsc_polled *out)
 fail:
     vsc_polled_fini(out);
     return rc;
+}
+
+int
+vsc_poll_decode(const uint8_t *p, size_t len, struct vsc_polled *out)
+{
+    memset(out, 0, sizeof *out);
+    if (len < 16)
+        return -EPROTO;
+    out->buf = vs_xmalloc(len);
+    memcpy(out->buf, p, len);
+    return vsc_poll_walk(out->buf, len, out);
+}
+
+int
+vsc_poll_decode_owned(uint8_t *buf, size_t off, size_t len,
+                      struct vsc_polled *out)
+{
+    memset(out, 0, sizeof *out);
+    out->buf = buf;
+    return vsc_poll_walk(buf + off, len, out);
 }
 
 /* ---- groups ---- */
