@@ -433,6 +433,11 @@ START_TEST(test_poll_decode_owned)
     ck_assert_int_eq(vsc_poll_decode_owned(f, 256, rep.len, &p), -EBADMSG);
     ck_assert_ptr_null(p.buf);
     ck_assert_ptr_null(p.msgs);
+    /* ... but a structural fault later in the same record wins */
+    size_t f1 = 16 + 256 + 48 + m[0].payload_len + m[0].headers_len;
+    rep.data[f1 + 40] = 1; /* frame 1's reserved */
+    ck_assert_int_eq(vsc_poll_decode(rep.data, rep.len, &p), -EPROTO);
+    rep.data[f1 + 40] = 0;
     rep.data[16 + 256 + 60] ^= 1;
     /* cut inside the second batch, and shorter than the 16-byte head */
     f = frame_of(&rep, 256);
