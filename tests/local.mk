@@ -37,3 +37,10 @@ noinst_PROGRAMS += tests/bench/bench_xxh3
 tests_bench_bench_xxh3_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
 tests_bench_bench_xxh3_SOURCES = tests/bench/bench_xxh3.c
 tests_bench_bench_xxh3_LDADD = libvs_common.a $(VS_DEP_LIBS)
+
+# A poll reply's sender and receiver CPU per MiB: pread + verify + write
+# against mmap + verify + sendfile over loopback (not run by make check).
+noinst_PROGRAMS += tests/bench/bench_pollsend
+tests_bench_bench_pollsend_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS) -pthread
+tests_bench_bench_pollsend_SOURCES = tests/bench/bench_pollsend.c
+tests_bench_bench_pollsend_LDADD = libvs_common.a $(VS_DEP_LIBS) -lpthread

@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -945,10 +946,21 @@ secs(uint64_t ns)
     return (double)ns / 1e9;
 }
 
+/* User + system CPU seconds of this process so far (every thread). */
+static double
+self_cpu_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 static void
 print_report(const struct bench *b, const struct run *r, uint64_t wall_ns,
              const struct vs_hist *h, int have_srv, double srv_cpu,
-             uint64_t srv_hwm_kb, size_t srv_procs)
+             uint64_t srv_hwm_kb, size_t srv_procs, double cli_cpu)
 {
     uint64_t msgs = run_total(r, 0), bytes = run_total(r, 1),
              reqs = run_total(r, 2);
@@ -980,6 +992,8 @@ print_report(const struct bench *b, const struct run *r, uint64_t wall_ns,
                    "\"cpu_s_per_gb\":%.3f,\"peak_rss_mb\":%.1f}",
                    srv_procs, srv_cpu, gb > 0 ? srv_cpu / gb : 0.0,
                    (double)srv_hwm_kb / 1024.0);
+        printf(",\"client\":{\"cpu_s\":%.3f,\"cpu_s_per_gb\":%.3f}", cli_cpu,
+               gb > 0 ? cli_cpu / gb : 0.0);
         printf(",\"actors\":[");
         for (uint32_t i = 0; i < r->n; i++) {
             const struct actor *a = &r->a[i];
@@ -1044,6 +1058,8 @@ print_report(const struct bench *b, const struct run *r, uint64_t wall_ns,
                "%.1f MB (sum of VmHWM)\n",
                srv_procs, srv_cpu, gb > 0 ? srv_cpu / gb : 0.0,
                (double)srv_hwm_kb / 1024.0);
+    printf("client: %.2f CPU s (%.3f s/GB) in this process's timed phase\n",
+           cli_cpu, gb > 0 ? cli_cpu / gb : 0.0);
 }
 
 /* ---- arguments ---- */
@@ -1367,6 +1383,7 @@ main(int argc, char **argv)
     struct vs_hist *merged = NULL;
     uint64_t per_actor, t0, wall;
     int rc = 2, have_srv = 0;
+    double cli_cpu = 0;
     const char *env_addr = getenv("VSTREAM_ADDR");
 
     b.user = getenv("VSTREAM_USER");
@@ -1455,9 +1472,11 @@ main(int argc, char **argv)
     /* every actor has logged in (and joined) when the barrier opens */
     pthread_barrier_wait(&b.barrier);
     have_srv = server_sample(&b, &before) == 0;
+    cli_cpu = self_cpu_s();
     pthread_barrier_wait(&b.barrier);
     t0 = vs_monotonic_ns();
     run_wait(&b, &timed, t0, "run");
+    cli_cpu = self_cpu_s() - cli_cpu;
     /* the timed wall: first actor start (after its warm-up) to last end */
     {
         uint64_t first = UINT64_MAX, last = 0;
@@ -1487,7 +1506,7 @@ main(int argc, char **argv)
     print_report(&b, &timed, wall, merged, have_srv,
                  have_srv ? bench_procs_cpu_delta(&before, &after) : 0,
                  have_srv ? bench_procs_hwm_kb(&after) : 0,
-                 have_srv ? after.n : 0);
+                 have_srv ? after.n : 0, cli_cpu);
 cleanup:
     if (fill.a != NULL)
         run_free(&b, &fill);

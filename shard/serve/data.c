@@ -1002,6 +1002,7 @@ on_request(struct serve *s, uint32_t src, const struct fwd_hdr *fh, uint8_t *p,
         d->out.len = 4;
     vs_store_u32(d->out.data, st);
     s->n.data_remote++;
+    s->n.data_remote_reply_bytes += d->out.len - 4;
     struct fwd_hdr rh = *fh;
     rh.kind = FWD_DATA_REPLY;
     int rc = send_pieces(s, src, &rh, d->out.data, d->out.len, NULL, 0);

@@ -422,9 +422,9 @@ serve_destroy(struct serve *s)
                     s->ctx->slot, (unsigned long long)s->n.data_forwarded,
                     (unsigned long long)s->n.data_remote);
         vs_log_info("data shard %u: %llu batch bytes forwarded to other "
-                    "shards",
-                    s->ctx->slot,
-                    (unsigned long long)s->n.data_forwarded_bytes);
+                    "shards, %llu reply bytes returned to them",
+                    s->ctx->slot, (unsigned long long)s->n.data_forwarded_bytes,
+                    (unsigned long long)s->n.data_remote_reply_bytes);
         vs_log_info("data shard %u: %llu frames read straight into place, "
                     "%llu poll replies queued without a copy",
                     s->ctx->slot, (unsigned long long)s->n.rx_direct,

@@ -61,6 +61,7 @@ struct serve_counters {
     uint64_t data_forwarded;       /* data requests sent to the owning shard */
     uint64_t data_remote;          /* data requests run for another shard */
     uint64_t data_forwarded_bytes; /* payload of those sent to another shard */
+    uint64_t data_remote_reply_bytes; /* reply bodies (polls) sent back */
     uint64_t rx_direct; /* frames whose body was read into place (rxbody.h) */
     uint64_t poll_zero_copy; /* poll replies queued without a copy */
     uint64_t handed_out;     /* connections handed to another data shard */

@@ -500,10 +500,12 @@ END_TEST
 #define FAKE_MAX 64
 
 enum fake_action {
-    FAKE_ANSWER = 0, /* normal reply */
-    FAKE_DROP = 1,   /* close the connection without replying */
-    FAKE_57 = 2,     /* status 57 */
-    FAKE_EVICT = 3,  /* eviction reason 9 */
+    FAKE_ANSWER = 0,  /* normal reply */
+    FAKE_DROP = 1,    /* close the connection without replying */
+    FAKE_57 = 2,      /* status 57 */
+    FAKE_EVICT = 3,   /* eviction reason 9 */
+    FAKE_BIG = 4,     /* status 0 with the body `big`, written in pieces */
+    FAKE_BIG_CUT = 5, /* the header and half of `big`, then closed */
 };
 
 struct fake {
@@ -521,7 +523,31 @@ struct fake {
      * every Register here), or status 3 when `no_status` */
     uint64_t created_op;
     int no_status;
+    /* FAKE_BIG / FAKE_BIG_CUT: a poll reply body larger than the
+     * client's low-water mark (so its waits use SO_RCVLOWAT) */
+    const uint8_t *big;
+    size_t big_len;
 };
+
+/* Writes the reply header and the first `upto` bytes of f->big in 48 KiB
+ * pieces 1 ms apart: the reader finds less than its mark queued many
+ * times. */
+static void
+fake_big(int fd, const struct fake *f, const struct vs_hdr_request *q,
+         size_t upto)
+{
+    uint8_t h[256];
+    (void)mk_reply(h, 8, q->operation, 0, NULL, 0);
+    vs_store_u32(h + 48, (uint32_t)(256 + f->big_len));
+    ck_assert(write(fd, h, 256) == 256);
+    for (size_t off = 0; off < upto;) {
+        size_t n = upto - off < (48u << 10) ? upto - off : (48u << 10);
+        ssize_t k = write(fd, f->big + off, n);
+        ck_assert(k > 0);
+        off += (size_t)k;
+        usleep(1000);
+    }
+}
 
 static int
 fake_read(int fd, void *p, size_t len)
@@ -569,6 +595,11 @@ fake_main(void *arg)
             f->body_len[i] = bl;
             f->n++;
             if (f->script[i] == FAKE_DROP) {
+                break;
+            } else if (f->script[i] == FAKE_BIG) {
+                fake_big(fd, f, &q, f->big_len);
+            } else if (f->script[i] == FAKE_BIG_CUT) {
+                fake_big(fd, f, &q, f->big_len / 2);
                 break;
             } else if (f->script[i] == FAKE_57) {
                 fake_reply(fd, &q, 57, NULL, 0);
@@ -879,6 +910,77 @@ START_TEST(test_send_keeps_request_and_resends)
 }
 END_TEST
 
+START_TEST(test_large_poll_reply)
+{
+    /* 0 Register, 1 Poll answered with a 1.2 MB reply in pieces, 2 Poll
+     * cut in the middle of its body (the connection closed), 3 Register
+     * again, 4 GetSessionStatus, 5 the Poll resent, answered whole. */
+    static struct fake f;
+    static uint8_t pl[1000][600];
+    static struct vsc_msg m[1000];
+    pthread_t th;
+    struct vsc *c;
+    struct vsc_id s = vsc_id_num(0), t = vsc_id_num(0);
+    struct vsc_poll_args a;
+    struct vsc_polled polled;
+    struct vs_wbuf body;
+    size_t l1, rl;
+    memset(&f, 0, sizeof f);
+    memset(&a, 0, sizeof a);
+    for (size_t i = 0; i < 1000; i++) {
+        memset(&m[i], 0, sizeof m[i]);
+        memset(pl[i], (int)(i & 0xFF), sizeof pl[i]);
+        m[i].payload = pl[i];
+        m[i].payload_len = sizeof pl[i];
+    }
+    vs_wbuf_init(&body);
+    vs_wr_u32(&body, 0);    /* partition */
+    vs_wr_u64(&body, 1999); /* current offset */
+    vs_wr_u32(&body, 2000); /* count */
+    l1 = vsc_batch_build(&body, m, 1000, 1);
+    (void)vsc_batch_build(&body, m, 1000, 1);
+    /* the second batch's base offset, stamped as the server does */
+    vs_store_u64(body.data + 16 + l1 + 8, 1000);
+    vs_store_u64(body.data + 16 + l1 + 40,
+                 vsc_batch_checksum(body.data + 16 + l1));
+    f.big = body.data;
+    f.big_len = body.len;
+    ck_assert_uint_gt(f.big_len, 1u << 20);
+    f.script[1] = FAKE_BIG;
+    f.script[2] = FAKE_BIG_CUT;
+    f.script[5] = FAKE_BIG;
+    fake_start(&f, &th);
+    c = fake_client(&f);
+    ck_assert_int_eq(vsc_login(c, "iggy", "iggy", NULL), 0);
+    a.consumer = vsc_consumer_single(&s);
+    a.strategy = VSC_POLL_FIRST;
+    a.count = 2000;
+    for (int round = 0; round < 2; round++) {
+        /* round 1: the cut is a transport failure, the read is resent */
+        ck_assert_int_eq(vsc_poll(c, &s, &t, &a, &polled), 0);
+        ck_assert_uint_eq(polled.n, 2000);
+        ck_assert_uint_eq(polled.records, 2);
+        ck_assert_int_eq(polled.batch_checksums_ok, 1);
+        for (size_t i = 0; i < 2000; i += 333) {
+            ck_assert_uint_eq(polled.msgs[i].offset, i);
+            ck_assert_uint_eq(polled.msgs[i].payload_len, 600);
+            ck_assert_mem_eq(polled.msgs[i].payload, pl[i % 1000], 600);
+        }
+        /* the frame went to the result: nothing left behind */
+        ck_assert_ptr_null(vsc_last_reply(c, &rl));
+        ck_assert_uint_eq(rl, 0);
+        vsc_polled_fini(&polled);
+    }
+    fake_stop(&f, th, c);
+    ck_assert_uint_eq(f.connections, 2);
+    ck_assert_uint_eq(f.n, 6);
+    want_hdr(&f, 2, 2, 100, 1, 7);
+    want_hdr(&f, 3, 1, 0, 0, 0);
+    want_hdr(&f, 5, 2, 100, 1, 7);
+    vs_wbuf_fini(&body);
+}
+END_TEST
+
 /* A list reply without a count: records back to back to the end of the
  * body; a record cut short refuses the whole reply (no partial list). */
 static int
@@ -953,6 +1055,7 @@ client_golden_suite(void)
     tcase_add_test(tc, test_reconnect_server_without_status_resends);
     tcase_add_test(tc, test_transient_retry_and_eviction);
     tcase_add_test(tc, test_send_keeps_request_and_resends);
+    tcase_add_test(tc, test_large_poll_reply);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -26,6 +26,7 @@
 #include "common/checksum.h"
 #include "shard/data/batch.h"
 #include "tools/client/vsc.h"
+#include "tools/client/vsc_int.h"
 
 static const char STREAM26[] = "smoke-stream-0123456789abc"; /* 26 bytes */
 
@@ -277,29 +278,39 @@ mk_reply(struct vs_wbuf *out, uint32_t part, uint64_t current, uint32_t count,
     vs_wr_bytes(out, recs, len);
 }
 
+/* A poll reply of 5 messages m (payloads pl, headers hb on m[3]) in two
+ * batches, stamped as the server does (partition 4, base offsets 100 and
+ * 103), into rep; the first batch's length. w holds the batches. */
+static size_t
+mk_two_batch_reply(struct vsc_msg m[5], uint8_t pl[5][42], struct vs_wbuf *hb,
+                   struct vs_wbuf *w, struct vs_wbuf *rep)
+{
+    size_t l1, l2;
+    mk_msgs(m, pl, 5);
+    vs_wbuf_init(hb);
+    vsc_uhdr_str(hb, "trace", "abc");
+    vsc_uhdr_add(hb, "n", 12, "\x01\0\0\0\0\0\0\0", 8);
+    m[3].headers = hb->data;
+    m[3].headers_len = (uint32_t)hb->len;
+    m[4].payload_len = 0;
+    m[1].origin_timestamp += 25;
+    vs_wbuf_init(w);
+    l1 = vsc_batch_build(w, m, 3, 1);
+    l2 = vsc_batch_build(w, m + 3, 2, 1);
+    batch_stamp(w->data, 4, 100, 5000);
+    batch_stamp(w->data + l1, 4, 103, 6000);
+    vs_wbuf_init(rep);
+    mk_reply(rep, 4, 104, 5, w->data, l1 + l2);
+    return l1;
+}
+
 START_TEST(test_poll_decode_roundtrip)
 {
     struct vsc_msg m[5];
     uint8_t pl[5][42];
     struct vs_wbuf hb, w, rep;
     struct vsc_polled p;
-    size_t l1, l2;
-    mk_msgs(m, pl, 5);
-    vs_wbuf_init(&hb);
-    vsc_uhdr_str(&hb, "trace", "abc");
-    vsc_uhdr_add(&hb, "n", 12, "\x01\0\0\0\0\0\0\0", 8);
-    m[3].headers = hb.data;
-    m[3].headers_len = (uint32_t)hb.len;
-    m[4].payload_len = 0;
-    m[1].origin_timestamp += 25;
-    vs_wbuf_init(&w);
-    l1 = vsc_batch_build(&w, m, 3, 1);
-    l2 = vsc_batch_build(&w, m + 3, 2, 1);
-    /* the server stamps: partition 4, base offsets 100 and 103 */
-    batch_stamp(w.data, 4, 100, 5000);
-    batch_stamp(w.data + l1, 4, 103, 6000);
-    vs_wbuf_init(&rep);
-    mk_reply(&rep, 4, 104, 5, w.data, l1 + l2);
+    size_t l1 = mk_two_batch_reply(m, pl, &hb, &w, &rep);
     ck_assert_int_eq(vsc_poll_decode(rep.data, rep.len, &p), 0);
     ck_assert_uint_eq(p.partition_id, 4);
     ck_assert_uint_eq(p.current_offset, 104);
@@ -370,6 +381,71 @@ START_TEST(test_poll_decode_roundtrip)
     ck_assert_uint_eq(p.partition_id, 0xFFFFFFFFu);
     ck_assert_uint_eq(p.n, 0);
     vsc_polled_fini(&p);
+    vs_wbuf_fini(&rep);
+    vs_wbuf_fini(&w);
+    vs_wbuf_fini(&hb);
+}
+END_TEST
+
+/* The in-place decode vsc_poll uses: the frame's heap buffer becomes
+ * the result's (messages point into it, nothing copied), and a refused
+ * reply frees it (ASan's leak check covers the refusals). */
+static uint8_t *
+frame_of(const struct vs_wbuf *rep, size_t off)
+{
+    uint8_t *f = malloc(off + rep->len);
+    ck_assert_ptr_nonnull(f);
+    memset(f, 0xAB, off);
+    memcpy(f + off, rep->data, rep->len);
+    return f;
+}
+
+START_TEST(test_poll_decode_owned)
+{
+    struct vsc_msg m[5];
+    uint8_t pl[5][42];
+    struct vs_wbuf hb, w, rep;
+    struct vsc_polled p, q;
+    size_t l1 = mk_two_batch_reply(m, pl, &hb, &w, &rep);
+    uint8_t *f = frame_of(&rep, 256);
+    ck_assert_int_eq(vsc_poll_decode_owned(f, 256, rep.len, &p), 0);
+    ck_assert_ptr_eq(p.buf, f);
+    ck_assert_int_eq(vsc_poll_decode(rep.data, rep.len, &q), 0);
+    ck_assert_uint_eq(p.n, 5);
+    ck_assert_uint_eq(p.n, q.n);
+    ck_assert_uint_eq(p.records, 2);
+    ck_assert_uint_eq(p.current_offset, q.current_offset);
+    for (size_t i = 0; i < 5; i++) {
+        /* in the frame, where the reply was received */
+        ck_assert(p.msgs[i].payload >= f + 256 &&
+                  p.msgs[i].payload + p.msgs[i].payload_len <=
+                      f + 256 + rep.len);
+        ck_assert_uint_eq(p.msgs[i].offset, q.msgs[i].offset);
+        ck_assert_uint_eq(p.msgs[i].payload_len, m[i].payload_len);
+        ck_assert_mem_eq(p.msgs[i].payload, m[i].payload, m[i].payload_len);
+    }
+    vsc_polled_fini(&p);
+    vsc_polled_fini(&q);
+
+    /* a frame checksum broken: -EBADMSG, the buffer freed */
+    rep.data[16 + 256 + 60] ^= 1;
+    f = frame_of(&rep, 256);
+    ck_assert_int_eq(vsc_poll_decode_owned(f, 256, rep.len, &p), -EBADMSG);
+    ck_assert_ptr_null(p.buf);
+    ck_assert_ptr_null(p.msgs);
+    /* ... but a structural fault later in the same record wins */
+    size_t f1 = 16 + 256 + 48 + m[0].payload_len + m[0].headers_len;
+    rep.data[f1 + 40] = 1; /* frame 1's reserved */
+    ck_assert_int_eq(vsc_poll_decode(rep.data, rep.len, &p), -EPROTO);
+    rep.data[f1 + 40] = 0;
+    rep.data[16 + 256 + 60] ^= 1;
+    /* cut inside the second batch, and shorter than the 16-byte head */
+    f = frame_of(&rep, 256);
+    ck_assert_int_eq(vsc_poll_decode_owned(f, 256, 16 + l1 + 100, &p), -EPROTO);
+    ck_assert_ptr_null(p.buf);
+    f = frame_of(&rep, 256);
+    ck_assert_int_eq(vsc_poll_decode_owned(f, 256, 15, &p), -EPROTO);
+    ck_assert_ptr_null(p.buf);
     vs_wbuf_fini(&rep);
     vs_wbuf_fini(&w);
     vs_wbuf_fini(&hb);
@@ -469,6 +545,7 @@ client_messages_suite(void)
     tcase_add_test(tc, test_random_ids_and_timestamps);
     tcase_add_test(tc, test_key_partition_vectors);
     tcase_add_test(tc, test_poll_decode_roundtrip);
+    tcase_add_test(tc, test_poll_decode_owned);
     tcase_add_test(tc, test_poll_decode_random_bytes);
     tcase_add_test(tc, test_sent_decode);
     tcase_add_test(tc, test_group_decode);

@@ -334,63 +334,102 @@ vsc_polled_fini(struct vsc_polled *p)
     p->n = 0;
 }
 
-int
-vsc_poll_decode(const uint8_t *p, size_t len, struct vsc_polled *out)
+/* One record of a poll reply (blen bytes at rec, blen checked against
+ * the body) in a single walk of its frames: each frame's structure
+ * checked, its checksum verified, its stored checksum fed to the batch
+ * checksum (64 at a time), its message recorded in out (room *cap).
+ * 0, -EPROTO (structure; it wins over a checksum in the same record) or
+ * -EBADMSG (a frame checksum). */
+static int
+vsc_poll_record(const uint8_t *rec, size_t blen, struct vsc_polled *out,
+                size_t *cap)
 {
-    size_t off = 16, cap = 0;
+    uint64_t base_off = vs_load_u64(rec + 8), base_ts = vs_load_u64(rec + 16),
+             origin = vs_load_u64(rec + 24);
+    struct vs_xxh3_stream s;
+    uint8_t sums[64 * 8];
+    size_t ns = 0, fo = VSC_BATCH_HEADER;
+    int bad = 0;
+    vs_xxh3_stream_init(&s);
+    vs_xxh3_stream_update(&s, rec, 40);     /* 5 u64 fields */
+    vs_xxh3_stream_update(&s, rec + 48, 4); /* message_count */
+    while (fo < blen) {
+        const uint8_t *f = rec + fo;
+        struct vsc_message *m;
+        uint32_t hl, pl;
+        uint64_t fl;
+        if (blen - fo < VSC_FRAME_HEADER)
+            return -EPROTO;
+        hl = vs_load_u32(f + 32);
+        pl = vs_load_u32(f + 36);
+        fl = (uint64_t)VSC_FRAME_HEADER + pl + hl;
+        if (fl > blen - fo || vs_load_u64(f + 40) != 0)
+            return -EPROTO;
+        if (out->n == *cap) {
+            *cap = *cap ? *cap * 2 : 64;
+            out->msgs = vs_xrealloc(out->msgs, *cap * sizeof *out->msgs);
+        }
+        m = &out->msgs[out->n++];
+        m->checksum = vs_load_u64(f);
+        /* after a mismatch only the structure is still checked */
+        if (!bad && vsc_frame_checksum(f, (size_t)fl) != m->checksum)
+            bad = 1;
+        vs_store_u64(sums + 8 * ns++, m->checksum);
+        if (ns == 64) {
+            vs_xxh3_stream_update(&s, sums, sizeof sums);
+            ns = 0;
+        }
+        m->id.lo = vs_load_u64(f + 8);
+        m->id.hi = vs_load_u64(f + 16);
+        m->offset = base_off + vs_load_u32(f + 24);
+        m->timestamp = base_ts;
+        m->origin_timestamp = origin + vs_load_u32(f + 28);
+        m->payload_len = pl;
+        m->payload = f + VSC_FRAME_HEADER;
+        m->headers_len = hl;
+        m->headers = f + VSC_FRAME_HEADER + pl;
+        fo += (size_t)fl;
+    }
+    if (bad)
+        return -EBADMSG;
+    vs_xxh3_stream_update(&s, sums, 8 * ns);
+    if (vs_xxh3_stream_digest(&s) != vs_load_u64(rec + 40))
+        out->batch_checksums_ok = 0;
+    return 0;
+}
+
+/* Decodes the poll reply body at p (len bytes, inside out->buf, which
+ * the caller has set): the walk of vsc_poll_decode. */
+static int
+vsc_poll_walk(const uint8_t *p, size_t len, struct vsc_polled *out)
+{
+    size_t off = 16, cap;
     int rc = -EPROTO;
-    memset(out, 0, sizeof *out);
     if (len < 16)
-        return -EPROTO;
+        goto fail;
     out->partition_id = vs_load_u32(p);
     out->current_offset = vs_load_u64(p + 4);
     out->count = vs_load_u32(p + 12);
     out->batch_checksums_ok = 1;
-    out->buf = vs_xmalloc(len);
-    memcpy(out->buf, p, len);
-    p = out->buf;
+    /* room for the count the reply announces (a hint: never more than
+     * the body can hold, grown if it lies low) */
+    cap = out->count < (len - 16) / VSC_FRAME_HEADER
+              ? out->count
+              : (len - 16) / VSC_FRAME_HEADER;
+    if (cap > 0)
+        out->msgs = vs_xmalloc(cap * sizeof *out->msgs);
     while (off < len) {
         const uint8_t *rec = p + off;
-        uint64_t blen, base_off, base_ts, origin;
-        size_t fo;
+        uint64_t blen;
         if (len - off < VSC_BATCH_HEADER)
             goto fail;
         blen = vs_load_u64(rec + 32);
         if (blen < VSC_BATCH_HEADER || blen > len - off)
             goto fail;
-        base_off = vs_load_u64(rec + 8);
-        base_ts = vs_load_u64(rec + 16);
-        origin = vs_load_u64(rec + 24);
-        if (vsc_walk_frames(rec, (size_t)blen, NULL, NULL) < 0)
+        rc = vsc_poll_record(rec, (size_t)blen, out, &cap);
+        if (rc != 0)
             goto fail;
-        if (vsc_batch_checksum(rec) != vs_load_u64(rec + 40))
-            out->batch_checksums_ok = 0;
-        for (fo = VSC_BATCH_HEADER; fo < blen;) {
-            const uint8_t *f = rec + fo;
-            struct vsc_message *m;
-            uint32_t hl = vs_load_u32(f + 32), pl = vs_load_u32(f + 36);
-            size_t fl = VSC_FRAME_HEADER + (size_t)pl + hl;
-            if (out->n == cap) {
-                cap = cap ? cap * 2 : 64;
-                out->msgs = vs_xrealloc(out->msgs, cap * sizeof *out->msgs);
-            }
-            m = &out->msgs[out->n++];
-            m->checksum = vs_load_u64(f);
-            if (vsc_frame_checksum(f, fl) != m->checksum) {
-                rc = -EBADMSG;
-                goto fail;
-            }
-            m->id.lo = vs_load_u64(f + 8);
-            m->id.hi = vs_load_u64(f + 16);
-            m->offset = base_off + vs_load_u32(f + 24);
-            m->timestamp = base_ts;
-            m->origin_timestamp = origin + vs_load_u32(f + 28);
-            m->payload_len = pl;
-            m->payload = f + VSC_FRAME_HEADER;
-            m->headers_len = hl;
-            m->headers = f + VSC_FRAME_HEADER + pl;
-            fo += fl;
-        }
+        rc = -EPROTO;
         out->records++;
         off += (size_t)blen;
     }
@@ -398,6 +437,26 @@ vsc_poll_decode(const uint8_t *p, size_t len, struct vsc_polled *out)
 fail:
     vsc_polled_fini(out);
     return rc;
+}
+
+int
+vsc_poll_decode(const uint8_t *p, size_t len, struct vsc_polled *out)
+{
+    memset(out, 0, sizeof *out);
+    if (len < 16)
+        return -EPROTO;
+    out->buf = vs_xmalloc(len);
+    memcpy(out->buf, p, len);
+    return vsc_poll_walk(out->buf, len, out);
+}
+
+int
+vsc_poll_decode_owned(uint8_t *buf, size_t off, size_t len,
+                      struct vsc_polled *out)
+{
+    memset(out, 0, sizeof *out);
+    out->buf = buf;
+    return vsc_poll_walk(buf + off, len, out);
 }
 
 /* ---- groups ---- */

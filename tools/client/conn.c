@@ -418,28 +418,58 @@ vsc_write_all(int fd, const uint8_t *p, size_t len, uint64_t deadline)
     return 0;
 }
 
+/* A read of more than VSC_LOWAT_MIN bytes waits for up to VSC_LOWAT_MAX
+ * of them at once (SO_RCVLOWAT, never above what is still to come: the
+ * peer sends nothing more until the next request), so a large reply
+ * wakes the reader a few times instead of once per segment; the mark is
+ * put back to 1 afterwards. */
+#define VSC_LOWAT_MIN (256u << 10)
+#define VSC_LOWAT_MAX (1u << 20)
+
+static void
+vsc_set_lowat(int fd, size_t want, int *cur)
+{
+    int v = want > VSC_LOWAT_MAX ? (int)VSC_LOWAT_MAX : (int)want;
+    if (v < 1)
+        v = 1;
+    if (v == *cur)
+        return;
+    /* advisory: without it the reads are only woken more often */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) == 0)
+        *cur = v;
+}
+
 static int
 vsc_read_all(int fd, uint8_t *p, size_t len, uint64_t deadline)
 {
+    int lowat = 1, rc = 0;
+    int big = len > VSC_LOWAT_MIN;
     while (len > 0) {
         ssize_t n = recv(fd, p, len, 0);
         if (n == -1) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                int rc = vsc_wait(fd, POLLIN, deadline);
+                if (big)
+                    vsc_set_lowat(fd, len, &lowat);
+                rc = vsc_wait(fd, POLLIN, deadline);
                 if (rc != 0)
-                    return rc;
+                    break;
                 continue;
             }
-            return -errno;
+            rc = -errno;
+            break;
         }
-        if (n == 0)
-            return -ECONNRESET;
+        if (n == 0) {
+            rc = -ECONNRESET;
+            break;
+        }
         p += n;
         len -= (size_t)n;
     }
-    return 0;
+    if (lowat != 1)
+        vsc_set_lowat(fd, 1, &lowat);
+    return rc;
 }
 
 /* The connection's transport: TLS when the handle was made with tls. */
@@ -514,6 +544,17 @@ static int vsc_register(struct vsc *c, uint32_t *user_id);
 static int vsc_settle(struct vsc *c);
 static int vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok);
 static int vsc_is_transport(int rc);
+
+uint8_t *
+vsc_reply_take(struct vsc *c, size_t *len)
+{
+    uint8_t *b = c->reply;
+    *len = c->reply_len;
+    c->reply = NULL;
+    c->reply_cap = 0;
+    c->reply_len = 0;
+    return b;
+}
 
 const char *
 vsc_addr(const struct vsc *c)

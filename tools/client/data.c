@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/assert.h"
 #include "common/clock.h"
 #include "common/mem.h"
 #include "tools/client/vsc.h"
@@ -86,7 +87,13 @@ vsc_poll(struct vsc *c, const struct vsc_id *stream, const struct vsc_id *topic,
     rc = vsc_call(c, VSC_POLL_MESSAGES, b->data, b->len, &rep);
     if (rc != 0)
         return rc;
-    rc = vsc_poll_decode(rep.payload, rep.payload_len, out);
+    /* decoded where it was received: the frame's buffer becomes the
+     * result's (no copy of the body) */
+    size_t flen;
+    uint8_t *frame = vsc_reply_take(c, &flen);
+    size_t off = (size_t)(rep.payload - frame);
+    VS_ASSERT(rep.payload >= frame && off + rep.payload_len <= flen);
+    rc = vsc_poll_decode_owned(frame, off, rep.payload_len, out);
     if (rc == -EBADMSG)
         return vsc_fail(c, rc, "a polled message failed its checksum");
     if (rc != 0)

@@ -738,7 +738,8 @@ struct vsc_polled {
     size_t n;
     uint32_t records;       /* batch records walked */
     int batch_checksums_ok; /* every record's batch checksum matched */
-    uint8_t *buf;           /* heap copy of the reply body */
+    uint8_t *buf;           /* heap: the reply frame (vsc_poll, which decodes it
+                             * where it was received) or a copy of the body */
 };
 void vsc_polled_fini(struct vsc_polled *p);
 /* Decodes a poll reply body as the SDK does (records walked by
@@ -747,6 +748,9 @@ void vsc_polled_fini(struct vsc_polled *p);
  * frame checksum. The body is copied. 0, -EPROTO (structure) or
  * -EBADMSG (a frame checksum mismatch). */
 int vsc_poll_decode(const uint8_t *p, size_t len, struct vsc_polled *out);
+/* PollMessages (code 100), decoded as vsc_poll_decode does but in the
+ * buffer the reply was received into (no copy): after a poll that
+ * returns 0, vsc_last_reply is empty (the frame is out->buf). */
 int vsc_poll(struct vsc *c, const struct vsc_id *stream,
              const struct vsc_id *topic, const struct vsc_poll_args *a,
              struct vsc_polled *out);

@@ -32,6 +32,18 @@ typedef int vsc_record_fn(struct vs_rbuf *r, void *elem);
 int vsc_decode_records(const uint8_t *p, size_t len, size_t elem_size,
                        vsc_record_fn *decode, void **out, size_t *n);
 
+/* vsc_poll_decode of the body at buf + off (len bytes) in place: the
+ * heap buffer buf becomes out->buf whatever the result (freed by
+ * vsc_polled_fini, or here on a refusal), so a reply is decoded without
+ * a copy. */
+int vsc_poll_decode_owned(uint8_t *buf, size_t off, size_t len,
+                          struct vsc_polled *out);
+
+/* Hands the last reply frame's buffer to the caller (free()): the handle
+ * reads its next reply into a new one; vsc_last_reply is empty until
+ * then. The frame is *len bytes. */
+uint8_t *vsc_reply_take(struct vsc *c, size_t *len);
+
 /* ---- TLS transport (tls.c) ---- */
 struct vsc_tls;
 /* A client TLS context from the handle's options (the CA file is loaded
