@@ -2521,6 +2521,14 @@ static const struct scenario SCENARIOS[] = {
      .n = 3,
      .seed = 3100795,
      .opts = {.partitions = 2}},
+    /* The same in a partition group (soak seed 7500764): op 20 committed,
+     * both DVCs of log_view 2 without its header (one faulty, one
+     * nacking), the log_view 1 DVC that applied it holds it; it fails
+     * without older_pick. */
+    {.name = "stall-parts-7500764",
+     .n = 3,
+     .seed = 7500764,
+     .opts = {.partitions = 2}},
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
 

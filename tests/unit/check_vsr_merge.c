@@ -13,8 +13,8 @@
  * (and proves nothing within the canonical log by its log_view alone);
  * an older log_view's header at an op the newest log_view's DVCs hold
  * only faulty: kept when the nacks and the other headers prove no other
- * op there committed (the DVC sets of simulator seeds 3000495 and
- * 3100795, at the top and at a committed head), waiting below the nack
+ * op there committed (the DVC sets of simulator seeds 3000495, 3100795
+ * and 7500764, at the top and at a committed head), waiting below the nack
  * quorum, with two candidate headers or a committed head that no header
  * chains to, cut when the header does not chain; DVC/SV golden byte offsets
  * (iggy-server-ng.md §2); a DVC withheld until the faulty mark is
@@ -762,6 +762,43 @@ START_TEST(test_merge_committed_head_unchained_waits)
 }
 END_TEST
 
+/* n = 3, the DVCs of simulator seed 7500764's stalled view change (a
+ * partition group): the candidate, replica 2 of log_view 2, holds ops
+ * 1..19 and is faulty at op 20 (a damaged cut); replica 0 of log_view 2
+ * knows op 20 committed and nacks 18..20 (never journaled); replica 1
+ * of log_view 1 holds op 20 (it applied it). With replica 0 alone: one
+ * nack, no header, wait. Replica 1's header decides: had log 2's op 20
+ * been another op, replica 0's nack and that header (the nack quorum,
+ * 2) would prove it uncommitted; it chains to log 2's op 19, so it is
+ * the committed op 20, repaired from replica 1. */
+START_TEST(test_merge_seed_7500764)
+{
+    struct chain c;
+    chain_build(&c, 20, NULL, 0, 19);
+    struct bind b;
+    start_recovered(&b, 2, &c, 19, 4, 2, 20);
+    elect(&b);
+    ck_assert_uint_eq(vsr_view(b.v), 5); /* candidate: 5 mod 3 */
+    ck_assert_int_eq(feed_dvc_blanks(&b, 0, 5, 2, &c, 20, 20, 20,
+                                     ((UINT64_C(1) << 20) - 1) & ~UINT64_C(7),
+                                     0x7, 0x7),
+                     VSR_ACCEPTED);
+    assert_waits(&b);
+    ck_assert_int_eq(
+        feed_dvc(&b, 1, 5, 1, &c, 20, 20, 19, (UINT64_C(1) << 20) - 1, 0, 0),
+        VSR_ACCEPTED);
+    ck_assert_uint_eq(vsr_stats(b.v)->older_adopted, 1);
+    const struct vs_hdr_request_prepares *rp =
+        (const void *)last_sent(&b, VS_CMD_REQUEST_PREPARES, 1);
+    ck_assert_ptr_nonnull(rp); /* from the holder, replica 1 */
+    ck_assert_uint_eq(rp->from_op, 20);
+    ck_assert_int_eq(feed_repair(&b, &c, 20), VSR_ACCEPTED);
+    assert_started(&b, 0, &c, 20, 1, 0);
+    ck_assert_uint_eq(b.truncated, 0);
+    bind_fini(&b);
+}
+END_TEST
+
 /* A non-candidate's DVC: golden byte offsets; a faulty top op carried
  * with neither bit; withheld until the faulty mark is durable; R2: the
  * resend is byte-identical. */
@@ -1118,6 +1155,7 @@ main(void)
     tcase_add_test(tc, test_merge_older_header_unchained_cut);
     tcase_add_test(tc, test_merge_seed_3100795);
     tcase_add_test(tc, test_merge_committed_head_unchained_waits);
+    tcase_add_test(tc, test_merge_seed_7500764);
     tcase_add_test(tc, test_dvc_golden_and_withheld);
     tcase_add_test(tc, test_recovering_refuses_stale_sv);
     tcase_add_test(tc, test_serve_repair);
