@@ -541,8 +541,8 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
  * it. Every log an acker holds from then on (its journal as each later
  * prepare, StartView or merge leaves it) holds the op committed in w at
  * x: the view change's invariant, which this merge keeps. So an acker's
- * DVC holds H at x, or is faulty there (a damaged slot, never nacked:
- * R3); it never nacks x (nor ends below x: its reach mark) and never
+ * DVC holds H at x, or is faulty there (a damaged slot, which is never
+ * nacked); it never nacks x (nor ends below x: its reach mark) and never
  * holds another header there. The DVCs that nack x and those of an
  * older log_view holding a durable header other than H are therefore
  * non-ackers; if they number nq = n - q_repl + 1, at most q_repl - 1
