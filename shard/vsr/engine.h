@@ -611,6 +611,8 @@ struct vs_vsr_stats {
     uint64_t merge_deadlocks;   /* undecided with every replica's DVC */
     uint64_t merge_step_asides; /* candidate lags: its window < the top */
     uint64_t nack_truncations;  /* ops cut by a nack quorum in a merge */
+    uint64_t older_adopted;     /* merge: an older log_view's header kept
+                                   where the newest ones were faulty */
     uint64_t faulty_not_nacked; /* DVCs that held a faulty op unnacked */
     uint64_t truncations;       /* JOURNAL_TRUNCATE actions */
     uint64_t repair_requests;   /* RequestPrepares sent */

@@ -6,7 +6,9 @@
  * DoViewChange (built once per view: R2), the candidate's merge of a
  * quorum of DVCs (canonical by log_view then op, nack-quorum truncation,
  * faulty ops never nacked, a DVC of an older log_view a nack above the
- * lowest op a canonical DVC claims, wait when undecidable), StartView
+ * lowest op a canonical DVC claims, an older log_view's header deciding
+ * an op the newest log_view's DVCs hold only faulty, wait when
+ * undecidable), StartView
  * (broadcast by a new primary, targeted as a probe answer), and
  * RequestStartView.
  *
@@ -526,7 +528,131 @@ log_adopt(struct vs_vsr *v, const struct vs_hdr_prepare *const *headers,
     return 0;
 }
 
-/* The candidate's merge (engine.h "View change" step 3). */
+/* The canonical op at x where no DVC of the newest log_view L holds a
+ * header (their copies faulty or beyond their suffix), decided from the
+ * DVCs of older log_views. `nacker` marks the DVCs already counted as
+ * nacks of x; `below` is the canonical header at x - 1 (NULL: unknown).
+ * Returns 1 with *pick the one header that may be the committed op at x,
+ * 0 when no op at x can have committed (x is cut like a nack quorum's),
+ * -1 when it cannot decide (the merge waits).
+ *
+ * Why it is safe. Let H be log L's op at x (unknown) and suppose H
+ * committed: in some view w, q_repl replicas sent PrepareOk of view w for
+ * it. Every log an acker holds from then on (its journal as each later
+ * prepare, StartView or merge leaves it) holds the op committed in w at
+ * x: the view change's invariant, which this merge keeps. So an acker's
+ * DVC holds H at x, or is faulty there (a damaged slot, which is never
+ * nacked); it never nacks x (nor ends below x: its reach mark) and never
+ * holds another header there. The DVCs that nack x and those of an
+ * older log_view holding a durable header other than H are therefore
+ * non-ackers; if they number nq = n - q_repl + 1, at most q_repl - 1
+ * replicas acknowledged H: H did not commit. The older DVCs' headers at
+ * x split the cases:
+ *  - H is none of them: every holder is a non-acker. If nackers and
+ *    holders together are fewer than nq, H may be an op no DVC shows:
+ *    wait.
+ *  - H is header h: the holders of other headers are non-ackers. If
+ *    they and the nackers reach nq, h did not commit either. h is also
+ *    ruled out when it does not chain to `below` (log L is one hash
+ *    chain, so H's parent is log L's op at x - 1).
+ * No candidate left: nothing at x committed (nor above, commits are in
+ * order), so x is cut. One left, h, chaining to `below`: either H = h, so
+ * keeping h keeps what may have committed, or H (never committed) is
+ * replaced by h; then log L up to x - 1 followed by h is, by the hash
+ * chain, exactly the log h's own primary prepared h on, so keeping h
+ * adds no request twice (that primary's pipeline deduplicated it). More
+ * than one candidate, or an unknown `below`: wait; a possibly committed
+ * op is never cut. */
+static int
+older_pick(const struct vs_vsr *v, uint32_t L, uint64_t x, uint32_t nacker,
+           const struct vs_hdr_prepare *below,
+           const struct vs_hdr_prepare **pick)
+{
+    const struct vs_hdr_prepare *held[VS_REPLICAS_MAX];
+    unsigned nacks = 0, holders = 0;
+    for (unsigned r = 0; r < v->n; r++) {
+        const struct vsr_msg *d = v->dvcs[r];
+        held[r] = NULL;
+        if (d == NULL)
+            continue;
+        if (nacker & bit(r)) {
+            nacks++;
+            continue;
+        }
+        const struct vs_hdr_do_view_change *h = dvc_hdr(d);
+        if (h->log_view >= L || x > h->op || h->op - x >= VSR_DVC_HEADERS_MAX ||
+            !u128_bit(h->present_bitset, (unsigned)(h->op - x)))
+            continue;
+        held[r] = suffix_at(d, h->op, x);
+        if (held[r] != NULL)
+            holders++;
+    }
+    unsigned nq = vsr_quorum_nack(v->n);
+    if (nacks + holders < nq)
+        return -1; /* an op no DVC shows may have committed */
+    const struct vs_hdr_prepare *cand = NULL;
+    for (unsigned r = 0; r < v->n; r++) {
+        if (held[r] == NULL)
+            continue;
+        unsigned same = 0;
+        for (unsigned o = 0; o < v->n; o++)
+            if (held[o] != NULL &&
+                vs_u128_eq(held[o]->f.checksum, held[r]->f.checksum))
+                same++;
+        if (nacks + holders - same >= nq)
+            continue; /* this header did not commit */
+        if (below == NULL)
+            return -1; /* it may have: its chain cannot be checked */
+        if (!vs_u128_eq(held[r]->parent, below->f.checksum))
+            continue; /* not log L's op */
+        if (cand != NULL && !vs_u128_eq(cand->f.checksum, held[r]->f.checksum))
+            return -1;
+        cand = held[r];
+    }
+    *pick = cand;
+    return cand != NULL ? 1 : 0;
+}
+
+/* The DVCs that prove they never acknowledged log L's op x (header c;
+ * NULL: unknown): their own nack bit, a different header, a log ending
+ * below x, or, above canon_floor, any DVC of an older log_view (see
+ * merge_try). */
+static uint32_t
+merge_nackers(const struct vs_vsr *v, uint32_t L, uint64_t canon_floor,
+              uint64_t x, const struct vs_hdr_prepare *c)
+{
+    uint32_t m = 0;
+    for (unsigned r = 0; r < v->n; r++) {
+        const struct vsr_msg *d = v->dvcs[r];
+        if (d != NULL && ((x > canon_floor && dvc_hdr(d)->log_view < L) ||
+                          dvc_nacks(d, x, c)))
+            m |= bit(r);
+    }
+    return m;
+}
+
+/* older_pick at op x; a picked header becomes canon[x - lo]. */
+static int
+older_fill(struct vs_vsr *v, uint32_t L, uint32_t nacker,
+           const struct vs_hdr_prepare **canon, uint64_t lo, uint64_t x)
+{
+    const struct vs_hdr_prepare *pick = NULL;
+    int k =
+        older_pick(v, L, x, nacker, x > lo ? canon[x - lo - 1] : NULL, &pick);
+    if (k == 1) {
+        canon[x - lo] = pick;
+        v->stats.older_adopted++;
+    }
+    return k;
+}
+
+/* The candidate's merge (engine.h "View change" step 3): canonical
+ * headers from the DVCs of the highest log_view L, ops truncated from
+ * the top while a nack quorum proves them never committed; an op where
+ * every DVC of log_view L is faulty or silent is decided by the older
+ * log_views' headers when they prove which op may have committed there
+ * (older_pick, with the safety argument); anything else undecided
+ * waits for more DVCs or the next view. */
 static void
 merge_try(struct vs_vsr *v)
 {
@@ -585,20 +711,29 @@ merge_try(struct vs_vsr *v)
     uint64_t new_top = top;
     while (new_top > commit && new_top >= lo) {
         const struct vs_hdr_prepare *c = canon[new_top - lo];
-        unsigned nacks = 0;
-        for (unsigned r = 0; r < v->n; r++) {
-            const struct vsr_msg *d = v->dvcs[r];
-            if (d == NULL)
-                continue;
-            if ((new_top > canon_floor && dvc_hdr(d)->log_view < L) ||
-                dvc_nacks(d, new_top, c))
-                nacks++;
+        uint32_t nacker = merge_nackers(v, L, canon_floor, new_top, c);
+        if (bits(nacker) < nq && c == NULL) {
+            /* No DVC of log_view L holds a header here: the older ones
+             * may decide (older_pick). */
+            int k = older_fill(v, L, nacker, canon, lo, new_top);
+            if (k == 1)
+                break;
+            if (k == 0)
+                nacker = v->dvc_from; /* nothing at new_top committed */
         }
-        if (nacks < nq)
+        if (bits(nacker) < nq)
             break;
         v->stats.nack_truncations++;
         new_top--;
     }
+    /* A new head at or below the merged commit is a committed op, so log
+     * L's op there: where no DVC of log_view L holds it, the older ones
+     * may name it (older_pick; its other answer, that nothing there
+     * committed, contradicts the commit: the merge waits). */
+    if (new_top <= commit && new_top >= lo && new_top > v->commit_min &&
+        canon[new_top - lo] == NULL)
+        older_fill(v, L, merge_nackers(v, L, canon_floor, new_top, NULL), canon,
+                   lo, new_top);
     /* Every kept uncommitted op needs a known header, chained. */
     int undecided = commit > new_top;
     /* The new head's header must be known (the chain continues from

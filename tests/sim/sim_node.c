@@ -68,6 +68,7 @@ stats_sum(struct vs_vsr_stats *t, const struct vs_vsr_stats *s)
     t->merge_waits += s->merge_waits;
     t->merge_deadlocks += s->merge_deadlocks;
     t->nack_truncations += s->nack_truncations;
+    t->older_adopted += s->older_adopted;
     t->faulty_not_nacked += s->faulty_not_nacked;
     t->truncations += s->truncations;
     t->repair_requests += s->repair_requests;

@@ -1881,6 +1881,7 @@ sim_world_run(struct sim_world *w)
         sim_node_stats(n, &st);
         w->m.view_changes += st.view_changes;
         w->m.nack_truncations += st.nack_truncations;
+        w->m.older_adopted += st.older_adopted;
         w->m.faulty_not_nacked += st.faulty_not_nacked;
         w->m.repairs += st.repairs;
         w->m.truncations += st.truncations;

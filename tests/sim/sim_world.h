@@ -199,9 +199,9 @@ struct sim_marks {
     uint64_t xfer_begun, xfer_installs, xfer_table_only, xfer_retargets,
         xfer_abandoned, xfer_served, xfer_tables; /* tables installed */
     /* from the engine's counters */
-    uint64_t nack_truncations, faulty_not_nacked, repairs, truncations,
-        range_evicted, sv_adopted, probe_elections, faulty_repaired,
-        divergences;
+    uint64_t nack_truncations, older_adopted, faulty_not_nacked, repairs,
+        truncations, range_evicted, sv_adopted, probe_elections,
+        faulty_repaired, divergences;
 };
 
 struct sim_world {

@@ -206,6 +206,7 @@ print_marks(const struct sim_world *w)
         {"sv_adopted", m->sv_adopted},
         {"probe_elections", m->probe_elections},
         {"nack_truncations", m->nack_truncations},
+        {"older_adopted", m->older_adopted},
         {"faulty_not_nacked", m->faulty_not_nacked},
         {"truncations", m->truncations},
         {"repairs", m->repairs},
@@ -2701,6 +2702,29 @@ static const struct scenario SCENARIOS[] = {
      * Fixed by the same rule: the Prepare above the gap is taken and
      * 33..36 are repaired below it. */
     {"stall-gate-800573-prepare-over-gap", 3, NULL, NULL, 800573, 0, {0}},
+    /* Soak stalls where the newest log_view's DVCs held op x only faulty
+     * (no header), an older log_view's DVC held a header at x and a third
+     * nacked x: the merge waited for good. 3000495 (gate profile): log 1
+     * ended at 25 on one DVC, so op 26 above it is cut (canon_floor);
+     * with that rule off the older header decides instead (older_pick);
+     * with both off the seed stalls. 3100795 (--partitions 2, a partition
+     * group): op 5 committed, the one DVC of log_view 1 nacking it, the
+     * older DVC's op 5 is the committed one (older_pick); on this tree
+     * its schedule no longer reaches that merge. check_vsr_merge replays
+     * both DVC sets and their near cases. */
+    {.name = "stall-gate-3000495", .n = 3, .seed = 3000495},
+    {.name = "stall-parts-3100795",
+     .n = 3,
+     .seed = 3100795,
+     .opts = {.partitions = 2}},
+    /* The same in a partition group (soak seed 7500764): op 20 committed,
+     * both DVCs of log_view 2 without its header (one faulty, one
+     * nacking), the log_view 1 DVC that applied it holds it; it fails
+     * without older_pick. */
+    {.name = "stall-parts-7500764",
+     .n = 3,
+     .seed = 7500764,
+     .opts = {.partitions = 2}},
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
 

@@ -10,7 +10,13 @@
  * faulty op is never nacked, the candidate waits, then repairs it from
  * the DVC sender whose present bit is set; n = 4: a DVC of an older
  * log_view counts as a nack above the lowest op a canonical DVC claims
- * (and proves nothing within the canonical log); DVC/SV golden byte offsets
+ * (and proves nothing within the canonical log by its log_view alone);
+ * an older log_view's header at an op the newest log_view's DVCs hold
+ * only faulty: kept when the nacks and the other headers prove no other
+ * op there committed (the DVC sets of simulator seeds 3000495, 3100795
+ * and 7500764, at the top and at a committed head), waiting below the nack
+ * quorum, with two candidate headers or a committed head that no header
+ * chains to, cut when the header does not chain; DVC/SV golden byte offsets
  * (iggy-server-ng.md §2); a DVC withheld until the faulty mark is
  * durable; stale StartViews refused while Recovering (incarnation,
  * durable view); RequestPrepares answered high to low, RangeEvicted below
@@ -32,7 +38,7 @@
 
 #define CLUSTER_LO 0x76737472u
 #define CLUSTER_HI 0x1u
-#define CHAIN_MAX  16
+#define CHAIN_MAX  32
 
 /* A hand-built log: prepare frames ops 1..n, each 256 + 8 bytes. */
 struct chain {
@@ -263,12 +269,13 @@ frame_base(uint8_t *frame, uint8_t command, uint8_t sender, uint32_t view,
 }
 
 /* A DVC from `sender` for `view` with c's headers top..top-count+1 and
- * the given bitsets (bit i = op top - i). blank_top: header top is
- * blank (faulty at the sender). */
+ * the given bitsets (bit i = op top - i); header i is blank where bit i
+ * of `blank` is set. */
 static enum vsr_verdict
-feed_dvc(struct bind *b, uint8_t sender, uint32_t view, uint32_t log_view,
-         const struct chain *c, uint64_t top, unsigned count, uint64_t commit,
-         uint64_t present, uint64_t nack, int blank_top)
+feed_dvc_blanks(struct bind *b, uint8_t sender, uint32_t view,
+                uint32_t log_view, const struct chain *c, uint64_t top,
+                unsigned count, uint64_t commit, uint64_t present,
+                uint64_t nack, uint64_t blank)
 {
     size_t size = VS_HEADER_SIZE + (size_t)count * VS_HEADER_SIZE;
     uint8_t *f = vs_xcalloc(1, size);
@@ -281,7 +288,7 @@ feed_dvc(struct bind *b, uint8_t sender, uint32_t view, uint32_t log_view,
     d->present_bitset.lo = present;
     d->nack_bitset.lo = nack;
     for (unsigned i = 0; i < count; i++) {
-        if (i == 0 && blank_top)
+        if (i < 64 && (blank >> i) & 1)
             continue;
         memcpy(f + VS_HEADER_SIZE + (size_t)i * VS_HEADER_SIZE,
                c->frame[top - i], VS_HEADER_SIZE);
@@ -291,6 +298,17 @@ feed_dvc(struct bind *b, uint8_t sender, uint32_t view, uint32_t log_view,
     free(f);
     bind_drain(b);
     return r;
+}
+
+/* feed_dvc_blanks with header top blank (faulty at the sender) when
+ * blank_top is set, every other header present in the body. */
+static enum vsr_verdict
+feed_dvc(struct bind *b, uint8_t sender, uint32_t view, uint32_t log_view,
+         const struct chain *c, uint64_t top, unsigned count, uint64_t commit,
+         uint64_t present, uint64_t nack, int blank_top)
+{
+    return feed_dvc_blanks(b, sender, view, log_view, c, top, count, commit,
+                           present, nack, blank_top ? 1 : 0);
 }
 
 static enum vsr_verdict
@@ -503,30 +521,280 @@ START_TEST(test_merge_older_log_view_nacks_above_canonical_floor)
 }
 END_TEST
 
-/* The same DVCs except that every DVC of log_view 1 claims op 5 (two
- * nack it, the faulty one is silent): log 1 may have started with an op
+/* The merge waited and changed nothing: no header adopted, no op cut,
+ * no StartView. */
+static void
+assert_waits(const struct bind *b)
+{
+    ck_assert_uint_ge(vsr_stats(b->v)->merge_waits, 1);
+    ck_assert_uint_eq(vsr_stats(b->v)->older_adopted, 0);
+    ck_assert_uint_eq(vsr_stats(b->v)->nack_truncations, 0);
+    ck_assert_int_eq(vsr_status(b->v), VSR_STATUS_VIEW_CHANGE);
+    ck_assert_uint_eq(b->truncated, 0);
+    ck_assert_uint_eq(count_sent(b, VS_CMD_START_VIEW), 0);
+}
+
+/* The view started at `op` with c's op there on top of its StartView to
+ * replica `to`; `adopted` older headers kept, `cut` ops truncated. */
+static void
+assert_started(const struct bind *b, uint8_t to, const struct chain *c,
+               uint64_t op, uint64_t adopted, uint64_t cut)
+{
+    ck_assert_uint_eq(vsr_stats(b->v)->older_adopted, adopted);
+    ck_assert_uint_eq(vsr_stats(b->v)->nack_truncations, cut);
+    ck_assert_int_eq(vsr_status(b->v), VSR_STATUS_NORMAL);
+    ck_assert_uint_eq(vsr_op(b->v), op);
+    const struct vs_hdr_start_view *sv =
+        (const void *)last_sent(b, VS_CMD_START_VIEW, to);
+    ck_assert_ptr_nonnull(sv);
+    ck_assert_uint_eq(sv->op, op);
+    const struct vs_hdr_prepare *s0 =
+        (const void *)((const uint8_t *)sv + VS_HEADER_SIZE);
+    ck_assert(vs_u128_eq(s0->f.checksum, hdr(c, (unsigned)op)->f.checksum));
+}
+
+/* n = 4, candidate replica 2 of log_view 0 holding c[1..5]; replica 1 of
+ * log_view 1 claims op 5 and is faulty there, replica 3 nacks it, and
+ * replica 0 nacks it too (nack0 = 1) or is faulty there as well. */
+static void
+feed_n4_faulty_top(struct bind *b, const struct chain *c, int nack0)
+{
+    start_recovered_n(b, 2, 4, c, 5, 1, 0, 0);
+    elect(b);
+    ck_assert_int_eq(feed_dvc(b, 1, 2, 1, c, 5, 5, 3, 0x1e, 0, 1),
+                     VSR_ACCEPTED);
+    ck_assert_int_eq(feed_dvc(b, 3, 2, 1, c, 5, 5, 3, 0x1e, 0x1, 1),
+                     VSR_ACCEPTED);
+    ck_assert_int_eq(vsr_status(b->v), VSR_STATUS_VIEW_CHANGE);
+    ck_assert_uint_eq(vsr_stats(b->v)->older_adopted, 0);
+    ck_assert_int_eq(feed_dvc(b, 0, 2, 1, c, 5, 5, 3, 0x1e, nack0 ? 0x1 : 0, 1),
+                     VSR_ACCEPTED);
+}
+
+/* The same DVCs except that every DVC of log_view 1 claims op 5: two
+ * nack it, replica 1 is faulty there. Log 1 may have started with an op
  * 5, perhaps the candidate's own, committed in view 0 with the
- * candidate's PrepareOk. The older DVC proves nothing there: with every
- * replica's DVC the merge still waits (never cuts a maybe-committed op). */
-START_TEST(test_merge_older_log_view_silent_within_canonical_log)
+ * candidate's PrepareOk, so op 5 is never cut. The candidate's header
+ * decides it: if log 1's op 5 is another one, the two nacks and the
+ * candidate's different header make the nack quorum (3) and it never
+ * committed; if it is the candidate's, it is kept. Either way the
+ * candidate's op 5, chained to log 1's op 4, is the view's op 5. */
+START_TEST(test_merge_older_header_decides_within_canonical_log)
 {
     struct chain c;
     chain_build(&c, 5, NULL, 0, 8);
     struct bind b;
-    start_recovered_n(&b, 2, 4, &c, 5, 1, 0, 0);
-    elect(&b);
-    ck_assert_int_eq(feed_dvc(&b, 1, 2, 1, &c, 5, 5, 3, 0x1e, 0, 1),
-                     VSR_ACCEPTED);
-    ck_assert_int_eq(feed_dvc(&b, 3, 2, 1, &c, 5, 5, 3, 0x1e, 0x1, 1),
-                     VSR_ACCEPTED);
-    ck_assert_int_eq(feed_dvc(&b, 0, 2, 1, &c, 5, 5, 3, 0x1e, 0x1, 1),
-                     VSR_ACCEPTED);
-    ck_assert_uint_eq(vsr_stats(b.v)->nack_truncations, 0);
-    ck_assert_uint_ge(vsr_stats(b.v)->merge_deadlocks, 1);
-    ck_assert_int_eq(vsr_status(b.v), VSR_STATUS_VIEW_CHANGE);
-    ck_assert_uint_eq(vsr_op(b.v), 5);
+    feed_n4_faulty_top(&b, &c, 1);
+    assert_started(&b, 1, &c, 5, 1, 0);
     ck_assert_uint_eq(b.truncated, 0);
-    ck_assert_uint_eq(count_sent(&b, VS_CMD_START_VIEW), 0);
+    bind_fini(&b);
+}
+END_TEST
+
+/* The near case: one DVC of log_view 1 nacks op 5, the other two are
+ * faulty there. One nack and the candidate's header are 2, below the
+ * nack quorum (3): an op 5 no DVC shows may have committed with the
+ * PrepareOks of the two faulty replicas. With every DVC in, the merge
+ * still waits. */
+START_TEST(test_merge_older_header_waits_below_nack_quorum)
+{
+    struct chain c;
+    chain_build(&c, 5, NULL, 0, 9);
+    struct bind b;
+    feed_n4_faulty_top(&b, &c, 0);
+    ck_assert_uint_ge(vsr_stats(b.v)->merge_deadlocks, 1);
+    assert_waits(&b);
+    bind_fini(&b);
+}
+END_TEST
+
+/* n = 3, candidate replica 0 of log_view 0 (view 3) holding log[1..26];
+ * replica 1 of log_view 1 claims op 26 of c but is faulty there (ops
+ * 14..25 present, the rest blank), as in simulator seed 3000495. */
+static void
+start_faulty_top(struct bind *b, const struct chain *log, const struct chain *c)
+{
+    start_recovered(b, 0, log, 26, 2, 0, 0);
+    elect(b);
+    ck_assert_uint_eq(vsr_view(b->v), 3); /* candidate: 3 mod 3 */
+    uint64_t blank = 1 | (((UINT64_C(1) << 13) - 1) << 13);
+    ck_assert_int_eq(
+        feed_dvc_blanks(b, 1, 3, 1, c, 26, 26, 22, 0x1ffe, 0, blank),
+        VSR_ACCEPTED);
+    ck_assert_int_eq(vsr_status(b->v), VSR_STATUS_VIEW_CHANGE);
+}
+
+/* Replica 2's DVC: it journaled only ops 1..4 and nacks 5..top (it
+ * never journaled the log it adopted), headers blank there. */
+static void
+feed_r2_nacks(struct bind *b, const struct chain *c, uint32_t log_view,
+              uint64_t top)
+{
+    unsigned count = (unsigned)top;
+    uint64_t nack = (UINT64_C(1) << (count - 4)) - 1;
+    ck_assert_int_eq(feed_dvc_blanks(b, 2, 3, log_view, c, top, count, 22,
+                                     UINT64_C(0xf) << (count - 4), nack, nack),
+                     VSR_ACCEPTED);
+}
+
+/* The DVCs of seed 3000495's stalled view change: replica 2 is of
+ * log_view 1 and ends at op 25. Log 1 may end at 25 (replica 2's
+ * claim): its op 26 lies above that, so the candidate's DVC of log_view
+ * 0 and replica 2's end below it make the nack quorum (2) and op 26 is
+ * cut; op 25 is kept (one nack). */
+START_TEST(test_merge_seed_3000495)
+{
+    struct chain c;
+    chain_build(&c, 26, NULL, 0, 10);
+    struct bind b;
+    start_faulty_top(&b, &c, &c);
+    feed_r2_nacks(&b, &c, 1, 25);
+    assert_started(&b, 1, &c, 25, 0, 1);
+    ck_assert_uint_eq(b.truncated, 26);
+    bind_fini(&b);
+}
+END_TEST
+
+/* The class of seed 3000495 where no canonical DVC ends lower: replica
+ * 2 is of log_view 0 too, ends at op 26 and nacks it. Log 1's op 26 is
+ * either the candidate's (kept: it may have committed in view 0 with
+ * replica 1's PrepareOk) or another op, which replica 2's nack and the
+ * candidate's different header prove never committed: the candidate's
+ * op 26, chained to log 1's op 25, is the view's. With the two first
+ * DVCs alone (no nack) the merge waits. */
+START_TEST(test_merge_older_header_kept_at_top)
+{
+    struct chain c;
+    chain_build(&c, 26, NULL, 0, 11);
+    struct bind b;
+    start_faulty_top(&b, &c, &c);
+    assert_waits(&b);
+    feed_r2_nacks(&b, &c, 0, 26);
+    assert_started(&b, 1, &c, 26, 1, 0);
+    ck_assert_uint_eq(b.truncated, 0);
+    bind_fini(&b);
+}
+END_TEST
+
+/* Near case: replica 2 (log_view 0) holds another op 26 chained to the
+ * same op 25. Each older header may be log 1's op 26 (the other holder
+ * alone is below the nack quorum): undecidable, the merge waits with
+ * every DVC in and cuts nothing. */
+START_TEST(test_merge_older_headers_disagree_wait)
+{
+    struct chain c, d;
+    chain_build(&c, 26, NULL, 0, 12);
+    chain_build(&d, 26, &c, 26, 13); /* shares ops 1..25 */
+    struct bind b;
+    start_faulty_top(&b, &c, &c);
+    ck_assert_int_eq(
+        feed_dvc(&b, 2, 3, 0, &d, 26, 26, 22, (UINT64_C(1) << 26) - 1, 0, 0),
+        VSR_ACCEPTED);
+    ck_assert_uint_ge(vsr_stats(b.v)->merge_deadlocks, 1);
+    assert_waits(&b);
+    bind_fini(&b);
+}
+END_TEST
+
+/* Near case: the candidate's op 26 does not chain to log 1's op 25 (its
+ * log forked at 25), so it is not log 1's op 26, which replica 2's nack
+ * and that different header prove never committed: op 26 is cut; so is
+ * op 25 (replica 2 nacks it, the candidate holds another), op 24 is
+ * kept. */
+START_TEST(test_merge_older_header_unchained_cut)
+{
+    struct chain c, e;
+    chain_build(&c, 26, NULL, 0, 14);
+    chain_build(&e, 26, &c, 25, 15); /* shares ops 1..24 */
+    struct bind b;
+    start_faulty_top(&b, &e, &c);
+    feed_r2_nacks(&b, &c, 0, 26);
+    assert_started(&b, 1, &c, 24, 0, 2);
+    ck_assert_uint_eq(b.truncated, 25);
+    bind_fini(&b);
+}
+END_TEST
+
+/* n = 3, candidate replica 0 of log_view 0 holding log[1..5]; replica 2
+ * of log_view 1 ends at op 5 of c, knows op 5 committed, and nacks it
+ * (never journaled), as in simulator seed 3100795 (a partition group). */
+static void
+feed_committed_head(struct bind *b, const struct chain *log,
+                    const struct chain *c)
+{
+    start_recovered(b, 0, log, 5, 2, 0, 0);
+    elect(b);
+    ck_assert_int_eq(feed_dvc(b, 2, 3, 1, c, 5, 5, 5, 0x1e, 0x1, 1),
+                     VSR_ACCEPTED);
+}
+
+/* The DVCs of seed 3100795's stalled view change. Op 5 committed, so it
+ * is log 1's op 5: had it been another op, replica 2's nack and the
+ * candidate's different header (the nack quorum, 2) would prove it
+ * uncommitted. The candidate's op 5 chains to log 1's op 4: the view
+ * starts with it. */
+START_TEST(test_merge_seed_3100795)
+{
+    struct chain c;
+    chain_build(&c, 5, NULL, 0, 16);
+    struct bind b;
+    feed_committed_head(&b, &c, &c);
+    assert_started(&b, 2, &c, 5, 1, 0);
+    ck_assert_uint_eq(vsr_commit_max(b.v), 5);
+    ck_assert_uint_eq(b.truncated, 0);
+    bind_fini(&b);
+}
+END_TEST
+
+/* Near case: the candidate's log forked at op 4, so its op 5 does not
+ * chain to log 1's op 4 and is not the committed op 5. Nothing left
+ * could be it, which contradicts the commit: the merge waits and cuts
+ * nothing (never a committed op). */
+START_TEST(test_merge_committed_head_unchained_waits)
+{
+    struct chain c, e;
+    chain_build(&c, 5, NULL, 0, 17);
+    chain_build(&e, 5, &c, 4, 18); /* shares ops 1..3 */
+    struct bind b;
+    feed_committed_head(&b, &e, &c);
+    assert_waits(&b);
+    bind_fini(&b);
+}
+END_TEST
+
+/* n = 3, the DVCs of simulator seed 7500764's stalled view change (a
+ * partition group): the candidate, replica 2 of log_view 2, holds ops
+ * 1..19 and is faulty at op 20 (a damaged cut); replica 0 of log_view 2
+ * knows op 20 committed and nacks 18..20 (never journaled); replica 1
+ * of log_view 1 holds op 20 (it applied it). With replica 0 alone: one
+ * nack, no header, wait. Replica 1's header decides: had log 2's op 20
+ * been another op, replica 0's nack and that header (the nack quorum,
+ * 2) would prove it uncommitted; it chains to log 2's op 19, so it is
+ * the committed op 20, repaired from replica 1. */
+START_TEST(test_merge_seed_7500764)
+{
+    struct chain c;
+    chain_build(&c, 20, NULL, 0, 19);
+    struct bind b;
+    start_recovered(&b, 2, &c, 19, 4, 2, 20);
+    elect(&b);
+    ck_assert_uint_eq(vsr_view(b.v), 5); /* candidate: 5 mod 3 */
+    ck_assert_int_eq(feed_dvc_blanks(&b, 0, 5, 2, &c, 20, 20, 20,
+                                     ((UINT64_C(1) << 20) - 1) & ~UINT64_C(7),
+                                     0x7, 0x7),
+                     VSR_ACCEPTED);
+    assert_waits(&b);
+    ck_assert_int_eq(
+        feed_dvc(&b, 1, 5, 1, &c, 20, 20, 19, (UINT64_C(1) << 20) - 1, 0, 0),
+        VSR_ACCEPTED);
+    ck_assert_uint_eq(vsr_stats(b.v)->older_adopted, 1);
+    const struct vs_hdr_request_prepares *rp =
+        (const void *)last_sent(&b, VS_CMD_REQUEST_PREPARES, 1);
+    ck_assert_ptr_nonnull(rp); /* from the holder, replica 1 */
+    ck_assert_uint_eq(rp->from_op, 20);
+    ck_assert_int_eq(feed_repair(&b, &c, 20), VSR_ACCEPTED);
+    assert_started(&b, 0, &c, 20, 1, 0);
+    ck_assert_uint_eq(b.truncated, 0);
     bind_fini(&b);
 }
 END_TEST
@@ -879,7 +1147,15 @@ main(void)
     tcase_add_test(tc, test_merge_faulty_waits_then_repairs);
     tcase_add_test(tc, test_merge_faulty_nacked_by_quorum);
     tcase_add_test(tc, test_merge_older_log_view_nacks_above_canonical_floor);
-    tcase_add_test(tc, test_merge_older_log_view_silent_within_canonical_log);
+    tcase_add_test(tc, test_merge_older_header_decides_within_canonical_log);
+    tcase_add_test(tc, test_merge_older_header_waits_below_nack_quorum);
+    tcase_add_test(tc, test_merge_seed_3000495);
+    tcase_add_test(tc, test_merge_older_header_kept_at_top);
+    tcase_add_test(tc, test_merge_older_headers_disagree_wait);
+    tcase_add_test(tc, test_merge_older_header_unchained_cut);
+    tcase_add_test(tc, test_merge_seed_3100795);
+    tcase_add_test(tc, test_merge_committed_head_unchained_waits);
+    tcase_add_test(tc, test_merge_seed_7500764);
     tcase_add_test(tc, test_dvc_golden_and_withheld);
     tcase_add_test(tc, test_recovering_refuses_stale_sv);
     tcase_add_test(tc, test_serve_repair);
