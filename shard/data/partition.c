@@ -27,7 +27,6 @@
 #include "common/checksum.h"
 #include "common/log.h"
 #include "common/mem.h"
-#include "common/wire.h"
 #include "shard/data/batch.h"
 #include "shard/data/partition.h"
 #include "shard/data/pdir.h"
@@ -517,7 +516,7 @@ unsynced_window(const struct part_opts *o)
 {
     uint64_t w = 0;
     if (o->durability == PART_FSYNC_INTERVAL)
-        w = 2 * o->fsync_bytes + 2 * (uint64_t)VS_FRAME_MAX;
+        w = 2 * o->fsync_bytes + 2 * o->limits.max_batch_bytes;
     return o->unsynced_max > w ? o->unsynced_max : w;
 }
 

@@ -139,9 +139,10 @@ struct part_opts {
      * and not yet fsynced, the window of the unsynced group tail rule
      * (segment.h dseg_load_active). 0: derived from the policy --
      * every-batch: none (each batch is fsynced before the next is
-     * written); interval: 2 * fsync_bytes + 2 * VS_FRAME_MAX (the writer
-     * fsyncs once fsync_bytes are unsynced, and one more append or group
-     * commit's writes may land while that fsync runs). A replicated
+     * written); interval: 2 * (fsync_bytes + limits.max_batch_bytes)
+     * (the writer fsyncs once fsync_bytes are unsynced, and one more
+     * append or group commit's writes may land while that fsync runs):
+     * derived, not persisted. A replicated
      * partition's binding sets its journal's window (its engine never
      * holds more than journal_slots ops above the durable checkpoint,
      * and none of them is reported durable before its fsync); the larger

@@ -570,38 +570,38 @@ record_at(struct vs_pjournal *j, int fd, uint64_t at, uint64_t end,
                           buf + PJ_RECORD_PREFIX + sizeof(*h), blen);
 }
 
-/* 1 if the damaged stretch z[0, len) of a .vsr file is records that did
- * not land whole (unwritten.h): split at each record prefix it holds,
- * every piece is zero from its record's header's last byte on (that byte
- * is never zero in a whole record: the format-2 mark of checksum_view),
- * a piece without a prefix is zero after the prefix's bytes (a prefix cut
- * short), and a last piece shorter than a prefix may end the file. */
+/* 1 if the damaged stretch z[0, len) of a .vsr file (starting at a
+ * record boundary) is records that did not land whole (unwritten.h): a
+ * piece starting with a valid prefix is zero from its record's header's
+ * last byte on (that byte is never zero in a whole record: the format-2
+ * mark of checksum_view); a piece without one is a prefix cut short (at
+ * most its bytes) or a lost record: zero for the rest of the smallest
+ * record, then up to the next non-zero byte, where the next piece starts
+ * (8-aligned, as records are); a last piece shorter than a prefix may end
+ * the file. */
 static int
 stretch_unwritten(const uint8_t *z, size_t len, int at_eof)
 {
-    const size_t mark = PJ_RECORD_PREFIX + sizeof(struct vs_hdr_prepare) - 1;
+    const size_t rec_min = PJ_RECORD_PREFIX + sizeof(struct vs_hdr_prepare);
     size_t a = 0;
     while (a < len) {
         size_t rest = len - a;
         if (rest < PJ_RECORD_PREFIX)
             return at_eof || unwritten_zero_from(z + a, rest, 0);
-        size_t e = len;
         if (prefix_ok(z + a)) {
             uint32_t rl = vs_load_u32(z + a + 8);
-            if (rl < rest)
-                e = a + rl;
-            if (!unwritten_zero_from(z + a, e - a, mark))
+            size_t e = rl < rest ? a + rl : len;
+            if (!unwritten_zero_from(z + a, e - a, rec_min - 1))
                 return 0;
-        } else {
-            for (size_t b = a + 8; b + PJ_RECORD_PREFIX <= len; b += 8)
-                if (prefix_ok(z + b)) {
-                    e = b;
-                    break;
-                }
-            if (!unwritten_zero_from(z + a, e - a, PJ_RECORD_PREFIX))
-                return 0;
+            a = e;
+            continue;
         }
-        a = e;
+        size_t e = rest < rec_min ? len : a + rec_min;
+        if (!unwritten_zero_from(z + a, e - a, PJ_RECORD_PREFIX))
+            return 0;
+        while (e < len && z[e] == 0)
+            e++;
+        a = e & ~(size_t)7; /* >= the old a + rec_min - 7: forward */
     }
     return 1;
 }

@@ -430,7 +430,10 @@ unsynced_tail(struct vs_sio *io, struct dseg *s, uint64_t pos, uint64_t fsize,
                 batch_validate(h, (size_t)batch_length(h), &lim, 0, NULL) ==
                     BATCH_OK)
                 break;
-            if (cut_by_end(h, expect + 1, tail - q))
+            /* a header has no checksum of its own: a last batch cut by
+             * the end counts only after never-written bytes */
+            if (cut_by_end(h, expect + 1, tail - q) &&
+                unwritten_shape(b + d, (size_t)(q - d)))
                 break;
         }
         if (q + BATCH_HEADER_SIZE > tail)

@@ -15,6 +15,12 @@
  *    least UNWRITTEN_SECTOR zero bytes (a sector that did not land);
  *  - unwritten_zero_from (records, whose every whole write ends in a
  *    byte that is never zero): every byte from `from` on is zero.
+ * The batch test is the weaker one (a batch may end in a zero byte): a
+ * flipped batch that does, within the window, is cut as never written --
+ * a replicated partition then repairs its op (its record without its
+ * batch is faulty, never nacked), and under interval the policy already
+ * allows losing acknowledged batches that were not yet fsynced. The
+ * record test misreads only a flip that zeroes exactly that last byte.
  * The shape alone proves nothing about age: the scans also bound where it
  * may lie (above the durable checkpoint, within the writes the writer can
  * have left unsynced) before they cut.
