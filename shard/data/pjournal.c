@@ -697,6 +697,24 @@ out:
     return rc;
 }
 
+enum { TAIL_NONE = 0, TAIL_TORN = 1, TAIL_FAULTY = 2 };
+
+/* The unsynced group tail rule at the damaged record of op `bad` at pos
+ * of the last .vsr file: TAIL_NONE (why[] says why, when it applied),
+ * TAIL_TORN (every-batch: cut as a torn tail, never acknowledged),
+ * TAIL_FAULTY (interval: cut, faulty up to *last_op), or -errno. */
+static int
+tail_rule(struct vs_pjournal *j, int fd, uint64_t pos, uint64_t end,
+          uint64_t bad, const struct pj_state *st, uint32_t window,
+          uint8_t *buf, uint64_t *last_op, char *why, size_t why_len)
+{
+    int g = vsr_group_tail(j, fd, pos, end, bad, st->checkpoint_op, window, buf,
+                           last_op, why, why_len);
+    if (g <= 0)
+        return g;
+    return part_every_batch(j->p) ? TAIL_TORN : TAIL_FAULTY;
+}
+
 int
 pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
         struct pj_recovered *rec, struct part_verdict *v)
@@ -749,7 +767,6 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
     /* the unsynced group tail rule (pjournal.h): under every-batch a cut
      * record was never acknowledged; under interval it may have been
      * (acknowledged once written) and is repaired, never nacked */
-    int every_batch = part_every_batch(p);
     uint64_t group_last = 0;
     char why[200] = "";
     for (size_t fi = 0; fi < files.n && !tail_damage; fi++) {
@@ -806,22 +823,20 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
             uint32_t rlen = vs_load_u32(buf + 8);
             if (!prefix_ok(buf)) {
                 uint64_t bad = expect_op ? expect_op : 1;
-                int g = 0;
-                if (last_file) {
-                    g = vsr_group_tail(j, fd, pos, fsize, bad,
-                                       rec->state.checkpoint_op, window, buf,
-                                       &group_last, why, sizeof(why));
-                    if (g < 0) {
-                        rc = g;
-                        sio_close(j->io, fd);
-                        goto fail;
-                    }
+                int g = last_file ? tail_rule(j, fd, pos, fsize, bad,
+                                              &rec->state, window, buf,
+                                              &group_last, why, sizeof(why))
+                                  : TAIL_NONE;
+                if (g < 0) {
+                    rc = g;
+                    sio_close(j->io, fd);
+                    goto fail;
                 }
-                if (g == 1 && every_batch) {
-                    torn = 1; /* never acknowledged: cut, as a torn tail */
+                if (g == TAIL_TORN) {
+                    torn = 1;
                     break;
                 }
-                if (g == 1) {
+                if (g == TAIL_FAULTY) {
                     struct walk_rec *r = walk_push(&w);
                     r->e.op = bad;
                     r->bad = 1;
@@ -927,25 +942,24 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
                     r->bad = 1;
                 }
             }
-            if (r->bad && !is_last && last_file) {
-                int g = vsr_group_tail(j, fd, pos, fsize, op,
-                                       rec->state.checkpoint_op, window, buf,
-                                       &group_last, why, sizeof(why));
-                if (g < 0) {
-                    rc = g;
-                    sio_close(j->io, fd);
-                    goto fail;
-                }
-                if (g == 1 && every_batch) {
-                    w.n--; /* never acknowledged: cut, as a torn tail */
-                    torn = 1;
-                    break;
-                }
-                if (g == 1) {
-                    faulty_top = group_last > op ? group_last : op;
-                    tail_damage = 1;
-                    break;
-                }
+            int g = r->bad && !is_last && last_file
+                        ? tail_rule(j, fd, pos, fsize, op, &rec->state, window,
+                                    buf, &group_last, why, sizeof(why))
+                        : TAIL_NONE;
+            if (g < 0) {
+                rc = g;
+                sio_close(j->io, fd);
+                goto fail;
+            }
+            if (g == TAIL_TORN) {
+                w.n--; /* the damaged record is cut with the rest */
+                torn = 1;
+                break;
+            }
+            if (g == TAIL_FAULTY) {
+                faulty_top = group_last > op ? group_last : op;
+                tail_damage = 1;
+                break;
             }
             if (r->bad && !is_last) {
                 verdict(v, p, PART_R_INTERIOR_DAMAGE,

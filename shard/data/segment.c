@@ -596,11 +596,10 @@ dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
             batch_base_offset(hdr) > UINT64_MAX - batch_count(hdr)) {
             /* Structurally bad: an unsynced group tail, or torn unless
              * the old index knows a valid batch after it. */
-            rc = group_tail_cut(io, s, pos, fsize, expect, why);
-            if (rc < 0)
-                goto fail;
-            if (rc == 1) {
-                cut = pos;
+            if ((rc = group_tail_cut(io, s, pos, fsize, expect, why)) != 0) {
+                if (rc < 0)
+                    goto fail;
+                cut = pos; /* an unsynced group tail */
                 break;
             }
             for (size_t i = 0; i < fn; i++) {
@@ -657,11 +656,10 @@ dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
                 cut = pos;
                 break;
             }
-            rc = group_tail_cut(io, s, pos, fsize, expect, why);
-            if (rc < 0)
-                goto fail;
-            if (rc == 1) {
-                cut = pos;
+            if ((rc = group_tail_cut(io, s, pos, fsize, expect, why)) != 0) {
+                if (rc < 0)
+                    goto fail;
+                cut = pos; /* an unsynced group tail */
                 break;
             }
             if (policy == PART_FSYNC_EVERY_BATCH ||

@@ -675,18 +675,6 @@ tail_batches(const struct part_opts *o, int nb, uint32_t plen, char *log,
     free(all);
 }
 
-/* Zeroes [from, to) of the file. */
-static void
-zero_range(const char *path, uint64_t from, uint64_t to)
-{
-    size_t n = 0;
-    uint8_t *b = dt_read_file(path, &n);
-    ck_assert_uint_le(to, n);
-    memset(b + from, 0, (size_t)(to - from));
-    dt_write_file(path, b, n);
-    free(b);
-}
-
 /* The messages a poll from offset 0 returns. */
 static uint32_t
 poll_count(struct vs_part *p)
@@ -716,11 +704,11 @@ START_TEST(test_unsynced_group_tail_cut)
         uint64_t pos[6];
         tail_batches(&o, 5, 1400, log, sizeof(log), pos);
         if (shape == 0 || shape == 3) /* batch 2 cut short */
-            zero_range(log, pos[2] + 300, pos[3]);
+            dt_zero_range(log, pos[2] + 300, pos[3]);
         else if (shape == 1) /* batch 2 lost, batch 3 too */
-            zero_range(log, pos[2], pos[4]);
+            dt_zero_range(log, pos[2], pos[4]);
         else /* one sector of batch 2 did not land */
-            zero_range(log, pos[2] + 600, pos[2] + 600 + 512);
+            dt_zero_range(log, pos[2] + 600, pos[2] + 600 + 512);
         struct vs_part *p = NULL;
         struct part_verdict v;
         int rc = part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v);
@@ -765,7 +753,7 @@ START_TEST(test_unsynced_group_tail_refusals)
             free(b);
         } else {
             /* c 1: batches 2..6 follow, more than 2 * (1 + 4096) bytes */
-            zero_range(log, pos[2] + 300, pos[3]);
+            dt_zero_range(log, pos[2] + 300, pos[3]);
         }
         size_t n0 = 0;
         uint8_t *before = dt_read_file(log, &n0);

@@ -498,17 +498,6 @@ rec_pos(const char *path, uint64_t first, uint64_t op)
     return at;
 }
 
-static void
-zero_bytes(const char *path, uint64_t from, uint64_t to)
-{
-    size_t n = 0;
-    uint8_t *b = dt_read_file(path, &n);
-    ck_assert_uint_le(to, n);
-    memset(b + from, 0, (size_t)(to - from));
-    dt_write_file(path, b, n);
-    free(b);
-}
-
 /* ops 1..3 then 4..6 (batches); returns the .vsr path and the next
  * offset after op 3 */
 static uint64_t
@@ -543,12 +532,12 @@ START_TEST(test_unsynced_records_cut)
         uint64_t r4 = rec_pos(path, 1, 4), r5 = rec_pos(path, 1, 5),
                  r6 = rec_pos(path, 1, 6);
         if (c == 0 || c == 3) /* op 4's record cut short */
-            zero_bytes(path, r4 + 100, r5);
+            dt_zero_range(path, r4 + 100, r5);
         else if (c == 1) /* op 4's record lost */
-            zero_bytes(path, r4, r5);
+            dt_zero_range(path, r4, r5);
         else { /* ops 4 and 5 cut short, op 6 whole */
-            zero_bytes(path, r4 + 40, r5);
-            zero_bytes(path, r5 + 200, r6);
+            dt_zero_range(path, r4 + 40, r5);
+            dt_zero_range(path, r5 + 200, r6);
         }
         tj_open_ok(&t);
         ck_assert_uint_eq(pj_head(t.j), 3);
@@ -596,7 +585,7 @@ START_TEST(test_unsynced_records_refusals)
             dt_write_file(path, b, n);
             free(b);
         } else if (c == 2) {
-            zero_bytes(path, r4 + 100, r5);
+            dt_zero_range(path, r4 + 100, r5);
         }
         if (c == 1) { /* op 4 is at the durable checkpoint */
             tj_open_ok(&t);
@@ -606,7 +595,7 @@ START_TEST(test_unsynced_records_refusals)
             st.checkpoint_op = 4;
             ck_assert_int_eq(pj_state_write(t.j, &st), 0);
             tj_crash(&t);
-            zero_bytes(path, r4 + 100, r5);
+            dt_zero_range(path, r4 + 100, r5);
         }
         off_t vsz = dt_file_size(path);
         ck_assert_int_eq(tj_open(&t), -EBADMSG);

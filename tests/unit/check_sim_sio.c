@@ -402,6 +402,22 @@ START_TEST(partition_on_sim_sio)
 }
 END_TEST
 
+/* A file system for seed with tears at 40%, its partitions directory
+ * durable (path in parts); *o the default options, 64 KiB segments. */
+static struct vs_sio *
+tail_fs(uint64_t seed, struct sim_sio **s, char *parts, size_t cap,
+        struct part_opts *o)
+{
+    part_opts_default(o);
+    o->segment_size = 64 * 1024;
+    ck_assert_int_eq(sim_sio_create(g_fs, seed, 400, s), 0);
+    struct vs_sio *io = sim_sio_io(*s);
+    path_of(parts, cap, "partitions");
+    ck_assert_int_eq(sio_mkdir(io, parts, 0700), 0);
+    ck_assert_int_eq(sio_dir_fsync(io, g_fs), 0);
+    return io;
+}
+
 /* Under the interval policy many batches are written between fsyncs: a
  * power loss keeps any subset of them, torn or whole, and the partition
  * opens (the unsynced group tail is cut), with every batch synced before
@@ -411,15 +427,9 @@ START_TEST(interval_power_loss_opens)
     static const struct part_id id = {1, 2, 3, 78};
     for (uint64_t seed = 1; seed <= 40; seed++) {
         struct sim_sio *s;
-        ck_assert_int_eq(sim_sio_create(g_fs, seed, 400, &s), 0);
-        struct vs_sio *io = sim_sio_io(s);
         char parts[400];
-        path_of(parts, sizeof(parts), "partitions");
-        ck_assert_int_eq(sio_mkdir(io, parts, 0700), 0);
-        ck_assert_int_eq(sio_dir_fsync(io, g_fs), 0);
         struct part_opts o;
-        part_opts_default(&o);
-        o.segment_size = 64 * 1024;
+        struct vs_sio *io = tail_fs(seed, &s, parts, sizeof(parts), &o);
         o.durability = PART_FSYNC_INTERVAL;
         o.fsync_bytes = 8 * 1024;
         o.frontier_step = 1000;
@@ -488,15 +498,9 @@ START_TEST(pjournal_power_loss_opens)
     static const struct part_id id = {1, 2, 3, 79};
     for (uint64_t seed = 1; seed <= 40; seed++) {
         struct sim_sio *s;
-        ck_assert_int_eq(sim_sio_create(g_fs, seed, 400, &s), 0);
-        struct vs_sio *io = sim_sio_io(s);
         char parts[400];
-        path_of(parts, sizeof(parts), "partitions");
-        ck_assert_int_eq(sio_mkdir(io, parts, 0700), 0);
-        ck_assert_int_eq(sio_dir_fsync(io, g_fs), 0);
         struct part_opts o;
-        part_opts_default(&o);
-        o.segment_size = 64 * 1024;
+        struct vs_sio *io = tail_fs(seed, &s, parts, sizeof(parts), &o);
         o.cut_damaged_tail = 1;
         o.replicated = 1;
         o.unsynced_max = 64u * 4096u; /* 64 ops of at most 4 KiB */
