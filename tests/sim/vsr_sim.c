@@ -2456,6 +2456,23 @@ static const struct scenario SCENARIOS[] = {
      135,
      0,
      {.partitions = 2, .strict_crash_refusal = 1}},
+    /* the .vsr side of it: gate seed 484 (n = 1), a record cut short
+     * with whole ones after it; gate seed 444 (n = 3), a record cut short
+     * and the next one's prefix cut by the end of the file */
+    {"part-crash-refusal-vsr-484",
+     1,
+     NULL,
+     NULL,
+     484,
+     0,
+     {.partitions = 2, .strict_crash_refusal = 1}},
+    {"part-crash-refusal-vsr-444",
+     3,
+     NULL,
+     NULL,
+     444,
+     0,
+     {.partitions = 2, .strict_crash_refusal = 1}},
     /* the partition waiver itself: the refused node made bootable but
      * its partition frames dropped, the group must fail, unwaived (seed
      * 1000238: 2001376 no longer needs the waiver since the engine's
