@@ -12,7 +12,8 @@ libvs_data_a_SOURCES = \
 	shard/data/offsets.c \
 	shard/data/pdir.c shard/data/pdir.h \
 	shard/data/pimage.c shard/data/pimage.h \
-	shard/data/pinstall.c shard/data/pinstall.h
+	shard/data/pinstall.c shard/data/pinstall.h \
+	shard/data/unwritten.c shard/data/unwritten.h
 
 DATA_LDADD = libvs_data.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
 

@@ -510,6 +510,16 @@ create_dir(struct vs_sio *io, const char *parent, const char *name,
 
 /* ---- open ---- */
 
+/* part_opts.unsynced_max, or the one the policy implies (partition.h). */
+static uint64_t
+unsynced_window(const struct part_opts *o)
+{
+    uint64_t w = 0;
+    if (o->durability == PART_FSYNC_INTERVAL)
+        w = 2 * o->fsync_bytes + 2 * o->limits.max_batch_bytes;
+    return o->unsynced_max > w ? o->unsynced_max : w;
+}
+
 static int
 load_segments(struct vs_part *p, struct part_verdict *v)
 {
@@ -530,6 +540,7 @@ load_segments(struct vs_part *p, struct part_verdict *v)
         if (rc < 0)
             break;
         s->read_only = p->opts.read_only;
+        s->unsynced_max = unsynced_window(&p->opts);
         if (i > 0 && starts[i] < expect) {
             refuse(v, &p->id, PART_R_SEGMENT_ORDER, s->log_name, 0,
                    "segment starts below the previous segment's end");

@@ -61,6 +61,15 @@
  *     checksum: under every-batch it may have been acknowledged -> refuse
  *     PART_R_TAIL_CHECKSUM (unless opts.cut_damaged_tail, the operator's
  *     explicit choice); under interval it was never promised durable -> cut.
+ *   - damage of the never-written shape (zeros where a write did not
+ *     land, unwritten.h) followed by whole batches, all within the bytes
+ *     the writer can have left unsynced (part_opts.unsynced_max: under
+ *     interval, or a replicated partition whose group writes several
+ *     ops before one fsync): an unsynced group tail -> cut at the damage
+ *     (a lost write means no fsync completed after it: nothing from it
+ *     on was durable); non-zero damage, or damage further from the end,
+ *     stays interior damage (refused, the message says which rule did
+ *     not fit);
  *   Acknowledged data missing (every-batch, where every acknowledged batch
  *   was fsynced before the next append began): refuse
  *     PART_R_TRUNCATED when the valid end of the last segment is below an
@@ -126,9 +135,22 @@ struct part_opts {
     uint64_t fsync_bytes;       /* interval policy */
     uint64_t frontier_step;     /* offsets reserved per floor write */
     int cut_damaged_tail;       /* operator flag: cut a bad last batch */
-    int purge_keep_offsets;     /* 0: a purge restarts offsets at 0 (Iggy) */
-    int verify_reads; /* 1 (default): verify every batch read for a poll;
-                         0 only to measure what verification costs */
+    /* Bytes at the end of the active segment the writer can have written
+     * and not yet fsynced, the window of the unsynced group tail rule
+     * (segment.h dseg_load_active). 0: derived from the policy --
+     * every-batch: none (each batch is fsynced before the next is
+     * written); interval: 2 * (fsync_bytes + limits.max_batch_bytes)
+     * (the writer fsyncs once fsync_bytes are unsynced, and one more
+     * append or group commit's writes may land while that fsync runs):
+     * derived, not persisted. A replicated
+     * partition's binding sets its journal's window (its engine never
+     * holds more than journal_slots ops above the durable checkpoint,
+     * and none of them is reported durable before its fsync); the larger
+     * of it and the policy's is used. */
+    uint64_t unsynced_max;
+    int purge_keep_offsets; /* 0: a purge restarts offsets at 0 (Iggy) */
+    int verify_reads;       /* 1 (default): verify every batch read for a poll;
+                               0 only to measure what verification costs */
     /* A member of a replica set of more than one (its consensus group
      * runs on this node): the create path also writes the group's first
      * superblock (pjournal.h pj_state_format) with the partition's files,

@@ -29,6 +29,7 @@
 #include "common/mem.h"
 #include "shard/data/batch.h"
 #include "shard/data/pjournal.h"
+#include "shard/data/unwritten.h"
 #include "shard/storage/atomic_file.h"
 
 #define PJ_STATE_FILE "vsr_state"
@@ -533,6 +534,187 @@ valid_record_follows(struct vs_pjournal *j, int fd, uint64_t pos, uint64_t end,
     return 0;
 }
 
+/* 1 if a whole valid record starts at `at` (< end) of fd: prefix,
+ * header identity and op, an inline body's checksum; *h and *rlen then
+ * hold it. 2 if a valid prefix there declares a record the end of the
+ * file cuts short (h->op its op). buf holds the largest record. 0 if
+ * not, -errno. */
+static int
+record_at(struct vs_pjournal *j, int fd, uint64_t at, uint64_t end,
+          uint8_t *buf, struct vs_hdr_prepare *h, uint32_t *rlen)
+{
+    if (end - at < PJ_RECORD_PREFIX)
+        return 0;
+    int rc = sio_pread_all(j->io, fd, buf, PJ_RECORD_PREFIX, (off_t)at, NULL);
+    if (rc < 0)
+        return rc;
+    if (!prefix_ok(buf))
+        return 0;
+    uint64_t op = vs_load_u64(buf);
+    if (vs_load_u32(buf + 8) > end - at) {
+        h->op = op;
+        return 2;
+    }
+    *rlen = vs_load_u32(buf + 8);
+    rc = sio_pread_all(j->io, fd, buf, *rlen, (off_t)at, NULL);
+    if (rc < 0)
+        return rc;
+    memcpy(h, buf + PJ_RECORD_PREFIX, sizeof(*h));
+    if (!vs_prepare_verify_identity(h) || h->op != op || h->f.size < sizeof(*h))
+        return 0;
+    uint32_t blen = h->f.size - (uint32_t)sizeof(*h);
+    if (pj_is_batch_op(h->operation))
+        return *rlen == PJ_RECORD_PREFIX + sizeof(*h);
+    return *rlen == PJ_RECORD_PREFIX + sizeof(*h) + pad8(blen) &&
+           vs_body_verify((const struct vs_header *)h,
+                          buf + PJ_RECORD_PREFIX + sizeof(*h), blen);
+}
+
+/* 1 if the damaged stretch z[0, len) of a .vsr file (starting at a
+ * record boundary) is records that did not land whole (unwritten.h): a
+ * piece starting with a valid prefix is zero from its record's header's
+ * last byte on (that byte is never zero in a whole record: the format-2
+ * mark of checksum_view); a piece without one is a prefix cut short (at
+ * most its bytes) or a lost record: zero for the rest of the smallest
+ * record, then up to the next non-zero byte, where the next piece starts
+ * (8-aligned, as records are); a last piece shorter than a prefix may end
+ * the file. */
+static int
+stretch_unwritten(const uint8_t *z, size_t len, int at_eof)
+{
+    const size_t rec_min = PJ_RECORD_PREFIX + sizeof(struct vs_hdr_prepare);
+    size_t a = 0;
+    while (a < len) {
+        size_t rest = len - a;
+        if (rest < PJ_RECORD_PREFIX)
+            return at_eof || unwritten_zero_from(z + a, rest, 0);
+        if (prefix_ok(z + a)) {
+            uint32_t rl = vs_load_u32(z + a + 8);
+            size_t e = rl < rest ? a + rl : len;
+            if (!unwritten_zero_from(z + a, e - a, rec_min - 1))
+                return 0;
+            a = e;
+            continue;
+        }
+        size_t e = rest < rec_min ? len : a + rec_min;
+        if (!unwritten_zero_from(z + a, e - a, PJ_RECORD_PREFIX))
+            return 0;
+        while (e < len && z[e] == 0)
+            e++;
+        a = e & ~(size_t)7; /* >= the old a + rec_min - 7: forward */
+    }
+    return 1;
+}
+
+/* The unsynced group tail of the last .vsr file (pjournal.h): the
+ * damaged record at pos (op bad_op) and every byte after it up to end are
+ * never-written stretches (unwritten.h) and whole records: each damaged
+ * stretch ends where a whole record of a higher op starts (8-aligned: a
+ * lost record has no prefix to measure it by), records in a run chain,
+ * a last stretch runs to the end; the damaged op lies above the durable
+ * checkpoint and every op within `window` ops of it (the engine never
+ * holds more above its durable checkpoint). Returns 1 with *last_op the
+ * file's last whole record's op (bad_op - 1 when none), 0 with why[]
+ * saying what does not fit, -errno. */
+static int
+vsr_group_tail(struct vs_pjournal *j, int fd, uint64_t pos, uint64_t end,
+               uint64_t bad_op, uint64_t checkpoint_op, uint32_t window,
+               uint8_t *buf, uint64_t *last_op, char *why, size_t why_len)
+{
+    if (bad_op <= checkpoint_op) {
+        snprintf(why, why_len,
+                 "op %" PRIu64 " is at or below the durable checkpoint "
+                 "(op %" PRIu64 ")",
+                 bad_op, checkpoint_op);
+        return 0;
+    }
+    uint64_t last = bad_op - 1, d = pos;
+    uint8_t *z = NULL;
+    int fits = 1, rc = 0;
+    while (fits && d < end) {
+        /* the next whole record above `last` after d */
+        uint64_t q = d + 8;
+        struct vs_hdr_prepare h, prev;
+        memset(&prev, 0, sizeof(prev));
+        uint32_t rlen = 0;
+        for (; q < end; q += 8) {
+            rc = record_at(j, fd, q, end, buf, &h, &rlen);
+            if (rc < 0)
+                goto out;
+            /* a lost record skips an op; a last record the end of the
+             * file cuts short ends the stretch too */
+            if (rc >= 1 && h.op > last + 1)
+                break;
+        }
+        if (q > end)
+            q = end;
+        z = vs_xrealloc(z, (size_t)(q - d) ? (size_t)(q - d) : 1);
+        rc = sio_pread_all(j->io, fd, z, (size_t)(q - d), (off_t)d, NULL);
+        if (rc < 0)
+            goto out;
+        if (!stretch_unwritten(z, (size_t)(q - d), q == end)) {
+            snprintf(why, why_len,
+                     "the damaged bytes at %" PRIu64
+                     " are not of the never-written shape (non-zero damage)",
+                     d);
+            fits = 0;
+            break;
+        }
+        /* whole records from q on, chained */
+        d = q;
+        int have = 0;
+        while (d < end) {
+            rc = record_at(j, fd, d, end, buf, &h, &rlen);
+            if (rc < 0)
+                goto out;
+            if (rc == 2) {
+                d = end; /* the file ends inside it: torn */
+                break;
+            }
+            if (rc == 0 || (have && (h.op != prev.op + 1 ||
+                                     !vs_u128_eq(h.parent, prev.f.checksum))))
+                break;
+            if (h.op - checkpoint_op > window) {
+                snprintf(why, why_len,
+                         "op %" PRIu64 " follows it, more than the %" PRIu32
+                         " ops the journal holds above the durable "
+                         "checkpoint (op %" PRIu64 ")",
+                         h.op, window, checkpoint_op);
+                fits = 0;
+                break;
+            }
+            prev = h;
+            have = 1;
+            last = h.op;
+            d += rlen;
+        }
+    }
+    rc = fits;
+    if (fits)
+        *last_op = last;
+out:
+    free(z);
+    return rc;
+}
+
+enum { TAIL_NONE = 0, TAIL_TORN = 1, TAIL_FAULTY = 2 };
+
+/* The unsynced group tail rule at the damaged record of op `bad` at pos
+ * of the last .vsr file: TAIL_NONE (why[] says why, when it applied),
+ * TAIL_TORN (every-batch: cut as a torn tail, never acknowledged),
+ * TAIL_FAULTY (interval: cut, faulty up to *last_op), or -errno. */
+static int
+tail_rule(struct vs_pjournal *j, int fd, uint64_t pos, uint64_t end,
+          uint64_t bad, const struct pj_state *st, uint32_t window,
+          uint8_t *buf, uint64_t *last_op, char *why, size_t why_len)
+{
+    int g = vsr_group_tail(j, fd, pos, end, bad, st->checkpoint_op, window, buf,
+                           last_op, why, why_len);
+    if (g <= 0)
+        return g;
+    return part_every_batch(j->p) ? TAIL_TORN : TAIL_FAULTY;
+}
+
 int
 pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
         struct pj_recovered *rec, struct part_verdict *v)
@@ -582,6 +764,11 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
     int tail_damage = 0; /* the walk stopped on a damaged tail record */
     int gone_seen = 0;   /* a record without its batch was read */
     uint64_t faulty_top = 0;
+    /* the unsynced group tail rule (pjournal.h): under every-batch a cut
+     * record was never acknowledged; under interval it may have been
+     * (acknowledged once written) and is repaired, never nacked */
+    uint64_t group_last = 0;
+    char why[200] = "";
     for (size_t fi = 0; fi < files.n && !tail_damage; fi++) {
         uint64_t vstart = files.v[fi];
         if (vstart < seg_first)
@@ -635,6 +822,31 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
             uint64_t op = vs_load_u64(buf);
             uint32_t rlen = vs_load_u32(buf + 8);
             if (!prefix_ok(buf)) {
+                uint64_t bad = expect_op ? expect_op : 1;
+                int g = last_file ? tail_rule(j, fd, pos, fsize, bad,
+                                              &rec->state, window, buf,
+                                              &group_last, why, sizeof(why))
+                                  : TAIL_NONE;
+                if (g < 0) {
+                    rc = g;
+                    sio_close(j->io, fd);
+                    goto fail;
+                }
+                if (g == TAIL_TORN) {
+                    torn = 1;
+                    break;
+                }
+                if (g == TAIL_FAULTY) {
+                    struct walk_rec *r = walk_push(&w);
+                    r->e.op = bad;
+                    r->bad = 1;
+                    r->vfile = fi;
+                    r->e.vsr_start = vstart;
+                    r->e.rec_pos = pos;
+                    faulty_top = group_last > bad ? group_last : bad;
+                    tail_damage = 1;
+                    break;
+                }
                 if (!last_file ||
                     left > PJ_RECORD_PREFIX + sizeof(struct vs_hdr_prepare) +
                                PJ_INLINE_MAX ||
@@ -642,8 +854,8 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
                     verdict(v, p, PART_R_INTERIOR_DAMAGE,
                             path + strlen(part_dir(p)) + 1, pos,
                             "the record of op %" PRIu64
-                            " fails its checksum and records follow it",
-                            expect_op ? expect_op : 1);
+                            " fails its checksum and records follow it%s%s",
+                            bad, why[0] ? "; not an unsynced tail: " : "", why);
                     rc = -EBADMSG;
                     sio_close(j->io, fd);
                     goto fail;
@@ -730,12 +942,31 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
                     r->bad = 1;
                 }
             }
+            int g = r->bad && !is_last && last_file
+                        ? tail_rule(j, fd, pos, fsize, op, &rec->state, window,
+                                    buf, &group_last, why, sizeof(why))
+                        : TAIL_NONE;
+            if (g < 0) {
+                rc = g;
+                sio_close(j->io, fd);
+                goto fail;
+            }
+            if (g == TAIL_TORN) {
+                w.n--; /* the damaged record is cut with the rest */
+                torn = 1;
+                break;
+            }
+            if (g == TAIL_FAULTY) {
+                faulty_top = group_last > op ? group_last : op;
+                tail_damage = 1;
+                break;
+            }
             if (r->bad && !is_last) {
                 verdict(v, p, PART_R_INTERIOR_DAMAGE,
                         path + strlen(part_dir(p)) + 1, pos,
                         "the record of op %" PRIu64
-                        " fails its checksums and records follow it",
-                        op);
+                        " fails its checksums and records follow it%s%s",
+                        op, why[0] ? "; not an unsynced tail: " : "", why);
                 rc = -EBADMSG;
                 sio_close(j->io, fd);
                 goto fail;

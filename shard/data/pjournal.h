@@ -45,10 +45,25 @@
  *    1) -> that record and every later one cut, reported faulty up to the
  *    last one, with bad_header = the first one's header (a torn batch is
  *    treated like a flipped one: the two files have no write order, so a
- *    record without its batch may have been acknowledged); a batch op
- *    with its batch present after such a record, a hole, a chain break, or
- *    a damaged record followed by others -> refuse with a part_verdict
- *    naming the op (nothing modified). Batches the partition holds past
+ *    record without its batch may have been acknowledged); an UNSYNCED
+ *    GROUP TAIL in the last .vsr file -- a damaged record followed by
+ *    whole ones, where every damaged stretch is records that did not land
+ *    whole (zeros from the header's last byte on, which is never zero in
+ *    a whole record, or a lost record / a prefix cut short: zeros after
+ *    the prefix's bytes; unwritten.h), each stretch ends at a whole
+ *    record of a higher op, the runs chain, the damaged op lies above the
+ *    superblock's durable checkpoint and every op within `window` ops of
+ *    it (the bound is derived, not persisted: the engine never holds more
+ *    than journal_slots ops above its durable checkpoint) -> cut from the
+ *    damaged record with every later record and batch: under every-batch
+ *    a lost write means no fsync completed after it, so none of them was
+ *    acknowledged (no faulty range); under interval they were
+ *    acknowledged once written and are reported faulty up to the last op
+ *    the file held (repaired, never nacked); a batch op with its batch
+ *    present after such a record, a hole, a chain break, or any other
+ *    damaged record followed by others -> refuse with a part_verdict
+ *    naming the file, byte and op and why the group-tail rule did not
+ *    apply (nothing modified). Batches the partition holds past
  *    the last kept record (its record torn) are cut, all of them when no
  *    record is kept (the log restarts at its first segment's start: a
  *    replicated partition has no batch outside its journal). Body

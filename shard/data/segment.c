@@ -20,6 +20,11 @@
  *                                                  interval: interior if a
  *                                                  valid batch follows, else
  *                                                  cut
+ *   never-written damage (unwritten.h) with whole
+ *     batches after it, within the last
+ *     s->unsynced_max bytes                    -> unsynced group tail: cut
+ *     (only with s->unsynced_max > 0: the writer leaves several writes
+ *     unsynced at once, and a power loss keeps any subset of them)
  * Invariants: see segment.h. Callers: partition.c.
  */
 #include "config.h"
@@ -37,6 +42,7 @@
 #include "common/mem.h"
 #include "shard/data/batch.h"
 #include "shard/data/segment.h"
+#include "shard/data/unwritten.h"
 #include "shard/storage/atomic_file.h"
 
 #define PIDX_ENTRY_SIZE 24u
@@ -376,6 +382,94 @@ valid_batch_at(struct vs_sio *io, int fd, uint64_t pos, uint64_t fsize,
     return ok;
 }
 
+/* 1 if hdr is a valid batch header at or above expect_min declaring more
+ * bytes than the rem left in the file (a last batch cut short). */
+static int
+cut_by_end(const uint8_t *hdr, uint64_t expect_min, uint64_t rem)
+{
+    return batch_header_check(hdr) == BATCH_OK &&
+           batch_base_offset(hdr) >= expect_min && batch_length(hdr) > rem;
+}
+
+/* The unsynced group tail (segment.h, dseg_load_active): the damage at
+ * pos (the batch expected there starts at offset `expect`) and every byte
+ * after it, up to fsize, are never-written stretches and whole batches:
+ * each damaged stretch has the never-written shape and ends where a
+ * complete valid batch of a higher offset starts (at any byte: a lost
+ * batch has no header to measure it by), valid batches follow each other
+ * at increasing offsets, and a last damaged stretch runs to the end.
+ * Returns 1 if the tail has that shape within s->unsynced_max bytes, 0
+ * with `why` saying what does not fit, -errno on a read error. */
+static int
+unsynced_tail(struct vs_sio *io, struct dseg *s, uint64_t pos, uint64_t fsize,
+              uint64_t expect, char *why, size_t why_len)
+{
+    uint64_t tail = fsize - pos;
+    if (tail > s->unsynced_max || tail > DSEG_UNSYNCED_SCAN_MAX) {
+        snprintf(why, why_len,
+                 "%" PRIu64 " bytes follow it, more than the %" PRIu64
+                 " the writer can leave unsynced",
+                 tail, s->unsynced_max);
+        return 0;
+    }
+    uint8_t *b = vs_xmalloc(tail ? (size_t)tail : 1);
+    int rc = sio_pread_all(io, s->fd, b, (size_t)tail, (off_t)pos, NULL);
+    if (rc < 0) {
+        free(b);
+        return rc;
+    }
+    struct batch_limits lim = {UINT64_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
+    uint64_t d = 0; /* start of the damaged stretch, relative to pos */
+    int fits = 1;
+    while (fits && d < tail) {
+        /* the next complete valid batch above `expect` after d */
+        uint64_t q = d + 1;
+        for (; q + BATCH_HEADER_SIZE <= tail; q++) {
+            const uint8_t *h = b + q;
+            if (hdr_ok(h, expect + 1, tail - q) &&
+                batch_validate(h, (size_t)batch_length(h), &lim, 0, NULL) ==
+                    BATCH_OK)
+                break;
+            /* a header has no checksum of its own: a last batch cut by
+             * the end counts only after never-written bytes */
+            if (cut_by_end(h, expect + 1, tail - q) &&
+                unwritten_shape(b + d, (size_t)(q - d)))
+                break;
+        }
+        if (q + BATCH_HEADER_SIZE > tail)
+            q = tail;
+        /* a stretch to the end shorter than a header: the file ends
+         * inside the header of the last write */
+        int short_end = q == tail && tail - d < BATCH_HEADER_SIZE;
+        if (!short_end && !unwritten_shape(b + d, (size_t)(q - d))) {
+            snprintf(why, why_len,
+                     "the damaged bytes at %" PRIu64
+                     " are not of the never-written shape (non-zero damage)",
+                     pos + d);
+            fits = 0;
+            break;
+        }
+        /* whole batches from q on */
+        d = q;
+        while (d < tail) {
+            const uint8_t *h = b + d;
+            if (tail - d >= BATCH_HEADER_SIZE &&
+                cut_by_end(h, expect, tail - d)) {
+                d = tail; /* the file ends inside it: torn */
+                break;
+            }
+            if (tail - d < BATCH_HEADER_SIZE || !hdr_ok(h, expect, tail - d) ||
+                batch_validate(h, (size_t)batch_length(h), &lim, 0, NULL) !=
+                    BATCH_OK)
+                break;
+            expect = batch_last_offset(h) + 1;
+            d += batch_length(h);
+        }
+    }
+    free(b);
+    return fits;
+}
+
 /* Under fsync-every-batch a torn append leaves at most one batch after
  * the last durable one: more trailing bytes than the largest frame, or a
  * complete valid batch at ANY later byte offset, means the bad header at
@@ -428,6 +522,36 @@ tail_cut_allowed(struct vs_sio *io, struct dseg *s, uint64_t pos,
     return -EBADMSG;
 }
 
+/* 1 (s->unsynced_cut set) if the damage at pos starts an unsynced group
+ * tail to cut; 0 if not (why[] says why when the rule applied, else
+ * empty), -errno. */
+static int
+group_tail_cut(struct vs_sio *io, struct dseg *s, uint64_t pos, uint64_t fsize,
+               uint64_t expect, char why[200])
+{
+    why[0] = 0;
+    if (s->unsynced_max == 0)
+        return 0;
+    int rc = unsynced_tail(io, s, pos, fsize, expect, why, 200);
+    if (rc == 1) {
+        s->unsynced_cut = 1;
+        s->unsynced_cut_pos = pos;
+    }
+    return rc;
+}
+
+/* An interior-damage refusal: `what`, then the group-tail rule's reason
+ * for not cutting, if it applied. */
+static void
+interior(struct part_verdict *v, const struct dseg *s, uint64_t pos,
+         const char *what, const char *why)
+{
+    char m[400];
+    snprintf(m, sizeof(m), "%s%s%s", what,
+             why[0] ? "; not an unsynced tail: " : "", why);
+    verdict_set(v, PART_R_INTERIOR_DAMAGE, s->log_name, pos, m);
+}
+
 int
 dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
                  uint64_t expect_min, enum part_durability policy,
@@ -454,7 +578,9 @@ dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
     size_t fn = idx_read_file(io, s, &fe);
     uint64_t pos = 0, expect = expect_min;
     uint64_t cut = UINT64_MAX;
+    char why[200] = "";
     s->nidx = 0;
+    s->unsynced_cut = 0;
     while (pos < fsize) {
         uint64_t rem = fsize - pos;
         uint8_t hdr[BATCH_HEADER_SIZE];
@@ -468,13 +594,19 @@ dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
         if (batch_header_check(hdr) != BATCH_OK ||
             batch_base_offset(hdr) < expect ||
             batch_base_offset(hdr) > UINT64_MAX - batch_count(hdr)) {
-            /* Structurally bad: torn unless the old index knows a valid
-             * batch after it. */
+            /* Structurally bad: an unsynced group tail, or torn unless
+             * the old index knows a valid batch after it. */
+            if ((rc = group_tail_cut(io, s, pos, fsize, expect, why)) != 0) {
+                if (rc < 0)
+                    goto fail;
+                cut = pos; /* an unsynced group tail */
+                break;
+            }
             for (size_t i = 0; i < fn; i++) {
                 if (fe[i].position > pos &&
                     valid_batch_at(io, s->fd, fe[i].position, fsize, expect)) {
-                    verdict_set(v, PART_R_INTERIOR_DAMAGE, s->log_name, pos,
-                                "invalid batch header before valid batches");
+                    interior(v, s, pos,
+                             "invalid batch header before valid batches", why);
                     rc = -EBADMSG;
                     goto fail;
                 }
@@ -524,10 +656,16 @@ dseg_load_active(struct vs_sio *io, struct dseg *s, uint32_t interval,
                 cut = pos;
                 break;
             }
+            if ((rc = group_tail_cut(io, s, pos, fsize, expect, why)) != 0) {
+                if (rc < 0)
+                    goto fail;
+                cut = pos; /* an unsynced group tail */
+                break;
+            }
             if (policy == PART_FSYNC_EVERY_BATCH ||
                 valid_batch_at(io, s->fd, pos + blen, fsize,
                                batch_last_offset(hdr) + 1)) {
-                verdict_set(v, PART_R_INTERIOR_DAMAGE, s->log_name, pos, what);
+                interior(v, s, pos, what, why);
                 rc = -EBADMSG;
                 goto fail;
             }

@@ -28,6 +28,8 @@
 #include "shard/storage/io.h"
 
 #define DSEG_PATH_MAX 600
+/* The most bytes an unsynced group tail scan reads (whatever the window). */
+#define DSEG_UNSYNCED_SCAN_MAX (64u * 1024u * 1024u)
 
 struct pidx_entry {
     uint64_t offset;    /* base_offset of the batch at position */
@@ -50,6 +52,14 @@ struct dseg {
     int read_only;         /* inspection: loads never modify a file (the
                               active log is opened read-only, no cut, no
                               index rewrite); set before loading */
+    /* set before loading the active segment: bytes at its end the writer
+     * can have written and not yet fsynced (0: each batch fsynced before
+     * the next is written); see dseg_load_active */
+    uint64_t unsynced_max;
+    /* dseg_load_active cut an unsynced group tail: never-written damage
+     * followed by whole batches, from this position on (else 0) */
+    int unsynced_cut;
+    uint64_t unsynced_cut_pos;
     char dir[DSEG_PATH_MAX];
     char log_path[DSEG_PATH_MAX];
     char idx_path[DSEG_PATH_MAX];
@@ -77,7 +87,15 @@ int dseg_load_sealed(struct vs_sio *io, struct dseg *s, uint32_t interval,
                      uint64_t expect_min, struct part_verdict *v);
 
 /* Loads the last (active) segment: every batch verified (batch_validate);
- * torn tail cut (ftruncate + fsync) per partition.h's rules; index rebuilt
+ * torn tail cut (ftruncate + fsync) per partition.h's rules; with
+ * s->unsynced_max > 0 also an UNSYNCED GROUP TAIL: damage of the
+ * never-written shape (unwritten.h) followed by whole batches (their
+ * offsets above the damaged one's, each later damaged stretch of the same
+ * shape), all of it within the last s->unsynced_max bytes of the file
+ * (and at most DSEG_UNSYNCED_SCAN_MAX): a lost write means no fsync
+ * completed after it, so nothing from it on was made durable -- cut
+ * there (s->unsynced_cut). Non-zero damage, or damage further from the
+ * end, stays interior (refused). Index rebuilt
  * and rewritten if it differs; files left open for appends. Under
  * every-batch (unless cut_damaged_tail) refuses PART_R_TRUNCATED, before
  * modifying anything, when the valid end lies before an old index entry

@@ -386,6 +386,9 @@ part_opts_for(struct dparts *d, const struct dlive *e, struct part_opts *o)
     if (e->replicated) {
         o->cut_damaged_tail = 1; /* its group repairs it from a peer */
         o->replicated = 1;       /* its group's superblock made at create */
+        /* its group holds at most wal_slots ops (each at most one
+         * message body of batch) above its durable checkpoint */
+        o->unsynced_max = (uint64_t)cfg->wal_slots * cfg->max_message_body;
     }
 }
 

@@ -1497,6 +1497,9 @@ open_part(struct sp_rep *r, int wipe)
     /* a replicated partition's damaged last batch is cut and repaired
      * (pjournal.h): the journal decides, not the partition's open */
     o.cut_damaged_tail = !ps->o.local_binding;
+    /* the group's window, as the data shard's open sets it (parts.c) */
+    if (!ps->o.local_binding)
+        o.unsynced_max = (uint64_t)SP_PG_SLOTS * SP_BODY_MAX;
     struct part_verdict v;
     int rc = part_open(io, nd->parts_dir, &id, &o, 1, 0, &r->p, &v);
     if (rc == -EBADMSG) {

@@ -2637,17 +2637,37 @@ static const struct scenario SCENARIOS[] = {
      * since converge it, unwaived: kept as a must-pass seed. */
     {"part-liveness-2002164", 3, NULL, NULL, 2002164, 0, {.partitions = 2}},
     /* Gate seed 135 (n = 1): a crash alone (torn, reordered unsynced
-     * writes, no injected fault) leaves a torn batch followed by a
-     * whole one in a segment; part_open refuses it as interior
-     * damage, so the group stays unserved for good (gate seeds 142,
-     * 167, 291, 484 and 326 too; some a torn .vsr record followed by
-     * others: pgroup_open) */
+     * writes, no injected fault) left a torn batch followed by a whole
+     * one in a segment; part_open refused it as interior damage, so the
+     * group stayed unserved for good (gate seeds 189, 201, 239, 261,
+     * 341, 344, 392, 426, 444 and 484 too; some a torn .vsr record
+     * followed by others: pgroup_open). Fixed: the unsynced group tail
+     * rule of the segment and .vsr scans (segment.h, pjournal.h) cuts
+     * never-written damage followed by whole writes within the window
+     * the writer can leave unsynced; a refusal after a crash alone
+     * fails the run. */
     {"part-crash-refusal-135",
      1,
-     "partition recovery that cuts damage above the last fsync "
-     "(shard/data/partition.c, pjournal.c)",
+     NULL,
      NULL,
      135,
+     0,
+     {.partitions = 2, .strict_crash_refusal = 1}},
+    /* the .vsr side of it: gate seed 484 (n = 1), a record cut short
+     * with whole ones after it; gate seed 444 (n = 3), a record cut short
+     * and the next one's prefix cut by the end of the file */
+    {"part-crash-refusal-vsr-484",
+     1,
+     NULL,
+     NULL,
+     484,
+     0,
+     {.partitions = 2, .strict_crash_refusal = 1}},
+    {"part-crash-refusal-vsr-444",
+     3,
+     NULL,
+     NULL,
+     444,
      0,
      {.partitions = 2, .strict_crash_refusal = 1}},
     /* the partition waiver itself: the refused node made bootable but

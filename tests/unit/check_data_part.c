@@ -633,6 +633,164 @@ START_TEST(test_interior_flip_refused)
 }
 END_TEST
 
+/* ---- the unsynced group tail (several writes unsynced at once) ---- */
+
+/* Interval policy, small window: fsync_bytes 1 and 2 KiB batches at most
+ * give 2 * (1 + 4096) bytes the writer can leave unsynced. */
+static void
+tail_opts(struct part_opts *o)
+{
+    small_opts(o);
+    o->durability = PART_FSYNC_INTERVAL;
+    o->fsync_bytes = 1;
+    o->limits.max_batch_bytes = 4096;
+}
+
+/* Appends nb batches (payload plen each) and crashes; *pos gets each
+ * batch's position (nb + 1 entries: the last is the file length), *offs
+ * their base offsets. Returns the log's path in log. */
+static void
+tail_batches(const struct part_opts *o, int nb, uint32_t plen, char *log,
+             size_t cap, uint64_t *pos)
+{
+    struct vs_part *p = must_open(o, 1, 0);
+    for (int i = 0; i < nb; i++) {
+        uint32_t pl[2] = {plen, 9}, hl[2] = {0, 0};
+        size_t len;
+        uint8_t *b = dt_batch(700 + (uint64_t)i, 2, pl, hl, &len);
+        ck_assert_int_eq(part_append(p, b, len, 10 + (uint64_t)i, NULL, NULL),
+                         0);
+        free(b);
+    }
+    part_abandon(p);
+    seg_path(log, cap, 0, "log");
+    size_t n = 0;
+    uint8_t *all = dt_read_file(log, &n);
+    uint64_t at = 0;
+    for (int i = 0; i < nb; i++) {
+        pos[i] = at;
+        at += batch_length(all + at);
+    }
+    pos[nb] = at;
+    ck_assert_uint_eq(at, n);
+    free(all);
+}
+
+/* The messages a poll from offset 0 returns. */
+static uint32_t
+poll_count(struct vs_part *p)
+{
+    struct vs_wbuf out;
+    struct part_poll_result r;
+    vs_wbuf_init(&out);
+    ck_assert_int_eq(
+        part_poll(p, PART_POLL_OFFSET, 0, 100000, 64 << 20, &out, &r), 0);
+    vs_wbuf_fini(&out);
+    return r.count;
+}
+
+/* A write cut short, a lost write, a sector that did not land: each
+ * followed by whole batches within the window is cut at the damage. */
+START_TEST(test_unsynced_group_tail_cut)
+{
+    for (int shape = 0; shape < 4; shape++) {
+        struct part_opts o;
+        tail_opts(&o);
+        if (shape == 3) { /* a replicated partition's binding sets it */
+            o.durability = PART_FSYNC_EVERY_BATCH;
+            o.cut_damaged_tail = 1;
+            o.unsynced_max = 64 * 1024;
+        }
+        char log[1024];
+        uint64_t pos[6];
+        tail_batches(&o, 5, 1400, log, sizeof(log), pos);
+        if (shape == 0 || shape == 3) /* batch 2 cut short */
+            dt_zero_range(log, pos[2] + 300, pos[3]);
+        else if (shape == 1) /* batch 2 lost, batch 3 too */
+            dt_zero_range(log, pos[2], pos[4]);
+        else /* one sector of batch 2 did not land */
+            dt_zero_range(log, pos[2] + 600, pos[2] + 600 + 512);
+        struct vs_part *p = NULL;
+        struct part_verdict v;
+        int rc = part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v);
+        ck_assert_msg(rc == 0, "shape %d: %d %s", shape, rc, v.msg);
+        ck_assert_msg(poll_count(p) == 4, "shape %d: %u", shape, poll_count(p));
+        ck_assert_int_eq(dt_file_size(log), (off_t)pos[2]);
+        /* appends go on from there */
+        uint32_t pl[1] = {50}, hl[1] = {0};
+        size_t len;
+        uint8_t *b = dt_batch(9, 1, pl, hl, &len);
+        ck_assert_int_eq(part_append(p, b, len, 100, NULL, NULL), 0);
+        free(b);
+        ck_assert_int_eq(part_close(p), 0);
+        p = must_open(&o, 0, 0);
+        ck_assert_uint_eq(poll_count(p), 5);
+        ck_assert_int_eq(part_close(p), 0);
+        dt_rm_rf(g_parts);
+    }
+}
+END_TEST
+
+/* Non-zero damage followed by whole batches, never-written damage
+ * further from the end than the window, or under every-batch on one node
+ * (no window): refused, naming the file, the byte and the batch, and
+ * nothing modified. */
+START_TEST(test_unsynced_group_tail_refusals)
+{
+    for (int c = 0; c < 3; c++) {
+        struct part_opts o;
+        tail_opts(&o);
+        if (c == 2)
+            o.durability = PART_FSYNC_EVERY_BATCH;
+        int nb = c == 1 ? 7 : 5;
+        char log[1024];
+        uint64_t pos[8];
+        tail_batches(&o, nb, 1400, log, sizeof(log), pos);
+        if (c == 0) {
+            size_t n = 0;
+            uint8_t *b = dt_read_file(log, &n);
+            b[pos[2] + 400] ^= 0x21; /* a flip: written, maybe synced */
+            dt_write_file(log, b, n);
+            free(b);
+        } else {
+            /* c 1: batches 2..6 follow, more than 2 * (1 + 4096) bytes */
+            dt_zero_range(log, pos[2] + 300, pos[3]);
+        }
+        size_t n0 = 0;
+        uint8_t *before = dt_read_file(log, &n0);
+        struct vs_part *p = NULL;
+        struct part_verdict v;
+        ck_assert_int_eq(part_open(&g_f.io, g_parts, &g_id, &o, 0, 0, &p, &v),
+                         -EBADMSG);
+        ck_assert_int_eq(v.reason, PART_R_INTERIOR_DAMAGE);
+        ck_assert_uint_eq(v.position, pos[2]);
+        char at[64];
+        snprintf(at, sizeof(at),
+                 "at byte %" PRIu64 " of 00000000000000000000.log", pos[2]);
+        ck_assert_msg(strstr(v.msg, at) != NULL, "%s", v.msg);
+        ck_assert_msg(strstr(v.msg, "batch at offset 4") != NULL, "%s", v.msg);
+        const char *why = c == 0   ? "not an unsynced tail: the damaged bytes"
+                          : c == 1 ? "not an unsynced tail: "
+                                   : NULL;
+        if (why)
+            ck_assert_msg(strstr(v.msg, why) != NULL, "%s", v.msg);
+        else
+            ck_assert_msg(strstr(v.msg, "unsynced") == NULL, "%s", v.msg);
+        if (c == 1)
+            ck_assert_msg(strstr(v.msg, "the 8194 the writer can leave "
+                                        "unsynced") != NULL,
+                          "%s", v.msg);
+        size_t n1 = 0;
+        uint8_t *after = dt_read_file(log, &n1);
+        ck_assert_uint_eq(n1, n0);
+        ck_assert_int_eq(memcmp(before, after, n0), 0);
+        free(before);
+        free(after);
+        dt_rm_rf(g_parts);
+    }
+}
+END_TEST
+
 /* Data is verified on read: a flipped payload byte (or batch checksum)
  * of a batch in the open partition's .log is never served -- the poll
  * that reaches it fails with -EBADMSG and appends nothing; polls of
@@ -1600,6 +1758,8 @@ suite(void)
     tcase_add_test(tc, test_bad_batch_refused_nothing_stored);
     tcase_add_test(tc, test_torn_tail_every_length);
     tcase_add_test(tc, test_interior_flip_refused);
+    tcase_add_test(tc, test_unsynced_group_tail_cut);
+    tcase_add_test(tc, test_unsynced_group_tail_refusals);
     tcase_add_test(tc, test_verify_on_read);
     tcase_add_test(tc, test_acked_loss_refused);
     tcase_add_test(tc, test_interior_header_flip_refused_without_index);

@@ -39,6 +39,7 @@ struct tj {
     struct pj_recovered rec;
     struct part_verdict v;
     uint64_t segment_size;
+    int interval; /* the interval policy (else every-batch) */
 };
 
 static void
@@ -61,6 +62,8 @@ tj_open(struct tj *t)
     struct part_opts o;
     part_opts_default(&o);
     o.cut_damaged_tail = 1;
+    if (t->interval)
+        o.durability = PART_FSYNC_INTERVAL;
     if (t->segment_size)
         o.segment_size = t->segment_size;
     int rc = part_open(&g_f.io, g_parts, &g_id, &o, 1, 0, &t->p, &t->v);
@@ -476,6 +479,145 @@ START_TEST(test_flip_before_last_refused)
 }
 END_TEST
 
+/* ---- the unsynced group tail: several records unsynced at once ---- */
+
+/* Byte position of op's record in the .vsr file at path (walking the
+ * record lengths of the prefixes from `first` on), or the file's length
+ * for op = last + 1. */
+static uint64_t
+rec_pos(const char *path, uint64_t first, uint64_t op)
+{
+    size_t n = 0;
+    uint8_t *b = dt_read_file(path, &n);
+    uint64_t at = 0;
+    for (uint64_t o = first; o < op; o++) {
+        ck_assert_uint_le(at + PJ_RECORD_PREFIX, n);
+        at += vs_load_u32(b + at + 8);
+    }
+    free(b);
+    return at;
+}
+
+/* ops 1..3 then 4..6 (batches); returns the .vsr path and the next
+ * offset after op 3 */
+static uint64_t
+six_ops(struct tj *t, char *path, size_t cap)
+{
+    tj_open_ok(t);
+    tj_fill(t, 3);
+    uint64_t after3 = next_offset(t);
+    for (uint64_t i = 0; i < 3; i++)
+        ck_assert_int_eq(tj_append(t, 2, 40 + i, NULL), 0);
+    ck_assert_int_eq(pj_sync(t->j), 0);
+    char name[64];
+    seg_name(name, sizeof(name), 0, "vsr");
+    file_path(path, cap, t, name);
+    tj_crash(t);
+    return after3;
+}
+
+/* A record cut short, a lost record, two records cut short: each
+ * followed by whole records above the durable checkpoint is cut there
+ * with every later record and batch. Under every-batch no fsync
+ * completed after the damaged write, so none of them was acknowledged:
+ * no faulty range. Under interval they were acknowledged once written:
+ * faulty up to the last op the file held (repaired, never nacked). */
+START_TEST(test_unsynced_records_cut)
+{
+    for (int c = 0; c < 4; c++) {
+        struct tj t = {0};
+        t.interval = c == 3;
+        char path[900];
+        uint64_t after3 = six_ops(&t, path, sizeof(path));
+        uint64_t r4 = rec_pos(path, 1, 4), r5 = rec_pos(path, 1, 5),
+                 r6 = rec_pos(path, 1, 6);
+        if (c == 0 || c == 3) /* op 4's record cut short */
+            dt_zero_range(path, r4 + 100, r5);
+        else if (c == 1) /* op 4's record lost */
+            dt_zero_range(path, r4, r5);
+        else { /* ops 4 and 5 cut short, op 6 whole */
+            dt_zero_range(path, r4 + 40, r5);
+            dt_zero_range(path, r5 + 200, r6);
+        }
+        tj_open_ok(&t);
+        ck_assert_uint_eq(pj_head(t.j), 3);
+        ck_assert_uint_eq(t.rec.faulty_op, c == 3 ? 6 : 0);
+        ck_assert_uint_eq(next_offset(&t), after3);
+        ck_assert_int_eq(dt_file_size(path), (off_t)r4);
+        check_chain(&t);
+        /* the journal goes on from op 4 */
+        ck_assert_int_eq(tj_append(&t, 1, 90, NULL), 0);
+        ck_assert_int_eq(pj_sync(t.j), 0);
+        tj_crash(&t);
+        tj_open_ok(&t);
+        ck_assert_uint_eq(pj_head(t.j), 4);
+        tj_crash(&t);
+        dt_rm_rf(g_parts);
+    }
+}
+END_TEST
+
+/* Non-zero damage followed by records, never-written damage at or below
+ * the durable checkpoint, or followed by ops further above it than the
+ * journal's window: refused, naming the file, byte and op, and nothing
+ * modified. */
+START_TEST(test_unsynced_records_refusals)
+{
+    for (int c = 0; c < 3; c++) {
+        struct tj t = {0};
+        char path[900];
+        uint64_t bad = 4;
+        if (c < 2) {
+            (void)six_ops(&t, path, sizeof(path));
+        } else {
+            tj_open_ok(&t);
+            tj_fill(&t, WINDOW + 6);
+            char name[64];
+            seg_name(name, sizeof(name), 0, "vsr");
+            file_path(path, sizeof(path), &t, name);
+            tj_crash(&t);
+        }
+        uint64_t r4 = rec_pos(path, 1, bad), r5 = rec_pos(path, 1, bad + 1);
+        if (c == 0) {
+            size_t n = 0;
+            uint8_t *b = dt_read_file(path, &n);
+            b[r4 + 16 + 150] ^= 0x08; /* op 4's header: a flip */
+            dt_write_file(path, b, n);
+            free(b);
+        } else if (c == 2) {
+            dt_zero_range(path, r4 + 100, r5);
+        }
+        if (c == 1) { /* op 4 is at the durable checkpoint */
+            tj_open_ok(&t);
+            struct pj_state st;
+            memset(&st, 0, sizeof(st));
+            st.commit_max = 4;
+            st.checkpoint_op = 4;
+            ck_assert_int_eq(pj_state_write(t.j, &st), 0);
+            tj_crash(&t);
+            dt_zero_range(path, r4 + 100, r5);
+        }
+        off_t vsz = dt_file_size(path);
+        ck_assert_int_eq(tj_open(&t), -EBADMSG);
+        ck_assert_int_eq(t.v.reason, PART_R_INTERIOR_DAMAGE);
+        ck_assert_uint_eq(t.v.position, r4);
+        char at[80];
+        snprintf(at, sizeof(at), "at byte %llu of 00000000000000000000.vsr",
+                 (unsigned long long)r4);
+        ck_assert_msg(strstr(t.v.msg, at) != NULL, "%s", t.v.msg);
+        ck_assert_msg(strstr(t.v.msg, "record of op 4") != NULL, "%s", t.v.msg);
+        const char *why =
+            c == 0   ? "not an unsynced tail: the damaged bytes"
+            : c == 1 ? "not an unsynced tail: op 4 is at or below the durable "
+                       "checkpoint (op 4)"
+                     : "ops the journal holds above the durable checkpoint";
+        ck_assert_msg(strstr(t.v.msg, why) != NULL, "%s", t.v.msg);
+        ck_assert_int_eq(dt_file_size(path), vsz);
+        dt_rm_rf(g_parts);
+    }
+}
+END_TEST
+
 START_TEST(test_chain_break_refused)
 {
     struct tj t = {0};
@@ -828,6 +970,8 @@ pjournal_suite(void)
     tcase_add_test(tc, test_flipped_last_record_header);
     tcase_add_test(tc, test_flip_before_last_refused);
     tcase_add_test(tc, test_chain_break_refused);
+    tcase_add_test(tc, test_unsynced_records_cut);
+    tcase_add_test(tc, test_unsynced_records_refusals);
     tcase_add_test(tc, test_truncate_then_reappend);
     tcase_add_test(tc, test_batches_past_last_record_cut);
     tcase_add_test(tc, test_superblock_slots);

@@ -7,7 +7,10 @@
  * make it fatal) and a crash clears it; latent sectors fail reads until
  * rewritten; flips change the durable image; an fsync through a dup
  * covers the file; errors are clean refusals;
- * the real partition storage opens, appends, crashes and recovers on it.
+ * the real partition storage opens, appends, crashes and recovers on it,
+ * also with many writes unsynced at once (the interval policy's batches,
+ * a replicated partition's records and batches): a power loss never
+ * leaves it refusing to open.
  * Test code only.
  */
 #include "config.h"
@@ -21,8 +24,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/checksum.h"
+#include "common/wire.h"
 #include "shard/data/batch.h"
 #include "shard/data/partition.h"
+#include "shard/data/pjournal.h"
 #include "shard/storage/io.h"
 #include "tests/sim/sim_sio.h"
 #include "tests/unit/data_testutil.h"
@@ -396,6 +402,156 @@ START_TEST(partition_on_sim_sio)
 }
 END_TEST
 
+/* A file system for seed with tears at 40%, its partitions directory
+ * durable (path in parts); *o the default options, 64 KiB segments. */
+static struct vs_sio *
+tail_fs(uint64_t seed, struct sim_sio **s, char *parts, size_t cap,
+        struct part_opts *o)
+{
+    part_opts_default(o);
+    o->segment_size = 64 * 1024;
+    ck_assert_int_eq(sim_sio_create(g_fs, seed, 400, s), 0);
+    struct vs_sio *io = sim_sio_io(*s);
+    path_of(parts, cap, "partitions");
+    ck_assert_int_eq(sio_mkdir(io, parts, 0700), 0);
+    ck_assert_int_eq(sio_dir_fsync(io, g_fs), 0);
+    return io;
+}
+
+/* Under the interval policy many batches are written between fsyncs: a
+ * power loss keeps any subset of them, torn or whole, and the partition
+ * opens (the unsynced group tail is cut), with every batch synced before
+ * the crash and never more than what was written. */
+START_TEST(interval_power_loss_opens)
+{
+    static const struct part_id id = {1, 2, 3, 78};
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        struct sim_sio *s;
+        char parts[400];
+        struct part_opts o;
+        struct vs_sio *io = tail_fs(seed, &s, parts, sizeof(parts), &o);
+        o.durability = PART_FSYNC_INTERVAL;
+        o.fsync_bytes = 8 * 1024;
+        o.frontier_step = 1000;
+        o.limits.max_batch_bytes = 4096;
+        uint64_t synced = 0, written = 0;
+        for (int round = 0; round < 3; round++) {
+            struct vs_part *p;
+            struct part_verdict v;
+            int rc = part_open(io, parts, &id, &o, 1, 0, &p, &v);
+            ck_assert_msg(rc == 0, "seed %llu round %d: %d %s",
+                          (unsigned long long)seed, round, rc, v.msg);
+            uint32_t got = 0;
+            {
+                struct vs_wbuf out;
+                struct part_poll_result pr;
+                vs_wbuf_init(&out);
+                ck_assert_int_eq(part_poll(p, PART_POLL_OFFSET, 0, 1000000,
+                                           1u << 24, &out, &pr),
+                                 0);
+                got = pr.count;
+                vs_wbuf_fini(&out);
+            }
+            ck_assert_uint_ge(got, synced);
+            ck_assert_uint_le(got, written);
+            synced = written = got;
+            ck_assert_int_eq(part_flush(p), 0);
+            for (int i = 0; i < 12; i++) {
+                uint32_t pl[2] = {200 + (uint32_t)(seed % 300), 40},
+                         hl[2] = {0, 0};
+                size_t len;
+                uint8_t *b = dt_batch(seed * 31 + (uint64_t)i, 2, pl, hl, &len);
+                ck_assert_int_eq(part_append(p, b, len, 1000, NULL, NULL), 0);
+                free(b);
+                written += 2;
+            }
+            part_abandon(p);
+            ck_assert_int_eq(sim_sio_crash(s), 0);
+        }
+        sim_sio_destroy(s);
+    }
+}
+END_TEST
+
+static void
+pj_prepare(struct vs_hdr_prepare *h, uint64_t op, struct vs_u128 parent,
+           const void *body, uint32_t len)
+{
+    memset(h, 0, sizeof(*h));
+    h->f.cluster = (struct vs_u128){7, 7};
+    h->f.size = (uint32_t)sizeof(*h) + len;
+    h->f.release = VS_WIRE_FORMAT_VERSION;
+    h->f.command = VS_CMD_PREPARE;
+    h->parent = parent;
+    h->op = op;
+    h->operation = VS_OP_SEND_MESSAGES;
+    h->group = 99;
+    vs_prepare_seal(h, body, len);
+}
+
+/* A replicated partition's group appends several ops (records and their
+ * batches) before one fsync: a power loss keeps any subset of those
+ * writes, and the journal opens with every op synced before the crash
+ * (a faulty range, if any, only above them). */
+START_TEST(pjournal_power_loss_opens)
+{
+    static const struct part_id id = {1, 2, 3, 79};
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        struct sim_sio *s;
+        char parts[400];
+        struct part_opts o;
+        struct vs_sio *io = tail_fs(seed, &s, parts, sizeof(parts), &o);
+        o.cut_damaged_tail = 1;
+        o.replicated = 1;
+        o.unsynced_max = 64u * 4096u; /* 64 ops of at most 4 KiB */
+        uint64_t synced = 0, written = 0;
+        for (int round = 0; round < 3; round++) {
+            struct vs_part *p;
+            struct part_verdict v;
+            int rc = part_open(io, parts, &id, &o, 1, 0, &p, &v);
+            ck_assert_msg(rc == 0, "seed %llu: %d %s", (unsigned long long)seed,
+                          rc, v.msg);
+            struct vs_pjournal *j;
+            struct pj_recovered rec;
+            rc = pj_open(p, 64, &j, &rec, &v);
+            ck_assert_msg(rc == 0, "seed %llu round %d: pj_open %d %s",
+                          (unsigned long long)seed, round, rc, v.msg);
+            ck_assert_uint_ge(pj_head(j), synced);
+            ck_assert_uint_le(pj_head(j), written);
+            /* a record whose batch did not land whole is repaired,
+             * never nacked (pjournal.h): only above the synced ops */
+            ck_assert(rec.faulty_op == 0 ||
+                      (rec.faulty_op > synced && rec.faulty_op <= written));
+            pj_recovered_free(&rec);
+            synced = written = pj_head(j);
+            for (int i = 0; i < 10; i++) {
+                uint32_t pl[2] = {100 + (uint32_t)(seed % 500), 30},
+                         hl[2] = {0, 0};
+                size_t len;
+                uint8_t *b = dt_batch(seed * 17 + (uint64_t)i, 2, pl, hl, &len);
+                struct part_stats ps;
+                part_stats(p, &ps);
+                batch_stamp(b, id.partition_id, ps.next_offset, 1000);
+                struct vs_hdr_prepare h;
+                pj_prepare(&h, pj_head(j) + 1, pj_head_checksum(j), b,
+                           (uint32_t)len);
+                ck_assert_int_eq(pj_append(j, &h, b, (uint32_t)len), 0);
+                free(b);
+                written++;
+                if (i == 4) { /* half of them synced */
+                    ck_assert_int_eq(pj_sync(j), 0);
+                    synced = written;
+                }
+            }
+            pj_close(j);
+            part_abandon(p);
+            ck_assert_int_eq(sim_sio_crash(s), 0);
+        }
+        sim_sio_destroy(s);
+    }
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -413,6 +569,8 @@ suite(void)
     tcase_add_test(t, dup_fsync);
     tcase_add_test(t, refusals);
     tcase_add_test(t, partition_on_sim_sio);
+    tcase_add_test(t, interval_power_loss_opens);
+    tcase_add_test(t, pjournal_power_loss_opens);
     suite_add_tcase(s, t);
     return s;
 }

@@ -133,6 +133,20 @@ dt_write_file(const char *path, const void *buf, size_t len)
     fclose(f);
 }
 
+/* Zeroes bytes [from, to) of the file (to within it), as a write that
+ * never landed leaves them. */
+static inline void
+dt_zero_range(const char *path, uint64_t from, uint64_t to)
+{
+    size_t n = 0;
+    uint8_t *b = dt_read_file(path, &n);
+    if (b == NULL || to > n || from > to)
+        abort();
+    memset(b + from, 0, (size_t)(to - from));
+    dt_write_file(path, b, n);
+    free(b);
+}
+
 static inline off_t
 dt_file_size(const char *path)
 {
