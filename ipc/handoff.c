@@ -116,8 +116,7 @@ handoff_decode(const uint8_t *p, size_t len, struct handoff_msg *m)
     m->part_seen = vs_load_u32(p + 236);
     if (!all_zero(p + 240, HANDOFF_HEAD_SIZE - 240))
         return -EBADMSG;
-    if (m->part_seen > 1 ||
-        (m->part_seen == 0 && !all_zero(p + 200, 36)))
+    if (m->part_seen > 1 || (m->part_seen == 0 && !all_zero(p + 200, 36)))
         return -EBADMSG;
     if (m->ct_idx < -1)
         return -EBADMSG;

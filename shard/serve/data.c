@@ -517,8 +517,8 @@ data_keyed(struct serve_conn *c, const struct vs_hdr_request *req,
          * every frame checksum, each its frame's bytes (all verified
          * before anything is stored), so hashing the header alone tells
          * two batches apart without a second pass over the batch */
-        base = vs_checksum(data, dlen < BATCH_HEADER_SIZE ? dlen
-                                                          : BATCH_HEADER_SIZE);
+        base = vs_checksum(data,
+                           dlen < BATCH_HEADER_SIZE ? dlen : BATCH_HEADER_SIZE);
     } else if (vs_u128_is_zero(base)) {
         /* an offset op's body: what it does, to which consumer */
         uint8_t b[28];

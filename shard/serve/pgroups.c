@@ -357,9 +357,9 @@ env_reply(void *ctx, struct vs_pgroup *g, struct vs_u128 client,
             continue;
         }
         *pp = w->next;
-        struct pg_ready *r = ready_push(pg, &w->w, h.status, body, blen,
-                                        h.status == 0 && e != NULL ? &e->id
-                                                                   : NULL);
+        struct pg_ready *r =
+            ready_push(pg, &w->w, h.status, body, blen,
+                       h.status == 0 && e != NULL ? &e->id : NULL);
         if (w->w.link && h.status == 0) {
             r->gid = gid;
             r->op = h.op;
@@ -849,8 +849,8 @@ on_result(struct serve_pgroups *pg, uint8_t peer, const void *frame, size_t len)
         *pp = f->next;
         const uint8_t *body = (const uint8_t *)frame + VS_HEADER_SIZE;
         size_t blen = len - VS_HEADER_SIZE;
-        struct pg_entry *e = h.status == 0 && h.op != 0 ? find_id(pg, &f->id)
-                                                        : NULL;
+        struct pg_entry *e =
+            h.status == 0 && h.op != 0 ? find_id(pg, &f->id) : NULL;
         if (e != NULL && e->g != NULL && pgroup_commit(e->g) < h.op) {
             struct pg_held *x = vs_xcalloc(1, sizeof(*x));
             x->id = f->id;

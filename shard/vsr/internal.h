@@ -115,11 +115,11 @@ struct vs_vsr {
     /* timers */
     uint64_t now; /* ticks since construction */
     uint64_t heartbeat_deadline;
-    uint64_t heartbeat_seq;   /* primary: Commit timestamp_monotonic */
+    uint64_t heartbeat_seq;    /* primary: Commit timestamp_monotonic */
     uint64_t heartbeat_commit; /* primary: commit_max of the last Commit */
-    uint64_t heartbeat_seen;  /* backup: last accepted */
-    uint64_t primary_silence; /* backup: ticks since the primary spoke */
-    uint64_t silence_limit;   /* normal_heartbeat + jitter */
+    uint64_t heartbeat_seen;   /* backup: last accepted */
+    uint64_t primary_silence;  /* backup: ticks since the primary spoke */
+    uint64_t silence_limit;    /* normal_heartbeat + jitter */
     /* primary lease: tick each replica was last heard in lease_view
      * (PrepareOk, Pong); lease_view != view means "not yet counted" */
     uint64_t heard[VS_REPLICAS_MAX];

@@ -504,7 +504,6 @@ groups0_bind_remote(struct groups0 *g, struct vs_u128 client, uint64_t session,
     b->seen = n->reports;
 }
 
-
 /* A complete report of `node` claims members only: its bindings of
  * clients that are no members now count as seen, so a client that joins
  * a group later is not taken for absent. */

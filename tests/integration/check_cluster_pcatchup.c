@@ -32,8 +32,7 @@ enum { BATCHES = 1000, PER_BATCH = 1000 };
 #define TOTAL ((uint64_t)BATCHES * PER_BATCH)
 
 static struct vs_cluster cl;
-static const char *const extra[] = {"--partition-replication", "true",
-                                    NULL};
+static const char *const extra[] = {"--partition-replication", "true", NULL};
 static uint64_t base[BATCHES];
 
 static void
@@ -108,8 +107,8 @@ read_all(unsigned i, const uint32_t *owner, uint64_t *digest)
             const uint8_t *p = msg->payload;
             uint32_t k = vs_load_u32(p), j = vs_load_u32(p + 4);
             ck_assert_msg(owner[n] == k * PER_BATCH + j,
-                          "node %u offset %llu holds batch %u message %u",
-                          i, (unsigned long long)n, k, j);
+                          "node %u offset %llu holds batch %u message %u", i,
+                          (unsigned long long)n, k, j);
             uint8_t rec[24]; /* chained: the digest so far, offset, payload */
             vs_store_u64(rec, d);
             vs_store_u64(rec + 8, n);
@@ -214,8 +213,8 @@ START_TEST(test_million_while_stopped)
     for (unsigned i = 0; i < 3; i++) {
         uint64_t d = 0;
         ck_assert_uint_eq(read_all(i, owner, &d), TOTAL);
-        ck_assert_msg(d == dv, "node %u's history differs from node %u's",
-                      i, victim);
+        ck_assert_msg(d == dv, "node %u's history differs from node %u's", i,
+                      victim);
     }
     free(owner);
 }

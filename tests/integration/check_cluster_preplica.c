@@ -151,8 +151,8 @@ START_TEST(test_sends_through_every_node)
                 char want[16];
                 snprintf(want, sizeof(want), "same-%u", t);
                 ck_assert_msg(same_base[t][r] < hist[i].n &&
-                                  strcmp(hist[i].text[same_base[t][r]],
-                                         want) == 0,
+                                  strcmp(hist[i].text[same_base[t][r]], want) ==
+                                      0,
                               "node %u: offset %llu is not %s", i,
                               (unsigned long long)same_base[t][r], want);
             }

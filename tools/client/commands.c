@@ -397,7 +397,8 @@ vsc_records_call(struct vsc *c, uint32_t code, size_t elem_size,
 int
 vsc_clients(struct vsc *c, struct vsc_client_info **out, size_t *n)
 {
-    return vsc_records_call(c, VSC_GET_CLIENTS, sizeof **out, rec_client, (void **)out, n);
+    return vsc_records_call(c, VSC_GET_CLIENTS, sizeof **out, rec_client,
+                            (void **)out, n);
 }
 
 /* ---- streams ---- */
@@ -440,7 +441,8 @@ vsc_stream_get(struct vsc *c, const struct vsc_id *id, struct vsc_stream *out,
 int
 vsc_stream_list(struct vsc *c, struct vsc_stream **out, size_t *n)
 {
-    return vsc_records_call(c, VSC_GET_STREAMS, sizeof **out, rec_stream, (void **)out, n);
+    return vsc_records_call(c, VSC_GET_STREAMS, sizeof **out, rec_stream,
+                            (void **)out, n);
 }
 
 static int
@@ -675,7 +677,8 @@ vsc_user_get(struct vsc *c, const struct vsc_id *id, struct vsc_user *out,
 int
 vsc_user_list(struct vsc *c, struct vsc_user **out, size_t *n)
 {
-    return vsc_records_call(c, VSC_GET_USERS, sizeof **out, rec_user, (void **)out, n);
+    return vsc_records_call(c, VSC_GET_USERS, sizeof **out, rec_user,
+                            (void **)out, n);
 }
 
 int
@@ -764,7 +767,8 @@ vsc_pat_create(struct vsc *c, const char *name, uint64_t expiry,
 int
 vsc_pat_list(struct vsc *c, struct vsc_pat **out, size_t *n)
 {
-    return vsc_records_call(c, VSC_GET_PATS, sizeof **out, rec_pat, (void **)out, n);
+    return vsc_records_call(c, VSC_GET_PATS, sizeof **out, rec_pat,
+                            (void **)out, n);
 }
 
 int
