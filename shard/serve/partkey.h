@@ -14,7 +14,9 @@
  *
  * The key therefore also counts, on the connection, the partition ops
  * that carried the same request number before it (subseq): the first
- * keeps the body checksum as its key (so a client that resends the same
+ * keeps its content's checksum as its key (the client's request checksum,
+ * else for a send the hash of its batch header, whose batch_checksum
+ * covers every frame; so a client that resends the same
  * frame on a new connection after a reconnect, as vstream's library does,
  * is still recognised), the n-th is keyed on XXH3(checksum, n). A frame
  * repeated right after a transient answer (57/58: not committed yet, or
