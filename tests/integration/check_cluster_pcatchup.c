@@ -87,13 +87,7 @@ read_all(unsigned i, const uint32_t *owner, uint64_t *digest)
     uint64_t n = 0, d = 0;
     for (unsigned round = 0; round < 4 * BATCHES && n < TOTAL; round++) {
         struct vsc_poll_args a;
-        memset(&a, 0, sizeof(a));
-        a.consumer = vsc_consumer_single(&cid);
-        a.has_partition = 1;
-        a.partition_id = 0;
-        a.strategy = VSC_POLL_OFFSET;
-        a.value = n;
-        a.count = PER_BATCH;
+        prep_poll_args(&a, &cid, n, PER_BATCH);
         struct vsc_polled r;
         memset(&r, 0, sizeof(r));
         int rc = vsc_poll(c, &sid, &tid, &a, &r);
@@ -134,13 +128,7 @@ serves_last(unsigned i)
     struct vsc_id sid = vsc_id_name("pc"), tid = vsc_id_name("t");
     struct vsc_id cid = vsc_id_num(1);
     struct vsc_poll_args a;
-    memset(&a, 0, sizeof(a));
-    a.consumer = vsc_consumer_single(&cid);
-    a.has_partition = 1;
-    a.partition_id = 0;
-    a.strategy = VSC_POLL_OFFSET;
-    a.value = TOTAL - 1;
-    a.count = 1;
+    prep_poll_args(&a, &cid, TOTAL - 1, 1);
     struct vsc_polled r;
     memset(&r, 0, sizeof(r));
     int got = vsc_poll(c, &sid, &tid, &a, &r) == 0 && r.n == 1 &&

@@ -118,6 +118,19 @@ prep_send_batch(struct vsc *c, const char *s, const char *t, const char *tag,
     return rc;
 }
 
+void
+prep_poll_args(struct vsc_poll_args *a, const struct vsc_id *cid,
+               uint64_t offset, uint32_t count)
+{
+    memset(a, 0, sizeof(*a));
+    a->consumer = vsc_consumer_single(cid);
+    a->has_partition = 1;
+    a->partition_id = 0;
+    a->strategy = VSC_POLL_OFFSET;
+    a->value = offset;
+    a->count = count;
+}
+
 size_t
 prep_poll_at(struct vsc *c, const char *s, const char *t, uint64_t offset,
              char first[48])
@@ -125,13 +138,7 @@ prep_poll_at(struct vsc *c, const char *s, const char *t, uint64_t offset,
     struct vsc_id sid = vsc_id_name(s), tid = vsc_id_name(t);
     struct vsc_id cid = vsc_id_num(1);
     struct vsc_poll_args a;
-    memset(&a, 0, sizeof(a));
-    a.consumer = vsc_consumer_single(&cid);
-    a.has_partition = 1;
-    a.partition_id = 0;
-    a.strategy = VSC_POLL_OFFSET;
-    a.value = offset;
-    a.count = PREP_BATCH;
+    prep_poll_args(&a, &cid, offset, PREP_BATCH);
     struct vsc_polled r;
     memset(&r, 0, sizeof(r));
     int rc = vsc_poll(c, &sid, &tid, &a, &r);
@@ -160,13 +167,7 @@ prep_read_history(struct vsc *c, const char *s, const char *t, size_t want,
     h->n = 0;
     for (unsigned round = 0; round < PREP_MAX_MSGS && h->n < want; round++) {
         struct vsc_poll_args a;
-        memset(&a, 0, sizeof(a));
-        a.consumer = vsc_consumer_single(&cid);
-        a.has_partition = 1;
-        a.partition_id = 0;
-        a.strategy = VSC_POLL_OFFSET;
-        a.value = h->n;
-        a.count = PREP_POLL_COUNT;
+        prep_poll_args(&a, &cid, h->n, PREP_POLL_COUNT);
         struct vsc_polled r;
         memset(&r, 0, sizeof(r));
         int rc = vsc_poll(c, &sid, &tid, &a, &r);

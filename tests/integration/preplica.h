@@ -40,6 +40,10 @@ unsigned prep_make_topic(struct vs_cluster *cl, struct vsc *c, const char *s,
  * call's error. */
 int prep_send_batch(struct vsc *c, const char *s, const char *t,
                     const char *tag, unsigned k, uint64_t *base);
+/* Poll arguments for partition 0: `count` messages from `offset` for the
+ * single consumer *cid (which must outlive *a). */
+void prep_poll_args(struct vsc_poll_args *a, const struct vsc_id *cid,
+                    uint64_t offset, uint32_t count);
 /* One poll of partition 0 at `offset` (up to PREP_BATCH messages): the
  * count returned; the first message's payload in first (48 bytes). */
 size_t prep_poll_at(struct vsc *c, const char *s, const char *t,
