@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -52,9 +53,13 @@
 #define LINKS_BACKOFF_MAX_MS      5000u
 #define LINKS_REFUSAL_LOG_MS      60000u
 #define LINKS_HANDSHAKE_FRAME_MAX (VS_HEADER_SIZE + LINKS_ADDR_MAX)
-#define LINKS_NONCE_BYTES         32u
-#define LINKS_MAC_BYTES           crypto_auth_BYTES
-#define LINKS_PENDING_MAX         64u /* unauthenticated accepted connections */
+/* Bytes one write callback may hand the kernel, and one TLS read may
+ * take (libevent's defaults, 16 KiB, cost a loop iteration per 16 KiB of
+ * a 1 MB prepare). */
+#define LINKS_IO_CHUNK_MAX (4u << 20)
+#define LINKS_NONCE_BYTES  32u
+#define LINKS_MAC_BYTES    crypto_auth_BYTES
+#define LINKS_PENDING_MAX  64u /* unauthenticated accepted connections */
 
 /* Refusal reasons carried in REPLICA_CHALLENGE.status. */
 enum link_refusal {
@@ -586,6 +591,73 @@ conn_frame(struct link_conn *c, const uint8_t *frame, size_t len)
     return -1;
 }
 
+/* read_rest's loop: 0 (want bytes arrived), 1 (none more for now), or
+ * -ENOMEM, -EPIPE (EOF), -errno. */
+static int
+read_into(struct evbuffer *in, evutil_socket_t fd, size_t want)
+{
+    while (want > 0) {
+        struct evbuffer_iovec v[2];
+        int nv = evbuffer_reserve_space(in, (ev_ssize_t)want, v, 2);
+        if (nv <= 0)
+            return -ENOMEM;
+        struct iovec iov[2];
+        size_t room = 0;
+        for (int i = 0; i < nv; i++) {
+            iov[i].iov_base = v[i].iov_base;
+            iov[i].iov_len = v[i].iov_len;
+            room += v[i].iov_len;
+        }
+        if (room > want) { /* reserve may offer more than asked */
+            size_t cut = room - want;
+            for (int i = nv - 1; i >= 0 && cut > 0; i--) {
+                size_t d = cut < iov[i].iov_len ? cut : iov[i].iov_len;
+                iov[i].iov_len -= d;
+                cut -= d;
+            }
+        }
+        ssize_t n = readv(fd, iov, nv);
+        if (n <= 0) {
+            int err = errno;
+            evbuffer_commit_space(in, v, 0);
+            if (n < 0 && err == EINTR)
+                continue;
+            if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK))
+                return 1;
+            return n == 0 ? -EPIPE : -err;
+        }
+        size_t left = (size_t)n;
+        int used = 0;
+        for (int i = 0; i < nv && left > 0; i++, used++) {
+            v[i].iov_len = left < iov[i].iov_len ? left : iov[i].iov_len;
+            left -= v[i].iov_len;
+        }
+        evbuffer_commit_space(in, v, used);
+        want -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads up to `want` bytes of a plain connection's socket straight into
+ * its input buffer: libevent 2.1's socket reads take at most 4 KiB per
+ * readable event. 0 when `want` bytes arrived; 1 when the socket has no
+ * more for now (the bufferevent's read event brings the rest); -1 when
+ * the connection was closed (EOF, an error, no memory). */
+static int
+read_rest(struct link_conn *c, struct evbuffer *in, size_t want)
+{
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    /* a socket bufferevent freezes its input's end between its own
+     * reads; this is one of them */
+    evbuffer_unfreeze(in, 0);
+    int rc = read_into(in, fd, want);
+    evbuffer_freeze(in, 0);
+    if (rc < 0)
+        conn_close(c, rc == -ENOMEM  ? "out of memory"
+                      : rc == -EPIPE ? "connection closed by the peer"
+                                     : evutil_socket_error_to_string(-rc));
+    return rc < 0 ? -1 : rc;
+}
 static void
 conn_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -606,8 +678,14 @@ conn_read_cb(struct bufferevent *bev, void *arg)
             conn_close(c, why);
             break;
         }
-        if (have < f.size)
-            break;
+        if (have < f.size) {
+            /* the rest of a large frame (a partition prepare): read it
+             * at once, not 4 KiB per loop iteration */
+            if (f.size - have <= 4096 || c->l->o.tls_server != NULL ||
+                read_rest(c, in, f.size - have) != 0)
+                break;
+            continue;
+        }
         const uint8_t *frame = evbuffer_pullup(in, f.size);
         if (frame == NULL) {
             conn_close(c, "out of memory");
@@ -782,6 +860,8 @@ conn_new(struct links *l, evutil_socket_t fd, int peer, int dialer)
         return NULL;
     }
     bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+    bufferevent_set_max_single_read(c->bev, LINKS_IO_CHUNK_MAX);
+    bufferevent_set_max_single_write(c->bev, LINKS_IO_CHUNK_MAX);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     struct timeval tv = {.tv_sec = LINKS_HANDSHAKE_MS / 1000,
                          .tv_usec = (LINKS_HANDSHAKE_MS % 1000) * 1000};
