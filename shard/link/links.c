@@ -650,7 +650,10 @@ read_rest(struct link_conn *c, struct evbuffer *in, size_t want)
     /* a socket bufferevent freezes its input's end between its own
      * reads; this is one of them */
     evbuffer_unfreeze(in, 0);
-    int rc = read_into(in, fd, want);
+    /* room for the rest in the last chain: libevent moves a small head
+     * (the 4 KiB it read) into it, so the frame ends up contiguous and
+     * its pull-up copies nothing */
+    int rc = evbuffer_expand(in, want) == 0 ? read_into(in, fd, want) : -ENOMEM;
     evbuffer_freeze(in, 0);
     if (rc < 0)
         conn_close(c, rc == -ENOMEM  ? "out of memory"
