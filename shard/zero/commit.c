@@ -933,7 +933,8 @@ commit_do_truncate(struct commit *c, uint64_t op)
 }
 
 /* Repair: our stored prepare of a.op, if it is the one asked for, as a
- * RepairPrepare (command 19) to a.replica. */
+ * RepairPrepare (command 19) to a.replica; the primary's retransmit
+ * (a.retransmit) as a Prepare stamped with a.view instead. */
 static void
 commit_do_send_prepare(struct commit *c, const struct vs_vsr_action *a)
 {
@@ -945,15 +946,21 @@ commit_do_send_prepare(struct commit *c, const struct vs_vsr_action *a)
     uint8_t *p = vs_wbuf_reserve(&c->out, VS_HEADER_SIZE + (size_t)len);
     long n = wal_read_body(&c->journal, a->op, p + VS_HEADER_SIZE, len);
     if (n < 0 || (uint32_t)n != len) {
-        vs_log_warn("repair of op %llu for replica %u: cannot read it (%s)",
+        vs_log_warn("%s of op %llu for replica %u: cannot read it (%s)",
+                    a->retransmit ? "retransmit" : "repair",
                     (unsigned long long)a->op, a->replica,
                     n < 0 ? sio_strerror((int)n) : "short");
         return;
     }
     memcpy(p, h, VS_HEADER_SIZE);
-    ((struct vs_header *)p)->f.command = VS_CMD_REPAIR_PREPARE;
+    struct vs_header *fh = (struct vs_header *)p;
+    if (a->retransmit)
+        fh->f.view = a->view; /* the primary's retransmit (engine.h) */
+    else
+        fh->f.command = VS_CMD_REPAIR_PREPARE;
     c->out.len = VS_HEADER_SIZE + (size_t)len;
-    c->stats.repairs_served++;
+    if (!a->retransmit)
+        c->stats.repairs_served++;
     if (c->replica_send != NULL)
         (void)c->replica_send(c->replica_ctx, a->replica, c->out.data,
                               (uint32_t)c->out.len);

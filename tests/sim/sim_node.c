@@ -669,7 +669,8 @@ do_truncate(struct sim_node *n, uint64_t op)
     n->m_truncations++;
 }
 
-/* Repair: the stored prepare of a.op, if it is the one asked for. */
+/* Repair: the stored prepare of a.op, if it is the one asked for (a
+ * Prepare of a.view when it is the primary's retransmit). */
 static void
 do_send_prepare(struct sim_node *n, const struct vs_vsr_action *a)
 {
@@ -681,7 +682,10 @@ do_send_prepare(struct sim_node *n, const struct vs_vsr_action *a)
     memcpy(f, h, VS_HEADER_SIZE);
     long got = wal_read_body(&n->journal, a->op, f + VS_HEADER_SIZE, blen);
     if (got == (long)blen) {
-        ((struct vs_header *)f)->f.command = VS_CMD_REPAIR_PREPARE;
+        if (a->retransmit) /* as shard 0: a Prepare of the primary's view */
+            ((struct vs_header *)f)->f.view = a->view;
+        else
+            ((struct vs_header *)f)->f.command = VS_CMD_REPAIR_PREPARE;
         n->cfg.hooks->send(n->cfg.hooks->ctx, n, a->replica, f, h->f.size);
     }
     free(f);

@@ -2779,6 +2779,14 @@ static const struct scenario SCENARIOS[] = {
      .seed = 9000636,
      .opts = {.partitions = 2}},
     {.name = "xfer-lost-pairing-7500003", .n = 3, .seed = 7500003},
+    /* Soak seed 7300615: after a whole-cluster restart the primary of
+     * view 3 holds ops 137..140 in its journal only; a backup that had
+     * adopted the view's StartView beyond its window, then caught up by
+     * state transfer to op 136, never knew their headers and dropped the
+     * primary's retransmits (RepairPrepares) as unwanted: the pipeline
+     * waited for good. Fixed: such a retransmit leaves as a Prepare of
+     * the primary's view (engine.h VSR_ACT_SEND_PREPARE). */
+    {.name = "stall-retransmit-7300615", .n = 3, .seed = 7300615},
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
 
