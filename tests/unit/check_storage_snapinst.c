@@ -145,6 +145,23 @@ boot_op(void)
     return op;
 }
 
+/* The replica's journal opened through a fresh fault injector. */
+static void
+open_faulty(struct sio_fault *f, struct wal *w)
+{
+    sio_fault_init(f, 0);
+    ck_assert_int_eq(wal_open(w, &f->io, meta, NULL, NULL), 0);
+}
+
+/* snapinst_store of the test payload, claimed to be of op `op`. */
+static int
+store_at(struct sio_fault *f, struct wal *w, uint64_t op, struct vs_u128 *sum,
+         char *err, size_t errlen)
+{
+    return snapinst_store(&f->io, meta, w, COMMIT, payload, sizeof(payload), op,
+                          sum, err, errlen);
+}
+
 START_TEST(test_install_then_boot)
 {
     make_replica();
@@ -177,15 +194,11 @@ START_TEST(test_lost_pairing_no_headerless_checkpoint)
 {
     make_replica();
     struct sio_fault f;
-    sio_fault_init(&f, 0);
     struct wal w;
-    ck_assert_int_eq(wal_open(&w, &f.io, meta, NULL, NULL), 0);
+    open_faulty(&f, &w);
     struct vs_u128 sum;
     char err[256];
-    ck_assert_int_eq(snapinst_store(&f.io, meta, &w, COMMIT, payload,
-                                    sizeof(payload), NEW_OP, &sum, err,
-                                    sizeof(err)),
-                     0);
+    ck_assert_int_eq(store_at(&f, &w, NEW_OP, &sum, err, sizeof(err)), 0);
     wal_close(&w);
     f.crash_after_fault = 1;
     sio_fault_arm(&f, SIO_RENAME, 1, EIO, -1); /* the slot's rename */
@@ -254,21 +267,14 @@ START_TEST(test_refusals_change_nothing)
 {
     make_replica();
     struct sio_fault f;
-    sio_fault_init(&f, 0);
     struct wal w;
-    ck_assert_int_eq(wal_open(&w, &f.io, meta, NULL, NULL), 0);
+    open_faulty(&f, &w);
     struct vs_u128 sum;
     char err[256];
-    ck_assert_int_eq(snapinst_store(&f.io, meta, &w, COMMIT, payload,
-                                    sizeof(payload), COMMIT, &sum, err,
-                                    sizeof(err)),
-                     -EINVAL);
+    ck_assert_int_eq(store_at(&f, &w, COMMIT, &sum, err, sizeof(err)), -EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "not above commit_min"));
     sio_fault_arm(&f, SIO_WRITE, 1, ENOSPC, -1); /* the cut rewrites */
-    ck_assert_int_eq(snapinst_store(&f.io, meta, &w, COMMIT, payload,
-                                    sizeof(payload), NEW_OP, &sum, err,
-                                    sizeof(err)),
-                     -ENOSPC);
+    ck_assert_int_eq(store_at(&f, &w, NEW_OP, &sum, err, sizeof(err)), -ENOSPC);
     ck_assert_uint_eq(wal_last_op(&w), LAST);
     wal_close(&w);
     ck_assert_uint_eq(boot_op(), OLD_OP);
@@ -283,15 +289,13 @@ crash_at(enum sio_kind kind, uint64_t nth)
 {
     make_replica();
     struct sio_fault f;
-    sio_fault_init(&f, 0);
     struct wal w;
-    ck_assert_int_eq(wal_open(&w, &f.io, meta, NULL, NULL), 0);
+    open_faulty(&f, &w);
     f.crash_after_fault = 1;
     sio_fault_arm(&f, kind, nth, EIO, kind == SIO_WRITE ? 7 : -1);
     struct vs_u128 sum;
     char err[256];
-    int rc = snapinst_store(&f.io, meta, &w, COMMIT, payload, sizeof(payload),
-                            NEW_OP, &sum, err, sizeof(err));
+    int rc = store_at(&f, &w, NEW_OP, &sum, err, sizeof(err));
     if (rc == 0)
         write_sb(&f.io, NEW_OP, sum, &hdr[NEW_OP], 0);
     else
