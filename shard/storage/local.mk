@@ -90,9 +90,11 @@ tests_unit_check_storage_snapreader_LDADD = $(STORAGE_TEST_LDADD)
 endif
 
 # The storage half of a state-transfer install (journal cut, snapshot,
-# journal emptied) and the crash sweep over it.
+# journal emptied), the header a checkpoint pairing records, and the
+# crash sweep over them.
 libvs_storage_a_SOURCES += shard/storage/snapshot_install.c \
-	shard/storage/snapshot_install.h
+	shard/storage/snapshot_install.h \
+	shard/storage/checkpoint_header.c shard/storage/checkpoint_header.h
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/check_storage_snapinst
 check_PROGRAMS += tests/unit/check_storage_snapinst

@@ -287,6 +287,8 @@ vsr_pop(struct vs_vsr *v, struct vs_vsr_action *out)
     out->client = a.client;
     out->persist = a.persist;
     out->checksum = a.checksum;
+    out->retransmit = a.retransmit;
+    out->view = a.view;
     if (a.msg != NULL) {
         v->popped = a.msg; /* our reference, released at the next pop */
         out->frame = &a.msg->hdr;
@@ -1259,7 +1261,11 @@ send_heartbeat(struct vs_vsr *v)
 
 /* Primary: resend prepares a backup has not acknowledged. A body that is
  * not in memory (prepared before a restart or a view change) is sent by
- * the binding from its journal as a RepairPrepare. */
+ * the binding from its journal, as a Prepare re-stamped with this view
+ * like the ones in memory: a backup takes a RepairPrepare only for a
+ * header it knows, and one whose log lost the op's header (a StartView
+ * adopted beyond its window, then a state transfer) would drop it for
+ * good while the pipeline waits for its PrepareOk. */
 static void
 primary_retransmit(struct vs_vsr *v)
 {
@@ -1293,6 +1299,8 @@ primary_retransmit(struct vs_vsr *v)
                 a.replica = r;
                 a.op = op;
                 a.checksum = s->h.f.checksum;
+                a.retransmit = 1;
+                a.view = v->view;
                 vsr_queue_push(v, &a);
             }
         }

@@ -354,7 +354,12 @@ enum vsr_action_kind {
      * VS_CMD_REPAIR_PREPARE (19; the identity checksum is computed with
      * the command byte of a Prepare, so the receiver restores 6 before
      * verifying). If the entry is gone, differs or cannot be read, send
-     * nothing (the requester re-requests elsewhere). No completion. */
+     * nothing (the requester re-requests elsewhere). No completion.
+     * With `retransmit` set it is the primary's retransmit of a pipeline
+     * op whose body is not in memory (prepared before a restart or a view
+     * change): send it as a Prepare (command 6) with its view byte set to
+     * `view`, as a retransmit held in memory leaves, so a backup that
+     * never learnt the op's header takes it above its head. */
     VSR_ACT_SEND_PREPARE = 7,
     /* Repair is impossible from replica `replica`: its journal starts at
      * op `op` (it answered RangeEvicted), above the first op this replica
@@ -383,6 +388,8 @@ struct vs_vsr_action {
     uint32_t body_len;             /* header->f.size - 256 (even if NULL) */
     struct vs_vsr_persist persist; /* SUPERBLOCK_WRITE */
     struct vs_u128 checksum;       /* SEND_PREPARE: identity of op */
+    uint8_t retransmit;            /* SEND_PREPARE: as a Prepare of view */
+    uint32_t view;                 /* SEND_PREPARE with retransmit */
 };
 
 /* Why a replica message was not taken (vsr_on_message's return value). */

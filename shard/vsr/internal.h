@@ -58,6 +58,8 @@ struct vsr_act {
     struct vs_u128 checksum;
     struct vsr_msg *msg;
     struct vs_vsr_persist persist;
+    uint8_t retransmit; /* SEND_PREPARE: as a Prepare of `view` */
+    uint32_t view;
 };
 
 struct vsr_withheld {

@@ -74,6 +74,7 @@
 #include "shard/meta/secrets.h"
 #include "shard/meta/snapshot_codec.h"
 #include "shard/meta/state.h"
+#include "shard/storage/checkpoint_header.h"
 #include "shard/storage/snapshot_file.h"
 #include "shard/storage/superblock.h"
 #include "shard/storage/vsr_state.h"
@@ -722,11 +723,12 @@ commit_do_superblock(struct commit *c, const struct vs_vsr_persist *p)
         if (x <= p->faulty_op && vsr_header(c->engine, x, &fh) && fh.op == x)
             s.faulty_prepare = fh;
     }
-    const struct vs_hdr_prepare *cp = wal_header(&c->journal, p->checkpoint_op);
-    if (cp != NULL)
-        c->ckpt_prepare = *cp;
-    if (p->checkpoint_op > 0 && c->ckpt_prepare.op == p->checkpoint_op)
-        s.checkpoint_prepare = c->ckpt_prepare;
+    struct vs_hdr_prepare cp;
+    if (ckpt_header_find(&c->journal, &c->ckpt_prepare, p->checkpoint_op,
+                         &cp)) {
+        c->ckpt_prepare = cp;
+        s.checkpoint_prepare = cp;
+    }
     uint8_t buf[VSR_STATE_SIZE];
     vsr_state_encode(&s, buf);
     int rc = sb_write(&c->sb, buf, sizeof(buf));
@@ -931,7 +933,8 @@ commit_do_truncate(struct commit *c, uint64_t op)
 }
 
 /* Repair: our stored prepare of a.op, if it is the one asked for, as a
- * RepairPrepare (command 19) to a.replica. */
+ * RepairPrepare (command 19) to a.replica; the primary's retransmit
+ * (a.retransmit) as a Prepare stamped with a.view instead. */
 static void
 commit_do_send_prepare(struct commit *c, const struct vs_vsr_action *a)
 {
@@ -943,15 +946,21 @@ commit_do_send_prepare(struct commit *c, const struct vs_vsr_action *a)
     uint8_t *p = vs_wbuf_reserve(&c->out, VS_HEADER_SIZE + (size_t)len);
     long n = wal_read_body(&c->journal, a->op, p + VS_HEADER_SIZE, len);
     if (n < 0 || (uint32_t)n != len) {
-        vs_log_warn("repair of op %llu for replica %u: cannot read it (%s)",
+        vs_log_warn("%s of op %llu for replica %u: cannot read it (%s)",
+                    a->retransmit ? "retransmit" : "repair",
                     (unsigned long long)a->op, a->replica,
                     n < 0 ? sio_strerror((int)n) : "short");
         return;
     }
     memcpy(p, h, VS_HEADER_SIZE);
-    ((struct vs_header *)p)->f.command = VS_CMD_REPAIR_PREPARE;
+    struct vs_header *fh = (struct vs_header *)p;
+    if (a->retransmit)
+        fh->f.view = a->view; /* the primary's retransmit (engine.h) */
+    else
+        fh->f.command = VS_CMD_REPAIR_PREPARE;
     c->out.len = VS_HEADER_SIZE + (size_t)len;
-    c->stats.repairs_served++;
+    if (!a->retransmit)
+        c->stats.repairs_served++;
     if (c->replica_send != NULL)
         (void)c->replica_send(c->replica_ctx, a->replica, c->out.data,
                               (uint32_t)c->out.len);
@@ -1321,6 +1330,16 @@ commit_checkpoint_begin(struct commit *c, uint64_t op)
 {
     const void *st = lr_writer_live(c->lr);
     VS_ASSERT(meta_hdr_c(st)->last_op == op);
+    /* A pairing records op's header (checkpoint_header.h): a state
+     * booted on a transferred snapshot whose pairing a crash lost knows
+     * only its checksum, so its next journaled op checkpoints instead. */
+    struct vs_hdr_prepare cp;
+    if (!ckpt_header_find(&c->journal, &c->ckpt_prepare, op, &cp)) {
+        vs_log_debug("checkpoint at op %llu: its header is not held here "
+                     "(an installed snapshot); a later op checkpoints",
+                     (unsigned long long)op);
+        return 0;
+    }
 
     /* Phase 1: the snapshot of the state at commit_min. */
     vs_wbuf_reset(&c->snap);

@@ -16,6 +16,7 @@
 #include "common/assert.h"
 #include "common/mem.h"
 #include "shard/meta/snapshot_codec.h"
+#include "shard/storage/checkpoint_header.h"
 #include "shard/storage/recovery.h"
 #include "shard/storage/snapshot_file.h"
 #include "shard/storage/vsr_state.h"
@@ -542,11 +543,12 @@ do_superblock(struct sim_node *n, const struct vs_vsr_persist *p)
     s.faulty_op = p->faulty_op;    /* the mark outlives a second crash */
     s.nonack_op = p->nonack_op;    /* and which part of it is a cut */
     faulty_prepare_fill(n, p, &s); /* and the header at its first op */
-    const struct vs_hdr_prepare *cp = wal_header(&n->journal, p->checkpoint_op);
-    if (cp != NULL)
-        n->ckpt_prepare = *cp;
-    if (p->checkpoint_op > 0 && n->ckpt_prepare.op == p->checkpoint_op)
-        s.checkpoint_prepare = n->ckpt_prepare;
+    struct vs_hdr_prepare cp;
+    if (ckpt_header_find(&n->journal, &n->ckpt_prepare, p->checkpoint_op,
+                         &cp)) {
+        n->ckpt_prepare = cp;
+        s.checkpoint_prepare = cp;
+    }
     uint8_t buf[VSR_STATE_SIZE];
     vsr_state_encode(&s, buf);
     int rc = sb_write(&n->sb, buf, sizeof(buf));
@@ -633,6 +635,11 @@ checkpoint(struct sim_node *n, int force)
         (!force && op < d.checkpoint_op + n->cfg.ckpt_every))
         return;
     VS_ASSERT(meta_hdr_c(n->state)->last_op == op);
+    /* as shard 0: never a pairing without op's header (an installed
+     * snapshot whose pairing a crash lost: the next op's checkpoint) */
+    struct vs_hdr_prepare cp;
+    if (!ckpt_header_find(&n->journal, &n->ckpt_prepare, op, &cp))
+        return;
     vs_wbuf_reset(&n->snap);
     meta_snapshot_encode(n->state, &n->ct, &n->snap);
     struct vs_u128 sum;
@@ -662,7 +669,8 @@ do_truncate(struct sim_node *n, uint64_t op)
     n->m_truncations++;
 }
 
-/* Repair: the stored prepare of a.op, if it is the one asked for. */
+/* Repair: the stored prepare of a.op, if it is the one asked for (a
+ * Prepare of a.view when it is the primary's retransmit). */
 static void
 do_send_prepare(struct sim_node *n, const struct vs_vsr_action *a)
 {
@@ -674,7 +682,10 @@ do_send_prepare(struct sim_node *n, const struct vs_vsr_action *a)
     memcpy(f, h, VS_HEADER_SIZE);
     long got = wal_read_body(&n->journal, a->op, f + VS_HEADER_SIZE, blen);
     if (got == (long)blen) {
-        ((struct vs_header *)f)->f.command = VS_CMD_REPAIR_PREPARE;
+        if (a->retransmit) /* as shard 0: a Prepare of the primary's view */
+            ((struct vs_header *)f)->f.view = a->view;
+        else
+            ((struct vs_header *)f)->f.command = VS_CMD_REPAIR_PREPARE;
         n->cfg.hooks->send(n->cfg.hooks->ctx, n, a->replica, f, h->f.size);
     }
     free(f);

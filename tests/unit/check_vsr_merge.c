@@ -19,8 +19,10 @@
  * chains to, cut when the header does not chain; DVC/SV golden byte offsets
  * (iggy-server-ng.md §2); a DVC withheld until the faulty mark is
  * durable; stale StartViews refused while Recovering (incarnation,
- * durable view); RequestPrepares answered high to low, RangeEvicted below
- * the checkpoint, empty and oversized ranges dropped; header-only
+ * durable view); RequestPrepares answered high to low (RepairPrepares),
+ * RangeEvicted below the checkpoint, empty and oversized ranges dropped;
+ * a new primary retransmitting journal-only bodies as Prepares of its
+ * view; header-only
  * commands carrying a body, DVC/SV bodies of a wrong size and oversized
  * RepairPrepares dropped with their verdict.
  */
@@ -102,6 +104,8 @@ struct bind {
     int hold_sb; /* leave superblock writes pending */
     struct vs_vsr_persist pending;
     int sb_pending;
+    unsigned nsendprep;            /* SEND_PREPARE actions */
+    struct vs_vsr_action sendprep; /* the last one (frame not kept) */
 };
 
 static void
@@ -139,6 +143,11 @@ bind_drain(struct bind *b)
             break;
         case VSR_ACT_COMMIT:
             ck_assert_int_eq(vsr_on_commit_applied(b->v, a.op, NULL, 0), 0);
+            break;
+        case VSR_ACT_SEND_PREPARE:
+            b->nsendprep++;
+            b->sendprep = a;
+            b->sendprep.frame = NULL;
             break;
         default:
             break;
@@ -393,6 +402,38 @@ START_TEST(test_merge_keeps_unnacked_ops)
         ((const struct vs_hdr_start_view *)last_sent(&b, VS_CMD_START_VIEW, 0))
             ->op,
         5);
+    bind_fini(&b);
+}
+END_TEST
+
+/* The new primary's uncommitted ops 4, 5 are in its journal only (it
+ * restarted): their retransmits leave as SEND_PREPARE marked retransmit
+ * with this view, so the binding sends Prepares of view 2 that a backup
+ * which never learnt their headers takes (a RepairPrepare it would drop
+ * as unwanted). */
+START_TEST(test_primary_retransmits_journal_bodies_as_prepares)
+{
+    struct chain c;
+    chain_build(&c, 5, NULL, 0, 3);
+    struct bind b;
+    start_recovered(&b, 2, &c, 5, 1, 0, 0);
+    elect(&b);
+    ck_assert_int_eq(feed_dvc(&b, 0, 2, 0, &c, 3, 3, 0, 0x7, 0, 0),
+                     VSR_ACCEPTED);
+    ck_assert_int_eq(vsr_status(b.v), VSR_STATUS_NORMAL);
+    ck_assert(vsr_is_settled_primary(b.v));
+    ck_assert_uint_eq(vsr_op(b.v), 5);
+    for (int t = 0; t < 1000 && b.nsendprep == 0; t++) {
+        vsr_tick(b.v);
+        bind_drain(&b);
+    }
+    ck_assert_uint_gt(b.nsendprep, 0);
+    ck_assert_uint_eq(b.sendprep.retransmit, 1);
+    ck_assert_uint_eq(b.sendprep.view, 2);
+    ck_assert(b.sendprep.op == 4 || b.sendprep.op == 5);
+    ck_assert(
+        vs_u128_eq(b.sendprep.checksum, hdr(&c, b.sendprep.op)->f.checksum));
+    ck_assert(b.sendprep.replica == 0 || b.sendprep.replica == 1);
     bind_fini(&b);
 }
 END_TEST
@@ -971,6 +1012,9 @@ START_TEST(test_serve_repair)
      * count them through the stats, then the RepairDone frame */
     served = (unsigned)vsr_stats(b.v)->repair_served;
     ck_assert_uint_eq(served, 3);
+    ck_assert_uint_eq(b.nsendprep, 3); /* as RepairPrepares */
+    ck_assert_uint_eq(b.sendprep.retransmit, 0);
+    ck_assert_uint_eq(b.sendprep.op, 4); /* high to low */
     const struct vs_hdr_repair_done *rd =
         (const void *)last_sent(&b, VS_CMD_REPAIR_DONE, 2);
     ck_assert_ptr_nonnull(rd);
@@ -1159,6 +1203,7 @@ main(void)
     tcase_add_test(tc, test_dvc_golden_and_withheld);
     tcase_add_test(tc, test_recovering_refuses_stale_sv);
     tcase_add_test(tc, test_serve_repair);
+    tcase_add_test(tc, test_primary_retransmits_journal_bodies_as_prepares);
     tcase_add_test(tc, test_serve_repair_margin);
     tcase_add_test(tc, test_frame_sizes);
     suite_add_tcase(s, tc);
