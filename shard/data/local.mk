@@ -25,13 +25,17 @@ tests_bench_bench_data_LDADD = $(DATA_LDADD)
 
 if HAVE_CHECK
 DATA_UNIT = tests/unit/check_data_batch tests/unit/check_data_part \
-	tests/unit/check_data_pwrite
+	tests/unit/check_data_pwrite tests/unit/check_data_unwritten
 UNIT_TESTS += $(DATA_UNIT)
 check_PROGRAMS += $(DATA_UNIT)
 
 tests_unit_check_data_batch_SOURCES = tests/unit/check_data_batch.c
 tests_unit_check_data_batch_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_data_batch_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
+
+tests_unit_check_data_unwritten_SOURCES = tests/unit/check_data_unwritten.c
+tests_unit_check_data_unwritten_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_data_unwritten_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
 
 tests_unit_check_data_part_SOURCES = tests/unit/check_data_part.c \
 	tests/unit/data_testutil.h

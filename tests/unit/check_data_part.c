@@ -646,18 +646,45 @@ tail_opts(struct part_opts *o)
     o->limits.max_batch_bytes = 4096;
 }
 
-/* Appends nb batches (payload plen each) and crashes; *pos gets each
- * batch's position (nb + 1 entries: the last is the file length), *offs
- * their base offsets. Returns the log's path in log. */
+/* A batch of two messages (plen and 9 payload bytes) whose payloads end
+ * in zero bytes: the batch's last byte is zero. */
+static uint8_t *
+zero_end_batch(uint64_t seed, uint32_t plen, size_t *len)
+{
+    uint32_t pl[2] = {plen, 9};
+    uint8_t *pay[2];
+    const uint8_t *pp[2];
+    size_t cap = BATCH_HEADER_SIZE;
+    for (int i = 0; i < 2; i++) {
+        pay[i] = malloc(pl[i]);
+        uint64_t r = seed * 1000003u + (uint64_t)i;
+        for (uint32_t k = 0; k < pl[i]; k++)
+            pay[i][k] = (uint8_t)(dt_rand(&r) | 1);
+        memset(pay[i] + pl[i] - 4, 0, 4);
+        pp[i] = pay[i];
+        cap += BATCH_FRAME_SIZE + pl[i];
+    }
+    uint8_t *b = malloc(cap);
+    *len = batch_build(b, cap, 42, 2, pp, pl, NULL, NULL, NULL);
+    ck_assert_uint_eq(*len, cap);
+    free(pay[0]);
+    free(pay[1]);
+    return b;
+}
+
+/* Appends nb batches (payload plen each; with zero_end, zero_end_batch's)
+ * and crashes; *pos gets each batch's position (nb + 1 entries: the last
+ * is the file length). Returns the log's path in log. */
 static void
-tail_batches(const struct part_opts *o, int nb, uint32_t plen, char *log,
-             size_t cap, uint64_t *pos)
+tail_batches_z(const struct part_opts *o, int nb, uint32_t plen, int zero_end,
+               char *log, size_t cap, uint64_t *pos)
 {
     struct vs_part *p = must_open(o, 1, 0);
     for (int i = 0; i < nb; i++) {
         uint32_t pl[2] = {plen, 9}, hl[2] = {0, 0};
         size_t len;
-        uint8_t *b = dt_batch(700 + (uint64_t)i, 2, pl, hl, &len);
+        uint8_t *b = zero_end ? zero_end_batch(700 + (uint64_t)i, plen, &len)
+                              : dt_batch(700 + (uint64_t)i, 2, pl, hl, &len);
         ck_assert_int_eq(part_append(p, b, len, 10 + (uint64_t)i, NULL, NULL),
                          0);
         free(b);
@@ -674,6 +701,13 @@ tail_batches(const struct part_opts *o, int nb, uint32_t plen, char *log,
     pos[nb] = at;
     ck_assert_uint_eq(at, n);
     free(all);
+}
+
+static void
+tail_batches(const struct part_opts *o, int nb, uint32_t plen, char *log,
+             size_t cap, uint64_t *pos)
+{
+    tail_batches_z(o, nb, plen, 0, log, cap, pos);
 }
 
 /* The messages a poll from offset 0 returns. */
@@ -731,13 +765,14 @@ START_TEST(test_unsynced_group_tail_cut)
 }
 END_TEST
 
-/* Non-zero damage followed by whole batches, never-written damage
+/* Non-zero damage followed by whole batches (also in a batch that ends in
+ * a zero byte: its flip is away from the zeros), never-written damage
  * further from the end than the window, or under every-batch on one node
  * (no window): refused, naming the file, the byte and the batch, and
- * nothing modified. */
+ * nothing modified -- the fsynced batches after a flip are never cut. */
 START_TEST(test_unsynced_group_tail_refusals)
 {
-    for (int c = 0; c < 3; c++) {
+    for (int c = 0; c < 4; c++) {
         struct part_opts o;
         tail_opts(&o);
         if (c == 2)
@@ -745,10 +780,14 @@ START_TEST(test_unsynced_group_tail_refusals)
         int nb = c == 1 ? 7 : 5;
         char log[1024];
         uint64_t pos[8];
-        tail_batches(&o, nb, 1400, log, sizeof(log), pos);
-        if (c == 0) {
+        tail_batches_z(&o, nb, 1400, c == 3, log, sizeof(log), pos);
+        if (c == 0 || c == 3) {
+            /* c 3: the batch ends in a zero byte, as a write cut short
+             * would leave it; the flip is in its first message */
             size_t n = 0;
             uint8_t *b = dt_read_file(log, &n);
+            if (c == 3)
+                ck_assert_uint_eq(b[pos[3] - 1], 0);
             b[pos[2] + 400] ^= 0x21; /* a flip: written, maybe synced */
             dt_write_file(log, b, n);
             free(b);
@@ -769,7 +808,8 @@ START_TEST(test_unsynced_group_tail_refusals)
                  "at byte %" PRIu64 " of 00000000000000000000.log", pos[2]);
         ck_assert_msg(strstr(v.msg, at) != NULL, "%s", v.msg);
         ck_assert_msg(strstr(v.msg, "batch at offset 4") != NULL, "%s", v.msg);
-        const char *why = c == 0   ? "not an unsynced tail: the damaged bytes"
+        const char *why = c == 0 || c == 3
+                              ? "not an unsynced tail: the damaged bytes"
                           : c == 1 ? "not an unsynced tail: "
                                    : NULL;
         if (why)
