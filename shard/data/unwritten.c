@@ -6,8 +6,7 @@
  */
 #include "config.h"
 
-#include <string.h>
-
+#include "common/buf.h"
 #include "shard/data/batch.h"
 #include "shard/data/unwritten.h"
 
@@ -17,22 +16,6 @@
 /* how far back into a lost write's zeros the next write's header may
  * start (its first fields, small integers, have zero bytes) */
 #define UNWRITTEN_RESYNC 64u
-
-static uint32_t
-rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static uint64_t
-rd64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
 
 /* 1 if the batch starting at b[0] is intact outside the zero run
  * [zs, ze) of b[0, len) and the run damaged it: when the run starts past
@@ -63,13 +46,13 @@ intact_outside(const uint8_t *b, size_t len, size_t zs, size_t ze)
             return 1; /* the frame header is in the run */
         const uint8_t *f = b + p;
         uint64_t flen = (uint64_t)BATCH_FRAME_SIZE +
-                        rd32(f + BATCH_FOFF_PAYLOAD_LEN) +
-                        rd32(f + BATCH_FOFF_HEADERS_LEN);
+                        vs_load_u32(f + BATCH_FOFF_PAYLOAD_LEN) +
+                        vs_load_u32(f + BATCH_FOFF_HEADERS_LEN);
         if (flen > blen - p)
             return 0;
         size_t end = p + (size_t)flen;
         int ok = batch_frame_checksum(f, (size_t)flen) ==
-                 rd64(f + BATCH_FOFF_CHECKSUM);
+                 vs_load_u64(f + BATCH_FOFF_CHECKSUM);
         if (end <= zs || p >= ze) {
             if (!ok)
                 return 0; /* damage outside the run: written bytes */
