@@ -831,6 +831,136 @@ START_TEST(test_unsynced_group_tail_refusals)
 }
 END_TEST
 
+/* ---- several partitions created together (part_create_many) ---- */
+
+/* 1 if partition id's directory exists under g_parts. */
+static int
+pdir_exists(const struct part_id *id, const char *suffix)
+{
+    char name[128], path[512];
+    struct stat st;
+    pdir_name(name, sizeof(name), id);
+    snprintf(path, sizeof(path), "%s/%s%s", g_parts, name, suffix);
+    return stat(path, &st) == 0;
+}
+
+/* Six partitions, one of them there already: five directories made with
+ * ONE fsync of the partitions directory (one per partition otherwise),
+ * each opening as part_open's create path would have left it, the one
+ * that existed untouched; a replicated one has its group superblock. */
+START_TEST(test_create_many_one_parent_fsync)
+{
+    struct part_opts o;
+    small_opts(&o);
+    struct vs_part *p0 = must_open(&o, 1, 0); /* g_id: exists */
+    uint32_t pl[1] = {30}, hl[1] = {0};
+    size_t len;
+    uint8_t *b = dt_batch(5, 1, pl, hl, &len);
+    ck_assert_int_eq(part_append(p0, b, len, 10, NULL, NULL), 0);
+    free(b);
+    ck_assert_int_eq(part_close(p0), 0);
+    struct part_create v[6];
+    memset(v, 0, sizeof(v));
+    for (int i = 0; i < 6; i++) {
+        v[i].id = g_id;
+        v[i].id.partition_id = i == 0 ? g_id.partition_id : 10 + (uint32_t)i;
+        v[i].purge_generation = i == 2 ? 4 : 0;
+        v[i].replicated = i == 3;
+        v[i].made = 7; /* overwritten */
+    }
+    uint64_t dfs0 = g_f.calls[SIO_DIR_FSYNC], fs0 = g_f.calls[SIO_FSYNC];
+    ck_assert_int_eq(part_create_many(&g_f.io, g_parts, v, 6), 0);
+    /* per made partition: offsets/ and the directory itself; then the
+     * partitions directory once */
+    ck_assert_uint_eq(g_f.calls[SIO_DIR_FSYNC] - dfs0, 5 * 2 + 1);
+    /* per made partition: its format and state files (and the replicated
+     * one's superblock) */
+    ck_assert_uint_eq(g_f.calls[SIO_FSYNC] - fs0, 5 * 2 + 1);
+    ck_assert_int_eq(v[0].made, 0);
+    for (int i = 1; i < 6; i++) {
+        ck_assert_int_eq(v[i].made, 1);
+        ck_assert(pdir_exists(&v[i].id, ""));
+        ck_assert(!pdir_exists(&v[i].id, ".creating"));
+        struct part_opts oi;
+        small_opts(&oi);
+        oi.replicated = v[i].replicated;
+        oi.created_now = 1;
+        struct vs_part *p = NULL;
+        struct part_verdict vd;
+        ck_assert_int_eq(part_open(&g_f.io, g_parts, &v[i].id, &oi, 0,
+                                   v[i].purge_generation, &p, &vd),
+                         0);
+        ck_assert_int_eq(part_take_created(p), 1);
+        ck_assert_int_eq(part_take_created(p), 0);
+        ck_assert_uint_eq(part_purge_generation(p), v[i].purge_generation);
+        ck_assert_uint_eq(poll_count(p), 0);
+        ck_assert_int_eq(part_close(p), 0);
+    }
+    char name[128], path[600];
+    struct stat st;
+    pdir_name(name, sizeof(name), &v[3].id);
+    snprintf(path, sizeof(path), "%s/%s/vsr_state", g_parts, name);
+    ck_assert_int_eq(stat(path, &st), 0);
+    pdir_name(name, sizeof(name), &v[4].id);
+    snprintf(path, sizeof(path), "%s/%s/vsr_state", g_parts, name);
+    ck_assert_int_eq(stat(path, &st), -1);
+    /* the one that existed keeps its message */
+    p0 = must_open(&o, 0, 0);
+    ck_assert_uint_eq(poll_count(p0), 1);
+    ck_assert_int_eq(part_take_created(p0), 0);
+    ck_assert_int_eq(part_close(p0), 0);
+    /* all there: nothing made, no fsync */
+    dfs0 = g_f.calls[SIO_DIR_FSYNC];
+    ck_assert_int_eq(part_create_many(&g_f.io, g_parts, v, 6), 0);
+    ck_assert_uint_eq(g_f.calls[SIO_DIR_FSYNC], dfs0);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(v[i].made, 0);
+}
+END_TEST
+
+/* A failure before the directories are renamed into place leaves none of
+ * them (only temporaries, removed by the next creation); a failure of the
+ * partitions directory's fsync reports every made flag 0. */
+START_TEST(test_create_many_failure_leaves_none)
+{
+    struct part_create v[4];
+    memset(v, 0, sizeof(v));
+    for (int i = 0; i < 4; i++) {
+        v[i].id = g_id;
+        v[i].id.partition_id = 20 + (uint32_t)i;
+    }
+    /* the third directory fsync: the second partition's offsets/ */
+    sio_fault_arm(&g_f, SIO_DIR_FSYNC, 3, EIO, -1);
+    ck_assert_int_lt(part_create_many(&g_f.io, g_parts, v, 4), 0);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(v[i].made, 0);
+        ck_assert(!pdir_exists(&v[i].id, ""));
+    }
+    ck_assert(pdir_exists(&v[0].id, ".creating"));
+    sio_fault_reset(&g_f);
+    /* the last directory fsync (the partitions directory's) fails */
+    sio_fault_arm(&g_f, SIO_DIR_FSYNC, 4 * 2 + 1, EIO, -1);
+    ck_assert_int_lt(part_create_many(&g_f.io, g_parts, v, 4), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(v[i].made, 0);
+    sio_fault_reset(&g_f);
+    /* a retry: the directories renamed before are there, nothing else
+     * left behind */
+    ck_assert_int_eq(part_create_many(&g_f.io, g_parts, v, 4), 0);
+    for (int i = 0; i < 4; i++) {
+        ck_assert(pdir_exists(&v[i].id, ""));
+        ck_assert(!pdir_exists(&v[i].id, ".creating"));
+    }
+    /* a bad parent: a file where the partitions directory should be */
+    char bad[400];
+    snprintf(bad, sizeof(bad), "%s/notadir", g_root);
+    dt_write_file(bad, (const uint8_t *)"x", 1);
+    ck_assert_int_lt(part_create_many(&g_f.io, bad, v, 4), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(v[i].made, 0);
+}
+END_TEST
+
 /* Data is verified on read: a flipped payload byte (or batch checksum)
  * of a batch in the open partition's .log is never served -- the poll
  * that reaches it fails with -EBADMSG and appends nothing; polls of
@@ -1800,6 +1930,8 @@ suite(void)
     tcase_add_test(tc, test_interior_flip_refused);
     tcase_add_test(tc, test_unsynced_group_tail_cut);
     tcase_add_test(tc, test_unsynced_group_tail_refusals);
+    tcase_add_test(tc, test_create_many_one_parent_fsync);
+    tcase_add_test(tc, test_create_many_failure_leaves_none);
     tcase_add_test(tc, test_verify_on_read);
     tcase_add_test(tc, test_acked_loss_refused);
     tcase_add_test(tc, test_interior_header_flip_refused_without_index);
