@@ -17,6 +17,12 @@ libvs_data_a_SOURCES = \
 
 DATA_LDADD = libvs_data.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
 
+# Creating many partitions one by one or together (not run by make check).
+noinst_PROGRAMS += tests/bench/bench_part_create
+tests_bench_bench_part_create_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_part_create_SOURCES = tests/bench/bench_part_create.c
+tests_bench_bench_part_create_LDADD = $(DATA_LDADD)
+
 # Append / read micro-benchmark (not run by make check).
 noinst_PROGRAMS += tests/bench/bench_data
 tests_bench_bench_data_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
