@@ -67,7 +67,7 @@ intact_outside(const uint8_t *b, size_t len, size_t zs, size_t ze)
 
 /* unwritten_shape, at most `depth` batches deep. */
 static int
-shape(const uint8_t *b, size_t len, unsigned depth)
+shape(const uint8_t *b, size_t len, uint64_t at, unsigned depth)
 {
     if (len == 0)
         return 1;
@@ -91,10 +91,14 @@ shape(const uint8_t *b, size_t len, unsigned depth)
              x <= e0; x++)
             if (len - x >= BATCH_HEADER_SIZE &&
                 batch_header_check(b + x) == BATCH_OK)
-                return shape(b + x, len - x, depth - 1);
-        /* no header after them: a header cut short whose first fields
-         * are zero, or a lost sector whose write cannot be located (a
-         * run of a sector at least, below) */
+                return shape(b + x, len - x, at + x, depth - 1);
+        /* no header after them: a sector that did not land ends inside
+         * them (its older content, zeros, hid the header, whose fields
+         * after it are zero too; the write's bytes after it cannot be
+         * located), or a header cut short whose first fields are zero,
+         * or a longer lost stretch (below) */
+        if ((at + e0) / UNWRITTEN_SECTOR > at / UNWRITTEN_SECTOR)
+            return 1;
     }
     int rest = -1; /* the shape of the bytes after the first batch */
     for (size_t s = 0; s < len;) {
@@ -118,7 +122,7 @@ shape(const uint8_t *b, size_t len, unsigned depth)
             if (to_end || blen == 0 || blen == len || (sector && e > blen))
                 return 1;
             if (rest < 0)
-                rest = shape(b + blen, len - blen, depth - 1);
+                rest = shape(b + blen, len - blen, at + blen, depth - 1);
             if (rest)
                 return 1;
         }
@@ -128,9 +132,9 @@ shape(const uint8_t *b, size_t len, unsigned depth)
 }
 
 int
-unwritten_shape(const uint8_t *b, size_t len)
+unwritten_shape(const uint8_t *b, size_t len, uint64_t at)
 {
-    return shape(b, len, UNWRITTEN_DEPTH);
+    return shape(b, len, at, UNWRITTEN_DEPTH);
 }
 
 int

@@ -15,7 +15,9 @@
  *    from the cut to the end of the write, or to the end of the stretch),
  *    lost (all zeros: the next write's header found just after them, or
  *    UNWRITTEN_SECTOR of them at least), or with a sector that did not
- *    land (a run of UNWRITTEN_SECTOR zeros at least) -- and each batch
+ *    land (a run of UNWRITTEN_SECTOR zeros at least, or zeros from where
+ *    a batch should start to a sector boundary of the file: its header
+ *    in the sector, the rest of its write unlocatable) -- and each batch
  *    whose header is there is intact outside its zero run: header
  *    structurally valid, declared length within the stretch, and every
  *    frame wholly outside the run verifying its checksum. A flip in a
@@ -41,9 +43,10 @@
 
 #define UNWRITTEN_SECTOR 512u
 
-/* 1 if b[0, len), damaged bytes from where a batch should start, have
- * the never-written shape above (len 0: nothing there, 1). */
-int unwritten_shape(const uint8_t *b, size_t len);
+/* 1 if b[0, len), damaged bytes from where a batch should start (at
+ * byte `at` of its file), have the never-written shape above (len 0:
+ * nothing there, 1). */
+int unwritten_shape(const uint8_t *b, size_t len, uint64_t at);
 
 /* 1 if every byte of b[from, len) is zero (from >= len: 1). */
 int unwritten_zero_from(const uint8_t *b, size_t len, size_t from);

@@ -67,43 +67,60 @@ START_TEST(test_torn_shapes_accepted)
     uint8_t *a = batch_of(400, 0, 0, &n);
     uint8_t *b = malloc(3 * n);
     /* nothing damaged there: len 0 */
-    ck_assert_int_eq(unwritten_shape(a, 0), 1);
+    ck_assert_int_eq(unwritten_shape(a, 0, 0), 1);
     /* cut short inside frame 2, nothing after it */
     memcpy(b, a, n);
     memset(b + frame_at(400, 2) + 100, 0, n - frame_at(400, 2) - 100);
-    ck_assert_int_eq(unwritten_shape(b, n), 1);
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 1);
     /* cut inside the header, inside a frame header */
     memcpy(b, a, n);
     memset(b + 30, 0, n - 30);
-    ck_assert_int_eq(unwritten_shape(b, n), 1);
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 1);
     memcpy(b, a, n);
     memset(b + frame_at(400, 1) + 20, 0, n - frame_at(400, 1) - 20);
-    ck_assert_int_eq(unwritten_shape(b, n), 1);
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 1);
     /* cut short, the next write (a whole batch stretch: the next one
      * lost too) after it: zeros to the end of the first batch */
     memcpy(b, a, n);
     memset(b + frame_at(400, 3) + 7, 0, n - frame_at(400, 3) - 7);
     memset(b + n, 0, n);
-    ck_assert_int_eq(unwritten_shape(b, 2 * n), 1);
+    ck_assert_int_eq(unwritten_shape(b, 2 * n, 0), 1);
     /* a sector that did not land in frame 1 (unaligned in the write) */
     memcpy(b, a, n);
     memset(b + frame_at(400, 1) + 10, 0, UNWRITTEN_SECTOR);
-    ck_assert_int_eq(unwritten_shape(b, n), 1);
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 1);
     /* a lost write, then a batch cut short */
     memset(b, 0, n);
     memcpy(b + n, a, n);
     memset(b + n + frame_at(400, 2), 0, n - frame_at(400, 2));
-    ck_assert_int_eq(unwritten_shape(b, 2 * n), 1);
+    ck_assert_int_eq(unwritten_shape(b, 2 * n, 0), 1);
     /* one cut short, then one with a sector missing, then one lost */
     memcpy(b, a, n);
     memset(b + frame_at(400, 3), 0, n - frame_at(400, 3));
     memcpy(b + n, a, n);
     memset(b + n + frame_at(400, 0) + 5, 0, UNWRITTEN_SECTOR);
     memset(b + 2 * n, 0, n);
-    ck_assert_int_eq(unwritten_shape(b, 3 * n), 1);
+    ck_assert_int_eq(unwritten_shape(b, 3 * n, 0), 1);
+    /* a sector that did not land over a batch's start: zeros from it to
+     * the sector's end (the batch at byte 3888 of its file, the sector
+     * ending at 4096), the rest of its write unlocatable */
+    memcpy(b, a, n);
+    memset(b, 0, 4096 - 3888);
+    ck_assert_int_eq(unwritten_shape(b, n, 3888), 1);
+    /* the same zeros not reaching a sector boundary hide nothing a
+     * torn write can leave: refused */
+    ck_assert_int_eq(unwritten_shape(b, n, 3888 - 300), 0);
+    /* a sector that did not land over the end of one batch and the start
+     * of the next: the first intact before it, the second's header gone */
+    memcpy(b, a, n);
+    memcpy(b + n, a, n);
+    memset(b + n - 100, 0, 100 + 60);
+    ck_assert_int_eq(unwritten_shape(b, 2 * n, 4096 - (n + 40)), 1);
+    /* the second's header gone with no sector boundary in its zeros */
+    ck_assert_int_eq(unwritten_shape(b, 2 * n, 4096 - (n + 60) - 300), 0);
     /* all lost */
     memset(b, 0, 3 * n);
-    ck_assert_int_eq(unwritten_shape(b, 3 * n), 1);
+    ck_assert_int_eq(unwritten_shape(b, 3 * n, 0), 1);
     free(a);
     free(b);
 }
@@ -120,29 +137,29 @@ START_TEST(test_flip_ending_in_zero_refused)
     /* a flip in frame 1's payload */
     memcpy(b, a, n);
     b[frame_at(400, 1) + BATCH_FRAME_SIZE + 50] ^= 0x10;
-    ck_assert_int_eq(unwritten_shape(b, n), 0);
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 0);
     /* a flip of frame 0's checksum */
     memcpy(b, a, n);
     b[frame_at(400, 0)] ^= 0x01;
-    ck_assert_int_eq(unwritten_shape(b, n), 0);
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 0);
     /* a flip of the header's batch checksum: every frame verifies */
     memcpy(b, a, n);
     b[BATCH_OFF_CHECKSUM + 2] ^= 0x80;
-    ck_assert_int_eq(unwritten_shape(b, n), 0);
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 0);
     /* a flip of its length: the header declares more than is there */
     memcpy(b, a, n);
     b[BATCH_OFF_LENGTH + 1] ^= 0x04;
-    ck_assert_int_eq(unwritten_shape(b, n), 0);
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 0);
     /* the same flip in frame 1, the batch followed by a lost write */
     memcpy(b, a, n);
     b[frame_at(400, 1) + BATCH_FRAME_SIZE + 50] ^= 0x10;
     memset(b + n, 0, n);
-    ck_assert_int_eq(unwritten_shape(b, 2 * n), 0);
+    ck_assert_int_eq(unwritten_shape(b, 2 * n, 0), 0);
     /* what stays indistinguishable: a flip in the last frame, the one
      * its trailing zeros cut (its checksum covers the whole frame) */
     memcpy(b, a, n);
     b[frame_at(400, 3) + BATCH_FRAME_SIZE + 50] ^= 0x10;
-    ck_assert_int_eq(unwritten_shape(b, n), 1);
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 1);
     free(a);
     free(b);
 }
@@ -156,19 +173,19 @@ START_TEST(test_flip_beside_zero_sector_refused)
     uint8_t *a = batch_of(1400, 0, 1, &n);
     uint8_t *b = malloc(n);
     memcpy(b, a, n);
-    ck_assert_int_eq(unwritten_shape(b, n), 0); /* intact: not damaged */
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 0); /* intact: not damaged */
     b[frame_at(1400, 2) + BATCH_FRAME_SIZE + 1300] ^= 0x02;
-    ck_assert_int_eq(unwritten_shape(b, n), 0);
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 0);
     /* a flip inside the frame holding the zero run stays
      * indistinguishable from a sector of it that did not land */
     memcpy(b, a, n);
     b[frame_at(1400, 0) + BATCH_FRAME_SIZE + 1300] ^= 0x02;
-    ck_assert_int_eq(unwritten_shape(b, n), 1);
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 1);
     /* a real missing sector in frame 2 is still one */
     memcpy(b, a, n);
     memset(b + frame_at(1400, 2) + BATCH_FRAME_SIZE + 1250, 0,
            UNWRITTEN_SECTOR);
-    ck_assert_int_eq(unwritten_shape(b, n), 1);
+    ck_assert_int_eq(unwritten_shape(b, n, 0), 1);
     free(a);
     free(b);
 }
