@@ -17,6 +17,12 @@ libvs_data_a_SOURCES = \
 
 DATA_LDADD = libvs_data.a libvs_storage.a libvs_common.a $(VS_DEP_LIBS)
 
+# Creating many partitions one by one or together (not run by make check).
+noinst_PROGRAMS += tests/bench/bench_part_create
+tests_bench_bench_part_create_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
+tests_bench_bench_part_create_SOURCES = tests/bench/bench_part_create.c
+tests_bench_bench_part_create_LDADD = $(DATA_LDADD)
+
 # Append / read micro-benchmark (not run by make check).
 noinst_PROGRAMS += tests/bench/bench_data
 tests_bench_bench_data_CFLAGS = $(AM_CFLAGS) $(VS_DEP_CFLAGS)
@@ -25,13 +31,17 @@ tests_bench_bench_data_LDADD = $(DATA_LDADD)
 
 if HAVE_CHECK
 DATA_UNIT = tests/unit/check_data_batch tests/unit/check_data_part \
-	tests/unit/check_data_pwrite
+	tests/unit/check_data_pwrite tests/unit/check_data_unwritten
 UNIT_TESTS += $(DATA_UNIT)
 check_PROGRAMS += $(DATA_UNIT)
 
 tests_unit_check_data_batch_SOURCES = tests/unit/check_data_batch.c
 tests_unit_check_data_batch_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_data_batch_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
+
+tests_unit_check_data_unwritten_SOURCES = tests/unit/check_data_unwritten.c
+tests_unit_check_data_unwritten_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_data_unwritten_LDADD = $(DATA_LDADD) $(CHECK_LIBS)
 
 tests_unit_check_data_part_SOURCES = tests/unit/check_data_part.c \
 	tests/unit/data_testutil.h

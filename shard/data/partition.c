@@ -203,16 +203,22 @@ out:
     return rc;
 }
 
-static int
-state_write_dir(struct vs_sio *io, const char *dir, uint64_t gen,
-                uint64_t floor)
+static void
+state_encode(uint64_t gen, uint64_t floor, uint8_t b[PART_STATE_LEN])
 {
-    uint8_t b[PART_STATE_LEN];
     memcpy(b, "VSPS", 4);
     vs_store_u32(b + 4, PART_STATE_VER);
     vs_store_u64(b + 8, gen);
     vs_store_u64(b + 16, floor);
     vs_store_u64(b + 24, vs_xxh3_64(b, 24));
+}
+
+static int
+state_write_dir(struct vs_sio *io, const char *dir, uint64_t gen,
+                uint64_t floor)
+{
+    uint8_t b[PART_STATE_LEN];
+    state_encode(gen, floor, b);
     return afile_replace(io, dir, PART_STATE_FILE, b, sizeof(b));
 }
 
@@ -451,15 +457,60 @@ do_purge(struct vs_part *p, uint64_t gen, uint64_t start)
 
 /* ---- create ---- */
 
+/* A new file of the directory being made: created, written, not fsynced
+ * (create_durable fsyncs it). */
 static int
-create_dir(struct vs_sio *io, const char *parent, const char *name,
-           const struct part_id *id, uint64_t purge_generation, int replicated)
+write_new(struct vs_sio *io, const char *dir, const char *name, const void *buf,
+          size_t len)
+{
+    char path[DSEG_PATH_MAX];
+    int rc = afile_join(path, sizeof(path), dir, name);
+    if (rc < 0)
+        return rc;
+    int fd = sio_open(io, path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        return fd;
+    rc = sio_pwrite_all(io, fd, buf, len, 0, path);
+    sio_close(io, fd);
+    return rc;
+}
+
+/* fsyncs dir/name. */
+static int
+fsync_file(struct vs_sio *io, const char *dir, const char *name)
+{
+    char path[DSEG_PATH_MAX];
+    int rc = afile_join(path, sizeof(path), dir, name);
+    if (rc < 0)
+        return rc;
+    int fd = sio_open(io, path, O_RDONLY, 0);
+    if (fd < 0)
+        return fd;
+    rc = sio_fsync(io, fd, path);
+    sio_close(io, fd);
+    return rc;
+}
+
+/* `parent`/<name>.creating and `parent`/<name>. */
+static int
+create_paths(const char *parent, const char *name, char tmp[DSEG_PATH_MAX],
+             char final[DSEG_PATH_MAX])
+{
+    int n = snprintf(tmp, DSEG_PATH_MAX, "%s/%s.creating", parent, name);
+    if (n < 0 || (size_t)n >= DSEG_PATH_MAX)
+        return -ENAMETOOLONG;
+    return afile_join(final, DSEG_PATH_MAX, parent, name);
+}
+
+/* Builds the new partition's directory under its .creating name (a
+ * leftover of an interrupted creation is removed first): its files
+ * written, nothing fsynced yet. */
+static int
+create_stage(struct vs_sio *io, const char *parent, const char *name,
+             const struct part_id *id, uint64_t purge_generation)
 {
     char tmp[DSEG_PATH_MAX], final[DSEG_PATH_MAX], sub[DSEG_PATH_MAX];
-    int n = snprintf(tmp, sizeof(tmp), "%s/%s.creating", parent, name);
-    if (n < 0 || (size_t)n >= sizeof(tmp))
-        return -ENAMETOOLONG;
-    int rc = afile_join(final, sizeof(final), parent, name);
+    int rc = create_paths(parent, name, tmp, final);
     if (rc < 0)
         return rc;
     rc = pdir_rmtree(io, tmp);
@@ -470,13 +521,12 @@ create_dir(struct vs_sio *io, const char *parent, const char *name,
         return rc;
     uint8_t fmt[PART_FORMAT_LEN];
     format_encode(id, fmt);
-    rc = afile_replace(io, tmp, PART_FORMAT_FILE, fmt, sizeof(fmt));
-    if (rc == 0)
-        rc = state_write_dir(io, tmp, purge_generation, 0);
-    /* a replicated member's group superblock, made durable by the
-     * directory fsync and rename below with everything else */
-    if (rc == 0 && replicated)
-        rc = pj_state_format(io, tmp);
+    rc = write_new(io, tmp, PART_FORMAT_FILE, fmt, sizeof(fmt));
+    if (rc < 0)
+        return rc;
+    uint8_t st[PART_STATE_LEN];
+    state_encode(purge_generation, 0, st);
+    rc = write_new(io, tmp, PART_STATE_FILE, st, sizeof(st));
     if (rc < 0)
         return rc;
     struct dseg s;
@@ -494,17 +544,112 @@ create_dir(struct vs_sio *io, const char *parent, const char *name,
         if (rc < 0)
             return rc;
     }
-    /* offsets/ holds the two directories just made: durable before the
-     * partition is (a crash must not lose them under a renamed dir) */
-    rc = afile_join(sub, sizeof(sub), tmp, "offsets");
+    return 0;
+}
+
+/* Makes a staged directory durable: a replicated member's group
+ * superblock written (pj_state_format fsyncs it), the files and the
+ * directories fsynced (offsets/ holds the two directories made in it:
+ * durable before the partition is). Staging every partition of a batch
+ * first lets the first of these fsyncs commit the writes of all. */
+static int
+create_durable(struct vs_sio *io, const char *parent, const char *name,
+               int replicated)
+{
+    char tmp[DSEG_PATH_MAX], final[DSEG_PATH_MAX], sub[DSEG_PATH_MAX];
+    int rc = create_paths(parent, name, tmp, final);
+    if (rc == 0 && replicated)
+        rc = pj_state_format(io, tmp);
+    if (rc == 0)
+        rc = fsync_file(io, tmp, PART_FORMAT_FILE);
+    if (rc == 0)
+        rc = fsync_file(io, tmp, PART_STATE_FILE);
+    if (rc == 0)
+        rc = afile_join(sub, sizeof(sub), tmp, "offsets");
     if (rc == 0)
         rc = sio_dir_fsync(io, sub);
     if (rc == 0)
         rc = sio_dir_fsync(io, tmp);
+    return rc;
+}
+
+/* Renames a durable staged directory into place (its parent's fsync
+ * makes that durable). */
+static int
+create_publish(struct vs_sio *io, const char *parent, const char *name)
+{
+    char tmp[DSEG_PATH_MAX], final[DSEG_PATH_MAX];
+    int rc = create_paths(parent, name, tmp, final);
     if (rc == 0)
         rc = sio_dir_rename(io, tmp, final);
+    return rc;
+}
+
+static int
+create_dir(struct vs_sio *io, const char *parent, const char *name,
+           const struct part_id *id, uint64_t purge_generation, int replicated)
+{
+    int rc = create_stage(io, parent, name, id, purge_generation);
+    if (rc == 0)
+        rc = create_durable(io, parent, name, replicated);
+    if (rc == 0)
+        rc = create_publish(io, parent, name);
     if (rc == 0)
         rc = sio_dir_fsync(io, parent);
+    return rc;
+}
+
+int
+part_create_many(struct vs_sio *io, const char *partitions_dir,
+                 struct part_create *v, size_t n)
+{
+    char(*names)[128] = vs_xcalloc(n ? n : 1, sizeof(*names));
+    size_t made = 0;
+    for (size_t i = 0; i < n; i++)
+        v[i].made = 0;
+    int rc = mkdir_0700(io, partitions_dir);
+    if (rc < 0)
+        goto out;
+    /* 1. every missing directory staged; 2. each made durable; 3. each
+     * renamed into place; 4. one fsync of the parent for them all */
+    for (size_t i = 0; i < n; i++) {
+        char final[DSEG_PATH_MAX];
+        struct stat st;
+        rc = pdir_name(names[i], sizeof(names[i]), &v[i].id);
+        if (rc == 0)
+            rc = afile_join(final, sizeof(final), partitions_dir, names[i]);
+        if (rc < 0)
+            goto out;
+        if (stat(final, &st) == 0)
+            continue; /* there already: part_open checks it */
+        if (errno != ENOENT) {
+            rc = -errno;
+            goto out;
+        }
+        rc = create_stage(io, partitions_dir, names[i], &v[i].id,
+                          v[i].purge_generation);
+        if (rc < 0)
+            goto out;
+        v[i].made = 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (v[i].made && (rc = create_durable(io, partitions_dir, names[i],
+                                              v[i].replicated)) < 0)
+            goto out;
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i].made)
+            continue;
+        rc = create_publish(io, partitions_dir, names[i]);
+        if (rc < 0)
+            goto out;
+        made++;
+    }
+    rc = made ? sio_dir_fsync(io, partitions_dir) : 0;
+out:
+    if (rc < 0)
+        for (size_t i = 0; i < n; i++)
+            v[i].made = 0;
+    free(names);
     return rc;
 }
 
@@ -638,6 +783,7 @@ part_open(struct vs_sio *io, const char *partitions_dir,
         p->opts = *opts;
     else
         part_opts_default(&p->opts);
+    p->created = p->opts.created_now;
     if (snprintf(p->parent, sizeof(p->parent), "%s", partitions_dir) >=
             (int)sizeof(p->parent) ||
         afile_join(p->dir, sizeof(p->dir), partitions_dir, name) < 0) {

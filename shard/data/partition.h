@@ -156,6 +156,9 @@ struct part_opts {
      * superblock (pjournal.h pj_state_format) with the partition's files,
      * so the group's first open writes nothing. */
     int replicated;
+    /* the caller made the directory just now (part_create_many): the
+     * open counts as the one that created it (part_take_created) */
+    int created_now;
     int read_only; /* vstream-inspect: open runs the boot verdict and
                       modifies nothing (create = 0, purge_generation 0;
                       release with part_abandon, never append) */
@@ -211,6 +214,27 @@ int part_open(struct vs_sio *io, const char *partitions_dir,
               const struct part_id *id, const struct part_opts *opts,
               int create, uint64_t purge_generation, struct vs_part **out,
               struct part_verdict *verdict);
+
+/* One partition of part_create_many. */
+struct part_create {
+    struct part_id id;
+    uint64_t purge_generation;
+    int replicated; /* part_opts.replicated of its open */
+    int made;       /* out: its directory was made (0: it was there) */
+};
+
+/* Creates the missing directories of v[0, n) (those that exist are left
+ * to part_open's checks) as part_open's create path would, with their
+ * fsyncs shared: each directory is built under a temporary name, then
+ * all are made durable, then each is renamed into place, then the
+ * partitions directory is fsynced once for all. A crash at any point
+ * leaves each partition whole or absent (a temporary leftover is removed
+ * by its next creation). Then open each with create = 1 and
+ * part_opts.created_now = made. Returns 0 (v[i].made set) or -errno
+ * (every made 0: the directories published before the error are opened
+ * as existing ones). */
+int part_create_many(struct vs_sio *io, const char *partitions_dir,
+                     struct part_create *v, size_t n);
 
 /* 1 the first time it is called on a handle whose part_open created the
  * partition's directory (a replicated partition's group tells its first

@@ -433,7 +433,7 @@ unsynced_tail(struct vs_sio *io, struct dseg *s, uint64_t pos, uint64_t fsize,
             /* a header has no checksum of its own: a last batch cut by
              * the end counts only after never-written bytes */
             if (cut_by_end(h, expect + 1, tail - q) &&
-                unwritten_shape(b + d, (size_t)(q - d)))
+                unwritten_shape(b + d, (size_t)(q - d), pos + d))
                 break;
         }
         if (q + BATCH_HEADER_SIZE > tail)
@@ -441,7 +441,7 @@ unsynced_tail(struct vs_sio *io, struct dseg *s, uint64_t pos, uint64_t fsize,
         /* a stretch to the end shorter than a header: the file ends
          * inside the header of the last write */
         int short_end = q == tail && tail - d < BATCH_HEADER_SIZE;
-        if (!short_end && !unwritten_shape(b + d, (size_t)(q - d))) {
+        if (!short_end && !unwritten_shape(b + d, (size_t)(q - d), pos + d)) {
             snprintf(why, why_len,
                      "the damaged bytes at %" PRIu64
                      " are not of the never-written shape (non-zero damage)",

@@ -8,6 +8,7 @@ libvs_server_a_SOURCES += \
 	shard/serve/parts.c shard/serve/parts.h \
 	shard/serve/pbeat.c shard/serve/pbeat.h \
 	shard/serve/pgroups.c shard/serve/pgroups.h \
+	shard/serve/pheld.c shard/serve/pheld.h \
 	shard/serve/segments.c shard/serve/segments.h
 
 if HAVE_CHECK
@@ -99,6 +100,16 @@ tests_unit_check_pgroups_beat_SOURCES = tests/unit/check_pgroups_beat.c \
 tests_unit_check_pgroups_beat_CFLAGS = $(TEST_CFLAGS)
 tests_unit_check_pgroups_beat_LDADD = libvs_server.a libvs_vsr.a \
 	libvs_common.a $(VS_DEP_LIBS) $(CHECK_LIBS)
+endif
+# Read your writes: forwarded results held until the local replica
+# applied their op, with an injected clock.
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/check_pheld
+check_PROGRAMS += tests/unit/check_pheld
+tests_unit_check_pheld_SOURCES = tests/unit/check_pheld.c
+tests_unit_check_pheld_CFLAGS = $(TEST_CFLAGS)
+tests_unit_check_pheld_LDADD = libvs_server.a libvs_common.a $(VS_DEP_LIBS) \
+	$(CHECK_LIBS)
 endif
 noinst_PROGRAMS += tests/bench/bench_pgroups_beat
 tests_bench_bench_pgroups_beat_SOURCES = tests/bench/bench_pgroups_beat.c \

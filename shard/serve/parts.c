@@ -392,17 +392,12 @@ part_opts_for(struct dparts *d, const struct dlive *e, struct part_opts *o)
     }
 }
 
-/* Opens (creating) one listed partition. 0, or -errno to retry later. */
+/* A partition state transfer interrupted by a crash: its directory
+ * becomes the old or the new one before anything looks at it. 0 or
+ * -errno. */
 static int
-open_one(struct dparts *d, const struct dlive *e)
+install_recover(struct dparts *d, const struct dlive *e)
 {
-    struct part_opts o;
-    part_opts_for(d, e, &o);
-    struct vs_part *p = NULL;
-    struct part_verdict v;
-    memset(&v, 0, sizeof(v));
-    /* a partition state transfer interrupted by a crash: its directory
-     * becomes the old or the new one before anything looks at it */
     enum pinstall_outcome po = PINSTALL_NOTHING;
     int prc = pinstall_recover(&d->io, d->dir, &e->id, &po);
     dparts_check_fatal(d, prc, "recovering a partition state transfer");
@@ -416,6 +411,23 @@ open_one(struct dparts *d, const struct dlive *e)
                     po == PINSTALL_ROLLED_FORWARD ? "completed"
                     : po == PINSTALL_ROLLED_BACK  ? "rolled back"
                                                   : "cleaned up");
+    return 0;
+}
+
+/* Opens (creating unless `made`: its directory was just made by
+ * create_new) one listed partition. 0, or -errno to retry later. */
+static int
+open_one(struct dparts *d, const struct dlive *e, int made)
+{
+    struct part_opts o;
+    part_opts_for(d, e, &o);
+    o.created_now = made;
+    struct vs_part *p = NULL;
+    struct part_verdict v;
+    memset(&v, 0, sizeof(v));
+    int prc = install_recover(d, e);
+    if (prc < 0)
+        return prc;
     if (e->id.created_op <= d->created_hw) {
         char name[128], path[sizeof(d->dir) + 130];
         struct stat st;
@@ -600,6 +612,44 @@ reconcile(struct dparts *d)
                 res.finished_deletes, res.transfer_leftovers);
 }
 
+/* The directories of the listed partitions not open here and never made
+ * by this shard (created_op above created_hw: a missing one at or below
+ * it is refused by open_one), made together (part_create_many: one fsync
+ * of the partitions directory for a whole CreateTopic, not one per
+ * partition). Returns l->n flags, 1 where a directory was made (its open
+ * counts as the creating one); on an error none, and open_one creates
+ * each on its own. */
+static uint8_t *
+create_new(struct dparts *d, const struct dlist *l)
+{
+    uint8_t *made = vs_xcalloc(l->n ? l->n : 1, 1);
+    struct part_create *v = vs_xcalloc(l->n ? l->n : 1, sizeof(*v));
+    size_t *ix = vs_xcalloc(l->n ? l->n : 1, sizeof(*ix));
+    size_t n = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        const struct dlive *e = &l->v[i];
+        if (e->id.created_op <= d->created_hw || dparts_find(d, &e->id) ||
+            install_recover(d, e) != 0)
+            continue;
+        v[n].id = e->id;
+        v[n].purge_generation = e->replicated ? 0 : e->purge_gen;
+        v[n].replicated = e->replicated;
+        ix[n++] = i;
+    }
+    if (n > 1) { /* one alone: part_open's create path is the same */
+        int rc = part_create_many(&d->io, d->dir, v, n);
+        dparts_check_fatal(d, rc, "creating partitions");
+        if (rc < 0)
+            vs_log_error("creating %zu partitions in %s: %s", n, d->dir,
+                         sio_strerror(rc));
+        for (size_t k = 0; rc == 0 && k < n; k++)
+            made[ix[k]] = (uint8_t)v[k].made;
+    }
+    free(v);
+    free(ix);
+    return made;
+}
+
 void
 dparts_sync(struct dparts *d)
 {
@@ -610,10 +660,11 @@ dparts_sync(struct dparts *d)
         if (op != 0) {
             int complete = 1;
             d->epoch++;
+            uint8_t *made = create_new(d, &l);
             for (size_t i = 0; i < l.n; i++) {
                 struct dpart *dp = dparts_find(d, &l.v[i].id);
                 if (dp == NULL) {
-                    if (open_one(d, &l.v[i]) != 0) {
+                    if (open_one(d, &l.v[i], made[i]) != 0) {
                         complete = 0;
                         continue;
                     }
@@ -632,6 +683,7 @@ dparts_sync(struct dparts *d)
                 d->synced_op = op;
                 created_hw_advance(d, &l);
             }
+            free(made);
         }
         free(l.v);
     }

@@ -18,6 +18,9 @@
  *     create = 1 and the metadata's purge generation) BEFORE any request
  *     for it is served -- unless its directory is missing and its
  *     created_op is at or below created_hw (it existed): refusal (exit 2);
+ *     the directories of several new ones (a CreateTopic's partitions)
+ *     are made together first (part_create_many: their fsyncs shared, one
+ *     fsync of the partitions directory for all);
  *   - a listed one whose purge generation rose is purged (part_purge,
  *     idempotent by generation); a DeleteSegments watermark above the one
  *     applied is applied (part_apply_watermark, idempotent);

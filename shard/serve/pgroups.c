@@ -33,6 +33,7 @@
 #include "shard/serve/pbeat.h"
 #include "shard/serve/pgroup.h"
 #include "shard/serve/pgroups.h"
+#include "shard/serve/pheld.h"
 #include "shard/serve/pxfer.h"
 #include "shard/serve/server.h"
 
@@ -112,19 +113,6 @@ struct pg_fwd {
     struct pg_fwd *next;
 };
 
-/* A forwarded command's result held until this node's replica of the
- * group applied its op (read your writes on every node), at most
- * PGROUPS_APPLY_WAIT_MS. */
-struct pg_held {
-    struct part_id id;
-    uint64_t op;
-    struct gc_waiter w;
-    uint8_t *body;
-    size_t len;
-    uint64_t deadline_ms;
-    struct pg_held *next;
-};
-
 /* An answer to deliver from a fresh loop pass. */
 struct pg_ready {
     struct gc_waiter w;
@@ -151,7 +139,7 @@ struct serve_pgroups {
     struct pg_entry *all;
     struct pg_wait *waits;
     struct pg_fwd *fwds;
-    struct pg_held *held;
+    struct pheld_list held; /* read your writes (pheld.h) */
     struct pg_ready *ready_head, *ready_tail;
     struct event *ready_ev;
     int ready_armed;
@@ -279,31 +267,23 @@ on_ready(evutil_socket_t fd, short what, void *arg)
         mesh_flush(pg->mesh);
 }
 
-/* Answers the held results whose op this node's replica applied (or
- * whose wait ran out, or whose group is gone here: the op is committed
- * either way). */
-static void
-held_release(struct serve_pgroups *pg, uint64_t now)
+/* pheld_commit_fn: the commit of this node's replica of id's group. */
+static int
+held_commit(void *ctx, const struct part_id *id, uint64_t *commit)
 {
-    for (struct pg_held **pp = &pg->held, *x; (x = *pp) != NULL;) {
-        struct pg_entry *e = find_id(pg, &x->id);
-        int applied = e == NULL || e->g == NULL || pgroup_commit(e->g) >= x->op;
-        if (!applied && x->deadline_ms > now) {
-            pp = &x->next;
-            continue;
-        }
-        if (!applied) {
-            pg->n.held_late++;
-            vs_log_debug("partition %u.%u.%u: op %llu answered before this "
-                         "node applied it (its replica lags)",
-                         x->id.stream_id, x->id.topic_id, x->id.partition_id,
-                         (unsigned long long)x->op);
-        }
-        *pp = x->next;
-        ready_push(pg, &x->w, 0, x->body, x->len, NULL);
-        free(x->body);
-        free(x);
-    }
+    struct pg_entry *e = find_id(ctx, id);
+    if (e == NULL || e->g == NULL)
+        return 0;
+    *commit = pgroup_commit(e->g);
+    return 1;
+}
+
+/* pheld_answer_fn: the acknowledged result, from a fresh loop pass. */
+static void
+held_answer(void *ctx, const struct gc_waiter *w, const uint8_t *body,
+            size_t len)
+{
+    ready_push(ctx, w, 0, body, len, NULL);
 }
 
 /* ------------------------------------------------------- group env */
@@ -849,25 +829,9 @@ on_result(struct serve_pgroups *pg, uint8_t peer, const void *frame, size_t len)
         *pp = f->next;
         const uint8_t *body = (const uint8_t *)frame + VS_HEADER_SIZE;
         size_t blen = len - VS_HEADER_SIZE;
-        struct pg_entry *e =
-            h.status == 0 && h.op != 0 ? find_id(pg, &f->id) : NULL;
-        if (e != NULL && e->g != NULL && pgroup_commit(e->g) < h.op) {
-            struct pg_held *x = vs_xcalloc(1, sizeof(*x));
-            x->id = f->id;
-            x->op = h.op;
-            x->w = f->w;
-            if (blen > 0) {
-                x->body = vs_xmalloc(blen);
-                memcpy(x->body, body, blen);
-                x->len = blen;
-            }
-            x->deadline_ms = mono_ms() + PGROUPS_APPLY_WAIT_MS;
-            x->next = pg->held;
-            pg->held = x;
-            pg->n.held++;
-        } else {
+        if (!pheld_offer(&pg->held, &f->id, h.status, h.op, &f->w, body, blen,
+                         mono_ms()))
             ready_push(pg, &f->w, h.status, body, blen, NULL);
-        }
         free(f);
         return;
     }
@@ -911,8 +875,8 @@ pgroups_on_frame(void *arg, uint8_t peer, const void *frame, size_t len)
         return;
     }
     (void)pgroup_on_message(e->g, frame, len);
-    if (pg->held != NULL)
-        held_release(pg, mono_ms());
+    if (pheld_any(&pg->held))
+        (void)pheld_release(&pg->held, mono_ms());
 }
 
 /* A beat frame's entries: each rebuilt into its Commit / Pong frame
@@ -937,8 +901,8 @@ pgroups_on_beat(void *arg, uint8_t peer, const struct beat_hdr *h,
         pg->n.beat_in++;
         (void)pgroup_on_message(e->g, &f, sizeof(f));
     }
-    if (pg->held != NULL)
-        held_release(pg, mono_ms());
+    if (pheld_any(&pg->held))
+        (void)pheld_release(&pg->held, mono_ms());
 }
 
 /* A fetched partition is staged (pgroup_install_pending): the group and
@@ -1019,7 +983,7 @@ pgroups_on_tick(void *arg)
         ready_push(pg, &w->w, VS_E_TRANSIENT_NOT_COMMITTED, NULL, 0, NULL);
         free(w);
     }
-    held_release(pg, now);
+    (void)pheld_release(&pg->held, now);
     /* this tick's heartbeats leave now, one beat frame per link */
     if (pg->mesh != NULL)
         mesh_flush(pg->mesh);
@@ -1304,6 +1268,7 @@ pgroups_create(struct serve *s, struct dparts *parts, struct serve_gcommit *gc,
     pg->env.state_sync = env_state_sync;
     pg->env.files_sync = env_files_sync;
     pg->fetch_budget.max = PGROUPS_FETCHES_MAX;
+    pheld_init(&pg->held, held_commit, held_answer, pg);
     vs_wbuf_init(&pg->out);
     vs_wbuf_init(&pg->rx);
     vs_wbuf_init(&pg->tx);
@@ -1350,12 +1315,7 @@ pgroups_destroy(struct serve_pgroups *pg)
         pg->fwds = f->next;
         free(f);
     }
-    while (pg->held) {
-        struct pg_held *x = pg->held;
-        pg->held = x->next;
-        free(x->body);
-        free(x);
-    }
+    pheld_clear(&pg->held);
     while (pg->ready_head) {
         struct pg_ready *r = pg->ready_head;
         pg->ready_head = r->next;
@@ -1374,6 +1334,9 @@ void
 pgroups_counters(const struct serve_pgroups *pg, struct pgroups_counters *out)
 {
     memset(out, 0, sizeof(*out));
-    if (pg != NULL)
-        *out = pg->n;
+    if (pg == NULL)
+        return;
+    *out = pg->n;
+    out->held = pg->held.held;
+    out->held_late = pg->held.late;
 }

@@ -71,7 +71,7 @@
  * (pgroup_heartbeat_now); a node that forwarded it and holds a replica
  * of the group answers its client only once that replica applied the
  * op, so the client's next poll on that node sees what it sent (waiting
- * at most PGROUPS_APPLY_WAIT_MS: a replica still repairing or fetching
+ * at most PHELD_WAIT_MS, pheld.h: a replica still repairing or fetching
  * answers then, the op being committed).
  *
  * Link frames of this module (above VS_CMD_MAX, data meshes only; header
@@ -108,7 +108,6 @@
 #define PGROUPS_HOPS_MAX        2u
 #define PGROUPS_FWD_TIMEOUT_MS  10000u
 #define PGROUPS_WAIT_TIMEOUT_MS 10000u
-#define PGROUPS_APPLY_WAIT_MS   5000u
 #define PGROUPS_REOPEN_MS       1000u
 /* pgroups_exec: the command takes today's (unreplicated) path. */
 #define PGROUPS_PASS (UINT32_MAX - 2u)

@@ -646,18 +646,45 @@ tail_opts(struct part_opts *o)
     o->limits.max_batch_bytes = 4096;
 }
 
-/* Appends nb batches (payload plen each) and crashes; *pos gets each
- * batch's position (nb + 1 entries: the last is the file length), *offs
- * their base offsets. Returns the log's path in log. */
+/* A batch of two messages (plen and 9 payload bytes) whose payloads end
+ * in zero bytes: the batch's last byte is zero. */
+static uint8_t *
+zero_end_batch(uint64_t seed, uint32_t plen, size_t *len)
+{
+    uint32_t pl[2] = {plen, 9};
+    uint8_t *pay[2];
+    const uint8_t *pp[2];
+    size_t cap = BATCH_HEADER_SIZE;
+    for (int i = 0; i < 2; i++) {
+        pay[i] = malloc(pl[i]);
+        uint64_t r = seed * 1000003u + (uint64_t)i;
+        for (uint32_t k = 0; k < pl[i]; k++)
+            pay[i][k] = (uint8_t)(dt_rand(&r) | 1);
+        memset(pay[i] + pl[i] - 4, 0, 4);
+        pp[i] = pay[i];
+        cap += BATCH_FRAME_SIZE + pl[i];
+    }
+    uint8_t *b = malloc(cap);
+    *len = batch_build(b, cap, 42, 2, pp, pl, NULL, NULL, NULL);
+    ck_assert_uint_eq(*len, cap);
+    free(pay[0]);
+    free(pay[1]);
+    return b;
+}
+
+/* Appends nb batches (payload plen each; with zero_end, zero_end_batch's)
+ * and crashes; *pos gets each batch's position (nb + 1 entries: the last
+ * is the file length). Returns the log's path in log. */
 static void
-tail_batches(const struct part_opts *o, int nb, uint32_t plen, char *log,
-             size_t cap, uint64_t *pos)
+tail_batches_z(const struct part_opts *o, int nb, uint32_t plen, int zero_end,
+               char *log, size_t cap, uint64_t *pos)
 {
     struct vs_part *p = must_open(o, 1, 0);
     for (int i = 0; i < nb; i++) {
         uint32_t pl[2] = {plen, 9}, hl[2] = {0, 0};
         size_t len;
-        uint8_t *b = dt_batch(700 + (uint64_t)i, 2, pl, hl, &len);
+        uint8_t *b = zero_end ? zero_end_batch(700 + (uint64_t)i, plen, &len)
+                              : dt_batch(700 + (uint64_t)i, 2, pl, hl, &len);
         ck_assert_int_eq(part_append(p, b, len, 10 + (uint64_t)i, NULL, NULL),
                          0);
         free(b);
@@ -674,6 +701,13 @@ tail_batches(const struct part_opts *o, int nb, uint32_t plen, char *log,
     pos[nb] = at;
     ck_assert_uint_eq(at, n);
     free(all);
+}
+
+static void
+tail_batches(const struct part_opts *o, int nb, uint32_t plen, char *log,
+             size_t cap, uint64_t *pos)
+{
+    tail_batches_z(o, nb, plen, 0, log, cap, pos);
 }
 
 /* The messages a poll from offset 0 returns. */
@@ -731,13 +765,14 @@ START_TEST(test_unsynced_group_tail_cut)
 }
 END_TEST
 
-/* Non-zero damage followed by whole batches, never-written damage
+/* Non-zero damage followed by whole batches (also in a batch that ends in
+ * a zero byte: its flip is away from the zeros), never-written damage
  * further from the end than the window, or under every-batch on one node
  * (no window): refused, naming the file, the byte and the batch, and
- * nothing modified. */
+ * nothing modified -- the fsynced batches after a flip are never cut. */
 START_TEST(test_unsynced_group_tail_refusals)
 {
-    for (int c = 0; c < 3; c++) {
+    for (int c = 0; c < 4; c++) {
         struct part_opts o;
         tail_opts(&o);
         if (c == 2)
@@ -745,10 +780,14 @@ START_TEST(test_unsynced_group_tail_refusals)
         int nb = c == 1 ? 7 : 5;
         char log[1024];
         uint64_t pos[8];
-        tail_batches(&o, nb, 1400, log, sizeof(log), pos);
-        if (c == 0) {
+        tail_batches_z(&o, nb, 1400, c == 3, log, sizeof(log), pos);
+        if (c == 0 || c == 3) {
+            /* c 3: the batch ends in a zero byte, as a write cut short
+             * would leave it; the flip is in its first message */
             size_t n = 0;
             uint8_t *b = dt_read_file(log, &n);
+            if (c == 3)
+                ck_assert_uint_eq(b[pos[3] - 1], 0);
             b[pos[2] + 400] ^= 0x21; /* a flip: written, maybe synced */
             dt_write_file(log, b, n);
             free(b);
@@ -769,7 +808,8 @@ START_TEST(test_unsynced_group_tail_refusals)
                  "at byte %" PRIu64 " of 00000000000000000000.log", pos[2]);
         ck_assert_msg(strstr(v.msg, at) != NULL, "%s", v.msg);
         ck_assert_msg(strstr(v.msg, "batch at offset 4") != NULL, "%s", v.msg);
-        const char *why = c == 0   ? "not an unsynced tail: the damaged bytes"
+        const char *why = c == 0 || c == 3
+                              ? "not an unsynced tail: the damaged bytes"
                           : c == 1 ? "not an unsynced tail: "
                                    : NULL;
         if (why)
@@ -788,6 +828,136 @@ START_TEST(test_unsynced_group_tail_refusals)
         free(after);
         dt_rm_rf(g_parts);
     }
+}
+END_TEST
+
+/* ---- several partitions created together (part_create_many) ---- */
+
+/* 1 if partition id's directory exists under g_parts. */
+static int
+pdir_exists(const struct part_id *id, const char *suffix)
+{
+    char name[128], path[512];
+    struct stat st;
+    pdir_name(name, sizeof(name), id);
+    snprintf(path, sizeof(path), "%s/%s%s", g_parts, name, suffix);
+    return stat(path, &st) == 0;
+}
+
+/* Six partitions, one of them there already: five directories made with
+ * ONE fsync of the partitions directory (one per partition otherwise),
+ * each opening as part_open's create path would have left it, the one
+ * that existed untouched; a replicated one has its group superblock. */
+START_TEST(test_create_many_one_parent_fsync)
+{
+    struct part_opts o;
+    small_opts(&o);
+    struct vs_part *p0 = must_open(&o, 1, 0); /* g_id: exists */
+    uint32_t pl[1] = {30}, hl[1] = {0};
+    size_t len;
+    uint8_t *b = dt_batch(5, 1, pl, hl, &len);
+    ck_assert_int_eq(part_append(p0, b, len, 10, NULL, NULL), 0);
+    free(b);
+    ck_assert_int_eq(part_close(p0), 0);
+    struct part_create v[6];
+    memset(v, 0, sizeof(v));
+    for (int i = 0; i < 6; i++) {
+        v[i].id = g_id;
+        v[i].id.partition_id = i == 0 ? g_id.partition_id : 10 + (uint32_t)i;
+        v[i].purge_generation = i == 2 ? 4 : 0;
+        v[i].replicated = i == 3;
+        v[i].made = 7; /* overwritten */
+    }
+    uint64_t dfs0 = g_f.calls[SIO_DIR_FSYNC], fs0 = g_f.calls[SIO_FSYNC];
+    ck_assert_int_eq(part_create_many(&g_f.io, g_parts, v, 6), 0);
+    /* per made partition: offsets/ and the directory itself; then the
+     * partitions directory once */
+    ck_assert_uint_eq(g_f.calls[SIO_DIR_FSYNC] - dfs0, 5 * 2 + 1);
+    /* per made partition: its format and state files (and the replicated
+     * one's superblock) */
+    ck_assert_uint_eq(g_f.calls[SIO_FSYNC] - fs0, 5 * 2 + 1);
+    ck_assert_int_eq(v[0].made, 0);
+    for (int i = 1; i < 6; i++) {
+        ck_assert_int_eq(v[i].made, 1);
+        ck_assert(pdir_exists(&v[i].id, ""));
+        ck_assert(!pdir_exists(&v[i].id, ".creating"));
+        struct part_opts oi;
+        small_opts(&oi);
+        oi.replicated = v[i].replicated;
+        oi.created_now = 1;
+        struct vs_part *p = NULL;
+        struct part_verdict vd;
+        ck_assert_int_eq(part_open(&g_f.io, g_parts, &v[i].id, &oi, 0,
+                                   v[i].purge_generation, &p, &vd),
+                         0);
+        ck_assert_int_eq(part_take_created(p), 1);
+        ck_assert_int_eq(part_take_created(p), 0);
+        ck_assert_uint_eq(part_purge_generation(p), v[i].purge_generation);
+        ck_assert_uint_eq(poll_count(p), 0);
+        ck_assert_int_eq(part_close(p), 0);
+    }
+    char name[128], path[600];
+    struct stat st;
+    pdir_name(name, sizeof(name), &v[3].id);
+    snprintf(path, sizeof(path), "%s/%s/vsr_state", g_parts, name);
+    ck_assert_int_eq(stat(path, &st), 0);
+    pdir_name(name, sizeof(name), &v[4].id);
+    snprintf(path, sizeof(path), "%s/%s/vsr_state", g_parts, name);
+    ck_assert_int_eq(stat(path, &st), -1);
+    /* the one that existed keeps its message */
+    p0 = must_open(&o, 0, 0);
+    ck_assert_uint_eq(poll_count(p0), 1);
+    ck_assert_int_eq(part_take_created(p0), 0);
+    ck_assert_int_eq(part_close(p0), 0);
+    /* all there: nothing made, no fsync */
+    dfs0 = g_f.calls[SIO_DIR_FSYNC];
+    ck_assert_int_eq(part_create_many(&g_f.io, g_parts, v, 6), 0);
+    ck_assert_uint_eq(g_f.calls[SIO_DIR_FSYNC], dfs0);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(v[i].made, 0);
+}
+END_TEST
+
+/* A failure before the directories are renamed into place leaves none of
+ * them (only temporaries, removed by the next creation); a failure of the
+ * partitions directory's fsync reports every made flag 0. */
+START_TEST(test_create_many_failure_leaves_none)
+{
+    struct part_create v[4];
+    memset(v, 0, sizeof(v));
+    for (int i = 0; i < 4; i++) {
+        v[i].id = g_id;
+        v[i].id.partition_id = 20 + (uint32_t)i;
+    }
+    /* the third directory fsync: the second partition's offsets/ */
+    sio_fault_arm(&g_f, SIO_DIR_FSYNC, 3, EIO, -1);
+    ck_assert_int_lt(part_create_many(&g_f.io, g_parts, v, 4), 0);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(v[i].made, 0);
+        ck_assert(!pdir_exists(&v[i].id, ""));
+    }
+    ck_assert(pdir_exists(&v[0].id, ".creating"));
+    sio_fault_reset(&g_f);
+    /* the last directory fsync (the partitions directory's) fails */
+    sio_fault_arm(&g_f, SIO_DIR_FSYNC, 4 * 2 + 1, EIO, -1);
+    ck_assert_int_lt(part_create_many(&g_f.io, g_parts, v, 4), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(v[i].made, 0);
+    sio_fault_reset(&g_f);
+    /* a retry: the directories renamed before are there, nothing else
+     * left behind */
+    ck_assert_int_eq(part_create_many(&g_f.io, g_parts, v, 4), 0);
+    for (int i = 0; i < 4; i++) {
+        ck_assert(pdir_exists(&v[i].id, ""));
+        ck_assert(!pdir_exists(&v[i].id, ".creating"));
+    }
+    /* a bad parent: a file where the partitions directory should be */
+    char bad[400];
+    snprintf(bad, sizeof(bad), "%s/notadir", g_root);
+    dt_write_file(bad, (const uint8_t *)"x", 1);
+    ck_assert_int_lt(part_create_many(&g_f.io, bad, v, 4), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(v[i].made, 0);
 }
 END_TEST
 
@@ -1760,6 +1930,8 @@ suite(void)
     tcase_add_test(tc, test_interior_flip_refused);
     tcase_add_test(tc, test_unsynced_group_tail_cut);
     tcase_add_test(tc, test_unsynced_group_tail_refusals);
+    tcase_add_test(tc, test_create_many_one_parent_fsync);
+    tcase_add_test(tc, test_create_many_failure_leaves_none);
     tcase_add_test(tc, test_verify_on_read);
     tcase_add_test(tc, test_acked_loss_refused);
     tcase_add_test(tc, test_interior_header_flip_refused_without_index);
