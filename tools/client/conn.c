@@ -400,12 +400,17 @@ vsc_connect(struct vsc *c)
     return vsc_fail(c, rc, c->addr);
 }
 
+/* Writes the n buffers of iov (changed: stepped over what went out). */
 static int
-vsc_write_all(int fd, const uint8_t *p, size_t len, uint64_t deadline)
+vsc_writev_all(int fd, struct iovec *iov, size_t n, uint64_t deadline)
 {
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n == -1) {
+    struct msghdr m;
+    memset(&m, 0, sizeof m);
+    m.msg_iov = iov;
+    m.msg_iovlen = n;
+    while (m.msg_iovlen > 0) {
+        ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL);
+        if (k == -1) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -416,8 +421,15 @@ vsc_write_all(int fd, const uint8_t *p, size_t len, uint64_t deadline)
             }
             return -errno;
         }
-        p += n;
-        len -= (size_t)n;
+        while (m.msg_iovlen > 0 && (size_t)k >= m.msg_iov->iov_len) {
+            k -= (ssize_t)m.msg_iov->iov_len;
+            m.msg_iov++;
+            m.msg_iovlen--;
+        }
+        if (m.msg_iovlen > 0) {
+            m.msg_iov->iov_base = (uint8_t *)m.msg_iov->iov_base + k;
+            m.msg_iov->iov_len -= (size_t)k;
+        }
     }
     return 0;
 }
@@ -478,14 +490,6 @@ vsc_read_all(int fd, uint8_t *p, size_t len, uint64_t deadline)
 
 /* The connection's transport: TLS when the handle was made with tls. */
 static int
-vsc_xwrite(struct vsc *c, const uint8_t *p, size_t len, uint64_t deadline)
-{
-    if (c->tls)
-        return vsc_tls_write_all(c->tls_t, c->fd, p, len, deadline);
-    return vsc_write_all(c->fd, p, len, deadline);
-}
-
-static int
 vsc_xread(struct vsc *c, uint8_t *p, size_t len, uint64_t deadline)
 {
     if (c->tls)
@@ -501,42 +505,13 @@ vsc_write_frame(struct vsc *c, uint64_t deadline)
     struct iovec iov[2] = {
         {.iov_base = c->req.data, .iov_len = c->req.len},
         {.iov_base = (void *)c->tail, .iov_len = c->tail_len}};
-    struct msghdr m;
     int rc;
-    if (c->tls) {
-        rc = vsc_xwrite(c, c->req.data, c->req.len, deadline);
-        if (rc == 0 && c->tail_len > 0)
-            rc = vsc_xwrite(c, c->tail, c->tail_len, deadline);
-        return rc;
-    }
-    memset(&m, 0, sizeof m);
-    m.msg_iov = iov;
-    m.msg_iovlen = c->tail_len > 0 ? 2 : 1;
-    while (m.msg_iovlen > 0) {
-        ssize_t n = sendmsg(c->fd, &m, MSG_NOSIGNAL);
-        if (n == -1) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                rc = vsc_wait(c->fd, POLLOUT, deadline);
-                if (rc != 0)
-                    return rc;
-                continue;
-            }
-            return -errno;
-        }
-        /* step over what went out */
-        while (m.msg_iovlen > 0 && (size_t)n >= m.msg_iov->iov_len) {
-            n -= (ssize_t)m.msg_iov->iov_len;
-            m.msg_iov++;
-            m.msg_iovlen--;
-        }
-        if (m.msg_iovlen > 0) {
-            m.msg_iov->iov_base = (uint8_t *)m.msg_iov->iov_base + n;
-            m.msg_iov->iov_len -= (size_t)n;
-        }
-    }
-    return 0;
+    if (!c->tls)
+        return vsc_writev_all(c->fd, iov, c->tail_len > 0 ? 2 : 1, deadline);
+    rc = vsc_tls_write_all(c->tls_t, c->fd, c->req.data, c->req.len, deadline);
+    if (rc == 0 && c->tail_len > 0)
+        rc = vsc_tls_write_all(c->tls_t, c->fd, c->tail, c->tail_len, deadline);
+    return rc;
 }
 
 /* Sends the frame of the call and reads one reply frame into c->reply.
