@@ -329,15 +329,12 @@ seal_and_submit(struct serve_gcommit *g)
     g->claim = 0;
     g->done = 0;
     g->work = 1;
-    pthread_mutex_unlock(&g->mu);
     /* as many threads as there are items (a thread that finishes one
      * takes the next): waking all four for a group of one costs a
-     * context switch each for nothing. Signalled after the unlock: a
-     * thread woken while the loop still holds the mutex would block on
-     * it at once, a second switch (a waiter sees work under the mutex
-     * before it waits, so no wake-up is lost). */
+     * context switch each for nothing */
     for (size_t i = 0; i < f->n_items && i < GC_SYNC_THREADS; i++)
         pthread_cond_signal(&g->cv);
+    pthread_mutex_unlock(&g->mu);
 }
 
 static void
