@@ -7,7 +7,9 @@
  * Protocol of one call (vsc_call):
  *  1. The request number comes from the counter (Register: 0; Logout and
  *     metadata ops: counter, then counter + 1; other ops: counter). The
- *     frame is built once; only its session field changes later.
+ *     frame is built once; only its session field changes later. Its
+ *     body may end in the caller's bytes (a prebuilt batch,
+ *     vsc_call_frame), written from there and never copied.
  *  2. Write the frame, read exactly one reply frame (bounded by the
  *     request deadline).
  *  3. Transport failure (reset, EOF, timeout): close, and up to
