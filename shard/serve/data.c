@@ -1063,10 +1063,16 @@ serve_data_on_frame(struct serve *s, uint32_t src, const void *frame,
         /* a send may keep the buffer until its write is done */
         void *own = rx->buf.data;
         d->rx_own = &own;
+        size_t had = rx->buf.len;
         on_request(s, src, &fh, rx->buf.data, rx->buf.len);
         d->rx_own = NULL;
-        if (own == NULL) /* taken: the next message gets a new one */
+        if (own == NULL) { /* taken: the next message gets a new one */
             vs_wbuf_init(&rx->buf);
+            /* of this one's size (a producer's batches are alike), so
+             * its pieces are not copied again each time it doubles */
+            if (had <= (size_t)4 << 20)
+                (void)vs_wbuf_reserve(&rx->buf, had);
+        }
     } else {
         on_reply(s, &fh, rx->buf.data, rx->buf.len);
     }

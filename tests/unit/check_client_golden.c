@@ -910,6 +910,84 @@ START_TEST(test_send_keeps_request_and_resends)
 }
 END_TEST
 
+/* A fixed batch of three messages (ids, timestamps and payloads set). */
+static void
+fixed_msgs(struct vsc_msg m[3])
+{
+    static const char *pl[3] = {"alpha", "", "a third payload"};
+    memset(m, 0, 3 * sizeof *m);
+    for (uint32_t i = 0; i < 3; i++) {
+        m[i].id.lo = 0x1111 + i;
+        m[i].id.hi = 0x2222;
+        m[i].origin_timestamp = 1700000000000000ull + i;
+        m[i].payload = pl[i];
+        m[i].payload_len = (uint32_t)strlen(pl[i]);
+    }
+    m[2].headers = "\x02\x01\x00\x00\x00k\x02\x01\x00\x00\x00v";
+    m[2].headers_len = 12;
+}
+
+/* Recorded frame i equals the frame built by copying: the header of
+ * vsc_frame_request over the body vsc_body_send(batch). */
+static void
+want_send_frame(const struct fake *f, size_t i, const uint8_t *body, size_t len)
+{
+    struct vs_wbuf w;
+    vs_wbuf_init(&w);
+    vsc_frame_request(&w, f->hdr[i].client, f->hdr[i].session,
+                      f->hdr[i].request, vsc_code_operation(VSC_SEND_MESSAGES),
+                      VSC_SEND_MESSAGES, body, len, 0);
+    ck_assert_uint_eq(f->body_len[i], len);
+    ck_assert_mem_eq(&f->hdr[i], w.data, 256);
+    ck_assert_mem_eq(f->body[i], w.data + 256, len);
+    vs_wbuf_fini(&w);
+}
+
+START_TEST(test_send_frames_unchanged)
+{
+    /* 0 Register, 1 vsc_send, 2 vsc_send_batch, 3 the same send_batch
+     * cut (no reply), 4 Register again, 5 GetSessionStatus, 6 the batch
+     * resent. Every send frame carries the bytes of the copying encoder
+     * (pinned by a hash of the body taken before the frames were written
+     * from the caller's buffers). */
+    static struct fake f;
+    pthread_t th;
+    struct vsc *c;
+    struct vsc_id s = vsc_id_num(1), t = vsc_id_name("topic");
+    struct vsc_partitioning p = vsc_part_key("user-7", 6);
+    struct vsc_msg m[3];
+    struct vs_wbuf batch, body;
+    memset(&f, 0, sizeof f);
+    fixed_msgs(m);
+    vs_wbuf_init(&batch);
+    vs_wbuf_init(&body);
+    ck_assert_uint_eq(vsc_batch_build(&batch, m, 3, 5), batch.len);
+    vsc_body_send(&body, &s, &t, &p, 3, batch.data, batch.len);
+    ck_assert_uint_eq(body.len, 4 + 6 + 7 + 8 + 4 + 256 + 3 * 48 + 20 + 12);
+    ck_assert_uint_eq(vs_xxh3_64(body.data, body.len),
+                      UINT64_C(0x625386f7af6a4dc7));
+    f.script[3] = FAKE_DROP;
+    fake_start(&f, &th);
+    c = fake_client(&f);
+    ck_assert_int_eq(vsc_login(c, "iggy", "iggy", NULL), 0);
+    ck_assert_int_eq(vsc_send(c, &s, &t, &p, m, 3, NULL), 0);
+    ck_assert_int_eq(
+        vsc_send_batch(c, &s, &t, &p, 3, batch.data, batch.len, NULL), 0);
+    ck_assert_int_eq(
+        vsc_send_batch(c, &s, &t, &p, 3, batch.data, batch.len, NULL), 0);
+    fake_stop(&f, th, c);
+    ck_assert_uint_eq(f.n, 7);
+    want_hdr(&f, 4, 1, 0, 0, 0);
+    ck_assert_uint_eq(f.hdr[4].f.size, 256 + f.body_len[0]);
+    want_send_frame(&f, 1, body.data, body.len);
+    want_send_frame(&f, 2, body.data, body.len);
+    want_send_frame(&f, 3, body.data, body.len);
+    want_send_frame(&f, 6, body.data, body.len);
+    vs_wbuf_fini(&batch);
+    vs_wbuf_fini(&body);
+}
+END_TEST
+
 START_TEST(test_large_poll_reply)
 {
     /* 0 Register, 1 Poll answered with a 1.2 MB reply in pieces, 2 Poll
@@ -1056,6 +1134,7 @@ client_golden_suite(void)
     tcase_add_test(tc, test_transient_retry_and_eviction);
     tcase_add_test(tc, test_send_keeps_request_and_resends);
     tcase_add_test(tc, test_large_poll_reply);
+    tcase_add_test(tc, test_send_frames_unchanged);
     suite_add_tcase(s, tc);
     return s;
 }

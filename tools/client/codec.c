@@ -341,22 +341,31 @@ vsc_operation_is_replicated(uint8_t op)
 }
 
 void
+vsc_request_header(struct vs_hdr_request *h, struct vs_u128 client,
+                   uint64_t session, uint64_t request, uint8_t operation,
+                   uint32_t code, const void *body, size_t len, int checksum)
+{
+    memset(h, 0, sizeof *h);
+    h->f.size = (uint32_t)(VS_HEADER_SIZE + len);
+    h->f.command = VS_CMD_REQUEST;
+    h->client = client;
+    if (checksum)
+        h->request_checksum = vs_checksum(body, len);
+    h->request = request;
+    h->operation = operation;
+    h->session = session;
+    if (operation == VS_OP_NON_REPLICATED)
+        h->command_code = code;
+}
+
+void
 vsc_frame_request(struct vs_wbuf *w, struct vs_u128 client, uint64_t session,
                   uint64_t request, uint8_t operation, uint32_t code,
                   const void *body, size_t len, int checksum)
 {
     struct vs_hdr_request h;
-    memset(&h, 0, sizeof h);
-    h.f.size = (uint32_t)(VS_HEADER_SIZE + len);
-    h.f.command = VS_CMD_REQUEST;
-    h.client = client;
-    if (checksum)
-        h.request_checksum = vs_checksum(body, len);
-    h.request = request;
-    h.operation = operation;
-    h.session = session;
-    if (operation == VS_OP_NON_REPLICATED)
-        h.command_code = code;
+    vsc_request_header(&h, client, session, request, operation, code, body, len,
+                       checksum);
     vs_wr_bytes(w, &h, sizeof h);
     if (len > 0)
         vs_wr_bytes(w, body, len);

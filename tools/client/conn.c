@@ -7,7 +7,9 @@
  * Protocol of one call (vsc_call):
  *  1. The request number comes from the counter (Register: 0; Logout and
  *     metadata ops: counter, then counter + 1; other ops: counter). The
- *     frame is built once; only its session field changes later.
+ *     frame is built once; only its session field changes later. Its
+ *     body may end in the caller's bytes (a prebuilt batch,
+ *     vsc_call_frame), written from there and never copied.
  *  2. Write the frame, read exactly one reply frame (bounded by the
  *     request deadline).
  *  3. Transport failure (reset, EOF, timeout): close, and up to
@@ -48,11 +50,13 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <fcntl.h>
 
+#include "common/assert.h"
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/mem.h"
@@ -81,7 +85,9 @@ struct vsc {
     char user[256];
     char password[256];
     char token[256];
-    struct vs_wbuf req;       /* the frame of the call in progress */
+    struct vs_wbuf req;  /* the frame of the call in progress */
+    const uint8_t *tail; /* the rest of its body: the caller's bytes */
+    size_t tail_len;
     struct vs_wbuf last_repl; /* last replicated (non-Register) frame */
     struct vs_wbuf body;      /* scratch for command bodies */
     uint8_t *reply;           /* last reply frame */
@@ -396,12 +402,17 @@ vsc_connect(struct vsc *c)
     return vsc_fail(c, rc, c->addr);
 }
 
+/* Writes the n buffers of iov (changed: stepped over what went out). */
 static int
-vsc_write_all(int fd, const uint8_t *p, size_t len, uint64_t deadline)
+vsc_writev_all(int fd, struct iovec *iov, size_t n, uint64_t deadline)
 {
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n == -1) {
+    struct msghdr m;
+    memset(&m, 0, sizeof m);
+    m.msg_iov = iov;
+    m.msg_iovlen = n;
+    while (m.msg_iovlen > 0) {
+        ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL);
+        if (k == -1) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -412,8 +423,15 @@ vsc_write_all(int fd, const uint8_t *p, size_t len, uint64_t deadline)
             }
             return -errno;
         }
-        p += n;
-        len -= (size_t)n;
+        while (m.msg_iovlen > 0 && (size_t)k >= m.msg_iov->iov_len) {
+            k -= (ssize_t)m.msg_iov->iov_len;
+            m.msg_iov++;
+            m.msg_iovlen--;
+        }
+        if (m.msg_iovlen > 0) {
+            m.msg_iov->iov_base = (uint8_t *)m.msg_iov->iov_base + k;
+            m.msg_iov->iov_len -= (size_t)k;
+        }
     }
     return 0;
 }
@@ -474,14 +492,6 @@ vsc_read_all(int fd, uint8_t *p, size_t len, uint64_t deadline)
 
 /* The connection's transport: TLS when the handle was made with tls. */
 static int
-vsc_xwrite(struct vsc *c, const uint8_t *p, size_t len, uint64_t deadline)
-{
-    if (c->tls)
-        return vsc_tls_write_all(c->tls_t, c->fd, p, len, deadline);
-    return vsc_write_all(c->fd, p, len, deadline);
-}
-
-static int
 vsc_xread(struct vsc *c, uint8_t *p, size_t len, uint64_t deadline)
 {
     if (c->tls)
@@ -489,7 +499,25 @@ vsc_xread(struct vsc *c, uint8_t *p, size_t len, uint64_t deadline)
     return vsc_read_all(c->fd, p, len, deadline);
 }
 
-/* Sends c->req and reads one reply frame into c->reply. 0 or -errno. */
+/* Writes the frame of the call: c->req then its tail, one sendmsg for
+ * both on a plain socket (no copy of the tail into the frame). */
+static int
+vsc_write_frame(struct vsc *c, uint64_t deadline)
+{
+    struct iovec iov[2] = {
+        {.iov_base = c->req.data, .iov_len = c->req.len},
+        {.iov_base = (void *)c->tail, .iov_len = c->tail_len}};
+    int rc;
+    if (!c->tls)
+        return vsc_writev_all(c->fd, iov, c->tail_len > 0 ? 2 : 1, deadline);
+    rc = vsc_tls_write_all(c->tls_t, c->fd, c->req.data, c->req.len, deadline);
+    if (rc == 0 && c->tail_len > 0)
+        rc = vsc_tls_write_all(c->tls_t, c->fd, c->tail, c->tail_len, deadline);
+    return rc;
+}
+
+/* Sends the frame of the call and reads one reply frame into c->reply.
+ * 0 or -errno. */
 static int
 vsc_exchange(struct vsc *c, uint64_t deadline)
 {
@@ -497,7 +525,7 @@ vsc_exchange(struct vsc *c, uint64_t deadline)
     int rc;
     if (c->fd < 0)
         return -ENOTCONN;
-    rc = vsc_xwrite(c, c->req.data, c->req.len, deadline);
+    rc = vsc_write_frame(c, deadline);
     if (rc != 0)
         return rc;
     if (c->reply_cap < VS_HEADER_SIZE) {
@@ -586,19 +614,50 @@ vsc_connect_any(struct vsc *c)
     return rc;
 }
 
+/* The frame of a call in progress, put aside while a nested exchange
+ * (Register, GetSessionStatus, GetClusterMetadata) uses the handle. */
+struct vsc_saved_req {
+    struct vs_wbuf req;
+    const uint8_t *tail;
+    size_t tail_len;
+};
+
+static void
+vsc_req_save(struct vsc *c, struct vsc_saved_req *s)
+{
+    s->req = c->req;
+    s->tail = c->tail;
+    s->tail_len = c->tail_len;
+    vs_wbuf_init(&c->req);
+    c->tail = NULL;
+    c->tail_len = 0;
+}
+
+/* Drops the nested frame (wiped: a Register carries the password) and
+ * puts the saved one back. */
+static void
+vsc_req_restore(struct vsc *c, struct vsc_saved_req *s)
+{
+    if (c->req.len > 0)
+        explicit_bzero(c->req.data, c->req.len);
+    vs_wbuf_fini(&c->req);
+    c->req = s->req;
+    c->tail = s->tail;
+    c->tail_len = s->tail_len;
+}
+
 /* GetSessionStatus on the current connection, keeping the frame of the
  * call in progress. 0 and *created_op, an Iggy code, or -errno. */
 static int
 vsc_query_origin(struct vsc *c, uint64_t *created_op)
 {
     struct vsc_reply r;
-    struct vs_wbuf saved = c->req;
-    vs_wbuf_init(&c->req);
+    struct vsc_saved_req saved;
+    vsc_req_save(c, &saved);
     vsc_frame_request(&c->req, c->client, c->session, c->counter,
                       VS_OP_NON_REPLICATED, VSC_GET_SESSION_STATUS, NULL, 0, 0);
     int rc = vsc_run(c, &r, 0);
-    vs_wbuf_fini(&c->req);
-    c->req = saved;
+    vsc_req_restore(c, &saved);
     if (rc != 0)
         return rc;
     struct vs_rbuf b;
@@ -784,7 +843,8 @@ vsc_run(struct vsc *c, struct vsc_reply *r, int resend_ok)
 static int
 vsc_register(struct vsc *c, uint32_t *user_id)
 {
-    struct vs_wbuf body, saved;
+    struct vs_wbuf body;
+    struct vsc_saved_req saved;
     struct vsc_reply r;
     uint32_t uid = 0, proto = 0;
     uint64_t session = 0;
@@ -799,17 +859,14 @@ vsc_register(struct vsc *c, uint32_t *user_id)
         vsc_body_login(&body, VSC_PROTOCOL_VERSION, VSC_SDK_NAME,
                        VSC_SDK_VERSION, c->user, c->password);
     /* The call in progress (when re-registering) keeps its frame. */
-    saved = c->req;
-    vs_wbuf_init(&c->req);
+    vsc_req_save(c, &saved);
     vsc_frame_request(&c->req, c->client, 0, 0, VS_OP_REGISTER,
                       VSC_LOGIN_REGISTER, body.data, body.len, 1);
     explicit_bzero(body.data, body.len);
     vs_wbuf_fini(&body);
     c->session = 0;
     rc = vsc_run(c, &r, 0);
-    explicit_bzero(c->req.data, c->req.len);
-    vs_wbuf_fini(&c->req);
-    c->req = saved;
+    vsc_req_restore(c, &saved);
     if (rc != 0)
         return rc;
     if (vsc_decode_login(r.payload, r.payload_len, &uid, &session, &proto,
@@ -832,8 +889,8 @@ vsc_settle(struct vsc *c)
     if (!c->follow || c->settling || c->session == 0)
         return 0;
     c->settling = 1;
-    struct vs_wbuf saved = c->req;
-    vs_wbuf_init(&c->req);
+    struct vsc_saved_req saved;
+    vsc_req_save(c, &saved);
     int rc = 0;
     for (unsigned hop = 0; hop < VSC_HOPS_MAX; hop++) {
         struct vsc_reply r;
@@ -887,9 +944,7 @@ vsc_settle(struct vsc *c)
             break;
         }
     }
-    explicit_bzero(c->req.data, c->req.len);
-    vs_wbuf_fini(&c->req);
-    c->req = saved;
+    vsc_req_restore(c, &saved);
     c->settling = 0;
     return rc;
 }
@@ -964,29 +1019,69 @@ vsc_logout(struct vsc *c)
 
 /* ---- generic calls ---- */
 
+struct vs_wbuf *
+vsc_frame_begin(struct vsc *c)
+{
+    vs_wbuf_reset(&c->req);
+    (void)vs_wbuf_reserve(&c->req, VS_HEADER_SIZE);
+    c->req.len = VS_HEADER_SIZE;
+    c->tail = NULL;
+    c->tail_len = 0;
+    return &c->req;
+}
+
 int
-vsc_call(struct vsc *c, uint32_t code, const void *body, size_t len,
-         struct vsc_reply *r)
+vsc_call_frame(struct vsc *c, uint32_t code, const uint8_t *tail,
+               size_t tail_len, struct vsc_reply *r)
 {
     uint8_t op = vsc_code_operation(code);
     uint64_t request;
-    int repl = vsc_operation_is_replicated(op);
+    int repl = vsc_operation_is_replicated(op), rc;
+    struct vs_hdr_request h;
+    size_t len;
 
+    VS_ASSERT(c->req.len >= VS_HEADER_SIZE);
     if (op == VS_OP_REGISTER)
         return vsc_fail(c, -EINVAL, "use vsc_login for Register");
     if (op != VS_OP_NON_REPLICATED && c->session == 0)
         return vsc_fail(c, VS_E_UNAUTHENTICATED, "not logged in");
+    if (repl && tail_len > 0) {
+        /* the request checksum covers the whole body: one piece */
+        vs_wr_bytes(&c->req, tail, tail_len);
+        tail = NULL;
+        tail_len = 0;
+    }
+    len = c->req.len - VS_HEADER_SIZE;
+    if (tail_len > VS_FRAME_MAX - VS_HEADER_SIZE - len)
+        return vsc_fail(c, -E2BIG, "request larger than a frame");
+    len += tail_len;
     request = c->counter;
     if (repl)
         c->counter++;
-    vs_wbuf_reset(&c->req);
-    vsc_frame_request(&c->req, c->client, c->session, request, op, code, body,
-                      len, repl);
+    vsc_request_header(&h, c->client, c->session, request, op, code,
+                       c->req.data + VS_HEADER_SIZE, len, repl);
+    memcpy(c->req.data, &h, sizeof h);
     if (repl) {
         vs_wbuf_reset(&c->last_repl);
         vs_wr_bytes(&c->last_repl, c->req.data, c->req.len);
     }
-    return vsc_run(c, r, 1);
+    c->tail = tail;
+    c->tail_len = tail_len;
+    rc = vsc_run(c, r, 1);
+    /* the caller's bytes are not kept past the call */
+    c->tail = NULL;
+    c->tail_len = 0;
+    return rc;
+}
+
+int
+vsc_call(struct vsc *c, uint32_t code, const void *body, size_t len,
+         struct vsc_reply *r)
+{
+    struct vs_wbuf *w = vsc_frame_begin(c);
+    if (len > 0)
+        vs_wr_bytes(w, body, len);
+    return vsc_call_frame(c, code, NULL, 0, r);
 }
 
 int
@@ -1006,6 +1101,8 @@ vsc_resend_last(struct vsc *c)
                         "session evicted since the request was sent: its "
                         "outcome is unknown (not resent)");
     vs_wbuf_reset(&c->req);
+    c->tail = NULL;
+    c->tail_len = 0;
     vs_wr_bytes(&c->req, c->last_repl.data, c->last_repl.len);
     vsc_patch_session(&c->req, c->session);
     return vsc_run(c, &r, 1);

@@ -31,18 +31,15 @@ vsc_data_bad(struct vsc *c)
     return vsc_fail(c, -EPROTO, "undecodable reply");
 }
 
-int
-vsc_send_batch(struct vsc *c, const struct vsc_id *stream,
-               const struct vsc_id *topic, const struct vsc_partitioning *p,
-               uint32_t count, const uint8_t *batch, size_t batch_len,
+/* The SendMessages call of a frame begun by vsc_frame_begin (body head
+ * appended, the batch there or in `batch`). */
+static int
+vsc_send_frame(struct vsc *c, const uint8_t *batch, size_t batch_len,
                struct vsc_sent *out)
 {
     struct vsc_reply rep;
     struct vsc_sent tmp;
-    struct vs_wbuf *b = vsc_body(c);
-    int rc;
-    vsc_body_send(b, stream, topic, p, count, batch, batch_len);
-    rc = vsc_call(c, VSC_SEND_MESSAGES, b->data, b->len, &rep);
+    int rc = vsc_call_frame(c, VSC_SEND_MESSAGES, batch, batch_len, &rep);
     if (rc != 0)
         return rc;
     if (vsc_decode_sent(rep.payload, rep.payload_len, out ? out : &tmp) != 0)
@@ -51,28 +48,33 @@ vsc_send_batch(struct vsc *c, const struct vsc_id *stream,
 }
 
 int
+vsc_send_batch(struct vsc *c, const struct vsc_id *stream,
+               const struct vsc_id *topic, const struct vsc_partitioning *p,
+               uint32_t count, const uint8_t *batch, size_t batch_len,
+               struct vsc_sent *out)
+{
+    /* the batch goes to the socket from the caller's buffer */
+    vsc_body_send(vsc_frame_begin(c), stream, topic, p, count, NULL, 0);
+    return vsc_send_frame(c, batch, batch_len, out);
+}
+
+int
 vsc_send(struct vsc *c, const struct vsc_id *stream, const struct vsc_id *topic,
          const struct vsc_partitioning *p, struct vsc_msg *msgs, uint32_t n,
          struct vsc_sent *out)
 {
-    struct vsc_reply rep;
-    struct vsc_sent tmp;
-    struct vs_wbuf *b = vsc_body(c);
-    int rc;
+    struct vs_wbuf *b;
     if (n == 0)
         return vsc_fail(c, -EINVAL, "no messages to send");
     if (p->kind == VSC_PART_KEY && p->key_len == 0)
         return vsc_fail(c, -EINVAL, "message key must be 1..255 bytes");
+    /* the batch is built in the frame, after its header and body head */
+    b = vsc_frame_begin(c);
     vsc_body_send(b, stream, topic, p, n, NULL, 0);
     if (vsc_batch_build(b, msgs, n, vs_realtime_us()) == 0 ||
-        b->len > VS_FRAME_MAX - VS_HEADER_SIZE)
+        b->len > VS_FRAME_MAX)
         return vsc_fail(c, -E2BIG, "batch larger than a frame");
-    rc = vsc_call(c, VSC_SEND_MESSAGES, b->data, b->len, &rep);
-    if (rc != 0)
-        return rc;
-    if (vsc_decode_sent(rep.payload, rep.payload_len, out ? out : &tmp) != 0)
-        return vsc_data_bad(c);
-    return 0;
+    return vsc_send_frame(c, NULL, 0, out);
 }
 
 int

@@ -267,9 +267,16 @@ uint8_t vsc_code_operation(uint32_t code);
 /* 1 for Register, Logout and metadata ops (request_checksum is set). */
 int vsc_operation_is_replicated(uint8_t op);
 
-/* Appends a request frame: header (command 5, size, client, request,
- * operation, session, command_code @196 iff op = 2, request_checksum =
- * XXH3(body) iff `checksum`) then the body. */
+/* The header of a request frame whose body is `len` bytes: command 5,
+ * size, client, request, operation, session, command_code @196 iff
+ * op = 2, request_checksum = XXH3(body) iff `checksum` (body is read
+ * only then). */
+void vsc_request_header(struct vs_hdr_request *h, struct vs_u128 client,
+                        uint64_t session, uint64_t request, uint8_t operation,
+                        uint32_t code, const void *body, size_t len,
+                        int checksum);
+/* Appends a request frame: the header of vsc_request_header, then the
+ * body. */
 void vsc_frame_request(struct vs_wbuf *w, struct vs_u128 client,
                        uint64_t session, uint64_t request, uint8_t operation,
                        uint32_t code, const void *body, size_t len,
@@ -379,7 +386,9 @@ void vsc_set_client_id(struct vsc *c, struct vs_u128 id);
 uint64_t vsc_session(const struct vsc *c);
 uint64_t vsc_request_counter(const struct vsc *c);
 /* The last request frame sent and reply frame received (borrowed, valid
- * until the next call). */
+ * until the next call). The request is the part the library built: the
+ * header and the body, except a prebuilt batch passed to vsc_send_batch,
+ * which is written from the caller's buffer and not kept. */
 const uint8_t *vsc_last_request(const struct vsc *c, size_t *len);
 const uint8_t *vsc_last_reply(const struct vsc *c, size_t *len);
 /* The last error in one line: "<Name> (<code>): <text>". */

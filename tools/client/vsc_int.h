@@ -22,6 +22,17 @@ int vsc_fail(struct vsc *c, int rc, const char *what);
 /* The handle's scratch buffer for a command body (reset). */
 struct vs_wbuf *vsc_body(struct vsc *c);
 
+/* Starts the request frame of a call in the handle's frame buffer: room
+ * for the header, then the caller appends the body (or its head). */
+struct vs_wbuf *vsc_frame_begin(struct vsc *c);
+/* vsc_call of the frame begun by vsc_frame_begin, whose body is what was
+ * appended and then `tail` (tail_len bytes, borrowed for the call: written
+ * to the socket from there, never copied, and sent again from there by a
+ * resend; a replicated op, whose request checksum covers the whole body,
+ * copies it into the frame). -E2BIG for a body over a frame. */
+int vsc_call_frame(struct vsc *c, uint32_t code, const uint8_t *tail,
+                   size_t tail_len, struct vsc_reply *r);
+
 /* Decodes records laid back to back up to the end of a reply payload
  * (the list replies without a count prefix) into a heap array of
  * elem_size-byte elements: `decode` reads one record into `elem` and
