@@ -2745,6 +2745,17 @@ static const struct scenario SCENARIOS[] = {
      .n = 3,
      .seed = 7500764,
      .opts = {.partitions = 2}},
+    /* Safety of reads (soak seed 9001084, five replicas): a bit flip in
+     * the message count of a committed batch in a sealed segment; the
+     * boot kept that op with its offsets running past the log and cut
+     * only the ops after it, so the visible frontier covered batches
+     * above the journal's head and a poll returned one the node had not
+     * applied. The open now cuts from the rotted batch (faulty, repaired
+     * from the peers). */
+    {.name = "part-rotted-count-9001084",
+     .n = 5,
+     .seed = 9001084,
+     .opts = {.partitions = 2}},
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
 
