@@ -890,6 +890,28 @@ END_TEST
  * must cut from the rotted op itself, never keep it with offsets running
  * past the log (every later batch would become visible to polls, above
  * the journal's head), and report the cut ops faulty. */
+static off_t
+seg0_batch_at(const struct tj *t, unsigned k, char *path, size_t cap)
+{
+    char name[64];
+    seg_name(name, sizeof(name), 0, "log");
+    file_path(path, cap, t, name);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    uint8_t hdr[BATCH_HEADER_SIZE];
+    off_t at = 0;
+    for (unsigned i = 0;; i++) {
+        ck_assert_int_eq(pread(fd, hdr, sizeof(hdr), at), (ssize_t)sizeof(hdr));
+        if (i == k)
+            break;
+        at += (off_t)batch_length(hdr);
+    }
+    close(fd);
+    ck_assert_uint_eq(batch_base_offset(hdr), 3 * k);
+    ck_assert_uint_eq(batch_count(hdr), 3);
+    return at;
+}
+
 static void
 rotted_count(uint8_t mask, off_t byte)
 {
@@ -905,19 +927,8 @@ rotted_count(uint8_t mask, off_t byte)
     ck_assert_int_eq(pj_state_write(t.j, &st), 0);
     pj_set_commit(t.j, head);
     ck_assert_uint_eq(polled(&t), 90);
-    char name[64], path[900];
-    seg_name(name, sizeof(name), 0, "log");
-    file_path(path, sizeof(path), &t, name);
-    /* op 2's batch follows op 1's: its position is op 1's length */
-    int fd = open(path, O_RDONLY);
-    ck_assert_int_ge(fd, 0);
-    uint8_t hdr[BATCH_HEADER_SIZE];
-    ck_assert_int_eq(pread(fd, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
-    off_t at = (off_t)batch_length(hdr);
-    ck_assert_int_eq(pread(fd, hdr, sizeof(hdr), at), (ssize_t)sizeof(hdr));
-    close(fd);
-    ck_assert_uint_eq(batch_base_offset(hdr), 3);
-    ck_assert_uint_eq(batch_count(hdr), 3);
+    char path[900];
+    off_t at = seg0_batch_at(&t, 1, path, sizeof(path));
     tj_crash(&t);
     flip_bits(path, at + byte, mask);
 
@@ -942,6 +953,40 @@ END_TEST
 START_TEST(test_rotted_count_lowered)
 {
     rotted_count(0x02, BATCH_OFF_COUNT); /* 3 messages read as 1 */
+}
+END_TEST
+
+/* The same in the last batch of a segment a purge sealed, only inline
+ * ops after it: no later batch shows the offsets wrong, the journal's
+ * batches end short of the log's (a segment gap the replicated open
+ * accepts), and the cut must still fall at the rotted batch, not inside
+ * it. */
+START_TEST(test_rotted_count_last_sealed)
+{
+    struct tj t = {.index_each = 1};
+    tj_open_ok(&t);
+    for (uint64_t i = 0; i < 4; i++)
+        ck_assert_int_eq(tj_append(&t, 3, 300 + i, NULL), 0);
+    ck_assert_int_eq(part_seal_active(t.p), 0);
+    ck_assert_int_eq(tj_append(&t, 0, 7, NULL), 0);
+    ck_assert_int_eq(tj_append(&t, 0, 8, NULL), 0);
+    ck_assert_int_eq(pj_sync(t.j), 0);
+    struct pj_state st = {.commit_max = 6};
+    ck_assert_int_eq(pj_state_write(t.j, &st), 0);
+    char path[900];
+    off_t at = seg0_batch_at(&t, 3, path, sizeof(path));
+    tj_crash(&t);
+    flip_bits(path, at + BATCH_OFF_COUNT, 0x02);
+
+    tj_open_ok(&t);
+    ck_assert_uint_eq(pj_head(t.j), 3);
+    ck_assert_uint_eq(next_offset(&t), 9);
+    ck_assert_uint_eq(t.rec.faulty_op, 6);
+    ck_assert(t.rec.has_bad_header);
+    ck_assert_uint_eq(t.rec.bad_header.op, 4);
+    pj_set_commit(t.j, st.commit_max);
+    ck_assert_uint_eq(polled(&t), 9);
+    tj_crash(&t);
 }
 END_TEST
 
@@ -1054,6 +1099,7 @@ pjournal_suite(void)
     tcase_add_test(tc, test_long_journal_window);
     tcase_add_test(tc, test_rotted_count_raised);
     tcase_add_test(tc, test_rotted_count_lowered);
+    tcase_add_test(tc, test_rotted_count_last_sealed);
     tcase_add_test(tc, test_batches_without_any_record_cut);
     tcase_add_test(tc, test_first_state_write_crash);
     suite_add_tcase(s, tc);
