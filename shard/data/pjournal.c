@@ -458,6 +458,7 @@ struct walk_rec {
     int bad;        /* record or body fails */
     int header_ok;  /* its header verified */
     int body_gone;  /* a batch op whose batch is absent or fails */
+    int verified;   /* its batch's body checksum was verified */
     uint64_t vfile; /* index of its .vsr file */
 };
 
@@ -504,7 +505,8 @@ batch_check(struct vs_pjournal *j, const struct vs_hdr_prepare *h,
     if (body_len < BATCH_HEADER_SIZE ||
         part_read_log(j->p, at->seg_start, at->position, hdr, sizeof(hdr)) < 0)
         return 1;
-    if (batch_base_offset(hdr) != expect_offset ||
+    if (batch_header_check(hdr) != BATCH_OK ||
+        batch_base_offset(hdr) != expect_offset ||
         batch_length(hdr) != body_len)
         return 1;
     if (!verify_body)
@@ -515,6 +517,54 @@ batch_check(struct vs_pjournal *j, const struct vs_hdr_prepare *h,
         !vs_body_verify((const struct vs_header *)h, b, body_len);
     free(b);
     return bad;
+}
+
+/* The size of the partition's segment starting at `start` (0 when it
+ * holds none there). */
+static uint64_t
+seg_size_of(const struct vs_part *p, uint64_t start)
+{
+    uint64_t ss, sz;
+    for (size_t si = 0; part_segment_at(p, si, &ss, &sz) == 0; si++)
+        if (ss == start)
+            return sz;
+    return 0;
+}
+
+/* The newest batch record of w below index `below` whose batch is
+ * present, or w->n when there is none. */
+static size_t
+last_batch_before(const struct walk *w, size_t below)
+{
+    for (size_t i = below; i-- > 0;)
+        if (w->r[i].e.batch)
+            return w->r[i].body_gone || w->r[i].bad ? w->n : i;
+    return w->n;
+}
+
+/* A batch's message count is covered only by its body checksum, which
+ * the walk verifies for the ops above the commit and the last one: an
+ * older batch whose count rotted gives every later op a wrong offset
+ * (the next batch then fails to start at it, or the records end past or
+ * short of the log's end) while its own header still reads. So when the
+ * offsets stop agreeing, the newest present batch below `below` is
+ * verified: 1 if it fails (its record is the one to cut), 0 if it holds
+ * or there is none to check. */
+static int
+earlier_batch_fails(struct vs_pjournal *j, struct walk *w, size_t below)
+{
+    size_t i = last_batch_before(w, below);
+    if (i == w->n || w->r[i].verified)
+        return 0;
+    struct walk_rec *r = &w->r[i];
+    if (batch_check(j, &r->h, &r->e.where,
+                    seg_size_of(j->p, r->e.where.seg_start), r->e.offset_before,
+                    r->e.body_len, 1) == 0) {
+        r->verified = 1;
+        return 0;
+    }
+    r->body_gone = 1;
+    return 1;
 }
 
 /* 1 if a record with a valid prefix for an op above `op` starts in
@@ -790,16 +840,7 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
         }
         uint64_t fsize = (uint64_t)st.st_size, pos = 0, logpos = 0;
         /* the size of the segment this file belongs to */
-        uint64_t this_seg = 0;
-        for (size_t si = 0;; si++) {
-            uint64_t ss, sz;
-            if (part_segment_at(p, si, &ss, &sz) < 0)
-                break;
-            if (ss == vstart) {
-                this_seg = sz;
-                break;
-            }
-        }
+        uint64_t this_seg = seg_size_of(p, vstart);
         int last_file = fi + 1 == files.n;
         int torn = 0;
         /* a segment's first batch starts at its start offset: the first
@@ -931,7 +972,12 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
                         r->body_gone =
                             batch_check(j, &r->h, &r->e.where, this_seg, offset,
                                         r->e.body_len, verify);
+                        r->verified = verify && !r->body_gone;
                         logpos += r->e.body_len;
+                        /* not where the batches before it end: one of
+                         * them may be the damaged one */
+                        if (r->body_gone && !gone_seen)
+                            (void)earlier_batch_fails(j, &w, w.n - 1);
                     }
                 } else if (rlen != PJ_RECORD_PREFIX + sizeof(r->h) +
                                        pad8(r->e.body_len) ||
@@ -1039,6 +1085,27 @@ pj_open(struct vs_part *p, uint32_t window, struct vs_pjournal **out,
             w.r[w.n - 1].e.op > faulty_top ? w.r[w.n - 1].e.op : faulty_top;
     } else if (tail_damage) {
         cut = w.n - 1;
+    }
+    /* the kept records' batches must end where the log does (or below
+     * it: batches of torn records are cut next), never past it */
+    if (cut > 0) {
+        struct part_stats ps;
+        part_stats(p, &ps);
+        uint64_t top = w.r[cut - 1].e.offset_after;
+        size_t b = last_batch_before(&w, cut);
+        if (top != ps.next_offset && earlier_batch_fails(j, &w, cut)) {
+            cut = b; /* that batch and every later op */
+            if (w.r[w.n - 1].e.op > faulty_top)
+                faulty_top = w.r[w.n - 1].e.op;
+        } else if (top > ps.next_offset) {
+            verdict(v, p, PART_R_INTERIOR_DAMAGE, "journal", 0,
+                    "the batches of the journal's ops up to %" PRIu64
+                    " end at offset %" PRIu64
+                    " but the log ends at offset %" PRIu64,
+                    w.r[cut - 1].e.op, top, ps.next_offset);
+            rc = -EBADMSG;
+            goto fail;
+        }
     }
     if (cut < w.n) {
         rec->faulty_op = faulty_top;

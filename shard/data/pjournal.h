@@ -70,7 +70,15 @@
  *    checksums are
  *    verified for the ops above the superblock's commit_max and the last
  *    op (the partition's open verified every batch of the active
- *    segment; older records are checked against their batch's header).
+ *    segment; older records are checked against their batch's header,
+ *    structure, base offset and length). A batch's message count is
+ *    covered only by its body checksum: where the offsets stop agreeing
+ *    (a batch not starting where the ones before it end, or the kept
+ *    records' batches not ending where the log does) the newest batch
+ *    before that point is verified too; one that fails is cut with every
+ *    later op (faulty, as a batch that is gone), so the visible frontier
+ *    never runs past the journal's head; kept records whose batches end
+ *    past the log -> refuse.
  *  - Appending a repaired op never rewrites an existing record: the
  *    record of op N is written only after the records of every op < N,
  *    and truncation (pj_truncate_from) removes whole records from the top

@@ -2787,6 +2787,17 @@ static const struct scenario SCENARIOS[] = {
      * waited for good. Fixed: such a retransmit leaves as a Prepare of
      * the primary's view (engine.h VSR_ACT_SEND_PREPARE). */
     {.name = "stall-retransmit-7300615", .n = 3, .seed = 7300615},
+    /* Safety of reads (soak seed 9001084, five replicas): a bit flip in
+     * the message count of a committed batch in a sealed segment; the
+     * boot kept that op with its offsets running past the log and cut
+     * only the ops after it, so the visible frontier covered batches
+     * above the journal's head and a poll returned one the node had not
+     * applied. The open now cuts from the rotted batch (faulty, repaired
+     * from the peers). */
+    {.name = "part-rotted-count-9001084",
+     .n = 5,
+     .seed = 9001084,
+     .opts = {.partitions = 2}},
 };
 #define NSCEN (sizeof(SCENARIOS) / sizeof(SCENARIOS[0]))
 

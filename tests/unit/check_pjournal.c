@@ -3,7 +3,8 @@
  * (shard/data/pjournal.c) and the partition additions it uses: appends of
  * stamped batches, visibility capped at the commit, recovery of every
  * damage the header lists (torn and flipped records and batches, chain
- * breaks, holes), truncate then re-append, the two superblock slots,
+ * breaks, holes, a rotted message count in a sealed segment), truncate
+ * then re-append, the two superblock slots,
  * ENOSPC and fatal I/O through the fault injector.
  */
 #include "config.h"
@@ -39,7 +40,8 @@ struct tj {
     struct pj_recovered rec;
     struct part_verdict v;
     uint64_t segment_size;
-    int interval; /* the interval policy (else every-batch) */
+    int interval;   /* the interval policy (else every-batch) */
+    int index_each; /* an index entry for every batch */
 };
 
 static void
@@ -66,6 +68,8 @@ tj_open(struct tj *t)
         o.durability = PART_FSYNC_INTERVAL;
     if (t->segment_size)
         o.segment_size = t->segment_size;
+    if (t->index_each)
+        o.index_interval = 0;
     int rc = part_open(&g_f.io, g_parts, &g_id, &o, 1, 0, &t->p, &t->v);
     ck_assert_msg(rc == 0, "part_open: %d %s", rc, t->v.msg);
     rc = pj_open(t->p, WINDOW, &t->j, &t->rec, &t->v);
@@ -171,15 +175,21 @@ seg_name(char *out, size_t cap, uint64_t start, const char *ext)
 }
 
 static void
-flip_byte(const char *path, off_t at)
+flip_bits(const char *path, off_t at, uint8_t mask)
 {
     int fd = open(path, O_RDWR);
     ck_assert_int_ge(fd, 0);
     uint8_t b;
     ck_assert_int_eq(pread(fd, &b, 1, at), 1);
-    b ^= 0x40;
+    b ^= mask;
     ck_assert_int_eq(pwrite(fd, &b, 1, at), 1);
     close(fd);
+}
+
+static void
+flip_byte(const char *path, off_t at)
+{
+    flip_bits(path, at, 0x40);
 }
 
 static void
@@ -872,6 +882,114 @@ START_TEST(test_oldest_segment_removed)
 }
 END_TEST
 
+/* A committed batch in a sealed segment whose message count rotted
+ * (raised past what its length can hold, or lowered by one bit: only its
+ * body checksum covers the count, and the open verifies sealed segments
+ * by their index and committed batches by their headers). The next
+ * batches then do not start where the journal's offsets say: the open
+ * must cut from the rotted op itself, never keep it with offsets running
+ * past the log (every later batch would become visible to polls, above
+ * the journal's head), and report the cut ops faulty. */
+static off_t
+seg0_batch_at(const struct tj *t, unsigned k, char *path, size_t cap)
+{
+    char name[64];
+    seg_name(name, sizeof(name), 0, "log");
+    file_path(path, cap, t, name);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    uint8_t hdr[BATCH_HEADER_SIZE];
+    off_t at = 0;
+    for (unsigned i = 0;; i++) {
+        ck_assert_int_eq(pread(fd, hdr, sizeof(hdr), at), (ssize_t)sizeof(hdr));
+        if (i == k)
+            break;
+        at += (off_t)batch_length(hdr);
+    }
+    close(fd);
+    ck_assert_uint_eq(batch_base_offset(hdr), 3 * k);
+    ck_assert_uint_eq(batch_count(hdr), 3);
+    return at;
+}
+
+static void
+rotted_count(uint8_t mask, off_t byte)
+{
+    struct tj t = {.segment_size = 2048, .index_each = 1};
+    tj_open_ok(&t);
+    for (uint64_t i = 0; i < 30; i++)
+        ck_assert_int_eq(tj_append(&t, 3, 200 + i, NULL), 0);
+    ck_assert_int_eq(pj_sync(t.j), 0);
+    uint64_t head = pj_head(t.j), s1 = 0, sz = 0;
+    ck_assert_int_eq(part_segment_at(t.p, 1, &s1, &sz), 0);
+    ck_assert_uint_ge(s1, 9); /* op 2's batch lies in sealed segment 0 */
+    struct pj_state st = {.commit_max = head};
+    ck_assert_int_eq(pj_state_write(t.j, &st), 0);
+    pj_set_commit(t.j, head);
+    ck_assert_uint_eq(polled(&t), 90);
+    char path[900];
+    off_t at = seg0_batch_at(&t, 1, path, sizeof(path));
+    tj_crash(&t);
+    flip_bits(path, at + byte, mask);
+
+    tj_open_ok(&t);
+    ck_assert_uint_eq(pj_head(t.j), 1);
+    ck_assert_uint_eq(next_offset(&t), 3);
+    ck_assert_uint_eq(t.rec.faulty_op, head);
+    ck_assert(t.rec.has_bad_header);
+    ck_assert_uint_eq(t.rec.bad_header.op, 2);
+    /* the replay commits what is left: op 1's batch and nothing past it */
+    pj_set_commit(t.j, st.commit_max);
+    ck_assert_uint_eq(polled(&t), 3);
+    tj_crash(&t);
+}
+
+START_TEST(test_rotted_count_raised)
+{
+    rotted_count(0x40, BATCH_OFF_COUNT + 3);
+}
+END_TEST
+
+START_TEST(test_rotted_count_lowered)
+{
+    rotted_count(0x02, BATCH_OFF_COUNT); /* 3 messages read as 1 */
+}
+END_TEST
+
+/* The same in the last batch of a segment a purge sealed, only inline
+ * ops after it: no later batch shows the offsets wrong, the journal's
+ * batches end short of the log's (a segment gap the replicated open
+ * accepts), and the cut must still fall at the rotted batch, not inside
+ * it. */
+START_TEST(test_rotted_count_last_sealed)
+{
+    struct tj t = {.index_each = 1};
+    tj_open_ok(&t);
+    for (uint64_t i = 0; i < 4; i++)
+        ck_assert_int_eq(tj_append(&t, 3, 300 + i, NULL), 0);
+    ck_assert_int_eq(part_seal_active(t.p), 0);
+    ck_assert_int_eq(tj_append(&t, 0, 7, NULL), 0);
+    ck_assert_int_eq(tj_append(&t, 0, 8, NULL), 0);
+    ck_assert_int_eq(pj_sync(t.j), 0);
+    struct pj_state st = {.commit_max = 6};
+    ck_assert_int_eq(pj_state_write(t.j, &st), 0);
+    char path[900];
+    off_t at = seg0_batch_at(&t, 3, path, sizeof(path));
+    tj_crash(&t);
+    flip_bits(path, at + BATCH_OFF_COUNT, 0x02);
+
+    tj_open_ok(&t);
+    ck_assert_uint_eq(pj_head(t.j), 3);
+    ck_assert_uint_eq(next_offset(&t), 9);
+    ck_assert_uint_eq(t.rec.faulty_op, 6);
+    ck_assert(t.rec.has_bad_header);
+    ck_assert_uint_eq(t.rec.bad_header.op, 4);
+    pj_set_commit(t.j, st.commit_max);
+    ck_assert_uint_eq(polled(&t), 9);
+    tj_crash(&t);
+}
+END_TEST
+
 /* The walk keeps at most ~2 windows of records in memory and still
  * returns the newest window + 1 headers. */
 START_TEST(test_long_journal_window)
@@ -979,6 +1097,9 @@ pjournal_suite(void)
     tcase_add_test(tc, test_fatal_io);
     tcase_add_test(tc, test_oldest_segment_removed);
     tcase_add_test(tc, test_long_journal_window);
+    tcase_add_test(tc, test_rotted_count_raised);
+    tcase_add_test(tc, test_rotted_count_lowered);
+    tcase_add_test(tc, test_rotted_count_last_sealed);
     tcase_add_test(tc, test_batches_without_any_record_cut);
     tcase_add_test(tc, test_first_state_write_crash);
     suite_add_tcase(s, tc);
