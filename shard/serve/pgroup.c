@@ -702,8 +702,12 @@ do_send_prepare(struct vs_pgroup *g, const struct vs_vsr_action *a)
     struct vs_hdr_prepare *h = (struct vs_hdr_prepare *)g->out.data;
     if (!vs_u128_eq(h->f.checksum, a->checksum))
         return;
-    h->f.command = VS_CMD_REPAIR_PREPARE;
-    g->stats.repairs_served++;
+    if (a->retransmit) {
+        h->f.view = a->view; /* the primary's retransmit (engine.h) */
+    } else {
+        h->f.command = VS_CMD_REPAIR_PREPARE;
+        g->stats.repairs_served++;
+    }
     if (g->env.send)
         (void)g->env.send(g->env.ctx, g, a->replica, g->out.data, g->out.len);
 }

@@ -287,7 +287,8 @@ journal_truncate(struct sim *s, unsigned i, const struct vs_vsr_action *a)
     r->truncations++;
 }
 
-/* SEND_PREPARE: read the entry back and send it as a RepairPrepare. */
+/* SEND_PREPARE: read the entry back and send it as a RepairPrepare (the
+ * primary's retransmit: as a Prepare of its view). */
 static void
 send_prepare(struct sim *s, unsigned i, const struct vs_vsr_action *a)
 {
@@ -302,8 +303,14 @@ send_prepare(struct sim *s, unsigned i, const struct vs_vsr_action *a)
     memcpy(frame, &e->h, VS_HEADER_SIZE);
     if (size > VS_HEADER_SIZE)
         memcpy(frame + VS_HEADER_SIZE, e->body, size - VS_HEADER_SIZE);
-    ((struct vs_header *)frame)->f.command = VS_CMD_REPAIR_PREPARE;
-    s->cmd_sent[VS_CMD_REPAIR_PREPARE]++;
+    struct vs_header *fh = (struct vs_header *)frame;
+    if (a->retransmit) { /* the primary's retransmit: a Prepare of its view */
+        fh->f.view = a->view;
+        s->cmd_sent[VS_CMD_PREPARE]++;
+    } else {
+        fh->f.command = VS_CMD_REPAIR_PREPARE;
+        s->cmd_sent[VS_CMD_REPAIR_PREPARE]++;
+    }
     net_enqueue(s, i, a->replica, frame, size);
     free(frame);
 }

@@ -614,7 +614,10 @@ do_send_prepare(struct sp_rep *r, const struct vs_vsr_action *a)
     if (j_read(r, a->op, &b) == 0) {
         struct vs_hdr_prepare *h = (void *)b.data;
         if (vs_u128_eq(h->f.checksum, a->checksum)) {
-            h->f.command = VS_CMD_REPAIR_PREPARE;
+            if (a->retransmit)
+                h->f.view = a->view; /* the primary's retransmit */
+            else
+                h->f.command = VS_CMD_REPAIR_PREPARE;
             do_send(r, a->replica, b.data, (uint32_t)b.len);
         }
     }
