@@ -34,7 +34,11 @@
  * omission. Server CPU seconds (per GB of payload) and peak RSS come from
  * /proc of the node's processes (--server-pid, or the pids of
  * --ready-file). What the run creates (streams prefixed by --prefix) is
- * deleted at the end unless --keep. Exit: 0 ok, 1 usage, 2 a run error.
+ * deleted at the end unless --keep. Polls are decoded with every message
+ * and batch checksum verified (the client library's default) unless
+ * --no-verify, which decodes them as iggy-bench's consumers do (the
+ * structure only), for like-for-like figures; both are reported as such.
+ * Exit: 0 ok, 1 usage, 2 a run error.
  * Not run by make check except as a smoke test; numbers are reported,
  * never asserted. Callers: a user's shell, tools/bench-compare.
  */
@@ -111,6 +115,7 @@ struct bench {
     double warmup_s;           /* unrecorded lead-in of senders */
     double timeout_s;          /* hard bound of the timed phase */
     int fsync;                 /* topic enforce_fsync */
+    int no_verify;             /* consumers skip the checksums */
     int json, progress, keep;
     pid_t server_pid;
     /* the prebuilt batch (all sizes drawn once from the range) */
@@ -364,6 +369,7 @@ consumer_main(void *arg)
     pa.partition_id = b->mode == MODE_POLL ? a->index % b->partitions : 0;
     pa.strategy = VSC_POLL_OFFSET;
     pa.count = b->batch;
+    pa.skip_checksums = b->no_verify;
     c = actor_connect(a);
     actor_barrier(b);
     if (c == NULL)
@@ -468,6 +474,7 @@ group_main(void *arg)
             pa.strategy = VSC_POLL_NEXT;
             pa.count = b->batch;
             pa.auto_commit = 1;
+            pa.skip_checksums = b->no_verify;
             uint64_t t0 = pace(a, a->t_start, k, b->consumers);
             rc = vsc_poll(c, &sid, &tid, &pa, &r);
             if (rc != 0) {
@@ -541,6 +548,7 @@ e2e_main(void *arg)
             pa.strategy = VSC_POLL_OFFSET;
             pa.value = off + got;
             pa.count = b->batch - (uint32_t)got;
+            pa.skip_checksums = b->no_verify;
             rc = vsc_poll(c, &sid, &tid, &pa, &r);
             if (rc != 0) {
                 actor_fail(a, c, rc, "poll");
@@ -973,15 +981,17 @@ print_report(const struct bench *b, const struct run *r, uint64_t wall_ns,
         printf("{\"mode\":\"%s\",\"producers\":%u,\"consumers\":%u,"
                "\"streams\":%u,\"partitions\":%u,\"batch\":%u,"
                "\"msg_size_min\":%u,\"msg_size_max\":%u,\"fsync\":%s,"
+               "\"verify\":%s,"
                "\"rate\":%.3f,\"warmup_s\":%.3f,\"wall_s\":%.6f,"
                "\"requests\":%" PRIu64 ",\"msgs\":%" PRIu64
                ",\"bytes\":%" PRIu64 ",\"msgs_per_s\":%.1f,"
                "\"mb_per_s\":%.3f,\"requests_per_s\":%.1f,\"latency_us\":{",
                mode_names[b->mode], b->producers, b->consumers,
                bench_n_streams(b), bench_topic_partitions(b), b->batch,
-               b->msg_min, b->msg_max, b->fsync ? "true" : "false", b->rate,
-               b->warmup_s, w, reqs, msgs, bytes, (double)msgs / w,
-               (double)bytes / 1e6 / w, (double)reqs / w);
+               b->msg_min, b->msg_max, b->fsync ? "true" : "false",
+               b->no_verify ? "false" : "true", b->rate, b->warmup_s, w, reqs,
+               msgs, bytes, (double)msgs / w, (double)bytes / 1e6 / w,
+               (double)reqs / w);
         for (size_t i = 0; i < 5; i++)
             printf("\"%s\":%.1f,", qn[i],
                    (double)vs_hist_quantile(h, qs[i]) / 1e3);
@@ -1024,6 +1034,8 @@ print_report(const struct bench *b, const struct run *r, uint64_t wall_ns,
         else
             printf("%u..%u B", b->msg_min, b->msg_max);
         printf(", fsync %s", b->fsync ? "per batch" : "off (page cache)");
+        if (b->no_verify)
+            printf(", polls not verified");
     }
     if (b->rate > 0)
         printf(", open loop at %.0f requests/s", b->rate);
@@ -1089,6 +1101,9 @@ bench_usage(void)
           "  --rate R            open loop: R requests/s over all actors\n"
           "  --warmup S          seconds of unrecorded sends first [0]\n"
           "  --fsync none|batch  enforce_fsync of the created topics [none]\n"
+          "  --no-verify         consumers decode polls without verifying the\n"
+          "                      message and batch checksums (as iggy-bench's\n"
+          "                      do; the structure is still checked)\n"
           "  --timeout S         stop the timed phase after S seconds [600]\n"
           "  --server-pid PID | --ready-file F   node processes for CPU/RSS\n"
           "  --prefix P          name prefix of created streams [bench]\n"
@@ -1191,6 +1206,8 @@ parse_args(struct bench *b, int argc, char **argv)
             b->progress = 0;
         else if (strcmp(a, "--keep") == 0)
             b->keep = 1;
+        else if (strcmp(a, "--no-verify") == 0)
+            b->no_verify = 1;
         else
             flag = 0;
         if (flag)

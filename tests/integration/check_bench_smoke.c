@@ -158,6 +158,15 @@ START_TEST(test_raw_and_options)
     st = bench_run(poll);
     ck_assert_msg(st == 0, "poll: exit %d\n%s%s", st, out, err);
     ck_assert(json_num(out, "msgs") == 40);
+    ck_assert_msg(strstr(out, "\"verify\":true") != NULL, "%s", out);
+    /* the consumers skipping the checksums read the same messages */
+    const char *pollnv[] = {"--op",   "poll",        "--clients", "2",
+                            "--ops",  "9",           "--batch",   "10",
+                            "--json", "--no-verify", NULL};
+    st = bench_run(pollnv);
+    ck_assert_msg(st == 0, "poll --no-verify: exit %d\n%s%s", st, out, err);
+    ck_assert(json_num(out, "msgs") == 40);
+    ck_assert_msg(strstr(out, "\"verify\":false") != NULL, "%s", out);
 }
 END_TEST
 

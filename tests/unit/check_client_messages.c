@@ -408,7 +408,7 @@ START_TEST(test_poll_decode_owned)
     struct vsc_polled p, q;
     size_t l1 = mk_two_batch_reply(m, pl, &hb, &w, &rep);
     uint8_t *f = frame_of(&rep, 256);
-    ck_assert_int_eq(vsc_poll_decode_owned(f, 256, rep.len, &p), 0);
+    ck_assert_int_eq(vsc_poll_decode_owned(f, 256, rep.len, 1, &p), 0);
     ck_assert_ptr_eq(p.buf, f);
     ck_assert_int_eq(vsc_poll_decode(rep.data, rep.len, &q), 0);
     ck_assert_uint_eq(p.n, 5);
@@ -430,7 +430,7 @@ START_TEST(test_poll_decode_owned)
     /* a frame checksum broken: -EBADMSG, the buffer freed */
     rep.data[16 + 256 + 60] ^= 1;
     f = frame_of(&rep, 256);
-    ck_assert_int_eq(vsc_poll_decode_owned(f, 256, rep.len, &p), -EBADMSG);
+    ck_assert_int_eq(vsc_poll_decode_owned(f, 256, rep.len, 1, &p), -EBADMSG);
     ck_assert_ptr_null(p.buf);
     ck_assert_ptr_null(p.msgs);
     /* ... but a structural fault later in the same record wins */
@@ -441,11 +441,76 @@ START_TEST(test_poll_decode_owned)
     rep.data[16 + 256 + 60] ^= 1;
     /* cut inside the second batch, and shorter than the 16-byte head */
     f = frame_of(&rep, 256);
-    ck_assert_int_eq(vsc_poll_decode_owned(f, 256, 16 + l1 + 100, &p), -EPROTO);
+    ck_assert_int_eq(vsc_poll_decode_owned(f, 256, 16 + l1 + 100, 1, &p),
+                     -EPROTO);
     ck_assert_ptr_null(p.buf);
     f = frame_of(&rep, 256);
-    ck_assert_int_eq(vsc_poll_decode_owned(f, 256, 15, &p), -EPROTO);
+    ck_assert_int_eq(vsc_poll_decode_owned(f, 256, 15, 1, &p), -EPROTO);
     ck_assert_ptr_null(p.buf);
+    vs_wbuf_fini(&rep);
+    vs_wbuf_fini(&w);
+    vs_wbuf_fini(&hb);
+}
+END_TEST
+
+/* skip_checksums' decode: the same messages, no checksum computed (a
+ * broken frame or batch checksum goes unnoticed and is reported as not
+ * verified), but every structural fault is still refused. */
+START_TEST(test_poll_decode_unverified)
+{
+    struct vsc_msg m[5];
+    uint8_t pl[5][42];
+    struct vs_wbuf hb, w, rep;
+    struct vsc_polled p, q;
+    size_t l1 = mk_two_batch_reply(m, pl, &hb, &w, &rep);
+    ck_assert_int_eq(vsc_poll_decode(rep.data, rep.len, &q), 0);
+    ck_assert_int_eq(q.checksums_verified, 1);
+    ck_assert_int_eq(
+        vsc_poll_decode_owned(frame_of(&rep, 64), 64, rep.len, 0, &p), 0);
+    ck_assert_int_eq(p.checksums_verified, 0);
+    ck_assert_int_eq(p.batch_checksums_ok, 0);
+    ck_assert_uint_eq(p.n, q.n);
+    ck_assert_uint_eq(p.records, 2);
+    for (size_t i = 0; i < p.n; i++) {
+        ck_assert_uint_eq(p.msgs[i].offset, q.msgs[i].offset);
+        ck_assert_uint_eq(p.msgs[i].checksum, q.msgs[i].checksum);
+        ck_assert_uint_eq(p.msgs[i].origin_timestamp,
+                          q.msgs[i].origin_timestamp);
+        ck_assert_uint_eq(p.msgs[i].headers_len, q.msgs[i].headers_len);
+        ck_assert_mem_eq(p.msgs[i].payload, m[i].payload, m[i].payload_len);
+    }
+    vsc_polled_fini(&p);
+    vsc_polled_fini(&q);
+
+    /* a broken frame checksum and batch checksum: not looked at */
+    rep.data[16 + 256 + 60] ^= 1;
+    rep.data[16 + 40] ^= 1;
+    ck_assert_int_eq(
+        vsc_poll_decode_owned(frame_of(&rep, 0), 0, rep.len, 0, &p), 0);
+    ck_assert_uint_eq(p.n, 5);
+    vsc_polled_fini(&p);
+    ck_assert_int_eq(
+        vsc_poll_decode_owned(frame_of(&rep, 0), 0, rep.len, 1, &p), -EBADMSG);
+    rep.data[16 + 40] ^= 1;
+    rep.data[16 + 256 + 60] ^= 1;
+
+    /* structure: every cut but at a record's end, a short batch_length
+     * and a frame's reserved field are refused, the buffer freed */
+    for (size_t l = 0; l < rep.len; l++) {
+        int rc = vsc_poll_decode_owned(frame_of(&rep, 0), 0, l, 0, &p);
+        ck_assert_int_eq(rc, l == 16 || l == 16 + l1 ? 0 : -EPROTO);
+        if (rc != 0)
+            ck_assert_ptr_null(p.buf);
+        vsc_polled_fini(&p);
+    }
+    vs_store_u64(rep.data + 16 + 32, 255);
+    ck_assert_int_eq(
+        vsc_poll_decode_owned(frame_of(&rep, 0), 0, rep.len, 0, &p), -EPROTO);
+    vs_store_u64(rep.data + 16 + 32, l1);
+    rep.data[16 + 256 + 40] = 1;
+    ck_assert_int_eq(
+        vsc_poll_decode_owned(frame_of(&rep, 0), 0, rep.len, 0, &p), -EPROTO);
+    ck_assert_ptr_null(p.msgs);
     vs_wbuf_fini(&rep);
     vs_wbuf_fini(&w);
     vs_wbuf_fini(&hb);
@@ -546,6 +611,7 @@ client_messages_suite(void)
     tcase_add_test(tc, test_key_partition_vectors);
     tcase_add_test(tc, test_poll_decode_roundtrip);
     tcase_add_test(tc, test_poll_decode_owned);
+    tcase_add_test(tc, test_poll_decode_unverified);
     tcase_add_test(tc, test_poll_decode_random_bytes);
     tcase_add_test(tc, test_sent_decode);
     tcase_add_test(tc, test_group_decode);

@@ -53,6 +53,38 @@ START_TEST(test_empty_hash_vector)
 }
 END_TEST
 
+/* The batch checksum by its definition (batch.h): one stream over the
+ * header fields, then each frame checksum in turn, fed 8 bytes at a
+ * time; batch_compute_checksum gathers them 64 at a time, so counts
+ * around and past a gather are compared (batch_build stores it, and
+ * batch_validate accepts each batch). */
+START_TEST(test_batch_checksum_gathered)
+{
+    static const uint32_t counts[] = {1, 2, 63, 64, 65, 127, 128, 129, 300};
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        uint32_t n = counts[c], pl[300];
+        size_t len, pos = BATCH_HEADER_SIZE;
+        for (uint32_t i = 0; i < n; i++)
+            pl[i] = (i * 7) % 50;
+        uint8_t *b = mk(n, pl, &len);
+        struct vs_xxh3_stream s;
+        vs_xxh3_stream_init(&s);
+        vs_xxh3_stream_update(&s, b, 40);
+        vs_xxh3_stream_update(&s, b + 48, 4);
+        for (uint32_t i = 0; i < n; i++) {
+            vs_xxh3_stream_update(&s, b + pos, 8);
+            pos += BATCH_FRAME_SIZE + vs_load_u32(b + pos + 36) +
+                   vs_load_u32(b + pos + 32);
+        }
+        ck_assert_uint_eq(pos, len);
+        ck_assert_uint_eq(batch_compute_checksum(b), vs_xxh3_stream_digest(&s));
+        ck_assert_uint_eq(batch_checksum_field(b), batch_compute_checksum(b));
+        ck_assert_int_eq(batch_validate(b, len, NULL, 1, NULL), BATCH_OK);
+        free(b);
+    }
+}
+END_TEST
+
 START_TEST(test_valid_round_trip)
 {
     uint32_t pl[10];
@@ -261,6 +293,7 @@ suite(void)
     TCase *tc = tcase_create("batch");
     tcase_add_test(tc, test_empty_hash_vector);
     tcase_add_test(tc, test_valid_round_trip);
+    tcase_add_test(tc, test_batch_checksum_gathered);
     tcase_add_test(tc, test_reference_length_example);
     tcase_add_test(tc, test_every_bit_flip_refused);
     tcase_add_test(tc, test_specific_errors);

@@ -336,13 +336,13 @@ vsc_polled_fini(struct vsc_polled *p)
 
 /* One record of a poll reply (blen bytes at rec, blen checked against
  * the body) in a single walk of its frames: each frame's structure
- * checked, its checksum verified, its stored checksum fed to the batch
- * checksum (64 at a time), its message recorded in out (room *cap).
- * 0, -EPROTO (structure; it wins over a checksum in the same record) or
- * -EBADMSG (a frame checksum). */
+ * checked, its message recorded in out (room *cap) and, if verify, its
+ * checksum verified and its stored checksum fed to the batch checksum
+ * (64 at a time). 0, -EPROTO (structure; it wins over a checksum in the
+ * same record) or -EBADMSG (a frame checksum). */
 static int
-vsc_poll_record(const uint8_t *rec, size_t blen, struct vsc_polled *out,
-                size_t *cap)
+vsc_poll_record(const uint8_t *rec, size_t blen, int verify,
+                struct vsc_polled *out, size_t *cap)
 {
     uint64_t base_off = vs_load_u64(rec + 8), base_ts = vs_load_u64(rec + 16),
              origin = vs_load_u64(rec + 24);
@@ -350,9 +350,11 @@ vsc_poll_record(const uint8_t *rec, size_t blen, struct vsc_polled *out,
     uint8_t sums[64 * 8];
     size_t ns = 0, fo = VSC_BATCH_HEADER;
     int bad = 0;
-    vs_xxh3_stream_init(&s);
-    vs_xxh3_stream_update(&s, rec, 40);     /* 5 u64 fields */
-    vs_xxh3_stream_update(&s, rec + 48, 4); /* message_count */
+    if (verify) {
+        vs_xxh3_stream_init(&s);
+        vs_xxh3_stream_update(&s, rec, 40);     /* 5 u64 fields */
+        vs_xxh3_stream_update(&s, rec + 48, 4); /* message_count */
+    }
     while (fo < blen) {
         const uint8_t *f = rec + fo;
         struct vsc_message *m;
@@ -371,13 +373,15 @@ vsc_poll_record(const uint8_t *rec, size_t blen, struct vsc_polled *out,
         }
         m = &out->msgs[out->n++];
         m->checksum = vs_load_u64(f);
-        /* after a mismatch only the structure is still checked */
-        if (!bad && vsc_frame_checksum(f, (size_t)fl) != m->checksum)
-            bad = 1;
-        vs_store_u64(sums + 8 * ns++, m->checksum);
-        if (ns == 64) {
-            vs_xxh3_stream_update(&s, sums, sizeof sums);
-            ns = 0;
+        if (verify) {
+            /* after a mismatch only the structure is still checked */
+            if (!bad && vsc_frame_checksum(f, (size_t)fl) != m->checksum)
+                bad = 1;
+            vs_store_u64(sums + 8 * ns++, m->checksum);
+            if (ns == 64) {
+                vs_xxh3_stream_update(&s, sums, sizeof sums);
+                ns = 0;
+            }
         }
         m->id.lo = vs_load_u64(f + 8);
         m->id.hi = vs_load_u64(f + 16);
@@ -392,6 +396,8 @@ vsc_poll_record(const uint8_t *rec, size_t blen, struct vsc_polled *out,
     }
     if (bad)
         return -EBADMSG;
+    if (!verify)
+        return 0;
     vs_xxh3_stream_update(&s, sums, 8 * ns);
     if (vs_xxh3_stream_digest(&s) != vs_load_u64(rec + 40))
         out->batch_checksums_ok = 0;
@@ -399,9 +405,10 @@ vsc_poll_record(const uint8_t *rec, size_t blen, struct vsc_polled *out,
 }
 
 /* Decodes the poll reply body at p (len bytes, inside out->buf, which
- * the caller has set): the walk of vsc_poll_decode. */
+ * the caller has set): the walk of vsc_poll_decode, the checksums
+ * verified only if verify. */
 static int
-vsc_poll_walk(const uint8_t *p, size_t len, struct vsc_polled *out)
+vsc_poll_walk(const uint8_t *p, size_t len, int verify, struct vsc_polled *out)
 {
     size_t off = 16, cap;
     int rc = -EPROTO;
@@ -410,7 +417,8 @@ vsc_poll_walk(const uint8_t *p, size_t len, struct vsc_polled *out)
     out->partition_id = vs_load_u32(p);
     out->current_offset = vs_load_u64(p + 4);
     out->count = vs_load_u32(p + 12);
-    out->batch_checksums_ok = 1;
+    out->checksums_verified = verify ? 1 : 0;
+    out->batch_checksums_ok = verify ? 1 : 0;
     /* room for the count the reply announces (a hint: never more than
      * the body can hold, grown if it lies low) */
     cap = out->count < (len - 16) / VSC_FRAME_HEADER
@@ -426,7 +434,7 @@ vsc_poll_walk(const uint8_t *p, size_t len, struct vsc_polled *out)
         blen = vs_load_u64(rec + 32);
         if (blen < VSC_BATCH_HEADER || blen > len - off)
             goto fail;
-        rc = vsc_poll_record(rec, (size_t)blen, out, &cap);
+        rc = vsc_poll_record(rec, (size_t)blen, verify, out, &cap);
         if (rc != 0)
             goto fail;
         rc = -EPROTO;
@@ -447,16 +455,16 @@ vsc_poll_decode(const uint8_t *p, size_t len, struct vsc_polled *out)
         return -EPROTO;
     out->buf = vs_xmalloc(len);
     memcpy(out->buf, p, len);
-    return vsc_poll_walk(out->buf, len, out);
+    return vsc_poll_walk(out->buf, len, 1, out);
 }
 
 int
-vsc_poll_decode_owned(uint8_t *buf, size_t off, size_t len,
+vsc_poll_decode_owned(uint8_t *buf, size_t off, size_t len, int verify,
                       struct vsc_polled *out)
 {
     memset(out, 0, sizeof *out);
     out->buf = buf;
-    return vsc_poll_walk(buf + off, len, out);
+    return vsc_poll_walk(buf + off, len, verify, out);
 }
 
 /* ---- groups ---- */

@@ -95,7 +95,8 @@ vsc_poll(struct vsc *c, const struct vsc_id *stream, const struct vsc_id *topic,
     uint8_t *frame = vsc_reply_take(c, &flen);
     size_t off = (size_t)(rep.payload - frame);
     VS_ASSERT(rep.payload >= frame && off + rep.payload_len <= flen);
-    rc = vsc_poll_decode_owned(frame, off, rep.payload_len, out);
+    rc = vsc_poll_decode_owned(frame, off, rep.payload_len, !a->skip_checksums,
+                               out);
     if (rc == -EBADMSG)
         return vsc_fail(c, rc, "a polled message failed its checksum");
     if (rc != 0)

@@ -722,6 +722,10 @@ struct vsc_poll_args {
     uint64_t value;   /* offset or timestamp µs */
     uint32_t count;
     int auto_commit;
+    /* not on the wire: 1 decodes the reply without verifying the frame
+     * and batch checksums (the structure is still checked), as Iggy's
+     * SDKs and iggy-bench read polls; 0 (the default) verifies them */
+    int skip_checksums;
 };
 /* PollMessages body (protocol §5.7). */
 void vsc_body_poll(struct vs_wbuf *w, const struct vsc_id *stream,
@@ -746,7 +750,9 @@ struct vsc_polled {
     struct vsc_message *msgs; /* heap */
     size_t n;
     uint32_t records;       /* batch records walked */
-    int batch_checksums_ok; /* every record's batch checksum matched */
+    int checksums_verified; /* 0: decoded with skip_checksums */
+    int batch_checksums_ok; /* verified, and every record's batch
+                             * checksum matched */
     uint8_t *buf;           /* heap: the reply frame (vsc_poll, which decodes it
                              * where it was received) or a copy of the body */
 };
@@ -759,7 +765,8 @@ void vsc_polled_fini(struct vsc_polled *p);
 int vsc_poll_decode(const uint8_t *p, size_t len, struct vsc_polled *out);
 /* PollMessages (code 100), decoded as vsc_poll_decode does but in the
  * buffer the reply was received into (no copy): after a poll that
- * returns 0, vsc_last_reply is empty (the frame is out->buf). */
+ * returns 0, vsc_last_reply is empty (the frame is out->buf). With
+ * a->skip_checksums the checksums are not verified (structure only). */
 int vsc_poll(struct vsc *c, const struct vsc_id *stream,
              const struct vsc_id *topic, const struct vsc_poll_args *a,
              struct vsc_polled *out);

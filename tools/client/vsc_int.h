@@ -46,8 +46,9 @@ int vsc_decode_records(const uint8_t *p, size_t len, size_t elem_size,
 /* vsc_poll_decode of the body at buf + off (len bytes) in place: the
  * heap buffer buf becomes out->buf whatever the result (freed by
  * vsc_polled_fini, or here on a refusal), so a reply is decoded without
- * a copy. */
-int vsc_poll_decode_owned(uint8_t *buf, size_t off, size_t len,
+ * a copy. verify 0 checks the structure only (no checksum computed:
+ * out->checksums_verified and out->batch_checksums_ok are 0). */
+int vsc_poll_decode_owned(uint8_t *buf, size_t off, size_t len, int verify,
                           struct vsc_polled *out);
 
 /* Hands the last reply frame's buffer to the caller (free()): the handle
