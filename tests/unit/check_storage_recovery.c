@@ -495,7 +495,8 @@ START_TEST(test_cluster_damaged_tail_cut)
 }
 END_TEST
 
-/* A cluster replica under shard 0's group commit whose journal lost the
+/* A cluster replica under shard 0's group commit, an older release's
+ * journal (no durable mark) that lost the
  * unsynced page of op 2's header but kept ops 3 and 4 (a power loss): a
  * torn tail cut at op 2 (never acknowledged, nothing faulty); the classic
  * rules would refuse it as interior. */
@@ -516,6 +517,7 @@ START_TEST(test_cluster_unsynced_group_tail_cut)
     memset(b + at2, 0, VS_HEADER_SIZE);
     tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
     free(b);
+    tu_mark_remove(d.meta); /* an older release's journal */
     struct recovery_expect e = expect_one();
     e.replica_count = 3;
     e.replica_id = 2;
@@ -529,7 +531,73 @@ START_TEST(test_cluster_unsynced_group_tail_cut)
     ck_assert_uint_eq(wal_last_op(&res.journal), 1);
     ck_assert_uint_eq(res.damaged_cut_op, 0);
     ck_assert_ptr_nonnull(strstr(res.reason, "valid entries up to op 4"));
+    /* the journal now keeps a durable mark, from its last op */
+    ck_assert(tu_exists(d.meta, WAL_MARK_FILE));
+    ck_assert_uint_eq(res.journal.mark.op, 1);
     recovery_result_fini(&res);
+    tu_rm_rf(d.dir);
+}
+END_TEST
+
+/* The same group write with the journal's durable mark: op 2 zeroed at
+ * or below the mark was fsynced and damaged since (entries after it may
+ * have been acknowledged): refused as interior; above it the write never
+ * completed its fsync: cut, nothing faulty (nackable). A damaged last
+ * entry above the mark is cut the same way, never marked faulty. */
+START_TEST(test_cluster_group_tail_marked)
+{
+    struct dd d;
+    dd_init(&d);
+    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
+    s.replica_count = 3;
+    s.replica_id = 2;
+    dd_superblock(&d, &s);
+    dd_wal(&d, 1, 4);
+    size_t len;
+    uint8_t *b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
+    uint8_t *orig = vs_xmalloc(len);
+    memcpy(orig, b, len);
+    size_t at2 = entry_at(b, len, 2);
+    memset(b + at2, 0, VS_HEADER_SIZE);
+    tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
+    struct recovery_expect e = expect_one();
+    e.replica_count = 3;
+    e.replica_id = 2;
+    e.is_cluster = 1;
+    e.wal_unsynced_max = WAL_GROUP_UNSYNCED_MAX;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_INTERIOR);
+    recovery_result_fini(&res);
+    tu_mark_set(d.meta, 1);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert(res.wal_tail_cut);
+    ck_assert_int_eq(res.wal_scan.verdict, WAL_TORN_TAIL);
+    ck_assert(res.wal_scan.mark_cut);
+    ck_assert_uint_eq(wal_last_op(&res.journal), 1);
+    ck_assert_uint_eq(res.damaged_cut_op, 0);
+    ck_assert_uint_eq(res.state.faulty_op, 0);
+    recovery_result_fini(&res);
+
+    /* op 4's body damaged, the mark at 3 */
+    size_t at4 = entry_at(orig, len, 4);
+    orig[at4 + VS_HEADER_SIZE + 2] ^= 0x01;
+    tu_write_file(d.meta, VS_JOURNAL_FILE, orig, len);
+    tu_mark_set(d.meta, 3);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_int_eq(res.wal_scan.verdict, WAL_TORN_TAIL);
+    ck_assert_uint_eq(wal_last_op(&res.journal), 3);
+    ck_assert_uint_eq(res.damaged_cut_op, 0);
+    ck_assert_uint_eq(res.state.faulty_op, 0);
+    recovery_result_fini(&res);
+    /* ... and at 4 (fsynced): the damaged tail, faulty */
+    tu_write_file(d.meta, VS_JOURNAL_FILE, orig, len);
+    tu_mark_set(d.meta, 4);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_int_eq(res.wal_scan.verdict, WAL_DAMAGED_TAIL);
+    ck_assert_uint_eq(res.damaged_cut_op, 4);
+    ck_assert_uint_eq(res.state.faulty_op, 4);
+    recovery_result_fini(&res);
+    free(b);
+    free(orig);
     tu_rm_rf(d.dir);
 }
 END_TEST
@@ -742,6 +810,7 @@ suite(void)
     tcase_add_test(tc, test_wal_verdicts);
     tcase_add_test(tc, test_cluster_damaged_tail_cut);
     tcase_add_test(tc, test_cluster_unsynced_group_tail_cut);
+    tcase_add_test(tc, test_cluster_group_tail_marked);
     tcase_add_test(tc, test_cluster_unreadable_first_entry_marked);
     tcase_add_test(tc, test_wal_damage_below_snapshot);
     suite_add_tcase(s, tc);
