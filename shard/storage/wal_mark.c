@@ -165,3 +165,17 @@ wal_mark_above(const struct wal_mark *m, uint64_t op)
 {
     return m->status == WAL_MARK_OK && op > m->op;
 }
+
+const char *
+wal_mark_status_name(enum wal_mark_status st)
+{
+    switch (st) {
+    case WAL_MARK_OK:
+        return "ok";
+    case WAL_MARK_ABSENT:
+        return "absent";
+    case WAL_MARK_DAMAGED:
+        return "damaged";
+    }
+    return "unknown";
+}

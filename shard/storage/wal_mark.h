@@ -104,6 +104,8 @@ int wal_mark_open(struct wal_mark *m, const char *dir, uint64_t op);
 /* Writes `op` as the new mark and fsyncs it. 0 or -VS_EFATAL. */
 int wal_mark_write(struct wal_mark *m, uint64_t op);
 void wal_mark_close(struct wal_mark *m);
+/* "ok", "absent", "damaged". */
+const char *wal_mark_status_name(enum wal_mark_status st);
 /* 1 if the mark is known and op is above it: op was never acknowledged. */
 int wal_mark_above(const struct wal_mark *m, uint64_t op);
 

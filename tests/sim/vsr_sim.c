@@ -178,6 +178,7 @@ print_marks(const struct sim_world *w)
         {"torn_cut", m->torn_cut},
         {"damaged_cut", m->damaged_cut},
         {"group_tails", m->group_tails},
+        {"mark_cuts", m->mark_cuts},
         {"checkpoints", m->checkpoints},
         {"replays", m->replays},
         {"evictions", m->evictions},
@@ -2578,6 +2579,33 @@ static const struct scenario SCENARIOS[] = {
      NULL,
      NULL,
      3710389,
+     0,
+     {.group_commit = 1}},
+    /* --group-commit, decided by the journal's durable mark
+     * (shard/storage/wal_mark.h): a header torn across two sectors with
+     * whole entries of the same never-fsynced write after it refused the
+     * boot as interior corruption (the one-replica seed 3710013, and
+     * 8100246); two replicas holding the same torn op as faulty waited
+     * forever (76). Above the mark each is a torn tail, cut, nackable. */
+    {"gc-torn-header-valid-after-3710013",
+     1,
+     NULL,
+     NULL,
+     3710013,
+     0,
+     {.group_commit = 1}},
+    {"gc-torn-header-valid-after-8100246",
+     3,
+     NULL,
+     NULL,
+     8100246,
+     0,
+     {.group_commit = 1}},
+    {"gc-same-torn-op-two-replicas-76",
+     3,
+     NULL,
+     NULL,
+     76,
      0,
      {.group_commit = 1}},
 
