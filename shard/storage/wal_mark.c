@@ -120,8 +120,10 @@ wal_mark_write(struct wal_mark *m, uint64_t op)
     wal_mark_encode(seq, op, buf);
     int rc = sio_pwrite_all(m->io, m->fd, buf, sizeof(buf),
                             (off_t)((seq % 2) * WAL_MARK_SLOT_GAP), m->path);
+    /* the slot's bytes (and, on creation, the file's size) are all a read
+     * needs: no timestamp has to reach the disk with them */
     if (rc == 0)
-        rc = sio_fsync(m->io, m->fd, m->path);
+        rc = sio_fdatasync(m->io, m->fd, m->path);
     if (rc < 0)
         return rc;
     m->seq = seq;
