@@ -84,6 +84,30 @@ expect_one(void)
     return e;
 }
 
+/* Replica 2 of a 3-node cluster (view 1, no checkpoint) whose WAL holds
+ * ops 1..last, each fsynced (the durable mark at last). */
+static void
+dd_cluster_replica(struct dd *d, uint64_t last)
+{
+    dd_init(d);
+    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
+    s.replica_count = 3;
+    s.replica_id = 2;
+    dd_superblock(d, &s);
+    dd_wal(d, 1, last);
+}
+
+/* What boot expects of that replica. */
+static struct recovery_expect
+expect_cluster(void)
+{
+    struct recovery_expect e = expect_one();
+    e.replica_count = 3;
+    e.replica_id = 2;
+    e.is_cluster = 1;
+    return e;
+}
+
 static enum recovery_verdict
 run(struct dd *d, const struct recovery_expect *e, struct recovery_result *r)
 {
@@ -443,21 +467,13 @@ END_TEST
 START_TEST(test_cluster_damaged_tail_cut)
 {
     struct dd d;
-    dd_init(&d);
-    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
-    s.replica_count = 3;
-    s.replica_id = 2;
-    dd_superblock(&d, &s);
-    dd_wal(&d, 1, 4);
+    dd_cluster_replica(&d, 4);
     size_t len;
     uint8_t *b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
     b[len - 1] ^= 0x80;
     tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
     free(b);
-    struct recovery_expect e = expect_one();
-    e.replica_count = 3;
-    e.replica_id = 2;
-    e.is_cluster = 1;
+    struct recovery_expect e = expect_cluster();
     ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
     ck_assert(res.wal_tail_cut);
     ck_assert_int_eq(res.wal_scan.verdict, WAL_DAMAGED_TAIL);
@@ -505,12 +521,7 @@ static size_t entry_at(const uint8_t *b, size_t len, uint64_t op);
 START_TEST(test_cluster_unsynced_group_tail_cut)
 {
     struct dd d;
-    dd_init(&d);
-    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
-    s.replica_count = 3;
-    s.replica_id = 2;
-    dd_superblock(&d, &s);
-    dd_wal(&d, 1, 4);
+    dd_cluster_replica(&d, 4);
     size_t len;
     uint8_t *b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
     size_t at2 = entry_at(b, len, 2);
@@ -518,10 +529,7 @@ START_TEST(test_cluster_unsynced_group_tail_cut)
     tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
     free(b);
     tu_mark_remove(d.meta); /* an older release's journal */
-    struct recovery_expect e = expect_one();
-    e.replica_count = 3;
-    e.replica_id = 2;
-    e.is_cluster = 1;
+    struct recovery_expect e = expect_cluster();
     ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_INTERIOR);
     recovery_result_fini(&res);
     e.wal_unsynced_max = WAL_GROUP_UNSYNCED_MAX;
@@ -547,12 +555,7 @@ END_TEST
 START_TEST(test_cluster_group_tail_marked)
 {
     struct dd d;
-    dd_init(&d);
-    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
-    s.replica_count = 3;
-    s.replica_id = 2;
-    dd_superblock(&d, &s);
-    dd_wal(&d, 1, 4);
+    dd_cluster_replica(&d, 4);
     size_t len;
     uint8_t *b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
     uint8_t *orig = vs_xmalloc(len);
@@ -560,10 +563,7 @@ START_TEST(test_cluster_group_tail_marked)
     size_t at2 = entry_at(b, len, 2);
     memset(b + at2, 0, VS_HEADER_SIZE);
     tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
-    struct recovery_expect e = expect_one();
-    e.replica_count = 3;
-    e.replica_id = 2;
-    e.is_cluster = 1;
+    struct recovery_expect e = expect_cluster();
     e.wal_unsynced_max = WAL_GROUP_UNSYNCED_MAX;
     ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_INTERIOR);
     recovery_result_fini(&res);
@@ -608,21 +608,13 @@ END_TEST
 START_TEST(test_cluster_unreadable_first_entry_marked)
 {
     struct dd d;
-    dd_init(&d);
-    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
-    s.replica_count = 3;
-    s.replica_id = 2;
-    dd_superblock(&d, &s);
-    dd_wal(&d, 1, 1);
+    dd_cluster_replica(&d, 1);
     size_t len;
     uint8_t *b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
     b[60] ^= 0x40; /* the command byte: the header no longer parses */
     tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
     free(b);
-    struct recovery_expect e = expect_one();
-    e.replica_count = 3;
-    e.replica_id = 2;
-    e.is_cluster = 1;
+    struct recovery_expect e = expect_cluster();
     ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
     ck_assert_int_eq(res.wal_scan.verdict, WAL_DAMAGED_TAIL);
     ck_assert(wal_empty(&res.journal));
