@@ -43,6 +43,10 @@
  *    written by an older release) -> the mark is unknown and the scan
  *    keeps the previous release's rules unchanged (old WALs stay
  *    readable; DESIGN §4).
+ *  - A release without the mark appends without raising it, so running
+ *    one on this data dir and then this release again would leave a
+ *    mark below entries that release acknowledged: downgrading removes
+ *    journal.mark (the older rules then apply, as for any old journal).
  *
  * Slot layout (40 bytes at offset 0 and 512, little endian):
  *   [0..4)   magic "IWMK"
