@@ -2494,14 +2494,17 @@ static const struct scenario SCENARIOS[] = {
     {"stall-gate-700975-reack-applied", 3, NULL, NULL, 700975, 0, {0}},
     {"stall-gate-701063-reach-vs-cut", 5, NULL, NULL, 701063, 0, {0}},
     /* both survivors cut op 6 as a damaged tail, the third (the only
-     * intact copy) refuses to boot: undecidable, passes through the
-     * refused-votes waiver, proven by its counterfactual */
+     * intact copy) refuses to boot: undecidable, passed through the
+     * refused-votes waiver, proven by its counterfactual. With the
+     * journal's durable mark (shard/storage/wal_mark.h) both cuts lie
+     * above the mark: torn, nackable; the seed converges unwaived. */
     {"stall-gate-701701", 3, NULL, NULL, 701701, 0, {0}},
     /* the waiver itself: with op 6 damaged on the third replica too no
      * replica can decide it, the waiver must not apply */
     {"waiver-refused-must-not-apply-701701",
      3,
-     NULL,
+     "a seed that still passes through the waiver: the durable mark cuts its "
+     "torn copies as never acknowledged",
      NULL,
      701701,
      0,
@@ -2551,13 +2554,16 @@ static const struct scenario SCENARIOS[] = {
      * nacked); the third never had it. No replica may decide it, though
      * nothing acknowledged it (the WAL format keeps no proof of that):
      * waived as torn copies, proven by the counterfactual (those torn
-     * appends lost whole converge). */
+     * appends lost whole converge). The journal's durable mark now keeps
+     * that proof: both copies lie above it, are cut as torn and nacked;
+     * the seed converges unwaived. */
     {"stall-gate-5003740-torn-copies", 3, NULL, NULL, 5003740, 0, {0}},
     /* the waiver itself: with one of the torn copies recorded as fsynced
      * (an entry fsynced, then damaged) it must not apply */
     {"waiver-torn-must-not-apply-fsynced-5003740",
      3,
-     NULL,
+     "a seed that still passes through the waiver: the durable mark cuts its "
+     "torn copies as never acknowledged",
      NULL,
      5003740,
      0,
@@ -2565,7 +2571,8 @@ static const struct scenario SCENARIOS[] = {
     /* ... and a counterfactual that loses nothing must not prove it */
     {"waiver-torn-counterfactual-must-converge-5003740",
      3,
-     NULL,
+     "a seed that still passes through the waiver: the durable mark cuts its "
+     "torn copies as never acknowledged",
      NULL,
      5003740,
      0,
