@@ -156,6 +156,10 @@ print_text(const char *dir, enum datadir_lock_state lock, pid_t pid,
             if (w->per_version[v])
                 printf(", format v%u: %llu", v,
                        (unsigned long long)w->per_version[v]);
+        if (w->mark_status == WAL_MARK_OK)
+            printf(", durable mark op %llu", (unsigned long long)w->mark_op);
+        else
+            printf(", durable mark %s", wal_mark_status_name(w->mark_status));
         printf("\n");
         if (w->verdict != WAL_CLEAN)
             printf("  %s (op %llu, offset %llu)%s\n", w->reason,
@@ -259,6 +263,9 @@ print_json(const char *dir, enum datadir_lock_state lock, pid_t pid,
             printf(",\"bad_op\":%llu,\"bad_offset\":%llu",
                    (unsigned long long)w->bad_op,
                    (unsigned long long)w->bad_offset);
+        printf(",\"mark\":\"%s\"", wal_mark_status_name(w->mark_status));
+        if (w->mark_status == WAL_MARK_OK)
+            printf(",\"mark_op\":%llu", (unsigned long long)w->mark_op);
         printf(",\"would_cut\":%s,\"reason\":",
                r->wal_tail_cut ? "true" : "false");
         json_str(w->reason);

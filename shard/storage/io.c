@@ -76,6 +76,13 @@ real_fsync(struct vs_sio *io, int fd)
 }
 
 static int
+real_fdatasync(struct vs_sio *io, int fd)
+{
+    (void)io;
+    return fdatasync(fd) == -1 ? -errno : 0; /* never retried, as fsync */
+}
+
+static int
 real_rename(struct vs_sio *io, const char *from, const char *to)
 {
     (void)io;
@@ -132,6 +139,7 @@ sio_init_real(struct vs_sio *io)
     io->pwrite = real_pwrite;
     io->write = real_write;
     io->fsync = real_fsync;
+    io->fdatasync = real_fdatasync;
     io->rename = real_rename;
     io->dir_fsync = real_dir_fsync;
     io->ftruncate = real_ftruncate;
@@ -306,6 +314,19 @@ sio_fsync(struct vs_sio *io, int fd, const char *path)
         return -VS_EFATAL;
     uint64_t t0 = vs_monotonic_ns();
     int rc = io->fsync(io, fd);
+    vs_metrics_observe_us(VS_M_HIST_FSYNC, (vs_monotonic_ns() - t0) / 1000u);
+    if (rc < 0)
+        return sio_set_fatal(io, SIO_FSYNC, -rc, path);
+    return 0;
+}
+
+int
+sio_fdatasync(struct vs_sio *io, int fd, const char *path)
+{
+    if (io->fatal.set)
+        return -VS_EFATAL;
+    uint64_t t0 = vs_monotonic_ns();
+    int rc = io->fdatasync ? io->fdatasync(io, fd) : io->fsync(io, fd);
     vs_metrics_observe_us(VS_M_HIST_FSYNC, (vs_monotonic_ns() - t0) / 1000u);
     if (rc < 0)
         return sio_set_fatal(io, SIO_FSYNC, -rc, path);

@@ -89,6 +89,8 @@ struct vs_sio {
     int (*readdir)(struct vs_sio *io, const char *path,
                    int (*fn)(void *arg, const char *name), void *arg);
     int (*dir_rename)(struct vs_sio *io, const char *from, const char *to);
+    /* fdatasync(2); NULL (the simulators, fault injection): fsync */
+    int (*fdatasync)(struct vs_sio *io, int fd);
 };
 
 /* The real implementation (EINTR retried inside). */
@@ -126,6 +128,10 @@ int sio_write_all(struct vs_sio *io, int fd, const void *buf, size_t len,
                   const char *path);
 /* 0 or -VS_EFATAL (any errno). */
 int sio_fsync(struct vs_sio *io, int fd, const char *path);
+/* The same for the file's data and what reading it needs (its size), not
+ * its timestamps: a small record rewritten in place is durable without a
+ * file-system journal commit. Faults and messages count it as an fsync. */
+int sio_fdatasync(struct vs_sio *io, int fd, const char *path);
 int sio_rename(struct vs_sio *io, const char *from, const char *to);
 int sio_dir_fsync(struct vs_sio *io, const char *dir);
 int sio_ftruncate(struct vs_sio *io, int fd, off_t len, const char *path);

@@ -67,8 +67,9 @@ struct scan_ctx {
     uint64_t size;
     wal_format_known_fn *known;
     struct wal_scan *out;
-    uint64_t drop_upto;    /* wal_options.drop_damaged_upto */
-    uint32_t unsynced_max; /* wal_options.unsynced_max (0/1: off) */
+    uint64_t drop_upto;          /* wal_options.drop_damaged_upto */
+    uint32_t unsynced_max;       /* wal_options.unsynced_max (0/1: off) */
+    const struct wal_mark *mark; /* read before the scan (NULL: none) */
     /* index being built (NULL: not wanted) */
     struct wal_index_entry **index;
     uint64_t *index_cap;
@@ -384,6 +385,30 @@ kind_text(int k)
     }
 }
 
+/* The rule above the durable mark (journal.h): the bad position at pos
+ * holds op `op` (known); if the mark says it never completed an fsync,
+ * the scan ends there with a TORN TAIL. 1 if so. */
+static int
+mark_cut(struct scan_ctx *c, uint64_t pos, uint64_t op, const char *what)
+{
+    if (!c->mark || !wal_mark_above(c->mark, op))
+        return 0;
+    struct wal_scan *s = c->out;
+    s->verdict = WAL_TORN_TAIL;
+    s->mark_cut = 1;
+    s->bad_op = op;
+    s->bad_offset = pos;
+    s->bad_span = 0;
+    s->bad_header_valid = 0;
+    scan_reason(s,
+                "WAL torn tail at op %llu, offset %llu (%s; above the "
+                "durable mark, op %llu): %llu bytes never acknowledged",
+                (unsigned long long)op, (unsigned long long)pos, what,
+                (unsigned long long)c->mark->op,
+                (unsigned long long)(c->size - pos));
+    return 1;
+}
+
 /* Runs the whole scan. 0 (verdict in c->out) or -errno. */
 static int
 scan_run(struct scan_ctx *c)
@@ -402,6 +427,8 @@ scan_run(struct scan_ctx *c)
              * UINT64_MAX, and the index (op - first_op) would not hold */
             if (have_prev && (h.op != prev.op + 1 || h.op == 0 ||
                               !vs_u128_eq(h.parent, prev.f.checksum))) {
+                if (mark_cut(c, pos, prev.op + 1, "a chain break"))
+                    return 0;
                 s->verdict = WAL_CHAIN_BREAK;
                 s->bad_op = h.op;
                 s->bad_offset = pos;
@@ -480,8 +507,11 @@ scan_run(struct scan_ctx *c)
                 continue;
             }
         }
+        if (op_known && mark_cut(c, pos, s->bad_op, kind_text(k)))
+            return 0;
         uint64_t trailing = c->size - pos;
         if (have_prev && c->unsynced_max > 1 &&
+            !(c->mark && c->mark->status == WAL_MARK_OK) &&
             (k == ENTRY_ZERO_HEADER || k == ENTRY_SHORT_HEADER)) {
             uint64_t last_op = 0;
             int g = unsynced_group_tail(c, pos, s->bad_op, &last_op);
@@ -560,10 +590,12 @@ scan_run(struct scan_ctx *c)
 
 static int
 scan_fd(struct vs_sio *io, int fd, const struct wal_options *opt,
-        struct wal_scan *out, struct wal_index_entry **index,
-        uint64_t *index_cap)
+        const struct wal_mark *mark, struct wal_scan *out,
+        struct wal_index_entry **index, uint64_t *index_cap)
 {
     memset(out, 0, sizeof(*out));
+    out->mark_status = mark->status;
+    out->mark_op = mark->op;
     struct scan_ctx c = {
         .io = io,
         .fd = fd,
@@ -572,6 +604,7 @@ scan_fd(struct vs_sio *io, int fd, const struct wal_options *opt,
         .out = out,
         .drop_upto = opt ? opt->drop_damaged_upto : 0,
         .unsynced_max = opt ? opt->unsynced_max : 0,
+        .mark = mark,
         .index = index,
         .index_cap = index_cap,
     };
@@ -603,10 +636,14 @@ wal_scan_file(struct vs_sio *io, const char *dir, const struct wal_options *opt,
     int rc = journal_path(path, sizeof(path), dir);
     if (rc < 0)
         return rc;
+    struct wal_mark mark;
+    rc = wal_mark_read(&mark, io, dir);
+    if (rc < 0)
+        return rc;
     int fd = sio_open(io, path, O_RDONLY, 0);
     if (fd < 0 && fd != -ENOENT)
         return fd;
-    rc = scan_fd(io, fd, opt, out, NULL, NULL);
+    rc = scan_fd(io, fd, opt, &mark, out, NULL, NULL);
     sio_close(io, fd);
     return rc;
 }
@@ -625,6 +662,7 @@ wal_open(struct wal *w, struct vs_sio *io, const char *dir,
     memset(w, 0, sizeof(*w));
     w->io = io;
     w->fd = -1;
+    w->mark.fd = -1;
     w->read_only = opt && opt->read_only;
     w->format_known =
         opt && opt->format_known ? opt->format_known : vs_wire_format_known;
@@ -663,7 +701,10 @@ wal_open(struct wal *w, struct vs_sio *io, const char *dir,
         }
         w->fd = fd;
     }
-    rc = scan_fd(io, w->fd, opt, s, &w->index, &w->index_cap);
+    rc = wal_mark_read(&w->mark, io, dir);
+    if (rc < 0)
+        goto fail;
+    rc = scan_fd(io, w->fd, opt, &w->mark, s, &w->index, &w->index_cap);
     if (rc < 0)
         goto fail;
     if (wal_verdict_refuses(s->verdict) ||
@@ -693,6 +734,17 @@ wal_open(struct wal *w, struct vs_sio *io, const char *dir,
         if (rc < 0 && rc != -ENOSPC)
             goto fail;
     }
+    if (!w->read_only) {
+        /* An absent or unknown mark starts at the last op held (every
+         * entry kept may have been acknowledged); a cut's first op and
+         * those after it are no longer held: the mark comes down to them
+         * now that the shorter file is durable. */
+        rc = wal_mark_open(&w->mark, dir, w->count ? wal_last_op(w) : 0);
+        if (rc == 0 && s->cut && s->bad_op > 0 && w->mark.op >= s->bad_op)
+            rc = wal_mark_write(&w->mark, s->bad_op - 1);
+        if (rc < 0)
+            goto fail;
+    }
     return 0;
 fail:
     wal_close(w);
@@ -705,6 +757,7 @@ wal_close(struct wal *w)
     if (w->fd >= 0)
         sio_close(w->io, w->fd);
     w->fd = -1;
+    wal_mark_close(&w->mark);
     free(w->index);
     w->index = NULL;
     w->index_cap = 0;
@@ -806,6 +859,8 @@ append_entry(struct wal *w, const struct vs_hdr_prepare *h, const void *body,
     }
     if (rc == 0 && sync)
         rc = sio_fsync(w->io, w->fd, w->path);
+    if (rc == 0 && sync)
+        rc = wal_mark_write(&w->mark, h->op);
     if (rc == 0) {
         vs_metrics_add(VS_M_WAL_APPENDS, 1);
         vs_metrics_add(VS_M_WAL_BYTES, VS_HEADER_SIZE + body_len);
@@ -850,6 +905,11 @@ wal_sync(struct wal *w)
     if (w->read_only || w->fd < 0)
         return -EROFS;
     int rc = sio_fsync(w->io, w->fd, w->path);
+    /* every entry held is durable: the mark says so before any of them
+     * may be acknowledged */
+    if (rc == 0 && w->count > 0 &&
+        (w->mark.status != WAL_MARK_OK || wal_last_op(w) > w->mark.op))
+        rc = wal_mark_write(&w->mark, wal_last_op(w));
     if (rc < 0)
         w->poisoned = 1;
     return rc;
@@ -938,9 +998,15 @@ wal_truncate_from(struct wal *w, uint64_t op)
 {
     if (w->count == 0 || op > wal_last_op(w))
         return 0;
-    if (op <= w->first_op)
-        return rewrite_keep(w, 0, 0);
-    return rewrite_keep(w, 0, op - w->first_op);
+    int rc = rewrite_keep(w, 0, op <= w->first_op ? 0 : op - w->first_op);
+    /* ops from `op` on are gone from the durable file: new entries there
+     * are above the mark until their own fsync */
+    if (rc == 0 && w->mark.status == WAL_MARK_OK && w->mark.op >= op) {
+        rc = wal_mark_write(&w->mark, op - 1);
+        if (rc < 0)
+            w->poisoned = 1;
+    }
+    return rc;
 }
 
 const char *

@@ -5,7 +5,10 @@
  * back to back (struct vs_hdr_prepare, common/wire.h). The primary sealed
  * checksum_body and the identity checksum; the journal never re-seals.
  * wal_append writes one entry and fsyncs before returning, so the caller
- * may acknowledge (PrepareOk / reply) only after it returns 0.
+ * may acknowledge (PrepareOk / reply) only after it returns 0. Every
+ * fsync of the journal (wal_append, wal_sync) is followed by the durable
+ * mark's write and fsync (wal_mark.h) before it returns; a truncate or a
+ * boot cut lowers the mark once the shorter file is durable.
  *
  * Scan (on open; also read-only for vstream-inspect), per entry at pos:
  *  - the header's own checksums first: identity (vs_prepare_identity)
@@ -18,7 +21,18 @@
  *  - body checksum: XXH3 of the body must equal checksum_body (entries
  *    are always sealed; 0 is not "unsealed" here);
  *  - chain: op == previous op + 1 and parent == previous checksum.
- * Classification of the first bad position pos (DESIGN §4, exactly):
+ * Classification of the first bad position pos (DESIGN §4, exactly),
+ * after one rule that comes first (shard/storage/wal_mark.h, with its
+ * safety argument):
+ *  - ABOVE THE DURABLE MARK: when journal.mark holds a valid mark M and
+ *    the bad position's op N (the previous entry's op + 1, or a verified
+ *    header's op) is above it, nothing from N on was ever acknowledged:
+ *    whatever the damage is (valid entries after it, a chain break, a
+ *    non-zero torn header), a TORN TAIL cut at pos (mark_cut = 1). At or
+ *    below M the entry completed an fsync: the rules below, without the
+ *    UNSYNCED GROUP TAIL rule (it guessed what the mark now records).
+ *    Without a valid mark (a WAL written by an older release, both slots
+ *    damaged) the rules below apply unchanged.
  *  - TORN TAIL, exactly one of: fewer than 256 bytes remain; the header
  *    fails its checksums and its bytes are zero from the first 4 KiB
  *    file boundary at or after pos on (all of it when there is none
@@ -80,6 +94,7 @@
 #include "common/wire.h"
 #include "shard/storage/atomic_file.h"
 #include "shard/storage/io.h"
+#include "shard/storage/wal_mark.h"
 
 /* The most appends shard 0 leaves written but not yet fsynced at any
  * moment: its group commit holds at most VSR_PIPELINE_MAX nosync appends
@@ -128,6 +143,11 @@ struct wal_scan {
      * group_last_op followed the never-written entry (0: plain rules) */
     uint64_t group_last_op;
     int cut; /* the tail was cut at open (writable open only) */
+    /* the durable mark read before the scan (wal_mark.h) and whether the
+     * verdict rests on it: TORN_TAIL above the mark (mark_cut = 1) */
+    enum wal_mark_status mark_status;
+    uint64_t mark_op;
+    int mark_cut;
     /* drop_damaged_upto: damage dropped with the prefix before it (the
      * count of damaged ranges skipped, 0 if none). The retained entries
      * start at byte retained_offset (first_op); ops dropped_first_op ..
@@ -177,6 +197,7 @@ struct wal {
     uint64_t count; /* entries; ops first_op .. first_op + count - 1 */
     struct wal_index_entry *index;
     uint64_t index_cap;
+    struct wal_mark mark; /* open for writing unless read_only */
 };
 
 /* Scans DIR/journal.wal read-only (an absent file scans as empty CLEAN;

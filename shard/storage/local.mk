@@ -9,6 +9,7 @@ libvs_storage_a_SOURCES = \
 	shard/storage/vsr_state.c shard/storage/vsr_state.h \
 	shard/storage/superblock.c shard/storage/superblock.h \
 	shard/storage/journal.c shard/storage/journal.h \
+	shard/storage/wal_mark.c shard/storage/wal_mark.h \
 	shard/storage/snapshot_file.c shard/storage/snapshot_file.h \
 	shard/storage/recovery.c shard/storage/recovery.h \
 	shard/storage/datadir.c shard/storage/datadir.h

@@ -434,6 +434,11 @@ recovery_open(struct vs_sio *io, const char *data_dir,
                  "; valid entries up to op %llu followed the damage, within "
                  "what group commit leaves unsynced (power loss)",
                  ull(ws->group_last_op));
+    else if (ws->mark_cut)
+        snprintf(group, sizeof(group),
+                 "; the cut starts above the journal's durable mark (op "
+                 "%llu): never acknowledged",
+                 ull(ws->mark_op));
     return verdict(r, RECOVERY_BOOT,
                    "superblock sequence %llu, view %u, log_view %u, "
                    "commit_max %llu, checkpoint op %llu; snapshot %s%llu; "

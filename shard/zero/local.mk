@@ -134,7 +134,7 @@ tests_integration_check_cluster_partition_LDADD = $(CLUSTER_LDADD)
 tests_integration_check_cluster_restart_SOURCES = \
 	tests/integration/check_cluster_restart.c $(CLUSTER_COMMON)
 tests_integration_check_cluster_restart_CFLAGS = $(TEST_CFLAGS)
-tests_integration_check_cluster_restart_LDADD = $(CLUSTER_LDADD)
+tests_integration_check_cluster_restart_LDADD = libvs_storage.a $(CLUSTER_LDADD)
 tests_integration_check_cluster_cli_SOURCES = \
 	tests/integration/check_cluster_cli.c $(CLUSTER_COMMON)
 tests_integration_check_cluster_cli_CFLAGS = $(TEST_CFLAGS)

@@ -27,6 +27,7 @@
 
 #include "common/errors.h"
 #include "common/wire.h"
+#include "shard/storage/wal_mark.h"
 #include "tests/integration/cluster.h"
 #include "tools/client/vsc.h"
 
@@ -303,6 +304,23 @@ zero_wal_header(unsigned i, int which)
     return op;
 }
 
+/* Node i's journal mark says every entry up to `op` completed an fsync
+ * (both slots: whatever slot the node wrote last). */
+static void
+set_wal_mark(unsigned i, uint64_t op)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/metadata/%s", cl.node[i].data_dir,
+             WAL_MARK_FILE);
+    uint8_t b[WAL_MARK_SLOT_GAP + WAL_MARK_SLOT_SIZE];
+    memset(b, 0, sizeof(b));
+    wal_mark_encode(1, op, b + WAL_MARK_SLOT_GAP);
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, b, sizeof(b), 0), (ssize_t)sizeof(b));
+    close(fd);
+}
+
 START_TEST(test_damaged_tail_repaired_interior_refused)
 {
     struct vsc *c0 = vs_cluster_login(&cl, 0, 20000);
@@ -322,18 +340,20 @@ START_TEST(test_damaged_tail_repaired_interior_refused)
     ck_assert_int_eq(vs_cluster_start_node(&cl, 2, VS_CLUSTER_START_MS), 0);
     c2 = wait_caught_up(2, "d", 6, 20000);
     vsc_destroy(c2);
-    /* an entry never written with valid entries after it, within the
-     * appends group commit leaves unsynced (what a power loss can leave):
-     * a torn tail, cut; the node boots and repairs the rest from peers */
+    /* an entry never written with valid entries after it, their group
+     * write's fsync never completed (the durable mark below it: what a
+     * power loss can leave): a torn tail, cut, nackable; the node boots
+     * and repairs the rest from peers */
     ck_assert_int_eq(vs_node_stop(&cl.node[2], 10000), 0);
     op = zero_wal_header(2, -3);
     ck_assert_uint_gt(op, 0);
+    set_wal_mark(2, op - 1);
     create_ok(c0, "d-6");
     ck_assert_int_eq(vs_cluster_start_node(&cl, 2, VS_CLUSTER_START_MS), 0);
     c2 = wait_caught_up(2, "d", 7, 20000);
     vsc_destroy(c2);
     ck_assert(vs_file_contains(cl.node[2].log_file,
-                               "what group commit leaves unsynced"));
+                               "above the journal's durable mark"));
     /* damage before the last entry is interior: refused (one line naming
      * the entry's offset and the valid op after it) */
     ck_assert_int_eq(vs_node_stop(&cl.node[2], 10000), 0);

@@ -191,18 +191,31 @@ START_TEST(test_refusals_read_only)
     ck_assert_int_eq(inspect(d.dir, NULL, NULL), 3);
     ck_assert_ptr_nonnull(strstr(out, "interior corruption at op 3, offset "
                                       "296"));
-    /* the same entry never written (zero header), valid entries after it
-     * within what shard 0's group commit leaves unsynced (a power loss
-     * kept later pages): a torn tail, boots */
+    /* the same entry never written (zero header), valid entries after it:
+     * fsynced (the durable mark covers it) and zeroed since, interior;
+     * its write's fsync never completed (the mark at op 2: a power loss
+     * kept later pages), a torn tail, boots; an older release's journal
+     * (no mark) within what shard 0's group commit leaves unsynced, the
+     * same */
     memset(b + 296, 0, VS_HEADER_SIZE);
     tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
+    ck_assert_int_eq(inspect(d.dir, NULL, NULL), 3);
+    ck_assert_ptr_nonnull(strstr(out, "interior corruption at op 3"));
+    tu_mark_set(d.meta, 2);
     ck_assert_int_eq(inspect(d.dir, NULL, NULL), 0);
     ck_assert_ptr_nonnull(strstr(out, "torn tail at op 3, offset 296"));
+    ck_assert_ptr_nonnull(strstr(out, "durable mark op 2"));
+    ck_assert_ptr_nonnull(strstr(out, "above the journal's durable mark"));
+    tu_mark_remove(d.meta);
+    ck_assert_int_eq(inspect(d.dir, NULL, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(out, "torn tail at op 3, offset 296"));
+    ck_assert_ptr_nonnull(strstr(out, "durable mark absent"));
     free(b);
     tu_rm_rf(d.dir);
     /* beyond that window (more valid entries after it than group commit
      * leaves unsynced): interior corruption */
     healthy_upto(&d, 1, 2 + WAL_GROUP_UNSYNCED_MAX + 1);
+    tu_mark_remove(d.meta);
     b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
     ck_assert_uint_gt(len, 296 + VS_HEADER_SIZE);
     for (size_t i = 296; i < 296 + VS_HEADER_SIZE; i++)

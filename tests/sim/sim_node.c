@@ -378,6 +378,8 @@ sim_node_boot(struct sim_node *n, int cut_damaged_tail)
         }
         if (r.wal_scan.group_last_op != 0)
             n->m_group_tails++;
+        if (r.wal_scan.mark_cut)
+            n->m_mark_cuts++;
     }
     if (!fhdr_ok && n->cfg.replica_count > 1 &&
         vsr_state_has_faulty_prepare(&r.state)) {

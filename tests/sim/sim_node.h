@@ -179,6 +179,7 @@ struct sim_node {
     /* marks (coverage) */
     uint64_t m_torn_cut, m_damaged_cut, m_checkpoints, m_replayed;
     uint64_t m_group_tails; /* boots whose cut was an unsynced group tail */
+    uint64_t m_mark_cuts;   /* boots that cut above the durable mark */
     uint64_t m_sb_writes, m_truncations, m_state_transfer;
     /* boots whose recovery dropped damaged WAL entries the snapshot
      * covers, and the highest op the last such boot dropped */

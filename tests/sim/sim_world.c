@@ -829,6 +829,7 @@ sim_world_restart(struct sim_world *w, unsigned i)
         return 0;
     uint64_t torn0 = n->m_torn_cut, dam0 = n->m_damaged_cut;
     uint64_t group0 = n->m_group_tails;
+    uint64_t markc0 = n->m_mark_cuts;
     uint64_t drop0 = n->m_wal_dropped;
     int rc = sim_node_boot(n, 0);
     if (rc == 1 && w->p.n == 1 && !w->p.no_operator_cut &&
@@ -858,6 +859,7 @@ sim_world_restart(struct sim_world *w, unsigned i)
     w->m.torn_cut += n->m_torn_cut - torn0;
     w->m.damaged_cut += n->m_damaged_cut - dam0;
     w->m.group_tails += n->m_group_tails - group0;
+    w->m.mark_cuts += n->m_mark_cuts - markc0;
     /* the superblock never goes backwards at an open */
     const struct vs_vsr_persist *fl = &w->sb_floor[i];
     if (n->sb_durable.view < fl->view ||

@@ -185,6 +185,7 @@ struct sim_hist {
 
 struct sim_marks {
     uint64_t group_tails; /* boots that cut an unsynced group tail */
+    uint64_t mark_cuts;   /* boots that cut above the durable mark */
     uint64_t crashes, crashes_in_io, restarts, refusals, torn_cut, damaged_cut,
         checkpoints, replays, evictions, reregisters, retries, duplicates,
         bitrot, sb_corrupt, partitions, view_changes, cluster_restarts, commits,

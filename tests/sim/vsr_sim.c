@@ -178,6 +178,7 @@ print_marks(const struct sim_world *w)
         {"torn_cut", m->torn_cut},
         {"damaged_cut", m->damaged_cut},
         {"group_tails", m->group_tails},
+        {"mark_cuts", m->mark_cuts},
         {"checkpoints", m->checkpoints},
         {"replays", m->replays},
         {"evictions", m->evictions},
@@ -2512,14 +2513,17 @@ static const struct scenario SCENARIOS[] = {
     {"stall-gate-700975-reack-applied", 3, NULL, NULL, 700975, 0, {0}},
     {"stall-gate-701063-reach-vs-cut", 5, NULL, NULL, 701063, 0, {0}},
     /* both survivors cut op 6 as a damaged tail, the third (the only
-     * intact copy) refuses to boot: undecidable, passes through the
-     * refused-votes waiver, proven by its counterfactual */
+     * intact copy) refuses to boot: undecidable, passed through the
+     * refused-votes waiver, proven by its counterfactual. With the
+     * journal's durable mark (shard/storage/wal_mark.h) both cuts lie
+     * above the mark: torn, nackable; the seed converges unwaived. */
     {"stall-gate-701701", 3, NULL, NULL, 701701, 0, {0}},
     /* the waiver itself: with op 6 damaged on the third replica too no
      * replica can decide it, the waiver must not apply */
     {"waiver-refused-must-not-apply-701701",
      3,
-     NULL,
+     "a seed that still passes through the waiver: the durable mark cuts its "
+     "torn copies as never acknowledged",
      NULL,
      701701,
      0,
@@ -2569,13 +2573,16 @@ static const struct scenario SCENARIOS[] = {
      * nacked); the third never had it. No replica may decide it, though
      * nothing acknowledged it (the WAL format keeps no proof of that):
      * waived as torn copies, proven by the counterfactual (those torn
-     * appends lost whole converge). */
+     * appends lost whole converge). The journal's durable mark now keeps
+     * that proof: both copies lie above it, are cut as torn and nacked;
+     * the seed converges unwaived. */
     {"stall-gate-5003740-torn-copies", 3, NULL, NULL, 5003740, 0, {0}},
     /* the waiver itself: with one of the torn copies recorded as fsynced
      * (an entry fsynced, then damaged) it must not apply */
     {"waiver-torn-must-not-apply-fsynced-5003740",
      3,
-     NULL,
+     "a seed that still passes through the waiver: the durable mark cuts its "
+     "torn copies as never acknowledged",
      NULL,
      5003740,
      0,
@@ -2583,7 +2590,8 @@ static const struct scenario SCENARIOS[] = {
     /* ... and a counterfactual that loses nothing must not prove it */
     {"waiver-torn-counterfactual-must-converge-5003740",
      3,
-     NULL,
+     "a seed that still passes through the waiver: the durable mark cuts its "
+     "torn copies as never acknowledged",
      NULL,
      5003740,
      0,
@@ -2597,6 +2605,33 @@ static const struct scenario SCENARIOS[] = {
      NULL,
      NULL,
      3710389,
+     0,
+     {.group_commit = 1}},
+    /* --group-commit, decided by the journal's durable mark
+     * (shard/storage/wal_mark.h): a header torn across two sectors with
+     * whole entries of the same never-fsynced write after it refused the
+     * boot as interior corruption (the one-replica seed 3710013, and
+     * 8100246); two replicas holding the same torn op as faulty waited
+     * forever (76). Above the mark each is a torn tail, cut, nackable. */
+    {"gc-torn-header-valid-after-3710013",
+     1,
+     NULL,
+     NULL,
+     3710013,
+     0,
+     {.group_commit = 1}},
+    {"gc-torn-header-valid-after-8100246",
+     3,
+     NULL,
+     NULL,
+     8100246,
+     0,
+     {.group_commit = 1}},
+    {"gc-same-torn-op-two-replicas-76",
+     3,
+     NULL,
+     NULL,
+     76,
      0,
      {.group_commit = 1}},
 

@@ -84,6 +84,30 @@ expect_one(void)
     return e;
 }
 
+/* Replica 2 of a 3-node cluster (view 1, no checkpoint) whose WAL holds
+ * ops 1..last, each fsynced (the durable mark at last). */
+static void
+dd_cluster_replica(struct dd *d, uint64_t last)
+{
+    dd_init(d);
+    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
+    s.replica_count = 3;
+    s.replica_id = 2;
+    dd_superblock(d, &s);
+    dd_wal(d, 1, last);
+}
+
+/* What boot expects of that replica. */
+static struct recovery_expect
+expect_cluster(void)
+{
+    struct recovery_expect e = expect_one();
+    e.replica_count = 3;
+    e.replica_id = 2;
+    e.is_cluster = 1;
+    return e;
+}
+
 static enum recovery_verdict
 run(struct dd *d, const struct recovery_expect *e, struct recovery_result *r)
 {
@@ -443,21 +467,13 @@ END_TEST
 START_TEST(test_cluster_damaged_tail_cut)
 {
     struct dd d;
-    dd_init(&d);
-    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
-    s.replica_count = 3;
-    s.replica_id = 2;
-    dd_superblock(&d, &s);
-    dd_wal(&d, 1, 4);
+    dd_cluster_replica(&d, 4);
     size_t len;
     uint8_t *b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
     b[len - 1] ^= 0x80;
     tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
     free(b);
-    struct recovery_expect e = expect_one();
-    e.replica_count = 3;
-    e.replica_id = 2;
-    e.is_cluster = 1;
+    struct recovery_expect e = expect_cluster();
     ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
     ck_assert(res.wal_tail_cut);
     ck_assert_int_eq(res.wal_scan.verdict, WAL_DAMAGED_TAIL);
@@ -495,7 +511,8 @@ START_TEST(test_cluster_damaged_tail_cut)
 }
 END_TEST
 
-/* A cluster replica under shard 0's group commit whose journal lost the
+/* A cluster replica under shard 0's group commit, an older release's
+ * journal (no durable mark) that lost the
  * unsynced page of op 2's header but kept ops 3 and 4 (a power loss): a
  * torn tail cut at op 2 (never acknowledged, nothing faulty); the classic
  * rules would refuse it as interior. */
@@ -504,22 +521,15 @@ static size_t entry_at(const uint8_t *b, size_t len, uint64_t op);
 START_TEST(test_cluster_unsynced_group_tail_cut)
 {
     struct dd d;
-    dd_init(&d);
-    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
-    s.replica_count = 3;
-    s.replica_id = 2;
-    dd_superblock(&d, &s);
-    dd_wal(&d, 1, 4);
+    dd_cluster_replica(&d, 4);
     size_t len;
     uint8_t *b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
     size_t at2 = entry_at(b, len, 2);
     memset(b + at2, 0, VS_HEADER_SIZE);
     tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
     free(b);
-    struct recovery_expect e = expect_one();
-    e.replica_count = 3;
-    e.replica_id = 2;
-    e.is_cluster = 1;
+    tu_mark_remove(d.meta); /* an older release's journal */
+    struct recovery_expect e = expect_cluster();
     ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_INTERIOR);
     recovery_result_fini(&res);
     e.wal_unsynced_max = WAL_GROUP_UNSYNCED_MAX;
@@ -529,7 +539,65 @@ START_TEST(test_cluster_unsynced_group_tail_cut)
     ck_assert_uint_eq(wal_last_op(&res.journal), 1);
     ck_assert_uint_eq(res.damaged_cut_op, 0);
     ck_assert_ptr_nonnull(strstr(res.reason, "valid entries up to op 4"));
+    /* the journal now keeps a durable mark, from its last op */
+    ck_assert(tu_exists(d.meta, WAL_MARK_FILE));
+    ck_assert_uint_eq(res.journal.mark.op, 1);
     recovery_result_fini(&res);
+    tu_rm_rf(d.dir);
+}
+END_TEST
+
+/* The same group write with the journal's durable mark: op 2 zeroed at
+ * or below the mark was fsynced and damaged since (entries after it may
+ * have been acknowledged): refused as interior; above it the write never
+ * completed its fsync: cut, nothing faulty (nackable). A damaged last
+ * entry above the mark is cut the same way, never marked faulty. */
+START_TEST(test_cluster_group_tail_marked)
+{
+    struct dd d;
+    dd_cluster_replica(&d, 4);
+    size_t len;
+    uint8_t *b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
+    uint8_t *orig = vs_xmalloc(len);
+    memcpy(orig, b, len);
+    size_t at2 = entry_at(b, len, 2);
+    memset(b + at2, 0, VS_HEADER_SIZE);
+    tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
+    struct recovery_expect e = expect_cluster();
+    e.wal_unsynced_max = WAL_GROUP_UNSYNCED_MAX;
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_REFUSE_WAL_INTERIOR);
+    recovery_result_fini(&res);
+    tu_mark_set(d.meta, 1);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert(res.wal_tail_cut);
+    ck_assert_int_eq(res.wal_scan.verdict, WAL_TORN_TAIL);
+    ck_assert(res.wal_scan.mark_cut);
+    ck_assert_uint_eq(wal_last_op(&res.journal), 1);
+    ck_assert_uint_eq(res.damaged_cut_op, 0);
+    ck_assert_uint_eq(res.state.faulty_op, 0);
+    recovery_result_fini(&res);
+
+    /* op 4's body damaged, the mark at 3 */
+    size_t at4 = entry_at(orig, len, 4);
+    orig[at4 + VS_HEADER_SIZE + 2] ^= 0x01;
+    tu_write_file(d.meta, VS_JOURNAL_FILE, orig, len);
+    tu_mark_set(d.meta, 3);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_int_eq(res.wal_scan.verdict, WAL_TORN_TAIL);
+    ck_assert_uint_eq(wal_last_op(&res.journal), 3);
+    ck_assert_uint_eq(res.damaged_cut_op, 0);
+    ck_assert_uint_eq(res.state.faulty_op, 0);
+    recovery_result_fini(&res);
+    /* ... and at 4 (fsynced): the damaged tail, faulty */
+    tu_write_file(d.meta, VS_JOURNAL_FILE, orig, len);
+    tu_mark_set(d.meta, 4);
+    ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
+    ck_assert_int_eq(res.wal_scan.verdict, WAL_DAMAGED_TAIL);
+    ck_assert_uint_eq(res.damaged_cut_op, 4);
+    ck_assert_uint_eq(res.state.faulty_op, 4);
+    recovery_result_fini(&res);
+    free(b);
+    free(orig);
     tu_rm_rf(d.dir);
 }
 END_TEST
@@ -540,21 +608,13 @@ END_TEST
 START_TEST(test_cluster_unreadable_first_entry_marked)
 {
     struct dd d;
-    dd_init(&d);
-    struct vs_vsr_state s = tu_state(1, 0, (struct vs_u128){0, 0});
-    s.replica_count = 3;
-    s.replica_id = 2;
-    dd_superblock(&d, &s);
-    dd_wal(&d, 1, 1);
+    dd_cluster_replica(&d, 1);
     size_t len;
     uint8_t *b = tu_read_file(d.meta, VS_JOURNAL_FILE, &len);
     b[60] ^= 0x40; /* the command byte: the header no longer parses */
     tu_write_file(d.meta, VS_JOURNAL_FILE, b, len);
     free(b);
-    struct recovery_expect e = expect_one();
-    e.replica_count = 3;
-    e.replica_id = 2;
-    e.is_cluster = 1;
+    struct recovery_expect e = expect_cluster();
     ck_assert_int_eq(run(&d, &e, &res), RECOVERY_BOOT);
     ck_assert_int_eq(res.wal_scan.verdict, WAL_DAMAGED_TAIL);
     ck_assert(wal_empty(&res.journal));
@@ -742,6 +802,7 @@ suite(void)
     tcase_add_test(tc, test_wal_verdicts);
     tcase_add_test(tc, test_cluster_damaged_tail_cut);
     tcase_add_test(tc, test_cluster_unsynced_group_tail_cut);
+    tcase_add_test(tc, test_cluster_group_tail_marked);
     tcase_add_test(tc, test_cluster_unreadable_first_entry_marked);
     tcase_add_test(tc, test_wal_damage_below_snapshot);
     suite_add_tcase(s, tc);

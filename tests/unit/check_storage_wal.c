@@ -235,7 +235,17 @@ START_TEST(test_interior_flip)
 }
 END_TEST
 
-/* Group commit (wal_options.unsynced_max > 1): a power loss may keep a
+/* The journal bytes `b` as an older release left them (no durable mark:
+ * the scan's rules are that release's). */
+static void
+put_legacy(struct fixture *fx, const uint8_t *b, size_t len)
+{
+    put_wal(fx, b, len);
+    tu_mark_remove(fx->meta);
+}
+
+/* Group commit (wal_options.unsynced_max > 1) in a journal without a
+ * durable mark: a power loss may keep a
  * later unsynced entry and lose an earlier one. A never-written entry
  * (zero header) followed by valid entries inside the window is a torn
  * tail, cut; non-zero damage there, or anything beyond the window, or the
@@ -257,7 +267,7 @@ START_TEST(test_unsynced_group_tail)
     /* ops 3 and 4 lost (their pages read as zeros), 5 and 6 kept */
     memcpy(b, orig, full);
     memset(b + fx.offset[2], 0, fx.offset[4] - fx.offset[2]);
-    put_wal(&fx, b, full);
+    put_legacy(&fx, b, full);
     ck_assert_int_eq(wal_scan_file(&io, fx.meta, &classic, &s), 0);
     ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
     ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
@@ -269,6 +279,9 @@ START_TEST(test_unsynced_group_tail)
     struct wal_options gw = {.unsynced_max = 33};
     ck_assert_int_eq(wal_open(&w, &io, fx.meta, &gw, &s), 0);
     ck_assert(s.cut);
+    ck_assert_int_eq(s.mark_status, WAL_MARK_ABSENT);
+    ck_assert_int_eq(w.mark.status, WAL_MARK_OK); /* created: op 2 */
+    ck_assert_uint_eq(w.mark.op, 2);
     ck_assert_uint_eq(wal_last_op(&w), 2);
     wal_close(&w);
     size_t now;
@@ -280,7 +293,7 @@ START_TEST(test_unsynced_group_tail)
     for (int hdr = 0; hdr < 2; hdr++) {
         memcpy(b, orig, full);
         b[fx.offset[2] + (hdr ? 20 : VS_HEADER_SIZE + 5)] ^= 0x10;
-        put_wal(&fx, b, full);
+        put_legacy(&fx, b, full);
         ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
         ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
         ck_assert_uint_eq(s.bad_op, 3);
@@ -294,7 +307,7 @@ START_TEST(test_unsynced_group_tail)
      * window of 4 */
     memcpy(b, orig, full);
     memset(b + fx.offset[2], 0, VS_HEADER_SIZE);
-    put_wal(&fx, b, full);
+    put_legacy(&fx, b, full);
     struct wal_options g3 = {.read_only = 1, .unsynced_max = 3};
     ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g3, &s), 0);
     ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
@@ -309,14 +322,14 @@ START_TEST(test_unsynced_group_tail)
     memcpy(b, orig, full);
     memset(b + fx.offset[2], 0, VS_HEADER_SIZE);
     b[fx.offset[4] + VS_HEADER_SIZE + 1] ^= 0x01;
-    put_wal(&fx, b, full);
+    put_legacy(&fx, b, full);
     ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
     ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
     ck_assert_uint_eq(s.group_last_op, 6);
     memcpy(b, orig, full);
     memset(b + fx.offset[2], 0, VS_HEADER_SIZE);
     b[fx.offset[5] + VS_HEADER_SIZE + 1] ^= 0x01; /* the last entry */
-    put_wal(&fx, b, full);
+    put_legacy(&fx, b, full);
     ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
     ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
     ck_assert_uint_eq(s.group_last_op, 5);
@@ -429,10 +442,193 @@ START_TEST(test_unreadable_entry_is_damage)
      * with cut_damaged_tail */
     struct wal w;
     sio_fault_reset(&f);
-    sio_fault_arm(&f, SIO_READ, 2 * N_ENTRIES, EIO, -1);
+    /* the two mark slots are read first */
+    sio_fault_arm(&f, SIO_READ, 2 + 2 * N_ENTRIES, EIO, -1);
     ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), -EBADMSG);
     ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
     sio_fault_reset(&f);
+    tu_rm_rf(fx.dir);
+}
+END_TEST
+
+/* The durable mark (wal_mark.h) decides what damage in a group write
+ * was: above the mark never acknowledged (cut, whatever the damage
+ * looks like), at or below it fsynced and perhaps acknowledged (never
+ * cut as torn; the older rules without the group guess). */
+START_TEST(test_durable_mark)
+{
+    struct vs_sio io;
+    sio_init_real(&io);
+    struct fixture fx;
+    build(&fx, &io, NULL, NULL);
+    size_t full, now;
+    uint8_t *orig = wal_bytes(&fx, &full);
+    uint8_t *b = vs_xmalloc(full);
+    struct wal_options g = {.read_only = 1, .unsynced_max = 33};
+    struct wal_options gw = {.unsynced_max = 33};
+    struct wal_scan s;
+    struct wal w;
+    struct wal_mark m;
+
+    /* every wal_append fsynced and marked its op */
+    ck_assert_int_eq(wal_mark_read(&m, &io, fx.meta), 0);
+    ck_assert_int_eq(m.status, WAL_MARK_OK);
+    ck_assert_uint_eq(m.op, N_ENTRIES);
+
+    /* op 3's header torn across two sectors (its first 100 bytes of the
+     * new write, the rest an older write's), ops 4..6 of the same write
+     * whole: the write of ops 3..6 never completed its fsync (mark 2) */
+    memcpy(b, orig, full);
+    memset(b + fx.offset[2] + 100, 0xa5, VS_HEADER_SIZE - 100);
+    put_wal(&fx, b, full);
+    tu_mark_set(fx.meta, 2);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
+    ck_assert(s.mark_cut);
+    ck_assert_uint_eq(s.bad_op, 3);
+    ck_assert_uint_eq(s.valid_end, fx.offset[2]);
+    ck_assert_ptr_nonnull(strstr(s.reason, "above the durable mark, op 2"));
+    ck_assert_int_eq(wal_open(&w, &io, fx.meta, &gw, &s), 0);
+    ck_assert(s.cut);
+    ck_assert_uint_eq(wal_last_op(&w), 2);
+    ck_assert_uint_eq(w.mark.op, 2);
+    wal_close(&w);
+    free(tu_read_file(fx.meta, VS_JOURNAL_FILE, &now));
+    ck_assert_uint_eq(now, fx.offset[2]);
+    /* the same bytes with the mark at 6: fsynced, damaged since, with
+     * acknowledged entries after it: interior, refused, nothing cut */
+    put_wal(&fx, b, full);
+    tu_mark_set(fx.meta, 6);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
+    ck_assert_uint_eq(s.bad_op, 3);
+    ck_assert(!s.mark_cut);
+    ck_assert_int_eq(wal_open(&w, &io, fx.meta, &gw, &s), -EBADMSG);
+    free(tu_read_file(fx.meta, VS_JOURNAL_FILE, &now));
+    ck_assert_uint_eq(now, full);
+    /* without a mark (an older release's journal): its rules, interior */
+    tu_mark_remove(fx.meta);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
+    ck_assert_int_eq(s.mark_status, WAL_MARK_ABSENT);
+
+    /* a zero header followed by valid entries: above the mark torn; at
+     * or below it (fsynced, zeroed since) never cut, whatever the group
+     * window; the older release's group rule cut it */
+    memcpy(b, orig, full);
+    memset(b + fx.offset[2], 0, VS_HEADER_SIZE);
+    put_wal(&fx, b, full);
+    tu_mark_set(fx.meta, 3);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_INTERIOR_CORRUPT);
+    tu_mark_set(fx.meta, 2);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
+    ck_assert(s.mark_cut);
+    tu_mark_remove(fx.meta);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
+    ck_assert(!s.mark_cut);
+    ck_assert_uint_eq(s.group_last_op, 6);
+
+    /* the last entry's header whole, its body damaged: at or below the
+     * mark it may have been acknowledged (a damaged tail: a cluster
+     * replica's faulty op, a one-replica refusal); above it never
+     * acknowledged (torn: cut, nackable) */
+    memcpy(b, orig, full);
+    b[fx.offset[5] + VS_HEADER_SIZE + 3] ^= 0x01;
+    put_wal(&fx, b, full);
+    tu_mark_set(fx.meta, 6);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
+    ck_assert(s.bad_header_valid);
+    ck_assert_uint_eq(s.bad_op, 6);
+    ck_assert_int_eq(wal_open(&w, &io, fx.meta, NULL, &s), -EBADMSG);
+    tu_mark_set(fx.meta, 5);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
+    ck_assert(s.mark_cut);
+    ck_assert_uint_eq(s.bad_op, 6);
+    ck_assert_int_eq(wal_open(&w, &io, fx.meta, NULL, &s), 0);
+    ck_assert_uint_eq(wal_last_op(&w), 5);
+    wal_close(&w);
+
+    /* a chain break where the unsynced write should be (op 4 again after
+     * op 4): above the mark torn, at or below it refused */
+    size_t l4 = fx.offset[4] - fx.offset[3];
+    memcpy(b, orig, fx.offset[4]);
+    memcpy(b + fx.offset[4], orig + fx.offset[3], l4);
+    put_wal(&fx, b, fx.offset[4] + l4);
+    tu_mark_set(fx.meta, 4);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
+    ck_assert(s.mark_cut);
+    ck_assert_uint_eq(s.bad_op, 5);
+    tu_mark_set(fx.meta, 5);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_CHAIN_BREAK);
+
+    /* the slots: the newest valid wins; a damaged one beside a valid one
+     * is a newer write torn before its fsync; both damaged: unknown, the
+     * older rules (here the zero header's group cut, not the mark's) */
+    uint8_t mk[WAL_MARK_SLOT_GAP + WAL_MARK_SLOT_SIZE];
+    memset(mk, 0, sizeof(mk));
+    wal_mark_encode(2, 2, mk);
+    wal_mark_encode(3, 6, mk + WAL_MARK_SLOT_GAP);
+    tu_write_file(fx.meta, WAL_MARK_FILE, mk, sizeof(mk));
+    ck_assert_int_eq(wal_mark_read(&m, &io, fx.meta), 0);
+    ck_assert_int_eq(m.status, WAL_MARK_OK);
+    ck_assert_uint_eq(m.op, 6);
+    mk[WAL_MARK_SLOT_GAP + 17] ^= 0x01;
+    tu_write_file(fx.meta, WAL_MARK_FILE, mk, sizeof(mk));
+    ck_assert_int_eq(wal_mark_read(&m, &io, fx.meta), 0);
+    ck_assert_int_eq(m.status, WAL_MARK_OK);
+    ck_assert_uint_eq(m.op, 2);
+    ck_assert_int_eq(m.damaged_slots, 1);
+    mk[17] ^= 0x01;
+    tu_write_file(fx.meta, WAL_MARK_FILE, mk, sizeof(mk));
+    ck_assert_int_eq(wal_mark_read(&m, &io, fx.meta), 0);
+    ck_assert_int_eq(m.status, WAL_MARK_DAMAGED);
+    memcpy(b, orig, full);
+    memset(b + fx.offset[2], 0, VS_HEADER_SIZE);
+    put_wal(&fx, b, full);
+    ck_assert_int_eq(wal_scan_file(&io, fx.meta, &g, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
+    ck_assert(!s.mark_cut);
+    ck_assert_int_eq(s.mark_status, WAL_MARK_DAMAGED);
+    /* the golden bytes of one slot */
+    uint8_t one[WAL_MARK_SLOT_SIZE];
+    wal_mark_encode(1, 0x0102, one);
+    static const uint8_t head[24] = {'I', 'W', 'M', 'K', 1, 0, 0, 0,
+                                     1,   0,   0,   0,   0, 0, 0, 0,
+                                     2,   1,   0,   0,   0, 0, 0, 0};
+    ck_assert_int_eq(memcmp(one, head, sizeof(head)), 0);
+    uint64_t seq = 0, op = 0;
+    ck_assert_int_eq(wal_mark_decode(one, &seq, &op), 1);
+    ck_assert_uint_eq(op, 0x0102);
+
+    /* the journal keeps it: an open with an unknown mark starts it at the
+     * last op, nosync appends leave it, wal_sync raises it, truncate_from
+     * lowers it */
+    put_wal(&fx, orig, full);
+    ck_assert_int_eq(wal_open(&w, &io, fx.meta, &gw, &s), 0);
+    ck_assert_uint_eq(w.mark.op, 6);
+    ck_assert_int_eq(wal_truncate_from(&w, 4), 0);
+    ck_assert_uint_eq(w.mark.op, 3);
+    for (uint64_t op4 = 4; op4 <= 5; op4++)
+        ck_assert_int_eq(
+            wal_append_nosync(&w, &fx.hdr[op4 - 1],
+                              orig + fx.offset[op4 - 1] + VS_HEADER_SIZE,
+                              body_len_of(op4)),
+            0);
+    ck_assert_int_eq(wal_mark_read(&m, &io, fx.meta), 0);
+    ck_assert_uint_eq(m.op, 3);
+    ck_assert_int_eq(wal_sync(&w), 0);
+    ck_assert_int_eq(wal_mark_read(&m, &io, fx.meta), 0);
+    ck_assert_uint_eq(m.op, 5);
+    wal_close(&w);
+    free(b);
+    free(orig);
     tu_rm_rf(fx.dir);
 }
 END_TEST
@@ -485,9 +681,17 @@ START_TEST(test_garbled_header_is_damage)
         ck_assert_uint_eq(w.count, 1);
         wal_close(&w);
     }
-    /* the same header with one byte after the boundary set: damage */
+    /* the same header with one byte after the boundary set: damage in a
+     * journal without a mark; above the mark (the cut above lowered it
+     * to op 1) never acknowledged, a torn tail */
     b[pos + 200] = 1;
     put_wal(&fx, b, pos + VS_HEADER_SIZE);
+    struct wal_options ro = {.read_only = 1};
+    ck_assert_int_eq(wal_scan_file(&f.io, fx.meta, &ro, &s), 0);
+    ck_assert_int_eq(s.verdict, WAL_TORN_TAIL);
+    ck_assert(s.mark_cut);
+    ck_assert_uint_eq(s.mark_op, 1);
+    tu_mark_remove(fx.meta);
     ck_assert_int_eq(wal_open(&w, &f.io, fx.meta, NULL, &s), -EBADMSG);
     ck_assert_int_eq(s.verdict, WAL_DAMAGED_TAIL);
     free(b);
@@ -1123,6 +1327,7 @@ suite(void)
     tcase_add_test(tc, test_partial_write_boots);
     tcase_add_test(tc, test_damaged_tail);
     tcase_add_test(tc, test_unsynced_group_tail);
+    tcase_add_test(tc, test_durable_mark);
     tcase_add_test(tc, test_garbled_header_is_damage);
     tcase_add_test(tc, test_unreadable_entry_is_damage);
     tcase_add_test(tc, test_op_wrap_is_chain_break);

@@ -1,6 +1,8 @@
 /*
  * tests/unit/storage_testutil.h - fixtures shared by the storage tests:
- * temporary dirs, whole-file read/write, sealed prepares, VsrStates.
+ * temporary dirs, whole-file read/write, sealed prepares, VsrStates,
+ * the journal's durable mark (set to an op, or removed as by an older
+ * release).
  * Test code only (static functions; each test program includes it once).
  */
 #ifndef VS_TESTS_STORAGE_TESTUTIL_H
@@ -21,6 +23,7 @@
 #include "common/mem.h"
 #include "common/wire.h"
 #include "shard/storage/vsr_state.h"
+#include "shard/storage/wal_mark.h"
 
 static inline int
 tu_rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -93,6 +96,26 @@ tu_exists(const char *dir, const char *name)
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     struct stat st;
     return stat(path, &st) == 0;
+}
+
+/* The journal of META as an older release left it: no durable mark. */
+static inline void
+tu_mark_remove(const char *meta)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", meta, WAL_MARK_FILE);
+    if (unlink(path) == -1 && errno != ENOENT)
+        abort();
+}
+
+/* META's durable mark says every entry up to `op` completed an fsync. */
+static inline void
+tu_mark_set(const char *meta, uint64_t op)
+{
+    uint8_t b[WAL_MARK_SLOT_GAP + WAL_MARK_SLOT_SIZE];
+    memset(b, 0, sizeof(b));
+    wal_mark_encode(1, op, b + WAL_MARK_SLOT_GAP);
+    tu_write_file(meta, WAL_MARK_FILE, b, sizeof(b));
 }
 
 static inline struct vs_u128
