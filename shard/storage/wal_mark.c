@@ -12,37 +12,22 @@
 #include <fcntl.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/checksum.h"
 #include "shard/storage/wal_mark.h"
 
 static const uint8_t mark_magic[4] = {'I', 'W', 'M', 'K'};
 
-static void
-put_le(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t
-get_le(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 void
 wal_mark_encode(uint64_t seq, uint64_t op, uint8_t out[WAL_MARK_SLOT_SIZE])
 {
     memcpy(out, mark_magic, 4);
-    put_le(out + 4, WAL_MARK_VERSION, 4);
-    put_le(out + 8, seq, 8);
-    put_le(out + 16, op, 8);
+    vs_store_u32(out + 4, WAL_MARK_VERSION);
+    vs_store_u64(out + 8, seq);
+    vs_store_u64(out + 16, op);
     struct vs_u128 c = vs_checksum(out, 24);
-    put_le(out + 24, c.lo, 8);
-    put_le(out + 32, c.hi, 8);
+    vs_store_u64(out + 24, c.lo);
+    vs_store_u64(out + 32, c.hi);
 }
 
 int
@@ -55,11 +40,12 @@ wal_mark_decode(const uint8_t in[WAL_MARK_SLOT_SIZE], uint64_t *seq,
     if (zero)
         return 0;
     struct vs_u128 c = vs_checksum(in, 24);
-    if (get_le(in + 24, 8) != c.lo || get_le(in + 32, 8) != c.hi ||
-        memcmp(in, mark_magic, 4) != 0 || get_le(in + 4, 4) != WAL_MARK_VERSION)
+    if (vs_load_u64(in + 24) != c.lo || vs_load_u64(in + 32) != c.hi ||
+        memcmp(in, mark_magic, 4) != 0 ||
+        vs_load_u32(in + 4) != WAL_MARK_VERSION)
         return -1;
-    *seq = get_le(in + 8, 8);
-    *op = get_le(in + 16, 8);
+    *seq = vs_load_u64(in + 8);
+    *op = vs_load_u64(in + 16);
     return *seq > 0 ? 1 : -1;
 }
 
